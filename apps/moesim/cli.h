@@ -1,0 +1,61 @@
+// Command-line arguments of one moesim subcommand: positionals and --options.
+// Each subcommand asks for the options it knows; finish() rejects the rest (exit code 2).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace moesim::cli {
+
+// A usage error: printed with the subcommand's usage line, exit code 2.
+struct UsageError {
+  std::string message;
+};
+
+class Args {
+ public:
+  // argv without the program name and subcommand words. `--key=value` and `--key value` both
+  // work for options that take values; an option given twice is an error.
+  Args(std::vector<std::string> argv, std::set<std::string> value_options);
+
+  // True when the flag was given (e.g. "--json").
+  bool flag(const std::string& name);
+  std::optional<std::string> value(const std::string& name);
+  std::string value_or(const std::string& name, const std::string& dflt);
+  // Integer option; malformed numbers are usage errors.
+  std::optional<int64_t> int_value(const std::string& name);
+  std::optional<double> double_value(const std::string& name);
+  // All values of a repeatable option.
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  // The positional at index i, or a usage error naming `what`.
+  const std::string& positional(size_t i, const std::string& what) const;
+  // Throws UsageError for any option no accessor asked for, or extra positionals beyond max.
+  void finish(size_t max_positionals) const;
+  bool help_requested() const { return help_; }
+
+ private:
+  std::vector<std::string> positionals_;
+  std::map<std::string, std::string> options_;  // flags map to ""
+  std::set<std::string> asked_;
+  bool help_ = false;
+};
+
+// Subcommands. Each returns the process exit code (0 ok, 1 failed run/broken invariant,
+// 2 bad input) and may throw ConfigError (exit 2) or UsageError (exit 2).
+using CommandFn = int (*)(const std::vector<std::string>& argv);
+
+struct Command {
+  const char* name;     // e.g. "model"
+  const char* summary;  // one line for `moesim --help`
+  CommandFn fn;
+};
+
+// Defined in one file per subcommand (model_cmd.cc, topo_cmd.cc, ...).
+int model_command(const std::vector<std::string>& argv);
+int topo_command(const std::vector<std::string>& argv);
+
+}  // namespace moesim::cli

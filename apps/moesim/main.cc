@@ -1,0 +1,62 @@
+// moesim: the simulator's command line. One file per subcommand; this file only dispatches.
+// Exit codes: 0 success, 1 a failed run or broken invariant, 2 bad input (ConfigError or usage).
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "apps/moesim/cli.h"
+#include "moesim_version.h"
+#include "sim/config/config_error.h"
+
+namespace {
+
+using moesim::cli::Command;
+
+const Command kCommands[] = {
+    {"model", "model cards: `model show CARD` prints parameters, bytes, KV and FLOPs",
+     moesim::cli::model_command},
+    {"topo", "topologies: `topo show FILE` prints GPUs, links and bandwidths",
+     moesim::cli::topo_command},
+};
+
+void print_help() {
+  std::printf(
+      "moesim %s: a deterministic simulator of Mixture-of-Experts inference clusters\n\n"
+      "usage: moesim <command> [args] [--help]\n\ncommands:\n",
+      MOESIM_VERSION);
+  for (const auto& c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
+  std::printf(
+      "\nexit codes: 0 success, 1 failed run or broken invariant, 2 bad input\n"
+      "every command that prints a summary takes --json\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    print_help();
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::printf("moesim %s\n", MOESIM_VERSION);
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (args[0] != c.name) continue;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    try {
+      return c.fn(rest);
+    } catch (const moesim::sim::ConfigError& e) {
+      std::fprintf(stderr, "moesim: error: %s\n", e.what());
+      return moesim::sim::kExitBadInput;
+    } catch (const moesim::cli::UsageError& e) {
+      std::fprintf(stderr, "moesim %s: %s (see moesim %s --help)\n", c.name, e.message.c_str(),
+                   c.name);
+      return moesim::sim::kExitBadInput;
+    }
+  }
+  std::fprintf(stderr, "moesim: unknown command '%s' (see moesim --help)\n", args[0].c_str());
+  return 2;
+}

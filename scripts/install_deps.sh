@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs every Debian package moesim needs (build, tests, benchmarks, notebooks).
+# Idempotent: when all packages are present it changes nothing and installs nothing.
+# CUDA 13 (nvcc, cuBLAS, NCCL) is expected from the machine image, not from apt.
+set -euo pipefail
+packages=(
+  build-essential cmake pkg-config
+  libsimgrid-dev libeigen3-dev libboost-graph-dev libtomlplusplus-dev nlohmann-json3-dev
+  libgtest-dev googletest libbenchmark-dev
+  jupyter-nbconvert python3-ipykernel python3-nbclient python3-matplotlib python3-pandas
+)
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install_deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}"
