@@ -57,5 +57,7 @@ struct Command {
 // Defined in one file per subcommand (model_cmd.cc, topo_cmd.cc, ...).
 int model_command(const std::vector<std::string>& argv);
 int topo_command(const std::vector<std::string>& argv);
+int collective_command(const std::vector<std::string>& argv);
+int run_command(const std::vector<std::string>& argv);
 
 }  // namespace moesim::cli

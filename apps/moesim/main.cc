@@ -18,6 +18,10 @@ const Command kCommands[] = {
      moesim::cli::model_command},
     {"topo", "topologies: `topo show FILE` prints GPUs, links and bandwidths",
      moesim::cli::topo_command},
+    {"collective", "one MoE dispatch + combine on a topology: latency, bytes, bottleneck GB/s",
+     moesim::cli::collective_command},
+    {"run", "simulate a scenario: summary, event digest, CSV/JSON/Chrome-trace outputs",
+     moesim::cli::run_command},
 };
 
 void print_help() {

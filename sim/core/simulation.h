@@ -36,7 +36,8 @@ class Simulation final : public Scheduler {
  public:
   explicit Simulation(uint64_t root_seed);
 
-  // Registers an event kind; returns its id. Names are for traces and error messages.
+  // Registers an event kind; returns its id (0, 1, 2, ... in registration order). Names are for
+  // traces and error messages. Precondition (checked): not called from inside run().
   EventKind register_kind(std::string_view name, EventHandler handler);
   const std::string& kind_name(EventKind kind) const { return kinds_[kind].name; }
 
@@ -44,10 +45,13 @@ class Simulation final : public Scheduler {
   void schedule_at(SimTime at, EventKind kind, int64_t id0 = 0, int64_t id1 = 0) override;
 
   // Runs events in order until the queue is empty, stop() is called, or the next event is later
-  // than `until` (that event stays queued and the clock is set to `until`). Returns the number of
-  // events executed by this call.
+  // than `until` (that event stays queued and the clock is set to `until`). Events at exactly
+  // `until` are executed. When the queue empties the clock stays at the last event's time.
+  // Each executed event's (time, kind, id0, id1) is folded into digest() before its handler runs.
+  // Returns the number of events executed by this call. Precondition (checked): until >= now().
   uint64_t run(SimTime until = kSimTimeMax);
-  // Makes run() return after the current event.
+  // Makes run() return after the current event. Meant for handlers; each run() call starts
+  // un-stopped, so a stop() outside run() has no effect on the next run().
   void stop() { stopped_ = true; }
 
   RngStream& rng(std::string_view name) { return rngs_.stream(name); }
@@ -64,6 +68,7 @@ class Simulation final : public Scheduler {
   };
   SimTime now_ = 0;
   bool stopped_ = false;
+  bool running_ = false;
   uint64_t num_executed_ = 0;
   EventQueue queue_;
   RngStreams rngs_;

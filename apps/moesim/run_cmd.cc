@@ -1,0 +1,150 @@
+// `moesim run SCENARIO`: simulates a scenario, prints the summary and the event digest, and
+// writes the outputs and the resolved configuration to --out DIR.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <iostream>
+
+#include "apps/moesim/cli.h"
+#include "sim/scenario/scenario.h"
+#include "sim/serving/cluster.h"
+#include "sim/serving/run_outputs.h"
+
+namespace moesim::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: moesim run SCENARIO [--seed N] [--duration SECONDS] [--out DIR] [--record FILE]\n"
+    "                  [--record-steps N] [--trace-window START_S:END_S] [--json]\n\n"
+    "Simulates SCENARIO (a scenarios/*.toml file) and prints the summary and the event digest.\n"
+    "  --seed N              root seed (default: the scenario's [run] seed)\n"
+    "  --duration SECONDS    simulated time (default: the scenario's [run] duration_s)\n"
+    "  --out DIR             write summary.json, requests.csv, trace.json (Chrome trace) and\n"
+    "                        resolved/ (the resolved configuration and its input files)\n"
+    "  --record FILE         write the executed steps as JSONL (docs/schemas/step_trace.md)\n"
+    "  --record-steps N      steps recorded at most (default: [outputs] record_max_steps)\n"
+    "  --trace-window A:B    Chrome-trace window in simulated seconds\n"
+    "  --json                print the summary as one JSON document instead of the table\n"
+    "exit codes: 0 success, 1 conservation broken, 2 bad input\n";
+
+void write_file(const std::filesystem::path& p, const std::string& what,
+                const std::function<void(std::ostream&)>& fn) {
+  std::ofstream f(p);
+  if (!f) throw UsageError{"cannot write " + what + " to " + p.string()};
+  fn(f);
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& argv) {
+  Args args(argv, {"--seed", "--duration", "--out", "--record", "--record-steps",
+                   "--trace-window"});
+  if (args.help_requested()) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const std::string& path = args.positional(0, "SCENARIO");
+  auto seed = args.int_value("--seed");
+  auto duration = args.double_value("--duration");
+  auto out_dir = args.value("--out");
+  auto record = args.value("--record");
+  auto record_steps = args.int_value("--record-steps");
+  auto window = args.value("--trace-window");
+  bool json = args.flag("--json");
+  args.finish(1);
+  if (seed && *seed < 0) throw UsageError{"--seed must be >= 0"};
+  if (duration && *duration <= 0) throw UsageError{"--duration must be > 0"};
+  if (record_steps && *record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
+
+  sim::Scenario sc = sim::load_scenario(path);
+  if (duration) sc.run.duration_s = *duration;
+  sim::RunOptions opt;
+  opt.chrome_trace = out_dir.has_value() && sc.outputs.chrome_trace;
+  opt.trace_start_ns = sim::from_seconds(sc.outputs.trace_start_s);
+  opt.trace_end_ns = sim::from_seconds(sc.outputs.trace_end_s);
+  if (window) {
+    auto colon = window->find(':');
+    char* end = nullptr;
+    double a = std::strtod(window->c_str(), &end);
+    if (colon == std::string::npos || end != window->c_str() + colon) {
+      throw UsageError{"--trace-window wants START_S:END_S"};
+    }
+    double b = std::strtod(window->c_str() + colon + 1, &end);
+    if (*end != '\0' || a < 0 || b < a) throw UsageError{"--trace-window wants 0 <= START <= END"};
+    opt.trace_start_ns = sim::from_seconds(a);
+    opt.trace_end_ns = sim::from_seconds(b);
+    opt.chrome_trace = true;
+  }
+  opt.record_steps = record.has_value();
+  opt.record_max_steps = record_steps ? *record_steps : sc.outputs.record_max_steps;
+  uint64_t used_seed = seed ? static_cast<uint64_t>(*seed) : sc.run.seed;
+
+  auto wall_start = std::chrono::steady_clock::now();
+  sim::RunOutput out = sim::run_scenario(sc, opt, static_cast<int64_t>(used_seed));
+  double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  if (json) {
+    nlohmann::json j = sim::summary_json(sc, out, used_seed);
+    j["wall_s"] = wall_s;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    sim::write_summary_text(std::cout, sc, out, used_seed);
+    std::printf("  wall time %.2f s (%.1fx real time)\n", wall_s,
+                wall_s > 0 ? out.summary.duration_s / wall_s : 0.0);
+  }
+  if (out_dir) {
+    namespace fs = std::filesystem;
+    fs::path dir(*out_dir);
+    fs::create_directories(dir / "resolved");
+    if (sc.outputs.summary_json) {
+      write_file(dir / "summary.json", "summary",
+                 [&](std::ostream& os) { os << sim::summary_json(sc, out, used_seed).dump(2) << "\n"; });
+    }
+    if (sc.outputs.requests_csv) {
+      write_file(dir / "requests.csv", "requests",
+                 [&](std::ostream& os) { sim::write_requests_csv(os, out); });
+    }
+    if (opt.chrome_trace) {
+      write_file(dir / "trace.json", "trace",
+                 [&](std::ostream& os) { sim::write_chrome_trace(os, out); });
+    }
+    // The resolved configuration: the inputs as read, and the values the run used.
+    fs::copy_file(sc.source_file, dir / "resolved" / "scenario.toml",
+                  fs::copy_options::overwrite_existing);
+    fs::copy_file(sc.model_path, dir / "resolved" / fs::path(sc.model_path).filename(),
+                  fs::copy_options::overwrite_existing);
+    fs::copy_file(sc.topology_path, dir / "resolved" / fs::path(sc.topology_path).filename(),
+                  fs::copy_options::overwrite_existing);
+    write_file(dir / "resolved" / "run.json", "resolved run settings", [&](std::ostream& os) {
+      nlohmann::json j;
+      j["seed"] = used_seed;
+      j["duration_s"] = sc.run.duration_s;
+      j["network_model"] = sc.network_model;
+      j["cost_model"] = sc.cost.kind == sim::CostModelKind::kRoofline ? "roofline" : "calibrated";
+      j["router"] = sim::router_policy_name(sc.scheduler.router);
+      j["max_seqs"] = sc.scheduler.max_seqs;
+      j["max_batch_tokens_per_gpu"] = sc.scheduler.max_batch_tokens_per_gpu;
+      j["kv_block_tokens"] = sc.scheduler.kv_block_tokens;
+      j["prefix_caching"] = sc.scheduler.prefix_caching;
+      j["workspace_gib"] = sc.scheduler.workspace_gib;
+      j["hbm_reserve_fraction"] = sc.scheduler.hbm_reserve_fraction;
+      j["replicas"] = sc.deployment.num_replicas;
+      j["gpus_per_replica"] = sc.deployment.gpus_per_replica;
+      j["routing_preset"] = sc.routing.preset;
+      j["slo_ttft_ms"] = sc.slo.ttft_ms;
+      j["slo_tpot_ms"] = sc.slo.tpot_ms;
+      j["model"] = sim::model_shapes_json(*sc.model, sc.deployment);
+      os << j.dump(2) << "\n";
+    });
+  }
+  if (record) {
+    write_file(*record, "step trace",
+               [&](std::ostream& os) { sim::write_step_trace(os, sc, out, used_seed); });
+  }
+  return out.conservation_ok ? 0 : 1;
+}
+
+}  // namespace moesim::cli

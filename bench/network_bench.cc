@@ -1,0 +1,158 @@
+// Network model speed: one MoE all-to-all (DeepEP-like layer: 4096 tokens per GPU, hidden 7168,
+// top-8 of 256 experts, FP8 dispatch) per iteration.
+//   bottleneck at 64 GPUs (topologies/h800-8x8.toml) and 1,024 GPUs (h800-128x8.toml): the hot
+//     path; target tens of microseconds and a few milliseconds;
+//   fluid at 64 GPUs; SimGrid at 16 and 64 GPUs (few iterations; validation only);
+//   building the traffic matrix (direct and hierarchical) at 64 and 1,024 GPUs.
+// Counter sim_us: the simulated collective duration. SimGrid allows one engine per process, so
+// both SimGrid benchmarks share one model on the 64-GPU topology (16 GPUs = its first 2 nodes).
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "sim/network/bottleneck_model.h"
+#include "sim/network/collective_study.h"
+#include "sim/network/fluid_model.h"
+#include "sim/topology/topology_parser.h"
+#if defined(MOESIM_HAVE_SIMGRID)
+#include "sim/network/simgrid/simgrid_model.h"
+#endif
+
+namespace moesim::sim {
+namespace {
+
+// H800-like cluster of num_nodes x 8 GPUs, used when the topology file is missing.
+TopologySpec h800_spec(int32_t num_nodes) {
+  TopologySpec spec;
+  spec.name = "h800-" + std::to_string(num_nodes) + "x8-built";
+  spec.gpu.name = "h800-sxm";
+  spec.gpu.bf16_flops_per_s = 989.4e12;
+  spec.gpu.fp8_flops_per_s = 1978.9e12;
+  spec.gpu.hbm_bytes = 80'000'000'000;
+  spec.gpu.hbm_bytes_per_s = 3.35e12;
+  spec.gpus_per_node = 8;
+  spec.nvlink_bytes_per_s = 160e9;
+  spec.nvlink_latency_ns = 300;
+  spec.nvswitch_latency_ns = 200;
+  spec.num_nodes = num_nodes;
+  spec.nic_bytes_per_s = 50e9;
+  spec.nic_latency_ns = 1000;
+  spec.leaf_gpus = 32;
+  spec.num_spines = 8;
+  spec.leaf_spine_latency_ns = 50;
+  spec.switch_latency_ns = 250;
+  return spec;
+}
+
+const Topology& topology(int32_t num_nodes) {
+  static const Topology t64 = [] {
+    const std::string path = std::string(MOESIM_SOURCE_DIR) + "/topologies/h800-8x8.toml";
+    return std::filesystem::exists(path) ? load_topology(path) : build_topology(h800_spec(8));
+  }();
+  static const Topology t1024 = [] {
+    const std::string path = std::string(MOESIM_SOURCE_DIR) + "/topologies/h800-128x8.toml";
+    return std::filesystem::exists(path) ? load_topology(path) : build_topology(h800_spec(128));
+  }();
+  return num_nodes == 8 ? t64 : t1024;
+}
+
+CollectiveStudySpec layer_spec(int32_t ep, const char* skew) {
+  CollectiveStudySpec spec;
+  spec.ep_size = ep;
+  spec.tokens_per_gpu = 4096;
+  spec.hidden = 7168;
+  spec.top_k = 8;
+  spec.num_experts = ep > 256 ? ep : 256;
+  std::string error;
+  spec.skew = *parse_expert_skew(skew, &error);
+  return spec;
+}
+
+TrafficMatrix dispatch_traffic(const Topology& topo, int32_t ep, const char* skew) {
+  const CollectiveStudySpec spec = layer_spec(ep, skew);
+  TrafficMatrix m;
+  build_dispatch_traffic(topo, draw_token_counts(topo, spec),
+                         token_bytes(spec.hidden, spec.dispatch_dtype), DispatchAlgorithm::kDirect,
+                         m);
+  return m;
+}
+
+void run_model(benchmark::State& state, NetworkModel& model, const TrafficMatrix& traffic) {
+  CollectiveResult result;
+  for (auto _ : state) {
+    model.run(traffic, result);
+    benchmark::DoNotOptimize(result.duration_ns);
+  }
+  state.counters["sim_us"] = to_us(result.duration_ns);
+  state.counters["flows"] = result.num_flows;
+}
+
+void BM_Bottleneck64(benchmark::State& state, const char* skew) {
+  const Topology& topo = topology(8);
+  BottleneckModel model(topo);
+  run_model(state, model, dispatch_traffic(topo, 64, skew));
+}
+BENCHMARK_CAPTURE(BM_Bottleneck64, uniform, "uniform")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Bottleneck64, zipf_1_2, "zipf:1.2")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Bottleneck64, hot_0_5, "hot:0.5")->Unit(benchmark::kMicrosecond);
+
+void BM_Bottleneck1024(benchmark::State& state) {
+  const Topology& topo = topology(128);
+  BottleneckModel model(topo);
+  run_model(state, model, dispatch_traffic(topo, 1024, "uniform"));
+}
+BENCHMARK(BM_Bottleneck1024)->Unit(benchmark::kMillisecond);
+
+void BM_Fluid64(benchmark::State& state, const char* skew) {
+  const Topology& topo = topology(8);
+  FluidModel model(topo);
+  run_model(state, model, dispatch_traffic(topo, 64, skew));
+}
+BENCHMARK_CAPTURE(BM_Fluid64, uniform, "uniform")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Fluid64, zipf_1_2, "zipf:1.2")->Unit(benchmark::kMillisecond);
+
+void BM_DispatchTraffic(benchmark::State& state, int32_t num_nodes, DispatchAlgorithm algorithm) {
+  const Topology& topo = topology(num_nodes);
+  const CollectiveStudySpec spec = layer_spec(topo.num_gpus(), "uniform");
+  const TokenCounts counts = draw_token_counts(topo, spec);
+  TrafficMatrix m;
+  for (auto _ : state) {
+    build_dispatch_traffic(topo, counts, 7392, algorithm, m);
+    benchmark::DoNotOptimize(m.row(0).data());
+  }
+}
+BENCHMARK_CAPTURE(BM_DispatchTraffic, direct_64, 8, DispatchAlgorithm::kDirect)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DispatchTraffic, hierarchical_64, 8, DispatchAlgorithm::kHierarchical)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DispatchTraffic, direct_1024, 128, DispatchAlgorithm::kDirect)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DispatchTraffic, hierarchical_1024, 128, DispatchAlgorithm::kHierarchical)
+    ->Unit(benchmark::kMillisecond);
+
+#if defined(MOESIM_HAVE_SIMGRID)
+NetworkModel& simgrid_model() {
+  static SimgridModel model(topology(8));  // one engine per process
+  return model;
+}
+
+void BM_Simgrid(benchmark::State& state, int32_t ep, const char* skew) {
+  run_model(state, simgrid_model(), dispatch_traffic(topology(8), ep, skew));
+}
+BENCHMARK_CAPTURE(BM_Simgrid, uniform_16, 16, "uniform")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+BENCHMARK_CAPTURE(BM_Simgrid, uniform_64, 64, "uniform")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK_CAPTURE(BM_Simgrid, zipf_1_2_64, 64, "zipf:1.2")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+#endif
+
+}  // namespace
+}  // namespace moesim::sim
+
+BENCHMARK_MAIN();

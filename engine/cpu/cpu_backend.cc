@@ -1,0 +1,168 @@
+// The CPU backend: host allocations counted against a memory limit, operations forwarded to the
+// references in engine/cpu/reference.h, steady_clock timing.
+#include "engine/cpu/cpu_backend.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "engine/check.h"
+#include "engine/cpu/host_matrix.h"
+#include "engine/cpu/reference.h"
+#include "engine/synthetic.h"
+
+namespace moesim::engine::cpu {
+
+int64_t host_available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t value_kib = 0;
+  std::string unit;
+  while (meminfo >> key >> value_kib >> unit) {
+    if (key == "MemAvailable:") return value_kib * 1024;
+  }
+  return 0;
+}
+
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+class SteadyClockTimer : public Timer {
+ public:
+  void start() override { start_ = std::chrono::steady_clock::now(); }
+  void stop() override { stop_ = std::chrono::steady_clock::now(); }
+  int64_t elapsed_ns() override {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(stop_ - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point stop_;
+};
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(const CpuBackendOptions& options)
+      : limit_bytes_(options.memory_limit_bytes.value_or(host_available_memory_bytes() / 10 * 8)),
+        allocated_bytes_(std::make_shared<int64_t>(0)),
+        device_name_(cpu_model_name()) {}
+
+  std::string name() const override { return "cpu"; }
+  std::string device_name() const override { return device_name_; }
+  DevicePeaks peaks() const override { return DevicePeaks{}; }
+  MemoryInfo memory_info() const override {
+    return MemoryInfo{limit_bytes_, limit_bytes_ - *allocated_bytes_};
+  }
+  bool supports_expert_dtype(DType weight_dtype) const override {
+    return weight_dtype == DType::kBF16 || weight_dtype == DType::kFP8E4M3;
+  }
+
+  DeviceTensor allocate(DType dtype, const Shape& shape, std::string_view what_for) override {
+    const int64_t bytes = shape_num_elements(shape) * dtype_size_bytes(dtype);
+    const int64_t available = limit_bytes_ - *allocated_bytes_;
+    if (bytes > available) throw OutOfMemoryError(std::string(what_for), bytes, available);
+    // 64-byte alignment; at least one byte so empty tensors still have a distinct address.
+    const size_t padded = (static_cast<size_t>(bytes) + 63) / 64 * 64 + 64;
+    void* data = std::aligned_alloc(64, padded);
+    if (data == nullptr) throw OutOfMemoryError(std::string(what_for), bytes, available);
+    *allocated_bytes_ += bytes;
+    std::shared_ptr<int64_t> counter = allocated_bytes_;
+    DeviceTensor t;
+    t.buffer = DeviceBuffer(data, bytes, [counter, bytes](void* p) {
+      std::free(p);
+      *counter -= bytes;
+    });
+    t.view = Tensor{data, dtype, shape};
+    return t;
+  }
+  void upload(const void* host_src, const Tensor& dst) override {
+    std::memcpy(dst.data, host_src, dst.size_bytes());
+  }
+  void download(const Tensor& src, void* host_dst) override {
+    std::memcpy(host_dst, src.data, src.size_bytes());
+  }
+  void fill_synthetic(const Tensor& dst, uint64_t seed, float scale) override {
+    MOESIM_ENGINE_CHECK(dst.dtype != DType::kI32, "fill_synthetic: float tensors only");
+    const int64_t n = dst.num_elements();
+    for (int64_t i = 0; i < n; ++i) {
+      store_element(dst, i, synthetic_value(seed, static_cast<uint64_t>(i)) * scale);
+    }
+  }
+
+  void rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
+    cpu::rmsnorm(x, weight, eps, out);
+  }
+  void mla_attention(const MlaWeights& w, const AttentionBatch& batch, MlaForm form,
+                     const Tensor& x, const Tensor& latent_cache, const Tensor& out) override {
+    cpu::mla_attention(w, batch, form, x, latent_cache, out);
+  }
+  void gqa_attention(const GqaWeights& w, const AttentionBatch& batch, const Tensor& x,
+                     const Tensor& k_cache, const Tensor& v_cache, const Tensor& out) override {
+    cpu::gqa_attention(w, batch, x, k_cache, v_cache, out);
+  }
+  void kda_attention(const KdaWeights& w, const AttentionBatch& batch, const Tensor& x,
+                     const KdaState& state, const Tensor& out) override {
+    cpu::kda_attention(w, batch, x, state, out);
+  }
+  void router(const Tensor& x, const RouterWeights& w, const RouterConfig& config,
+              const Tensor& expert_ids, const Tensor& expert_weights) override {
+    cpu::router(x, w, config, expert_ids, expert_weights);
+  }
+  void permute(const Tensor& x, const Tensor& gather_rows, const Tensor& out) override {
+    cpu::permute(x, gather_rows, out);
+  }
+  void unpermute(const Tensor& x, const Tensor& scatter_rows, const Tensor& out) override {
+    cpu::unpermute(x, scatter_rows, out);
+  }
+  void expert_ffn(const Tensor& x, const std::vector<int64_t>& tokens_per_expert,
+                  const FfnWeights& w, const Tensor& out) override {
+    cpu::expert_ffn(x, tokens_per_expert, w, out);
+  }
+  void weighted_combine(const Tensor& expert_out, const Tensor& weights, const Tensor& shared_out,
+                        const Tensor& out) override {
+    cpu::weighted_combine(expert_out, weights, shared_out, out);
+  }
+
+  void init_distributed(const DistributedConfig& config) override {
+    if (config.world_size != 1) {
+      throw BackendUnavailableError("the cpu backend runs a single rank (world_size 1), got " +
+                                    std::to_string(config.world_size));
+    }
+  }
+  int world_size() const override { return 1; }
+  int rank() const override { return 0; }
+  bool all_to_all(const Tensor&, const std::vector<int64_t>&, const Tensor&,
+                  const std::vector<int64_t>&) override {
+    return false;
+  }
+
+  void synchronize() override {}
+  std::unique_ptr<Timer> make_timer() override { return std::make_unique<SteadyClockTimer>(); }
+
+ private:
+  int64_t limit_bytes_;
+  std::shared_ptr<int64_t> allocated_bytes_;
+  std::string device_name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
+}  // namespace moesim::engine::cpu

@@ -1,0 +1,27 @@
+// The CPU backend: host memory, Eigen GEMMs (multi-threaded through OpenMP when the build found
+// it; the thread count is Eigen's default, i.e. OMP_NUM_THREADS), the reference implementation
+// of every operation in engine/backend.h. Each operation's arithmetic lives in a free function
+// of engine/cpu/reference.h that works on host Tensors, so GPU tests can call the reference
+// directly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "engine/backend.h"
+
+namespace moesim::engine::cpu {
+
+struct CpuBackendOptions {
+  // Total bytes allocate() may hand out; nullopt = 80% of MemAvailable at creation.
+  std::optional<int64_t> memory_limit_bytes;
+};
+
+// A fresh CPU backend (world size 1; all_to_all returns false).
+std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
+
+// Bytes the kernel reports as MemAvailable in /proc/meminfo; 0 when unreadable.
+int64_t host_available_memory_bytes();
+
+}  // namespace moesim::engine::cpu

@@ -1,0 +1,63 @@
+// NCCL communicator of the CUDA backend and the row all-to-all of MoE dispatch / combine.
+//
+// Bootstrap (docs/cuda.md):
+//   - shared file: rank 0 calls ncclGetUniqueId and writes the id to `path` atomically (write
+//     `path.tmp.<pid>`, then rename); the other ranks poll for the file every 50 ms until it
+//     appears or `timeout_s` passes (then CudaError). The file must be removed before the next
+//     job uses the same path (rank 0 overwrites it; stale ids make other ranks hang in init).
+//   - MPI (only when built with MOESIM_HAVE_MPI): rank 0's id is broadcast with MPI_Bcast over
+//     MPI_COMM_WORLD; MPI must already be initialised by the program.
+// The all-to-all is grouped point-to-point: ncclGroupStart, one ncclSend and one ncclRecv per
+// peer with a non-zero count, ncclGroupEnd — per-peer counts may differ (skewed routing).
+#pragma once
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace moesim::engine::cuda {
+
+// Throws CudaError when `result` is not ncclSuccess (message: file:line, call, error name and
+// NCCL's last error string).
+void check_nccl(ncclResult_t result, const char* call, const char* file, int line);
+
+class NcclCommunicator {
+ public:
+  // Shared-file bootstrap (see above). The current CUDA device must be set by the caller.
+  static std::unique_ptr<NcclCommunicator> create_with_file(const std::string& path, int rank,
+                                                            int world_size, double timeout_s);
+#if defined(MOESIM_HAVE_MPI)
+  // MPI bootstrap: rank and world size from MPI_COMM_WORLD.
+  static std::unique_ptr<NcclCommunicator> create_with_mpi();
+#endif
+  ~NcclCommunicator();
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+
+  // Sends send_bytes_per_rank[r] bytes starting at send + send offset of r (prefix sum) to rank
+  // r and receives recv_bytes_per_rank[r] bytes into recv at its prefix-sum offset, on `stream`.
+  void all_to_all_bytes(const void* send, const std::vector<int64_t>& send_bytes_per_rank,
+                        void* recv, const std::vector<int64_t>& recv_bytes_per_rank,
+                        cudaStream_t stream);
+
+ private:
+  NcclCommunicator(ncclComm_t comm, int rank, int world_size)
+      : comm_(comm), rank_(rank), world_size_(world_size) {}
+  static std::unique_ptr<NcclCommunicator> init(const ncclUniqueId& id, int rank, int world_size);
+
+  ncclComm_t comm_;
+  int rank_;
+  int world_size_;
+};
+
+}  // namespace moesim::engine::cuda
+
+#define MOESIM_NCCL_CHECK(call) \
+  ::moesim::engine::cuda::check_nccl((call), #call, __FILE__, __LINE__)

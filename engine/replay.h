@@ -1,0 +1,47 @@
+// Replay of a step trace on one backend: for each selected simulated GPU, build that GPU's
+// weights for the selected layers, then play every step's share of that GPU ("What a rank
+// replays" in docs/schemas/step_trace.md) with routing forced from the trace, timing each
+// operation and writing measurement records (docs/schemas/measurement.md).
+//
+// Multi-rank backends: when backend.world_size() > 1 each rank plays the GPU at index rank() of
+// the step's replica (the --gpus choice is ignored) and the all-to-alls are real collectives;
+// with one rank they are skipped and recorded as not measured.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/measurement.h"
+#include "engine/step_trace.h"
+
+namespace moesim::engine {
+
+struct ReplayOptions {
+  std::vector<int32_t> gpus;   // simulated GPUs to play; empty = select_gpus() default
+  std::string layers = "all";  // replay profile (engine/replay_plan.h)
+  int warmup = 1;              // untimed runs of each op before timing (>= 0)
+  int repeats = 3;             // timed runs of each op; the median is reported (>= 1)
+  uint64_t seed = 1;           // root seed of synthetic weights and activations
+  std::string expert_dtype;    // "" = from the trace; "bf16" or "fp8" overrides
+  int64_t max_steps = -1;      // replay only the first max_steps steps; -1 = all
+  std::string engine_version;  // written to the header
+};
+
+struct ReplaySummary {
+  std::vector<int32_t> gpus;
+  std::vector<LayerRun> layers;
+  int64_t num_steps = 0;  // steps replayed per GPU
+  int64_t num_op_records = 0;
+  int64_t num_step_records = 0;
+};
+
+// Replays `trace` and writes the header and all records to `writer`. Throws InputError when the
+// trace does not fit the options (unknown layers or GPUs, unsupported dtypes) and
+// OutOfMemoryError when a GPU's plan (weights + caches + activations) exceeds the backend's
+// available memory, before allocating anything for that GPU.
+ReplaySummary replay_trace(Backend& backend, const StepTrace& trace, const ReplayOptions& options,
+                           MeasurementWriter& writer);
+
+}  // namespace moesim::engine

@@ -1,0 +1,146 @@
+// Reading step traces (docs/schemas/step_trace.md, schema "moesim.step_trace.v1") into plain
+// structs. The reader checks syntax, types and the schema's invariants (indices in range, routed
+// counts summing to top_k times the source GPU's tokens, destinations holding the expert, ...).
+// Every error is an InputError "FILE:LINE: FIELD: reason", FIELD a JSON path within the record
+// (e.g. "layers[0].routing[3][1]").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/backend.h"
+
+namespace moesim::engine {
+
+inline constexpr std::string_view kStepTraceSchema = "moesim.step_trace.v1";
+
+enum class AttentionKind { kMla, kGqa, kKda };
+// "mla", "gqa", "kda".
+std::string_view attention_kind_name(AttentionKind kind);
+
+// One layer of the model: attention shapes (only the member of `kind` is meaningful; hidden
+// sizes filled in from the model) and the FFN.
+struct TraceLayer {
+  int64_t layer_idx = 0;
+  AttentionKind attention_kind = AttentionKind::kMla;
+  MlaShape mla;
+  GqaShape gqa;
+  KdaShape kda;
+  bool is_moe = false;
+  int64_t intermediate_size = 0;  // dense FFN
+  // MoE
+  int64_t num_routed_experts = 0;
+  int64_t top_k = 0;
+  int64_t num_shared_experts = 0;
+  int64_t expert_intermediate_size = 0;
+  int64_t shared_intermediate_size = 0;
+  ScoringFunc scoring = ScoringFunc::kSoftmax;
+};
+
+// Storage formats named in the trace (step_trace.md lists the values; the replay maps them onto
+// what a backend runs and records both).
+struct TraceDtypes {
+  std::string attention = "bf16";
+  std::string dense_ffn = "bf16";
+  std::string experts = "bf16";
+  std::string shared_experts = "bf16";
+  std::string kv_cache = "bf16";
+  std::string state = "fp32";
+  std::string dispatch = "bf16";
+  std::string combine = "bf16";
+};
+
+struct TraceModel {
+  std::string name;
+  int64_t hidden_size = 0;
+  int64_t vocab_size = 0;
+  TraceDtypes dtypes;
+  std::vector<TraceLayer> layers;  // layers[i].layer_idx == i
+};
+
+struct TraceTopology {
+  std::string name;
+  int64_t num_gpus = 0;
+  int64_t gpus_per_node = 0;
+  std::string gpu;
+};
+
+struct TraceReplica {
+  int64_t replica_idx = 0;
+  std::vector<int32_t> gpus;
+  std::string attention;  // "dp" or "tp"
+  int64_t attention_tp = 1;
+  int64_t ep_size = 1;
+};
+
+// Expert -> GPUs holding a replica of it, valid from `from_step` on.
+struct TracePlacement {
+  int64_t from_step = 0;
+  int64_t num_slots_per_gpu = 0;
+  std::vector<std::vector<int32_t>> expert_gpus;
+};
+
+enum class Phase { kPrefill, kDecode };
+
+struct TraceSequence {
+  int64_t request_id = 0;
+  int32_t gpu = 0;
+  Phase phase = Phase::kPrefill;
+  int64_t new_tokens = 0;
+  int64_t context_tokens = 0;
+};
+
+struct RoutingEntry {
+  int32_t src_gpu = 0;
+  int32_t expert = 0;
+  int32_t dst_gpu = 0;
+  int64_t count = 0;
+};
+
+struct TraceMoeLayer {
+  int64_t layer_idx = 0;
+  std::vector<RoutingEntry> routing;
+  int64_t dispatch_bytes = 0;
+  int64_t combine_bytes = 0;
+};
+
+struct TraceStep {
+  int64_t line = 0;  // line of the record in the file (1-based)
+  int64_t step_idx = 0;
+  int64_t replica_idx = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::vector<TraceSequence> sequences;
+  std::vector<TraceMoeLayer> moe_layers;  // one per MoE layer, in layer order
+  int64_t sim_step_ns = 0;
+
+  // Tokens computed this step by sequences whose attention runs on `gpu`.
+  int64_t tokens_on_gpu(int32_t gpu) const;
+  // The entry of MoE layer `layer_idx`, or nullptr.
+  const TraceMoeLayer* moe_layer(int64_t layer_idx) const;
+};
+
+struct StepTrace {
+  std::string file;
+  std::string moesim_version;
+  std::string scenario;
+  uint64_t seed = 0;
+  TraceModel model;
+  TraceTopology topology;
+  std::vector<TraceReplica> replicas;
+  std::vector<TracePlacement> placements;  // ascending from_step; the first from step 0
+  std::vector<TraceStep> steps;            // file order
+
+  // The placement in force at `step_idx`.
+  const TracePlacement& placement_at(int64_t step_idx) const;
+};
+
+// Reads and validates a trace file. Throws InputError (see above); a missing file is
+// "FILE: cannot open".
+StepTrace read_step_trace(const std::string& path);
+// Parses trace text; `file_name` is used in messages.
+StepTrace parse_step_trace(std::string_view text, const std::string& file_name);
+
+}  // namespace moesim::engine

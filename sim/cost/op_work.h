@@ -1,0 +1,54 @@
+// One operation's work as the cost models see it: what kind of op, how many FLOPs and bytes,
+// and the shape figures a calibrated model may fit on. The op-kind names are shared with the
+// engine's measurement schema (docs/schemas/measurement.md), which is how measured times are
+// matched to simulated ones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "sim/model/model_card.h"
+
+namespace moesim::sim {
+
+enum class OpKind : uint8_t {
+  kRmsNorm,
+  kAttnMlaPrefill,
+  kAttnMlaDecode,
+  kAttnGqaPrefill,
+  kAttnGqaDecode,
+  kAttnKda,
+  kRouter,
+  kPermute,
+  kExpertFfn,
+  kSharedExpert,
+  kDenseFfn,
+  kCombine,
+  kLmHead,
+  kDispatchA2a,
+  kCombineA2a,
+};
+inline constexpr int kNumOpKinds = 15;
+
+// "rmsnorm", "attn_mla_prefill", "attn_mla_decode", "attn_gqa_prefill", "attn_gqa_decode",
+// "attn_kda", "router", "permute", "expert_ffn", "shared_expert", "dense_ffn", "combine",
+// "lm_head", "dispatch_a2a", "combine_a2a".
+std::string_view op_kind_name(OpKind kind);
+std::optional<OpKind> op_kind_from_name(std::string_view name);
+
+struct OpWork {
+  OpKind kind = OpKind::kRmsNorm;
+  // Dtype of the operation's weights / main operands (chooses the peak FLOP/s).
+  DType dtype = DType::kBF16;
+  double flops = 0;  // 2 per multiply-accumulate
+  double bytes = 0;  // HBM bytes read + written (weights, activations, cache)
+  int64_t tokens = 0;          // tokens processed (new tokens; for experts, token-expert pairs)
+  int64_t num_seqs = 0;        // sequences (attention)
+  int64_t context_tokens = 0;  // sum over sequences of attended tokens (attention)
+  int64_t num_experts = 0;     // experts with at least one token (expert_ffn)
+
+  bool empty() const { return tokens == 0 && flops == 0 && bytes == 0; }
+};
+
+}  // namespace moesim::sim

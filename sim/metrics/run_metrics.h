@@ -1,0 +1,112 @@
+// What a run measured: one record per request, one per GPU, run-level counters, and the summary
+// users of LLM serving look at (latency percentiles, throughput, goodput under SLOs, busy
+// fractions, memory high-water, preemptions, prefix-cache hit rate). Metrics observe the
+// simulation; nothing here feeds back into it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/core/time.h"
+
+namespace moesim::sim {
+
+enum class RequestOutcome { kCompleted, kRejected, kInFlight };
+// "completed", "rejected", "in_flight".
+const char* request_outcome_name(RequestOutcome o);
+
+struct RequestRecord {
+  int32_t request_id = -1;
+  int32_t session_id = -1;  // -1: not part of an agent session
+  int32_t turn_idx = 0;
+  int32_t attempt_idx = 0;
+  int32_t replica = -1;     // replica that served (decode replica with P/D), -1 when rejected
+  std::string domain;
+  RequestOutcome outcome = RequestOutcome::kInFlight;
+  std::string reject_reason;  // kRejected only
+  SimTime arrival_ns = 0;
+  SimTime first_scheduled_ns = -1;  // -1: never scheduled
+  SimTime first_token_ns = -1;
+  SimTime done_ns = -1;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;     // requested
+  int64_t generated_tokens = 0;  // produced by the end of the run
+  int64_t cached_prompt_tokens = 0;  // prefix-cache hits (first admission)
+  int32_t num_preemptions = 0;
+
+  SimTime ttft_ns() const { return first_token_ns >= 0 ? first_token_ns - arrival_ns : -1; }
+  SimTime queueing_ns() const {
+    return first_scheduled_ns >= 0 ? first_scheduled_ns - arrival_ns : -1;
+  }
+  SimTime e2e_ns() const { return done_ns >= 0 ? done_ns - arrival_ns : -1; }
+  // Mean time per output token after the first; -1 with fewer than two tokens.
+  double tpot_ns() const {
+    if (done_ns < 0 || generated_tokens < 2) return -1;
+    return static_cast<double>(done_ns - first_token_ns) / static_cast<double>(generated_tokens - 1);
+  }
+};
+
+struct GpuRecord {
+  int32_t gpu = 0;
+  int32_t replica = 0;
+  SimTime compute_ns = 0;
+  SimTime comm_ns = 0;
+  SimTime wait_ns = 0;
+  double weight_bytes = 0;
+  double kv_pool_bytes = 0;
+  int64_t num_kv_blocks = 0;
+  int64_t kv_high_water_blocks = 0;
+  double kv_block_bytes = 0;
+};
+
+struct Percentiles {
+  double p50 = 0, p90 = 0, p99 = 0, mean = 0, max = 0;
+  int64_t count = 0;
+};
+// Linear interpolation between closest ranks (numpy's default); all zero for no values.
+Percentiles percentiles(std::vector<double> values);
+
+struct RunCounters {
+  int64_t num_steps = 0;
+  int64_t num_preemptions = 0;
+  int64_t prompt_tokens_total = 0;     // prompt tokens of admitted requests (first admission)
+  int64_t prompt_tokens_cached = 0;    // of which served from the prefix cache
+  int64_t kv_evictions = 0;
+  int64_t kv_transfers = 0;            // P/D disaggregation
+  double kv_transfer_bytes = 0;
+  double dispatch_bytes = 0;
+  double combine_bytes = 0;
+  double max_gpu_selections_sum = 0;   // imbalance: sum over steps and MoE layers
+  double mean_gpu_selections_sum = 0;
+  // Policy and workload actions by name (e.g. "rollback", "reject:too_long"), ordered.
+  std::map<std::string, int64_t> actions;
+};
+
+struct SloSummary {
+  double ttft_ms = 0, tpot_ms = 0;
+  int64_t num_met = 0;            // completed requests meeting both
+  double goodput_req_per_s = 0;   // num_met / duration
+  double attainment = 0;          // num_met / completed
+};
+
+struct RunSummary {
+  double duration_s = 0;
+  int64_t num_arrived = 0, num_completed = 0, num_rejected = 0, num_in_flight = 0;
+  Percentiles queueing_ms, ttft_ms, tpot_ms, e2e_ms;
+  double input_tokens_per_s = 0, output_tokens_per_s = 0, requests_per_s = 0;
+  SloSummary slo;
+  double prefix_cache_hit_rate = 0;
+  double compute_fraction = 0, comm_fraction = 0, wait_fraction = 0;  // mean over GPUs
+  double kv_high_water_fraction = 0;  // max over GPUs of high-water / pool
+  double expert_imbalance = 0;        // mean over MoE layers of (max - mean) / mean, by GPU
+  RunCounters counters;
+};
+
+// Builds the summary. `duration_ns` is the simulated span measured.
+RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vector<GpuRecord>& gpus,
+                     const RunCounters& counters, SimTime duration_ns, double slo_ttft_ms,
+                     double slo_tpot_ms);
+
+}  // namespace moesim::sim

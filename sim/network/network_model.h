@@ -1,0 +1,100 @@
+// The network module's public interface: a traffic matrix in, completion times out.
+//
+// A collective is the set of flows of one TrafficMatrix (one flow per ordered pair of distinct
+// participants with bytes > 0, over the topology's precomputed route), all issued at time 0.
+// It ends when its last flow ends: every GPU waits at the barrier until then, so one hot GPU
+// delays all (the straggler effect). Three models implement the interface, chosen by name:
+//   "bottleneck"  link-load bound, the hot path (bottleneck_model.h documents the formula);
+//   "fluid"       max-min fair fluid sharing, event-driven on flow starts and completions;
+//   "simgrid"     the same flows in SimGrid 3.32 (CM02), for validation; registered by
+//                 sim/network/simgrid/simgrid_model.h when the build has SimGrid.
+// docs/network.md gives the formulas and the measured agreement between them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/time.h"
+#include "sim/network/traffic_matrix.h"
+#include "sim/topology/topology.h"
+
+namespace moesim::sim {
+
+// The outcome of one collective. Per-GPU vectors are indexed by participant index (as in the
+// TrafficMatrix); times are from the collective's start.
+struct CollectiveResult {
+  // When the last flow ended (0 when no bytes cross the network).
+  SimTime duration_ns = 0;
+  // When the GPU's last outgoing / incoming flow ended (0 when it has none).
+  std::vector<SimTime> send_done_ns;
+  std::vector<SimTime> recv_done_ns;
+  // Time the GPU waits at the collective's barrier: duration_ns - recv_done_ns. A GPU's own
+  // completion is when it holds all its inputs (recv_done): its outgoing flows still in flight
+  // are writes that occupy links, not the GPU. Under a hot expert every GPU but the hot one
+  // waits here (the straggler effect); send_done_ns shows who is still sending.
+  std::vector<SimTime> barrier_wait_ns;
+  // The link with the largest bytes / capacity (the one that bounds the collective), -1 when no
+  // bytes cross the network; its class, the bytes routed over it and its capacity.
+  int32_t bottleneck_link = -1;
+  LinkClass bottleneck_class = LinkClass::kNvlink;
+  double bottleneck_bytes = 0;
+  double bottleneck_capacity_bytes_per_s = 0;
+  // Flows run (pairs with bytes > 0 between distinct participants).
+  int32_t num_flows = 0;
+
+  // bottleneck_bytes / duration: the bandwidth the bottleneck link achieved, bytes/s (0 when the
+  // duration is 0). Comparable with "RDMA / NVLink bandwidth" figures of kernel benchmarks.
+  double bottleneck_bytes_per_s() const {
+    return duration_ns > 0 ? bottleneck_bytes / to_seconds(duration_ns) : 0.0;
+  }
+};
+
+class NetworkModel {
+ public:
+  virtual ~NetworkModel() = default;
+  // The registry name ("bottleneck", "fluid", "simgrid").
+  virtual std::string_view name() const = 0;
+  // Runs one collective and overwrites `result` (its vectors are resized to traffic.size(), so
+  // reusing one result avoids allocation). Precondition: every participant of `traffic` is a
+  // GPU of the topology the model was made for.
+  virtual void run(const TrafficMatrix& traffic, CollectiveResult& result) = 0;
+
+  CollectiveResult run(const TrafficMatrix& traffic) {
+    CollectiveResult result;
+    run(traffic, result);
+    return result;
+  }
+};
+
+// Network models by name. The topology passed to make() must outlive the model.
+class NetworkModelRegistry {
+ public:
+  using Factory = std::function<std::unique_ptr<NetworkModel>(const Topology&)>;
+
+  // A registry holding "bottleneck" and "fluid".
+  NetworkModelRegistry();
+  // Adds (or replaces) a model.
+  void add(std::string name, Factory factory);
+  // The model named `name` for `topology`. An unknown name throws ConfigError (file empty, key
+  // path `key_path`) listing the valid names.
+  std::unique_ptr<NetworkModel> make(std::string_view name, const Topology& topology,
+                                     const std::string& key_path = "network.model") const;
+  // Registered names, sorted.
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::pair<std::string, Factory>> factories_;  // sorted by name
+};
+
+// Fills the bottleneck fields of `result` from per-link loads (bytes routed over each link):
+// the link with the largest bytes / capacity, lowest id on ties. Shared by all models.
+void set_bottleneck(const Topology& topology, std::span<const double> link_bytes,
+                    CollectiveResult& result);
+// Sets result.barrier_wait_ns = duration_ns - recv_done_ns per GPU.
+void set_barrier_waits(CollectiveResult& result);
+
+}  // namespace moesim::sim

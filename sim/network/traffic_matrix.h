@@ -1,0 +1,127 @@
+// The bytes one collective moves between the GPUs of an expert-parallel group, and how they are
+// derived from routed token counts.
+//
+// A TrafficMatrix is dense over the group's participants (not over the whole cluster), row-major,
+// in double bytes (integral byte counts are exact up to 2^53): entry (s, d) is the bytes
+// participant s sends to participant d. The diagonal holds bytes that stay on the GPU: network
+// models ignore it and sent/received totals exclude it. Indices are participant indices
+// ("_idx"); gpu(idx) maps them to topology GpuIds.
+//
+// From routed tokens (TokenCounts) to bytes, per collective of an MoE layer:
+// - dispatch sends each token's activation row from its source GPU to every GPU hosting one of
+//   its selected experts, once per destination GPU (as DeepEP does); combine returns one row per
+//   (token, destination GPU) the opposite way. Their row sizes differ (e.g. FP8 dispatch with
+//   per-128-channel scales, BF16 combine): see token_bytes().
+// - direct: every source sends straight to every destination over its topology route.
+// - hierarchical (DeepEP internode): a token bound for GPUs on another node crosses the network
+//   once per (token, destination node), to the destination node's GPU on the source's rail (the
+//   relay), which forwards it over NVLink to each destination GPU of that node; traffic within a
+//   node goes straight over NVLink. The two stages are one set of concurrent flows (DeepEP
+//   pipelines them in chunks). Combine mirrors it: GPUs send to the relay over NVLink, the relay
+//   reduces and sends one row per (token, node) back over the network.
+//   Unique (token, node) counts come from TokenCounts::unique_node_tokens when given; otherwise
+//   they are approximated, treating a token's destination GPUs as independent:
+//     unique(s, node) = T_s * (1 - prod over d in node of (1 - tokens(s, d) / T_s)),
+//   which lies between max_d tokens(s, d) and min(T_s, sum_d tokens(s, d)).
+// Cost: O(P^2) for P participants; no per-token work.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/ids.h"
+#include "sim/topology/topology.h"
+
+namespace moesim::sim {
+
+class TrafficMatrix {
+ public:
+  TrafficMatrix() = default;
+  // A zero matrix over `gpus` (distinct, valid GpuIds of the topology it will run on).
+  explicit TrafficMatrix(std::span<const GpuId> gpus) { reset(gpus); }
+
+  // Sets the participants and zeroes every entry; reuses storage.
+  void reset(std::span<const GpuId> gpus);
+  void fill_zero();
+
+  // Number of participants.
+  int32_t size() const { return static_cast<int32_t>(gpus_.size()); }
+  GpuId gpu(int32_t idx) const { return gpus_[idx]; }
+  const std::vector<GpuId>& gpus() const { return gpus_; }
+
+  double bytes(int32_t src_idx, int32_t dst_idx) const { return bytes_[flat(src_idx, dst_idx)]; }
+  void set_bytes(int32_t src_idx, int32_t dst_idx, double bytes) {
+    bytes_[flat(src_idx, dst_idx)] = bytes;
+  }
+  void add_bytes(int32_t src_idx, int32_t dst_idx, double bytes) {
+    bytes_[flat(src_idx, dst_idx)] += bytes;
+  }
+  // Row src_idx: bytes to every participant.
+  std::span<const double> row(int32_t src_idx) const {
+    return {bytes_.data() + flat(src_idx, 0), gpus_.size()};
+  }
+
+  // Bytes participant idx sends to / receives from the others (diagonal excluded).
+  double sent_bytes(int32_t idx) const;
+  double received_bytes(int32_t idx) const;
+  // All off-diagonal bytes.
+  double total_bytes() const;
+
+ private:
+  size_t flat(int32_t src_idx, int32_t dst_idx) const {
+    return static_cast<size_t>(src_idx) * gpus_.size() + static_cast<size_t>(dst_idx);
+  }
+  std::vector<GpuId> gpus_;
+  std::vector<double> bytes_;
+};
+
+// Routed tokens of one MoE layer over the participants of an expert-parallel group.
+struct TokenCounts {
+  // The participants (distinct GpuIds); everything below is indexed by participant index.
+  std::vector<GpuId> gpus;
+  // tokens[s * P + d]: tokens held by s with at least one selected expert on d (one copy per
+  // destination GPU). The diagonal counts tokens served locally.
+  std::vector<int64_t> tokens;
+  // tokens_per_src[s]: tokens held by s (each once); >= every tokens[s * P + d].
+  std::vector<int64_t> tokens_per_src;
+  // Optional (empty = approximate, see the file comment): unique_node_tokens[s * N + n] for the
+  // topology's N nodes: tokens held by s with at least one selected expert on node n.
+  std::vector<int64_t> unique_node_tokens;
+
+  int32_t size() const { return static_cast<int32_t>(gpus.size()); }
+  int64_t at(int32_t src_idx, int32_t dst_idx) const {
+    return tokens[static_cast<size_t>(src_idx) * gpus.size() + static_cast<size_t>(dst_idx)];
+  }
+};
+
+enum class DispatchAlgorithm { kDirect, kHierarchical };
+// "direct", "hierarchical".
+const char* dispatch_algorithm_name(DispatchAlgorithm algorithm);
+std::optional<DispatchAlgorithm> parse_dispatch_algorithm(std::string_view name);
+
+// Element types of a token row on the wire.
+enum class WireDtype { kBf16, kFp8 };
+// "bf16", "fp8".
+const char* wire_dtype_name(WireDtype dtype);
+std::optional<WireDtype> parse_wire_dtype(std::string_view name);
+
+// Bytes of one token row of `hidden` > 0 elements: bf16 2 bytes per element; fp8 1 byte per
+// element plus one FP32 scale per 128 elements (rounded up), DeepEP's FP8 dispatch layout.
+// Routing metadata (top-k ids and weights, a few tens of bytes) is not counted.
+double token_bytes(int64_t hidden, WireDtype dtype);
+
+// Writes into `out` (reset to counts.gpus) the dispatch bytes of `counts` with rows of
+// `bytes_per_token` each, for `algorithm`. Hierarchical preconditions (checked): for every
+// source and every other node holding a destination, the source's rail GPU on that node is a
+// participant; unique_node_tokens, when given, has P x topology.num_nodes() entries.
+void build_dispatch_traffic(const Topology& topology, const TokenCounts& counts,
+                            double bytes_per_token, DispatchAlgorithm algorithm,
+                            TrafficMatrix& out);
+// The matching combine: the same (token, GPU) pairs travelling back, `bytes_per_token` per row.
+void build_combine_traffic(const Topology& topology, const TokenCounts& counts,
+                           double bytes_per_token, DispatchAlgorithm algorithm, TrafficMatrix& out);
+
+}  // namespace moesim::sim

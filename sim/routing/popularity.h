@@ -1,0 +1,60 @@
+// Expert popularity vectors and the per-expert selection shares they imply.
+//
+// A popularity vector w (w_i > 0, sum 1) drives the exact per-token sampler (token_sampler.h):
+// a token picks topk_groups groups by successive weighted draws without replacement on the group
+// weights W_g = sum of w over the group (Plackett-Luce), then top_k distinct experts the same way
+// among the picked groups' experts. The counts path instead needs each expert's expected number
+// of selections per token, pi_i (sum top_k, each <= 1). Plackett-Luce inclusion probabilities
+// have no closed form; selection_shares() uses the exponential-race approximation: successive
+// weighted draws without replacement are the first arrivals of independent exponential clocks
+// with rates w_i, so with t solving sum_i (1 - exp(-w_i t)) = k, pi_i ~= 1 - exp(-w_i t). Group
+// limiting applies it twice (groups, then experts given their group's inclusion, mean-field).
+// Co-activation mixes each pi with its cluster mates' mean. The error against the exact sampler
+// is measured in tests/sim/routing/popularity_test.cc and reported in docs/routing.md.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/core/rng.h"
+#include "sim/routing/routing_spec.h"
+
+namespace moesim::sim {
+
+// Smallest popularity relative to the largest: draws below it are raised to it (then the vector
+// is renormalised) so that every expert stays selectable and top-k sets always exist.
+inline constexpr double kMinRelativePopularity = 1e-9;
+
+// Draws a popularity vector for one (layer, domain, epoch) into out (size num_experts, sums to
+// 1): uniform; Zipf weights 1/(rank+1)^s assigned to experts by a uniformly random permutation;
+// or a symmetric Dirichlet(alpha) draw. Uses only `rng`.
+void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out);
+
+// A uniformly random permutation of 0..n-1 (Fisher-Yates from the back), written into out.
+void random_permutation(RngStream& rng, std::span<int32_t> out);
+
+// The t >= 0 with sum_i (1 - exp(-rates_i * t)) = k (Newton from 0; the sum is concave and
+// increasing). Preconditions: rates_i >= 0; k <= number of positive rates.
+double exponential_race_time(std::span<const double> rates, double k);
+
+// Expected selections per token of each expert, pi (sums to num_picks, each in [0, 1]), for
+// popularity w under the shape's group limiting, without co-activation (see the file comment).
+// num_picks defaults to shape.top_k; it may be fractional (an average number of picks).
+void selection_shares(const RoutingShape& shape, std::span<const double> popularity,
+                      std::span<double> pi_out, double num_picks = -1.0);
+
+// Expected selections per token with co-activation (cluster_size >= 2, prob > 0): a token makes
+// M = prob * (top_k - 1) mate picks on average and top_k - M popularity picks. Popularity picks
+// give base = selection_shares with top_k - M picks; a mate pick lands on j in proportion to the
+// picked mass of j's mates, so pi_j = base_j + beta * (pi_C - pi_j), beta = M / ((size - 1) k),
+// whose fixed point per cluster C is pi_C = base_C / (1 - M / k) and
+// pi_j = (base_j + beta * pi_C) / (1 + beta). Values above 1 are set to 1 and their excess spread
+// over the others in proportion to pi (repeated until none exceeds 1). cluster_of_expert[i] is
+// i's cluster index; every cluster has cluster_size members.
+void coactivated_selection_shares(const RoutingShape& shape, std::span<const double> popularity,
+                                  double prob, int32_t cluster_size,
+                                  std::span<const int32_t> cluster_of_expert,
+                                  std::span<double> pi_out);
+
+}  // namespace moesim::sim

@@ -1,0 +1,54 @@
+// The routing model interface: which experts the tokens of one MoE layer pick, per step.
+//
+// The result is a count of selections (token, expert pairs) per (source GPU, expert): each token
+// contributes top_k selections of distinct experts, so row s sums to tokens_per_src[s] * top_k
+// and no cell exceeds tokens_per_src[s]. Implementations: SyntheticRoutingModel (skew models)
+// and ReplayRoutingModel (a recorded trace).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "sim/routing/count_matrix.h"
+#include "sim/routing/routing_spec.h"
+
+namespace moesim::sim {
+
+struct RoutingQuery {
+  int64_t step_idx = 0;       // >= 0
+  int32_t moe_layer_idx = 0;  // in [0, num_moe_layers)
+  // Tokens per source GPU (>= 0); its size is the number of sources.
+  std::span<const int32_t> tokens_per_src;
+  // Optional split by domain tag: num_src x num_domains, row-major, row s summing to
+  // tokens_per_src[s]. Empty: every source's tokens follow the spec's domain weights.
+  std::span<const int32_t> tokens_per_src_domain;
+};
+
+class RoutingModel {
+ public:
+  virtual ~RoutingModel() = default;
+
+  virtual const RoutingShape& shape() const = 0;
+
+  // Selections per (source GPU, expert): resets `out` to num_src x num_experts and fills it
+  // (see the file comment for the row sums). `out` is reused: no allocation once it has grown.
+  virtual void route(const RoutingQuery& query, CountMatrix& out) = 0;
+
+  // Selections per (source GPU, destination GPU) when expert e is served by
+  // gpu_of_expert[e] in [0, num_dst_gpus) (one replica per expert; for replicas use route() and
+  // the placement's dispatch). Row sums as route(). The default aggregates route() and is
+  // exactly its distribution; SyntheticRoutingModel overrides it with a multinomial over
+  // destinations (docs/routing.md, "fast path").
+  virtual void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
+                             int32_t num_dst_gpus, CountMatrix& out);
+
+ private:
+  CountMatrix per_expert_scratch_;
+};
+
+// Sums the columns of src_expert into destination GPUs: out(s, gpu_of_expert[e]) +=
+// src_expert(s, e). Resets `out` to num_src x num_dst_gpus.
+void aggregate_to_gpus(const CountMatrix& src_expert, std::span<const int32_t> gpu_of_expert,
+                       int32_t num_dst_gpus, CountMatrix& out);
+
+}  // namespace moesim::sim

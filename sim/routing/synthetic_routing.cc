@@ -1,0 +1,449 @@
+#include "sim/routing/synthetic_routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "sim/core/check.h"
+#include "sim/core/distributions.h"
+#include "sim/routing/popularity.h"
+
+namespace moesim::sim {
+
+struct SyntheticRoutingModel::DomainState {
+  std::vector<double> popularity;
+  std::vector<double> pi;
+  std::unique_ptr<TokenSampler> sampler;  // built on first per-token use in an epoch
+};
+
+struct SyntheticRoutingModel::LayerState {
+  LayerState(uint64_t seed, int32_t layer_idx)
+      : drift_rng(seed, "routing.drift.L" + std::to_string(layer_idx)) {}
+
+  LayerSkewSpec skew;
+  std::vector<int32_t> cluster_of_expert;
+  RngStream drift_rng;
+  std::vector<int64_t> epoch_starts{0};
+  int64_t cached_epoch = -1;
+  std::vector<DomainState> domains;
+  std::vector<double> mix_pi;  // domain-weighted pi
+};
+
+namespace {
+
+// A short stream name (fits std::string's small-buffer storage: no allocation per call).
+std::string draw_stream_name(char tag, int32_t layer_idx, int64_t step_idx) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%c%d.%lld", tag, layer_idx, static_cast<long long>(step_idx));
+  return buf;
+}
+
+}  // namespace
+
+SyntheticRoutingModel::SyntheticRoutingModel(const RoutingShape& shape, RoutingSpec spec,
+                                             uint64_t root_seed)
+    : shape_(shape), spec_(std::move(spec)), root_seed_(root_seed) {
+  validate_routing_shape(shape_, "routing shape");
+  validate_routing_spec(spec_, shape_, "routing spec");
+  const int32_t num_domains = spec_.num_domains();
+  double total_weight = 0.0;
+  for (int32_t d = 0; d < num_domains; ++d) {
+    domain_weights_.push_back(spec_.domains.empty() ? 1.0 : spec_.domains[d].weight);
+    total_weight += domain_weights_.back();
+  }
+  for (double& w : domain_weights_) w /= total_weight;
+  for (int32_t l = 0; l < shape_.num_moe_layers; ++l) {
+    auto layer = std::make_unique<LayerState>(root_seed_, l);
+    layer->skew = spec_.layer_skew(l, shape_.num_moe_layers);
+    layer->domains.resize(num_domains);
+    const int32_t cluster_size = layer->skew.coactivation.cluster_size;
+    if (cluster_size > 0 && layer->skew.coactivation.prob > 0.0) {
+      // Clusters: each group's experts in a random order, cut into runs of cluster_size.
+      RngStream rng(root_seed_, "routing.coact.L" + std::to_string(l));
+      const int32_t per_group = shape_.experts_per_group();
+      std::vector<int32_t> perm(per_group);
+      layer->cluster_of_expert.assign(shape_.num_experts, -1);
+      for (int32_t g = 0; g < shape_.num_groups; ++g) {
+        random_permutation(rng, perm);
+        for (int32_t i = 0; i < per_group; ++i) {
+          layer->cluster_of_expert[g * per_group + perm[i]] = (g * per_group + i) / cluster_size;
+        }
+      }
+    }
+    layers_.push_back(std::move(layer));
+  }
+  domain_tokens_.assign(num_domains, 0);
+}
+
+SyntheticRoutingModel::~SyntheticRoutingModel() = default;
+
+int64_t SyntheticRoutingModel::epoch_of(int32_t moe_layer_idx, int64_t step_idx) {
+  MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < shape_.num_moe_layers, "layer range");
+  MOESIM_CHECK(step_idx >= 0, "step must be >= 0");
+  LayerState& layer = *layers_[moe_layer_idx];
+  const DriftSpec& drift = layer.skew.drift;
+  if (!drift.enabled) return 0;
+  while (layer.epoch_starts.back() <= step_idx) {
+    double length = drift.mean_epoch_steps;
+    if (drift.epoch_cv > 0.0) {
+      const double shape = 1.0 / (drift.epoch_cv * drift.epoch_cv);
+      length = gamma(layer.drift_rng, shape, drift.mean_epoch_steps / shape);
+    }
+    layer.epoch_starts.push_back(layer.epoch_starts.back() +
+                                 std::max<int64_t>(1, std::llround(length)));
+  }
+  const auto it = std::upper_bound(layer.epoch_starts.begin(), layer.epoch_starts.end(), step_idx);
+  return static_cast<int64_t>(it - layer.epoch_starts.begin()) - 1;
+}
+
+int64_t SyntheticRoutingModel::epoch_start_step(int32_t moe_layer_idx, int64_t epoch_idx) {
+  LayerState& layer = *layers_[moe_layer_idx];
+  if (!layer.skew.drift.enabled) return 0;
+  while (static_cast<int64_t>(layer.epoch_starts.size()) <= epoch_idx) {
+    epoch_of(moe_layer_idx, layer.epoch_starts.back());
+  }
+  return layer.epoch_starts[epoch_idx];
+}
+
+SyntheticRoutingModel::LayerState& SyntheticRoutingModel::layer_at(int32_t moe_layer_idx,
+                                                                   int64_t step_idx) {
+  const int64_t epoch = epoch_of(moe_layer_idx, step_idx);
+  LayerState& layer = *layers_[moe_layer_idx];
+  if (layer.cached_epoch == epoch) return layer;
+  const int32_t num_experts = shape_.num_experts;
+  layer.mix_pi.assign(num_experts, 0.0);
+  for (size_t d = 0; d < layer.domains.size(); ++d) {
+    DomainState& ds = layer.domains[d];
+    ds.popularity.resize(num_experts);
+    ds.pi.resize(num_experts);
+    RngStream rng(root_seed_, "routing.pop.L" + std::to_string(moe_layer_idx) + ".D" +
+                                  std::to_string(d) + ".E" + std::to_string(epoch));
+    draw_popularity(layer.skew, rng, ds.popularity);
+    if (layer.cluster_of_expert.empty()) {
+      sim::selection_shares(shape_, ds.popularity, ds.pi);
+    } else {
+      coactivated_selection_shares(shape_, ds.popularity, layer.skew.coactivation.prob,
+                                   layer.skew.coactivation.cluster_size, layer.cluster_of_expert,
+                                   ds.pi);
+    }
+    ds.sampler.reset();
+    for (int32_t e = 0; e < num_experts; ++e) layer.mix_pi[e] += domain_weights_[d] * ds.pi[e];
+  }
+  layer.cached_epoch = epoch;
+  return layer;
+}
+
+TokenSampler& SyntheticRoutingModel::sampler(LayerState& layer, int32_t domain_idx) {
+  DomainState& ds = layer.domains[domain_idx];
+  if (!ds.sampler) {
+    ds.sampler = std::make_unique<TokenSampler>(shape_, ds.popularity, layer.cluster_of_expert,
+                                                layer.skew.coactivation.cluster_size,
+                                                layer.skew.coactivation.prob);
+  }
+  return *ds.sampler;
+}
+
+bool SyntheticRoutingModel::per_token_for(int32_t num_tokens) const {
+  switch (spec_.sampling) {
+    case SamplingMode::kMargins:
+    case SamplingMode::kCounts:
+      return false;
+    case SamplingMode::kPerToken:
+      return true;
+    case SamplingMode::kAuto:
+      return num_tokens <= spec_.per_token_max_tokens;
+  }
+  return false;
+}
+
+bool SyntheticRoutingModel::margins_for(int32_t num_tokens) const {
+  return num_tokens > 0 && !per_token_for(num_tokens) && spec_.sampling != SamplingMode::kCounts;
+}
+
+void SyntheticRoutingModel::capped_multinomial(RngStream& rng, int64_t num_tokens,
+                                               std::span<const double> pi) {
+  const size_t num_experts = pi.size();
+  counts_scratch_.resize(num_experts);
+  extra_scratch_.resize(num_experts);
+  probs_scratch_.resize(num_experts);
+  multinomial(rng, num_tokens * shape_.top_k, pi, counts_scratch_);
+  while (true) {
+    int64_t excess = 0;
+    for (int64_t& c : counts_scratch_) {
+      if (c > num_tokens) {
+        excess += c - num_tokens;
+        c = num_tokens;
+      }
+    }
+    if (excess == 0) break;
+    double open_weight = 0.0;
+    for (size_t e = 0; e < num_experts; ++e) {
+      probs_scratch_[e] = counts_scratch_[e] < num_tokens ? pi[e] : 0.0;
+      open_weight += probs_scratch_[e];
+    }
+    if (!(open_weight > 0.0)) {
+      for (size_t e = 0; e < num_experts; ++e) {
+        probs_scratch_[e] = counts_scratch_[e] < num_tokens ? 1.0 : 0.0;
+      }
+    }
+    multinomial(rng, excess, probs_scratch_, extra_scratch_);
+    for (size_t e = 0; e < num_experts; ++e) counts_scratch_[e] += extra_scratch_[e];
+  }
+}
+
+void SyntheticRoutingModel::draw_counts(RngStream& rng, int32_t n, std::span<const double> pi,
+                                        std::span<int32_t> row) {
+  if (n == 0) return;
+  capped_multinomial(rng, n, pi);
+  for (size_t e = 0; e < pi.size(); ++e) row[e] += static_cast<int32_t>(counts_scratch_[e]);
+}
+
+void SyntheticRoutingModel::systematic_add(RngStream& rng, int64_t num_selections,
+                                           std::span<const double> shares, std::span<int32_t> row) {
+  // Cell d gets floor(u + cum_d) - floor(u + cum_{d-1}) with cum_d the running sum of
+  // num_selections * shares; the last non-empty cell takes the remainder so that rounding
+  // error in the running sum can never change the row's total.
+  const double total = static_cast<double>(num_selections);
+  double cum = rng.uniform01();
+  int64_t assigned = 0;
+  size_t last = 0;
+  for (size_t d = 0; d < shares.size(); ++d) {
+    if (shares[d] <= 0.0) continue;
+    last = d;
+    cum += total * shares[d];
+    const auto upto = std::min<int64_t>(num_selections, static_cast<int64_t>(std::floor(cum)));
+    row[d] += static_cast<int32_t>(upto - assigned);
+    assigned = upto;
+  }
+  row[last] += static_cast<int32_t>(num_selections - assigned);
+}
+
+void SyntheticRoutingModel::margins_pass(RngStream& rng, const RoutingQuery& query,
+                                         int32_t num_rows, std::span<const double> shares,
+                                         bool cap_per_column, CountMatrix& out) {
+  // Row r of `shares` (num_rows x num_cols) is the domain mix (num_rows == 1, no split) or
+  // domain r.
+  const int32_t num_cols = out.num_cols();
+  const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
+  const bool split = !query.tokens_per_src_domain.empty();
+  for (int32_t r = 0; r < num_rows; ++r) {
+    auto tokens_of = [&](int32_t s) -> int64_t {
+      return split ? query.tokens_per_src_domain[static_cast<size_t>(s) * num_rows + r]
+                   : query.tokens_per_src[s];
+    };
+    int64_t num_tokens = 0;
+    for (int32_t s = 0; s < num_src; ++s) {
+      if (margins_for(query.tokens_per_src[s])) num_tokens += tokens_of(s);
+    }
+    if (num_tokens == 0) continue;
+    const std::span<const double> row_shares =
+        shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
+    if (cap_per_column) {
+      capped_multinomial(rng, num_tokens, row_shares);
+    } else {
+      counts_scratch_.resize(num_cols);
+      multinomial(rng, num_tokens * shape_.top_k, row_shares, counts_scratch_);
+    }
+    column_shares_.resize(num_cols);
+    const double total = static_cast<double>(num_tokens * shape_.top_k);
+    for (int32_t c = 0; c < num_cols; ++c) {
+      column_shares_[c] = static_cast<double>(counts_scratch_[c]) / total;
+    }
+    for (int32_t s = 0; s < num_src; ++s) {
+      if (!margins_for(query.tokens_per_src[s])) continue;
+      const int64_t n = tokens_of(s);
+      if (n > 0) systematic_add(rng, n * shape_.top_k, column_shares_, out.row(s));
+    }
+  }
+}
+
+void SyntheticRoutingModel::draw_tokens(RngStream& rng, LayerState& layer, int32_t domain_idx,
+                                        int32_t n, std::span<const int32_t> gpu_of_expert,
+                                        std::span<int32_t> row) {
+  if (n == 0) return;
+  TokenSampler& s = sampler(layer, domain_idx);
+  token_scratch_.resize(shape_.top_k);
+  for (int32_t t = 0; t < n; ++t) {
+    s.sample(rng, token_scratch_);
+    if (gpu_of_expert.empty()) {
+      for (int32_t e : token_scratch_) ++row[e];
+    } else {
+      for (int32_t e : token_scratch_) ++row[gpu_of_expert[e]];
+    }
+  }
+}
+
+void SyntheticRoutingModel::split_domains(RngStream& rng, const RoutingQuery& query,
+                                          int32_t src_idx) {
+  const int32_t num_domains = spec_.num_domains();
+  const int32_t n = query.tokens_per_src[src_idx];
+  if (!query.tokens_per_src_domain.empty()) {
+    for (int32_t d = 0; d < num_domains; ++d) {
+      domain_tokens_[d] =
+          query.tokens_per_src_domain[static_cast<size_t>(src_idx) * num_domains + d];
+    }
+  } else if (num_domains == 1) {
+    domain_tokens_[0] = n;
+  } else {
+    multinomial(rng, n, domain_weights_, domain_tokens_);
+  }
+}
+
+namespace {
+
+void check_query(const RoutingQuery& q, const RoutingShape& shape, int32_t num_domains) {
+  MOESIM_CHECK(q.moe_layer_idx >= 0 && q.moe_layer_idx < shape.num_moe_layers, "layer range");
+  MOESIM_CHECK(q.step_idx >= 0, "step must be >= 0");
+  for (int32_t n : q.tokens_per_src) MOESIM_CHECK(n >= 0, "token counts must be >= 0");
+  if (q.tokens_per_src_domain.empty()) return;
+  MOESIM_CHECK(q.tokens_per_src_domain.size() == q.tokens_per_src.size() * num_domains,
+               "domain split must be num_src x num_domains");
+  for (size_t s = 0; s < q.tokens_per_src.size(); ++s) {
+    int64_t sum = 0;
+    for (int32_t d = 0; d < num_domains; ++d) {
+      const int32_t v = q.tokens_per_src_domain[s * num_domains + d];
+      MOESIM_CHECK(v >= 0, "domain token counts must be >= 0");
+      sum += v;
+    }
+    MOESIM_CHECK(sum == q.tokens_per_src[s], "domain split must sum to the source's tokens");
+  }
+}
+
+}  // namespace
+
+void SyntheticRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
+  const int32_t num_domains = spec_.num_domains();
+  check_query(query, shape_, num_domains);
+  LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
+  RngStream rng(root_seed_, draw_stream_name('r', query.moe_layer_idx, query.step_idx));
+  const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
+  const bool split = !query.tokens_per_src_domain.empty();
+  out.reset(num_src, shape_.num_experts);
+  for (int32_t s = 0; s < num_src; ++s) {
+    const int32_t n = query.tokens_per_src[s];
+    if (n == 0 || margins_for(n)) continue;
+    const bool per_token = per_token_for(n);
+    if (!per_token && !split) {
+      draw_counts(rng, n, layer.mix_pi, out.row(s));
+      continue;
+    }
+    split_domains(rng, query, s);
+    for (int32_t d = 0; d < num_domains; ++d) {
+      const auto nd = static_cast<int32_t>(domain_tokens_[d]);
+      if (per_token) {
+        draw_tokens(rng, layer, d, nd, {}, out.row(s));
+      } else {
+        draw_counts(rng, nd, layer.domains[d].pi, out.row(s));
+      }
+    }
+  }
+  if (spec_.sampling != SamplingMode::kMargins && spec_.sampling != SamplingMode::kAuto) return;
+  const int32_t num_experts = shape_.num_experts;
+  if (split) {
+    gpu_shares_scratch_.resize(static_cast<size_t>(num_domains) * num_experts);
+    for (int32_t d = 0; d < num_domains; ++d) {
+      std::copy(layer.domains[d].pi.begin(), layer.domains[d].pi.end(),
+                gpu_shares_scratch_.begin() + static_cast<size_t>(d) * num_experts);
+    }
+    margins_pass(rng, query, num_domains, gpu_shares_scratch_, true, out);
+  } else {
+    margins_pass(rng, query, 1, layer.mix_pi, true, out);
+  }
+}
+
+void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
+                                          std::span<const int32_t> gpu_of_expert,
+                                          int32_t num_dst_gpus, CountMatrix& out) {
+  const int32_t num_domains = spec_.num_domains();
+  check_query(query, shape_, num_domains);
+  MOESIM_CHECK(gpu_of_expert.size() == static_cast<size_t>(shape_.num_experts),
+               "one GPU per expert");
+  LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
+  RngStream rng(root_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
+  // Destination shares: one row for the domain mix, or one per domain when split.
+  const bool split = !query.tokens_per_src_domain.empty();
+  const int32_t num_rows = split ? num_domains : 1;
+  gpu_shares_scratch_.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
+  for (int32_t e = 0; e < shape_.num_experts; ++e) {
+    const int32_t gpu = gpu_of_expert[e];
+    MOESIM_CHECK(gpu >= 0 && gpu < num_dst_gpus, "expert GPU out of range");
+    if (!split) {
+      gpu_shares_scratch_[gpu] += layer.mix_pi[e];
+      continue;
+    }
+    for (int32_t d = 0; d < num_rows; ++d) {
+      gpu_shares_scratch_[static_cast<size_t>(d) * num_dst_gpus + gpu] += layer.domains[d].pi[e];
+    }
+  }
+  const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
+  out.reset(num_src, num_dst_gpus);
+  for (int32_t s = 0; s < num_src; ++s) {
+    const int32_t n = query.tokens_per_src[s];
+    if (n == 0 || margins_for(n)) continue;
+    const std::span<int32_t> row = out.row(s);
+    const bool per_token = per_token_for(n);
+    if (!per_token && !split) {
+      counts_scratch_.resize(num_dst_gpus);
+      multinomial(rng, static_cast<int64_t>(n) * shape_.top_k,
+                  std::span<const double>(gpu_shares_scratch_.data(), num_dst_gpus),
+                  counts_scratch_);
+      for (int32_t g = 0; g < num_dst_gpus; ++g) row[g] += static_cast<int32_t>(counts_scratch_[g]);
+      continue;
+    }
+    split_domains(rng, query, s);
+    for (int32_t d = 0; d < num_domains; ++d) {
+      const auto nd = static_cast<int32_t>(domain_tokens_[d]);
+      if (nd == 0) continue;
+      if (per_token) {
+        draw_tokens(rng, layer, d, nd, gpu_of_expert, row);
+        continue;
+      }
+      counts_scratch_.resize(num_dst_gpus);
+      multinomial(
+          rng, static_cast<int64_t>(nd) * shape_.top_k,
+          std::span<const double>(
+              gpu_shares_scratch_.data() + static_cast<size_t>(d) * num_dst_gpus, num_dst_gpus),
+          counts_scratch_);
+      for (int32_t g = 0; g < num_dst_gpus; ++g) row[g] += static_cast<int32_t>(counts_scratch_[g]);
+    }
+  }
+  if (spec_.sampling == SamplingMode::kMargins || spec_.sampling == SamplingMode::kAuto) {
+    margins_pass(rng, query, num_rows, gpu_shares_scratch_, false, out);
+  }
+}
+
+void SyntheticRoutingModel::sample_token_experts(int64_t step_idx, int32_t moe_layer_idx,
+                                                 int32_t domain_idx, int32_t num_tokens,
+                                                 std::vector<int32_t>& experts_out) {
+  MOESIM_CHECK(domain_idx >= 0 && domain_idx < spec_.num_domains(), "domain range");
+  MOESIM_CHECK(num_tokens >= 0, "token count must be >= 0");
+  LayerState& layer = layer_at(moe_layer_idx, step_idx);
+  RngStream rng(root_seed_, draw_stream_name('t', moe_layer_idx, step_idx));
+  TokenSampler& s = sampler(layer, domain_idx);
+  experts_out.resize(static_cast<size_t>(num_tokens) * shape_.top_k);
+  for (int32_t t = 0; t < num_tokens; ++t) {
+    s.sample(rng, std::span<int32_t>(experts_out.data() + static_cast<size_t>(t) * shape_.top_k,
+                                     shape_.top_k));
+  }
+}
+
+std::span<const double> SyntheticRoutingModel::popularity(int32_t moe_layer_idx, int64_t step_idx,
+                                                          int32_t domain_idx) {
+  MOESIM_CHECK(domain_idx >= 0 && domain_idx < spec_.num_domains(), "domain range");
+  return layer_at(moe_layer_idx, step_idx).domains[domain_idx].popularity;
+}
+
+std::span<const double> SyntheticRoutingModel::selection_shares(int32_t moe_layer_idx,
+                                                                int64_t step_idx,
+                                                                int32_t domain_idx) {
+  MOESIM_CHECK(domain_idx >= 0 && domain_idx < spec_.num_domains(), "domain range");
+  return layer_at(moe_layer_idx, step_idx).domains[domain_idx].pi;
+}
+
+std::span<const int32_t> SyntheticRoutingModel::clusters(int32_t moe_layer_idx) const {
+  MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < shape_.num_moe_layers, "layer range");
+  return layers_[moe_layer_idx]->cluster_of_expert;
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,106 @@
+// SyntheticRoutingModel: routing drawn from the skew models of a RoutingSpec.
+//
+// Per MoE layer l the model keeps:
+//  - epochs: step ranges over which the popularity is fixed; boundaries drawn from the named
+//    stream "routing.drift.L<l>" (one epoch forever without drift);
+//  - per (domain d, epoch): a popularity vector from "routing.pop.L<l>.D<d>.E<epoch>" and the
+//    selection shares pi it implies (popularity.h), recomputed when the epoch changes;
+//  - co-activation clusters from "routing.coact.L<l>" (fixed for the run).
+// The draws of one call come from a stream named after (layer, step) only, so a call's result
+// depends on (seed, spec, shape, step, layer, tokens) and not on the order of calls.
+//
+// Sampling (RoutingSpec::sampling, see SamplingMode): exact per-token top-k sets (TokenSampler),
+// or counts from the selection shares pi: a capped multinomial Multinomial(n * top_k, pi) where
+// any expert above n (more selections than tokens) is capped at n and the excess redistributed
+// over the others until none exceeds n; per source (kCounts) or once for the layer's totals then
+// split over sources by systematic rounding (kMargins). The (source, destination GPU) fast path
+// does the same over destinations with P_d = sum of pi over the experts on GPU d (no cap).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "sim/core/rng.h"
+#include "sim/routing/routing_model.h"
+#include "sim/routing/routing_spec.h"
+#include "sim/routing/token_sampler.h"
+
+namespace moesim::sim {
+
+class SyntheticRoutingModel final : public RoutingModel {
+ public:
+  // Preconditions: shape valid (validate_routing_shape) and spec valid for it
+  // (validate_routing_spec); both checked, as invariants.
+  SyntheticRoutingModel(const RoutingShape& shape, RoutingSpec spec, uint64_t root_seed);
+  ~SyntheticRoutingModel() override;
+
+  const RoutingShape& shape() const override { return shape_; }
+  const RoutingSpec& spec() const { return spec_; }
+
+  void route(const RoutingQuery& query, CountMatrix& out) override;
+  void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
+                     int32_t num_dst_gpus, CountMatrix& out) override;
+
+  // Exact per-token expert sets of num_tokens tokens of domain domain_idx at (step, layer), for
+  // activation profiles: experts_out is resized to num_tokens * top_k (token t owns
+  // [t * top_k, (t + 1) * top_k)). Draws from its own stream; does not change route()'s results.
+  void sample_token_experts(int64_t step_idx, int32_t moe_layer_idx, int32_t domain_idx,
+                            int32_t num_tokens, std::vector<int32_t>& experts_out);
+
+  // The epoch index of a step for a layer (0 without drift), and the first step of that epoch.
+  int64_t epoch_of(int32_t moe_layer_idx, int64_t step_idx);
+  int64_t epoch_start_step(int32_t moe_layer_idx, int64_t epoch_idx);
+
+  // Popularity (sums to 1) and expected selections per token pi (sums to top_k) of one domain at
+  // (layer, step). Valid until the next call on this model.
+  std::span<const double> popularity(int32_t moe_layer_idx, int64_t step_idx, int32_t domain_idx);
+  std::span<const double> selection_shares(int32_t moe_layer_idx, int64_t step_idx,
+                                           int32_t domain_idx);
+  // Co-activation cluster of each expert in a layer (empty when the layer has none).
+  std::span<const int32_t> clusters(int32_t moe_layer_idx) const;
+
+ private:
+  struct DomainState;
+  struct LayerState;
+
+  LayerState& layer_at(int32_t moe_layer_idx, int64_t step_idx);
+  TokenSampler& sampler(LayerState& layer, int32_t domain_idx);
+  bool per_token_for(int32_t num_tokens) const;
+  // Whether a source with num_tokens tokens is drawn by the margins pass.
+  bool margins_for(int32_t num_tokens) const;
+  // Multinomial(num_tokens * top_k, pi) into counts_scratch_, no expert above num_tokens (the
+  // excess redistributed over the others until none exceeds).
+  void capped_multinomial(RngStream& rng, int64_t num_tokens, std::span<const double> pi);
+  // Adds n tokens' counts drawn from shares pi (sum top_k) to row: kCounts's per-source draw.
+  void draw_counts(RngStream& rng, int32_t n, std::span<const double> pi, std::span<int32_t> row);
+  // Adds num_selections spread over shares (sum 1) by systematic rounding to row.
+  void systematic_add(RngStream& rng, int64_t num_selections, std::span<const double> shares,
+                      std::span<int32_t> row);
+  // The margins pass over the sources that use it (see SamplingMode::kMargins).
+  void margins_pass(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
+                    std::span<const double> shares, bool cap_per_column, CountMatrix& out);
+  // Adds n tokens' exact per-token selections to row, per expert or (gpu_of_expert non-empty)
+  // per destination GPU.
+  void draw_tokens(RngStream& rng, LayerState& layer, int32_t domain_idx, int32_t n,
+                   std::span<const int32_t> gpu_of_expert, std::span<int32_t> row);
+  // Splits the tokens of source s by domain into domain_tokens_.
+  void split_domains(RngStream& rng, const RoutingQuery& query, int32_t src_idx);
+
+  RoutingShape shape_;
+  RoutingSpec spec_;
+  uint64_t root_seed_;
+  std::vector<double> domain_weights_;  // normalised
+  std::vector<std::unique_ptr<LayerState>> layers_;
+  // Hot-path scratch.
+  std::vector<int64_t> counts_scratch_;
+  std::vector<int64_t> extra_scratch_;
+  std::vector<double> probs_scratch_;
+  std::vector<double> gpu_shares_scratch_;
+  std::vector<double> column_shares_;
+  std::vector<int32_t> token_scratch_;
+  std::vector<int64_t> domain_tokens_;
+};
+
+}  // namespace moesim::sim

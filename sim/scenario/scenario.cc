@@ -1,0 +1,176 @@
+#include "sim/scenario/scenario.h"
+
+#include <filesystem>
+
+#include "sim/config/toml_source.h"
+#include "sim/model/model_card_parser.h"
+#include "sim/topology/topology_parser.h"
+
+namespace moesim::sim {
+namespace {
+
+std::string resolve(const std::string& base_dir, const std::string& rel) {
+  std::filesystem::path p(rel);
+  if (p.is_absolute()) return rel;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+WireDtype parse_wire(TomlTable& t, std::string_view key, WireDtype dflt) {
+  std::string v = t.get_enum_or(key, {"fp8", "bf16"}, wire_dtype_name(dflt));
+  return *parse_wire_dtype(v);
+}
+
+DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
+  DeploymentSpec d;
+  d.num_replicas = static_cast<int32_t>(t.get_int_in("replicas", 1, 1 << 20));
+  d.gpus_per_replica =
+      static_cast<int32_t>(t.get_int_in("gpus_per_replica", 1, topo.num_gpus()));
+  if (static_cast<int64_t>(d.num_replicas) * d.gpus_per_replica > topo.num_gpus()) {
+    t.fail("replicas", std::to_string(d.num_replicas) + " replicas x " +
+                           std::to_string(d.gpus_per_replica) + " GPUs exceed the topology's " +
+                           std::to_string(topo.num_gpus()) + " GPUs");
+  }
+  d.attention = t.get_enum_or("attention", {"dp", "tp"}, "dp") == "dp" ? AttentionParallel::kData
+                                                                      : AttentionParallel::kTensor;
+  d.attention_tp = static_cast<int32_t>(t.get_int_in_or("attention_tp", 1, 1024, 1));
+  if (d.attention == AttentionParallel::kData && d.attention_tp != 1) {
+    t.fail("attention_tp", "must be 1 with attention = \"dp\"");
+  }
+  if (d.gpus_per_replica % d.attention_tp != 0) {
+    t.fail("attention_tp", "must divide gpus_per_replica (" + std::to_string(d.gpus_per_replica) +
+                               ")");
+  }
+  d.placement = t.get_enum_or("placement", {"contiguous", "strided"}, "contiguous") == "contiguous"
+                    ? PlacementLayout::kContiguous
+                    : PlacementLayout::kStrided;
+  d.dispatch = *parse_dispatch_algorithm(
+      t.get_enum_or("dispatch", {"direct", "hierarchical"}, "direct"));
+  d.dispatch_dtype = parse_wire(t, "dispatch_dtype", WireDtype::kFp8);
+  d.combine_dtype = parse_wire(t, "combine_dtype", WireDtype::kBf16);
+  d.microbatch_overlap = t.get_bool_or("microbatch_overlap", false);
+  d.prefill_replicas =
+      static_cast<int32_t>(t.get_int_in_or("prefill_replicas", 0, d.num_replicas - 1, 0));
+  t.finish();
+  return d;
+}
+
+SchedulerSpec parse_scheduler(TomlTable& t) {
+  SchedulerSpec s;
+  std::string router = t.get_enum_or(
+      "router", {"round_robin", "least_outstanding", "session_affinity"}, "least_outstanding");
+  s.router = router == "round_robin"         ? RouterPolicy::kRoundRobin
+             : router == "least_outstanding" ? RouterPolicy::kLeastOutstanding
+                                             : RouterPolicy::kSessionAffinity;
+  s.max_seqs = static_cast<int32_t>(t.get_int_in_or("max_seqs", 1, 1 << 20, s.max_seqs));
+  s.max_batch_tokens_per_gpu =
+      t.get_int_in_or("max_batch_tokens_per_gpu", 1, 1 << 24, s.max_batch_tokens_per_gpu);
+  s.kv_block_tokens = t.get_int_in_or("kv_block_tokens", 1, 512, s.kv_block_tokens);
+  if (512 % s.kv_block_tokens != 0) {
+    t.fail("kv_block_tokens", "must divide 512 (the prefix-block size of traces)");
+  }
+  s.prefix_caching = t.get_bool_or("prefix_caching", s.prefix_caching);
+  s.workspace_gib = t.get_double_in_or("workspace_gib", 0.0, 1e4, s.workspace_gib);
+  s.hbm_reserve_fraction =
+      t.get_double_in_or("hbm_reserve_fraction", 0.0, 0.99, s.hbm_reserve_fraction);
+  t.finish();
+  return s;
+}
+
+}  // namespace
+
+const char* router_policy_name(RouterPolicy p) {
+  switch (p) {
+    case RouterPolicy::kRoundRobin: return "round_robin";
+    case RouterPolicy::kLeastOutstanding: return "least_outstanding";
+    case RouterPolicy::kSessionAffinity: return "session_affinity";
+  }
+  return "?";
+}
+
+Scenario load_scenario(const std::string& path) {
+  TomlDocument doc = TomlDocument::load_file(path);
+  TomlTable root = doc.root();
+  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  Scenario s;
+  s.source_file = path;
+  s.name = root.get_string("name");
+  s.description = root.get_string_or("description", "");
+
+  s.model_path = resolve(base_dir, root.get_string("model"));
+  if (!std::filesystem::exists(s.model_path)) root.fail("model", "file not found: " + s.model_path);
+  s.model = std::make_shared<const ModelCard>(load_model_card(s.model_path));
+  s.topology_path = resolve(base_dir, root.get_string("topology"));
+  if (!std::filesystem::exists(s.topology_path)) {
+    root.fail("topology", "file not found: " + s.topology_path);
+  }
+  s.topology = std::make_shared<const Topology>(load_topology(s.topology_path));
+
+  TomlTable dep = root.get_table("deployment");
+  s.deployment = parse_deployment(dep, *s.topology);
+  if (auto t = root.find_table("scheduler")) s.scheduler = parse_scheduler(*t);
+  TomlTable wl = root.get_table("workload");
+  s.workload = parse_workload(wl, base_dir);
+
+  if (num_moe_layers(*s.model) > 0) {
+    RoutingShape shape = routing_shape_of(*s.model);
+    if (auto t = root.find_table("routing")) {
+      s.routing = parse_routing(*t, shape);
+    } else {
+      TomlDocument empty = TomlDocument::parse_string("", path);
+      TomlTable e = empty.root();
+      s.routing = parse_routing(e, shape);
+    }
+    int64_t experts = shape.num_experts;
+    if (s.deployment.gpus_per_replica > experts && experts % s.deployment.gpus_per_replica != 0) {
+      dep.fail("gpus_per_replica", "expert parallelism over " +
+                                       std::to_string(s.deployment.gpus_per_replica) +
+                                       " GPUs needs at least as many experts (" +
+                                       std::to_string(experts) + ")");
+    }
+    if (experts % s.deployment.gpus_per_replica != 0) {
+      dep.fail("gpus_per_replica", std::to_string(experts) + " routed experts do not divide over " +
+                                       std::to_string(s.deployment.gpus_per_replica) + " GPUs");
+    }
+  } else if (root.has("routing")) {
+    root.fail("routing", "the model has no MoE layer");
+  }
+
+  if (auto t = root.find_table("network")) {
+    s.network_model = t->get_enum_or("model", {"bottleneck", "fluid", "simgrid"}, "bottleneck");
+    t->finish();
+  }
+  if (auto t = root.find_table("cost")) {
+    std::string kind = t->get_enum_or("model", {"roofline", "calibrated"}, "roofline");
+    s.cost.kind = kind == "roofline" ? CostModelKind::kRoofline : CostModelKind::kCalibrated;
+    if (s.cost.kind == CostModelKind::kCalibrated) {
+      s.cost.profile_path = resolve(base_dir, t->get_string("profile"));
+    }
+    if (auto r = t->find_table("roofline")) s.cost.roofline = parse_roofline_params(*r);
+    t->finish();
+  }
+  if (auto t = root.find_table("slo")) {
+    s.slo.ttft_ms = t->get_double_in_or("ttft_ms", 1e-3, 1e9, s.slo.ttft_ms);
+    s.slo.tpot_ms = t->get_double_in_or("tpot_ms", 1e-3, 1e9, s.slo.tpot_ms);
+    t->finish();
+  }
+  if (auto t = root.find_table("run")) {
+    s.run.seed = static_cast<uint64_t>(t->get_int_in_or("seed", 0, INT64_MAX, 1));
+    s.run.duration_s = t->get_double_in_or("duration_s", 1e-6, 1e7, s.run.duration_s);
+    t->finish();
+  }
+  if (auto t = root.find_table("outputs")) {
+    OutputSpec& o = s.outputs;
+    o.requests_csv = t->get_bool_or("requests_csv", o.requests_csv);
+    o.summary_json = t->get_bool_or("summary_json", o.summary_json);
+    o.chrome_trace = t->get_bool_or("chrome_trace", o.chrome_trace);
+    o.trace_start_s = t->get_double_in_or("trace_start_s", 0.0, 1e7, o.trace_start_s);
+    o.trace_end_s = t->get_double_in_or("trace_end_s", 0.0, 1e7, o.trace_end_s);
+    if (o.trace_end_s < o.trace_start_s) t->fail("trace_end_s", "must be >= trace_start_s");
+    o.record_max_steps = t->get_int_in_or("record_max_steps", 1, INT64_MAX, o.record_max_steps);
+    t->finish();
+  }
+  root.finish();
+  return s;
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,294 @@
+#include "sim/serving/run_outputs.h"
+
+#include <cstdio>
+#include <iomanip>
+
+#include "moesim_version.h"
+#include "sim/network/traffic_matrix.h"
+
+namespace moesim::sim {
+namespace {
+
+using nlohmann::json;
+
+json pct_json(const Percentiles& p) {
+  return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max},
+              {"count", p.count}};
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+}  // namespace
+
+json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
+  const RunSummary& s = out.summary;
+  json j;
+  j["scenario"] = sc.name;
+  j["model"] = sc.model->name;
+  j["topology"] = sc.topology->name();
+  j["seed"] = seed;
+  j["event_digest"] = out.digest_hex;
+  j["num_events"] = out.num_events;
+  j["simulated_s"] = s.duration_s;
+  j["requests"] = {{"arrived", s.num_arrived},
+                   {"completed", s.num_completed},
+                   {"rejected", s.num_rejected},
+                   {"in_flight", s.num_in_flight}};
+  j["conservation_ok"] = out.conservation_ok;
+  j["queueing_ms"] = pct_json(s.queueing_ms);
+  j["ttft_ms"] = pct_json(s.ttft_ms);
+  j["tpot_ms"] = pct_json(s.tpot_ms);
+  j["e2e_ms"] = pct_json(s.e2e_ms);
+  j["throughput"] = {{"input_tokens_per_s", s.input_tokens_per_s},
+                     {"output_tokens_per_s", s.output_tokens_per_s},
+                     {"completed_requests_per_s", s.requests_per_s}};
+  j["slo"] = {{"ttft_ms", s.slo.ttft_ms},
+              {"tpot_ms", s.slo.tpot_ms},
+              {"num_met", s.slo.num_met},
+              {"attainment", s.slo.attainment},
+              {"goodput_requests_per_s", s.slo.goodput_req_per_s}};
+  j["gpu_time_fraction"] = {
+      {"compute", s.compute_fraction}, {"communication", s.comm_fraction}, {"barrier_wait", s.wait_fraction}};
+  j["kv_high_water_fraction"] = s.kv_high_water_fraction;
+  j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
+  j["expert_gpu_imbalance"] = s.expert_imbalance;
+  const RunCounters& c = s.counters;
+  j["counters"] = {{"steps", c.num_steps},
+                   {"preemptions", c.num_preemptions},
+                   {"kv_evictions", c.kv_evictions},
+                   {"kv_transfers", c.kv_transfers},
+                   {"kv_transfer_bytes", c.kv_transfer_bytes},
+                   {"dispatch_bytes", c.dispatch_bytes},
+                   {"combine_bytes", c.combine_bytes}};
+  j["actions"] = json::object();
+  for (const auto& [k, v] : c.actions) j["actions"][k] = v;
+  if (!out.gpus.empty()) {
+    const GpuRecord& g = out.gpus.front();
+    j["memory_per_gpu"] = {{"hbm_bytes", sc.topology->gpu_spec().hbm_bytes},
+                           {"weight_bytes", g.weight_bytes},
+                           {"kv_pool_bytes", g.kv_pool_bytes},
+                           {"kv_block_bytes", g.kv_block_bytes},
+                           {"num_kv_blocks", g.num_kv_blocks}};
+  }
+  return j;
+}
+
+void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& out,
+                        uint64_t seed) {
+  const RunSummary& s = out.summary;
+  os << "moesim run: " << sc.name << "\n";
+  os << "  model " << sc.model->name << ", topology " << sc.topology->name() << ", "
+     << sc.deployment.num_replicas << " replica(s) x " << sc.deployment.gpus_per_replica
+     << " GPUs, network " << sc.network_model << ", seed " << seed << "\n";
+  os << "  simulated " << fmt("%.3f", s.duration_s) << " s, " << out.num_events << " events, "
+     << s.counters.num_steps << " steps\n\n";
+  os << "  requests   arrived " << s.num_arrived << "  completed " << s.num_completed
+     << "  rejected " << s.num_rejected << "  in flight " << s.num_in_flight << "\n";
+  os << "  conservation " << (out.conservation_ok ? "ok: " : "BROKEN: ")
+     << out.conservation_message << "\n\n";
+  os << "  latency (ms)         p50        p90        p99       mean\n";
+  auto row = [&os](const char* name, const Percentiles& p) {
+    os << "  " << std::left << std::setw(14) << name << std::right << std::setw(10)
+       << fmt("%.2f", p.p50) << " " << std::setw(10) << fmt("%.2f", p.p90) << " " << std::setw(10)
+       << fmt("%.2f", p.p99) << " " << std::setw(10) << fmt("%.2f", p.mean) << "\n";
+  };
+  row("queueing", s.queueing_ms);
+  row("TTFT", s.ttft_ms);
+  row("TPOT", s.tpot_ms);
+  row("end-to-end", s.e2e_ms);
+  os << "\n  throughput  " << fmt("%.1f", s.input_tokens_per_s) << " input tok/s, "
+     << fmt("%.1f", s.output_tokens_per_s) << " output tok/s, " << fmt("%.2f", s.requests_per_s)
+     << " req/s\n";
+  os << "  SLO (TTFT <= " << fmt("%.0f", s.slo.ttft_ms) << " ms, TPOT <= "
+     << fmt("%.0f", s.slo.tpot_ms) << " ms): " << fmt("%.1f", 100 * s.slo.attainment)
+     << "% of completed, goodput " << fmt("%.2f", s.slo.goodput_req_per_s) << " req/s\n";
+  os << "  GPU time    compute " << fmt("%.1f", 100 * s.compute_fraction) << "%, communication "
+     << fmt("%.1f", 100 * s.comm_fraction) << "%, barrier wait "
+     << fmt("%.1f", 100 * s.wait_fraction) << "%\n";
+  os << "  memory      KV high-water " << fmt("%.1f", 100 * s.kv_high_water_fraction)
+     << "% of pool, prefix-cache hit rate " << fmt("%.1f", 100 * s.prefix_cache_hit_rate)
+     << "%, preemptions " << s.counters.num_preemptions << "\n";
+  os << "  experts     per-GPU load imbalance (max-mean)/mean " << fmt("%.3f", s.expert_imbalance)
+     << "\n";
+  if (!s.counters.actions.empty()) {
+    os << "  actions    ";
+    for (const auto& [k, v] : s.counters.actions) os << " " << k << "=" << v;
+    os << "\n";
+  }
+  os << "\n  event digest " << out.digest_hex << "\n";
+}
+
+void write_requests_csv(std::ostream& os, const RunOutput& out) {
+  os << "request_id,session_id,turn_idx,attempt_idx,replica,domain,outcome,reject_reason,"
+        "arrival_ns,first_scheduled_ns,first_token_ns,done_ns,prompt_tokens,output_tokens,"
+        "generated_tokens,cached_prompt_tokens,preemptions,queueing_ms,ttft_ms,tpot_ms,e2e_ms\n";
+  for (const RequestRecord& r : out.requests) {
+    os << r.request_id << ',' << r.session_id << ',' << r.turn_idx << ',' << r.attempt_idx << ','
+       << r.replica << ',' << r.domain << ',' << request_outcome_name(r.outcome) << ','
+       << r.reject_reason << ',' << r.arrival_ns << ',' << r.first_scheduled_ns << ','
+       << r.first_token_ns << ',' << r.done_ns << ',' << r.prompt_tokens << ',' << r.output_tokens
+       << ',' << r.generated_tokens << ',' << r.cached_prompt_tokens << ',' << r.num_preemptions
+       << ',';
+    auto ms = [&os](double ns) {
+      if (ns < 0) {
+        os << "";
+      } else {
+        os << fmt("%.6f", ns / 1e6);
+      }
+    };
+    ms(static_cast<double>(r.queueing_ns()));
+    os << ',';
+    ms(static_cast<double>(r.ttft_ns()));
+    os << ',';
+    ms(r.tpot_ns());
+    os << ',';
+    ms(static_cast<double>(r.e2e_ns()));
+    os << '\n';
+  }
+}
+
+void write_chrome_trace(std::ostream& os, const RunOutput& out) {
+  json events = json::array();
+  std::map<std::pair<int32_t, int32_t>, bool> named;
+  for (const TraceSlice& t : out.trace) {
+    if (!named[{t.replica, t.gpu}]) {
+      named[{t.replica, t.gpu}] = true;
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", t.replica}, {"tid", t.gpu},
+                        {"args", {{"name", "gpu " + std::to_string(t.gpu)}}}});
+    }
+    json e{{"ph", "X"},
+           {"name", t.name},
+           {"pid", t.replica},
+           {"tid", t.gpu},
+           {"ts", static_cast<double>(t.start_ns) / 1e3},
+           {"dur", static_cast<double>(t.duration_ns) / 1e3}};
+    if (t.layer >= 0) e["args"] = {{"layer", t.layer}};
+    events.push_back(std::move(e));
+  }
+  json doc{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+  os << doc.dump() << "\n";
+}
+
+json model_shapes_json(const ModelCard& card, const DeploymentSpec& d) {
+  json m;
+  m["name"] = card.name;
+  m["hidden_size"] = card.hidden_size;
+  m["vocab_size"] = card.vocab_size;
+  const Precision& p = card.precision;
+  m["dtypes"] = {{"attention", dtype_name(p.attention)},
+                 {"dense_ffn", dtype_name(p.dense_ffn)},
+                 {"experts", dtype_name(p.routed_experts)},
+                 {"shared_experts", dtype_name(p.shared_experts)},
+                 {"kv_cache", dtype_name(p.kv_cache)},
+                 {"state", dtype_name(p.recurrent_state)},
+                 {"dispatch", wire_dtype_name(d.dispatch_dtype)},
+                 {"combine", wire_dtype_name(d.combine_dtype)}};
+  json layers = json::array();
+  for (size_t i = 0; i < card.layers.size(); ++i) {
+    const LayerSpec& l = card.layers[i];
+    json a;
+    switch (l.attention.kind) {
+      case AttentionKind::kMLA: {
+        const MlaSpec& x = l.attention.mla;
+        a = {{"kind", "mla"},          {"num_heads", x.num_heads},
+             {"q_lora_rank", x.q_lora_rank}, {"kv_lora_rank", x.kv_lora_rank},
+             {"qk_nope_head_dim", x.qk_nope_head_dim}, {"qk_rope_head_dim", x.qk_rope_head_dim},
+             {"v_head_dim", x.v_head_dim}};
+        break;
+      }
+      case AttentionKind::kGQA: {
+        const GqaSpec& x = l.attention.gqa;
+        a = {{"kind", "gqa"}, {"num_heads", x.num_heads}, {"num_kv_heads", x.num_kv_heads},
+             {"head_dim", x.head_dim}};
+        break;
+      }
+      case AttentionKind::kKDA: {
+        const KdaSpec& x = l.attention.kda;
+        a = {{"kind", "kda"}, {"num_heads", x.num_heads}, {"head_dim_k", x.head_dim_k},
+             {"head_dim_v", x.head_dim_v}};
+        break;
+      }
+    }
+    json f;
+    if (l.ffn.is_moe) {
+      const MoeSpec& x = l.ffn.moe;
+      f = {{"kind", "moe"},
+           {"num_routed_experts", x.num_routed_experts},
+           {"top_k", x.top_k},
+           {"num_shared_experts", x.num_shared_experts},
+           {"expert_intermediate_size", x.expert_intermediate_size},
+           {"shared_intermediate_size", x.shared_intermediate_size},
+           {"scoring", scoring_func_name(x.scoring)}};
+    } else {
+      f = {{"kind", "dense"}, {"intermediate_size", l.ffn.intermediate_size}};
+    }
+    layers.push_back({{"layer", i}, {"attention", a}, {"ffn", f}});
+  }
+  m["layers"] = layers;
+  return m;
+}
+
+void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed) {
+  const DeploymentSpec& d = sc.deployment;
+  json h;
+  h["record"] = "header";
+  h["schema"] = "moesim.step_trace.v1";
+  h["moesim_version"] = MOESIM_VERSION;
+  h["scenario"] = sc.name;
+  h["seed"] = seed;
+  h["model"] = model_shapes_json(*sc.model, d);
+  const Topology& t = *sc.topology;
+  h["topology"] = {{"name", t.name()},
+                   {"num_gpus", t.num_gpus()},
+                   {"gpus_per_node", t.gpus_per_node()},
+                   {"gpu", t.gpu_spec().name}};
+  json reps = json::array();
+  for (int32_t r = 0; r < d.num_replicas; ++r) {
+    json gpus = json::array();
+    for (int32_t g = 0; g < d.gpus_per_replica; ++g) gpus.push_back(r * d.gpus_per_replica + g);
+    reps.push_back({{"replica", r},
+                    {"gpus", gpus},
+                    {"attention", d.attention == AttentionParallel::kData ? "dp" : "tp"},
+                    {"attention_tp", d.attention_tp},
+                    {"ep_size", d.gpus_per_replica}});
+  }
+  h["replicas"] = reps;
+  int32_t slots = 0;
+  for (const auto& e : out.expert_gpus) slots += static_cast<int32_t>(e.size());
+  h["placement"] = {{"num_slots_per_gpu", d.gpus_per_replica ? slots / d.gpus_per_replica : 0},
+                    {"expert_gpus", out.expert_gpus}};
+  os << h.dump() << "\n";
+  for (const StepRecord& s : out.steps) {
+    json j;
+    j["record"] = "step";
+    j["step"] = s.step;
+    j["replica"] = s.replica;
+    j["start_ns"] = s.start_ns;
+    j["end_ns"] = s.end_ns;
+    json seqs = json::array();
+    for (const auto& q : s.seqs) {
+      seqs.push_back({{"request", q.request},
+                      {"gpu", q.gpu},
+                      {"phase", q.prefill ? "prefill" : "decode"},
+                      {"new_tokens", q.new_tokens},
+                      {"context_tokens", q.context_tokens}});
+    }
+    j["sequences"] = seqs;
+    json layers = json::array();
+    for (const auto& l : s.layers) {
+      layers.push_back({{"layer", l.layer},
+                        {"routing", l.routing},
+                        {"dispatch_bytes", l.dispatch_bytes},
+                        {"combine_bytes", l.combine_bytes}});
+    }
+    j["layers"] = layers;
+    j["sim"] = {{"step_ns", s.end_ns - s.start_ns}};
+    os << j.dump() << "\n";
+  }
+}
+
+}  // namespace moesim::sim

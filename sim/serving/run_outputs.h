@@ -1,0 +1,28 @@
+// Writers for a run's outputs. All take a std::ostream; the CLI decides file names.
+//   summary text   the human table printed on stdout
+//   summary JSON   the same content, keys with units (docs/outputs.md)
+//   requests CSV   one row per arrived request
+//   Chrome trace   JSON trace-event format (opens in Perfetto): one track per GPU
+//   step trace     JSONL, docs/schemas/step_trace.md (what the engine replays)
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/scenario/scenario.h"
+#include "sim/serving/cluster.h"
+
+namespace moesim::sim {
+
+nlohmann::json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed);
+void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed);
+void write_requests_csv(std::ostream& os, const RunOutput& out);
+void write_chrome_trace(std::ostream& os, const RunOutput& out);
+// Header with the model shapes, topology, replicas and placement, then one line per step.
+void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed);
+// The model card as the step-trace header's "model" object.
+nlohmann::json model_shapes_json(const ModelCard& card, const DeploymentSpec& d);
+
+}  // namespace moesim::sim

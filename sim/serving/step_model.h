@@ -1,0 +1,126 @@
+// The step model: how long one step of one replica takes, layer by layer, on every GPU.
+//
+// Per layer and GPU: RMSNorm and attention over the GPU's sequences (prefill cost grows with
+// context squared for softmax attention, decode with context; KDA constant per token); dense
+// layers run their FFN. MoE layers: router, routing drawn by the RoutingModel (per source GPU
+// and destination GPU), the dispatch all-to-all through the NetworkModel (a barrier: it starts
+// when the last GPU is ready and ends when its last flow ends), each GPU's routed experts and
+// shared experts, then the combine all-to-all (another barrier). Per-GPU clocks advance through
+// the layers; time a GPU spends waiting for the slowest one at a barrier is recorded as wait.
+// With micro-batch overlap, a MoE layer takes max(C, D) + min(C, D) / 2 where C is the
+// barrier-synchronised compute and D the two collectives (two half micro-batches: the compute
+// of one hides the communication of the other, one half-phase is exposed).
+//
+// Costs: every op becomes an OpWork (FLOPs, bytes) priced by the CostModel. Expert FFN on a GPU
+// costs its selections x per-token FLOPs, and reads the weights of its active experts (expected
+// number of distinct experts hit by the GPU's selections, spread uniformly over its experts).
+// Unique tokens per (source, destination) for the all-to-all: T_s (1 - (1 - q)^k), q the share
+// of the source's selections bound for the destination (docs/serving.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/ids.h"
+#include "sim/core/time.h"
+#include "sim/cost/cost_model.h"
+#include "sim/model/model_card.h"
+#include "sim/network/network_model.h"
+#include "sim/routing/count_matrix.h"
+#include "sim/routing/routing_model.h"
+#include "sim/scenario/scenario.h"
+#include "sim/topology/topology.h"
+
+namespace moesim::sim {
+
+// One sequence's share of a step on its attention rank.
+struct SeqSlice {
+  int64_t new_tokens = 0;      // tokens computed this step (a prefill chunk, or 1 for decode)
+  int64_t context_tokens = 0;  // tokens already in the cache before this step
+  bool prefill = false;
+};
+
+// Observers (metrics, traces, step records) receive what the model did; they never change it.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  // A span of work or waiting on replica GPU `gpu_idx`, relative to the step start.
+  virtual void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
+                        SimTime duration_ns) {}
+  // The routing of one MoE layer: selections per (source GPU idx, destination GPU idx).
+  virtual void on_routing(int32_t layer_idx, int32_t moe_layer_idx, const CountMatrix& src_dst,
+                          double dispatch_bytes, double combine_bytes) {}
+};
+
+struct StepResult {
+  SimTime duration_ns = 0;
+  // Per replica GPU: busy computing, in collectives, waiting at barriers.
+  std::vector<SimTime> compute_ns, comm_ns, wait_ns;
+  double dispatch_bytes = 0;  // all MoE layers, all GPUs
+  double combine_bytes = 0;
+  // Routed selections of the hottest GPU over the mean, summed over MoE layers (imbalance).
+  double max_gpu_selections = 0;
+  double mean_gpu_selections = 0;
+};
+
+class StepModel {
+ public:
+  // `gpus`: the replica's GPUs; `gpu_of_expert`: replica GPU index of each routed expert's home.
+  // References must outlive the model.
+  StepModel(const ModelCard& card, const Topology& topology, const DeploymentSpec& deployment,
+            std::vector<GpuId> gpus, std::vector<int32_t> gpu_of_expert, const CostModel& cost,
+            NetworkModel* network, RoutingModel* routing);
+
+  int32_t num_gpus() const { return static_cast<int32_t>(gpus_.size()); }
+  // Attention ranks (GPUs / attention_tp).
+  int32_t num_ranks() const { return num_gpus() / tp_; }
+
+  // Runs one step; `ranks[r]` lists rank r's sequence slices. `observer` may be null.
+  const StepResult& run(int64_t step_idx, const std::vector<std::vector<SeqSlice>>& ranks,
+                        StepObserver* observer);
+
+ private:
+  struct LayerInfo {
+    int32_t attn_class = 0;  // index into attn_classes_ (layers with equal attention specs)
+    int32_t moe_idx = -1;    // -1 for dense layers
+  };
+  // Attention + norms seconds on one GPU for one layer class.
+  double attention_seconds(int32_t attn_class, const std::vector<SeqSlice>& seqs, int64_t tokens);
+  double seconds(OpKind kind, DType dtype, double flops, double bytes, int64_t tokens);
+
+  const ModelCard& card_;
+  const Topology& topology_;
+  DeploymentSpec deployment_;
+  std::vector<GpuId> gpus_;
+  std::vector<int32_t> gpu_of_expert_;
+  const CostModel& cost_;
+  NetworkModel* network_;
+  RoutingModel* routing_;
+  int32_t tp_ = 1;
+
+  std::vector<LayerInfo> layers_;
+  std::vector<AttentionSpec> attn_classes_;
+  const MoeSpec* moe_ = nullptr;
+  const FfnSpec* dense_ffn_ = nullptr;
+  std::vector<int32_t> experts_per_gpu_;
+  double expert_flops_per_token_ = 0;
+  double expert_weight_bytes_ = 0;
+  double dispatch_row_bytes_ = 0;
+  double combine_row_bytes_ = 0;
+
+  // Scratch reused across steps (no allocation on the hot path once grown).
+  StepResult result_;
+  std::vector<double> clock_s_;
+  std::vector<double> attn_s_;        // per GPU x attention class
+  std::vector<int64_t> gpu_tokens_;   // tokens per GPU (MoE sources)
+  std::vector<int32_t> src_tokens_;
+  std::vector<double> ffn_s_;
+  CountMatrix src_dst_;
+  TokenCounts token_counts_;
+  TrafficMatrix traffic_;
+  CollectiveResult collective_;
+  std::vector<int64_t> dst_selections_;
+};
+
+}  // namespace moesim::sim

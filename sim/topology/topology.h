@@ -1,0 +1,211 @@
+// A GPU cluster as a directed graph of links, with one precomputed route per GPU pair.
+//
+// Vertices (ids are dense, in this order): GPUs (vertex id == GpuId value), one NVSwitch vertex per
+// NVLink domain of more than one GPU (absent with a full-mesh fabric, where GPUs link directly),
+// then leaf switches, then spine switches. NICs are not vertices: a GPU's NICs are one aggregated
+// GPU<->leaf link (nics_per_gpu x NIC bandwidth).
+//
+// Links are directed: every physical full-duplex link is two Links, ids 2k (the direction it was
+// declared in) and 2k+1 (the reverse), so reverse_link(id) == id ^ 1.
+//
+// NVLink domains: `nvlink_domain_gpus` consecutive GPUs (a multiple of gpus_per_node) share one
+// scale-up fabric; GB200 NVL72 is 18 nodes of 4 GPUs in one 72-GPU domain. "NVLink" names the
+// scale-up fabric generically (AMD Infinity Fabric is a full-mesh NVLink domain here).
+//
+// Network: a two-tier leaf/spine fat tree. Rail-optimised: GPU with local index r (its rail) in
+// node n attaches to leaf (r * leaves_per_rail + n / leaf_gpus), leaves_per_rail =
+// ceil(num_nodes / leaf_gpus). Otherwise GPU g attaches to leaf g / leaf_gpus. Every leaf links to
+// every spine; a leaf's uplinks together carry (attached GPUs x per-GPU NIC bandwidth) /
+// oversubscription, split evenly over the spines.
+//
+// Routes (computed once, for all ordered pairs, with Boost.Graph breadth-first search): minimum
+// hop count, never transiting another GPU (no PXN-style forwarding through a same-rail peer; the
+// network model applies hierarchical dispatch at the traffic level). Same NVLink domain: NVLink
+// links only, GPU -> NVSwitch -> GPU (or the direct mesh link), even where a leaf is as close.
+// Otherwise network links only: GPU -> leaf [-> spine -> leaf] -> GPU. The spine (the only choice
+// between equally short paths in this family) is balanced, deterministically: pairs are routed in
+// (src, dst) order and each takes the spine whose uplink from the source leaf plus downlink to
+// the destination leaf have carried the fewest routes so far, the lowest spine index on ties. A
+// uniform all-to-all thus loads the uplinks of each leaf, and the downlinks into each leaf, within
+// two routes of each other: a static stand-in for ECMP spreading many flows over the spines.
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/core/ids.h"
+#include "sim/core/time.h"
+#include "sim/topology/gpu_spec.h"
+
+namespace moesim::sim {
+
+enum class LinkClass {
+  kNvlink,     // GPU <-> NVSwitch, or GPU <-> GPU in a full-mesh domain (scale-up fabric)
+  kNic,        // GPU <-> leaf switch (all of the GPU's NICs, aggregated)
+  kLeafSpine,  // leaf <-> spine
+};
+inline constexpr LinkClass kAllLinkClasses[] = {LinkClass::kNvlink, LinkClass::kNic,
+                                                LinkClass::kLeafSpine};
+// "nvlink", "nic", "leaf_spine".
+const char* link_class_name(LinkClass link_class);
+
+enum class VertexKind { kGpu, kNvSwitch, kLeaf, kSpine };
+// "gpu", "nvswitch", "leaf", "spine".
+const char* vertex_kind_name(VertexKind kind);
+
+// How the GPUs of one NVLink domain are connected.
+enum class ScaleUpFabric {
+  kSwitch,    // every GPU links to the domain's NVSwitch vertex (NVLink + NVSwitch)
+  kFullMesh,  // every GPU pair has a direct link of nvlink_bytes_per_s / (domain GPUs - 1)
+};
+
+// One direction of a physical link.
+struct Link {
+  int32_t from_vertex = -1;
+  int32_t to_vertex = -1;
+  LinkClass link_class = LinkClass::kNvlink;
+  // Capacity of this direction in bytes per second (> 0).
+  double capacity_bytes_per_s = 0;
+  // Fixed latency of traversing the link (>= 0).
+  SimTime latency_ns = 0;
+};
+
+// The plain description a Topology is built from (what the TOML parser produces). Tests build
+// topologies from this struct directly. Validity is checked by check_topology_spec().
+struct TopologySpec {
+  // Name for messages and summaries (the file stem for loaded files).
+  std::string name;
+  // Free text (the file's optional top-level `description`).
+  std::string description;
+  GpuSpec gpu;
+
+  // --- Node / scale-up fabric.
+  int32_t gpus_per_node = 8;       // >= 1
+  int32_t nvlink_domain_gpus = 0;  // 0 means gpus_per_node; else a multiple of gpus_per_node
+  ScaleUpFabric fabric = ScaleUpFabric::kSwitch;
+  // Per-GPU scale-up bandwidth, one direction, bytes/s (> 0 when a domain has > 1 GPU).
+  double nvlink_bytes_per_s = 0;
+  SimTime nvlink_latency_ns = 0;    // per NVLink link traversal
+  SimTime nvswitch_latency_ns = 0;  // per NVSwitch traversal (switch fabric only)
+
+  // --- Network.
+  int32_t num_nodes = 1;     // >= 1; num_nodes * gpus_per_node a multiple of the domain
+  int32_t nics_per_gpu = 1;  // >= 1
+  // Bandwidth of one NIC, one direction, bytes/s. 0 means no NICs and no network (allowed only
+  // when all GPUs are in one NVLink domain).
+  double nic_bytes_per_s = 0;
+  SimTime nic_latency_ns = 0;  // GPU <-> leaf link (PCIe + NIC + cable)
+  bool rail_optimized = true;
+  // GPUs attached to one leaf (>= 1 when there are NICs). Rail-optimised: one GPU per node per
+  // leaf, so this is the number of nodes a rail leaf serves.
+  int32_t leaf_gpus = 0;
+  int32_t num_spines = 0;         // >= 1 whenever there is more than one leaf
+  double oversubscription = 1.0;  // leaf downlink : uplink capacity ratio, >= 1
+  SimTime leaf_spine_latency_ns = 0;
+  SimTime switch_latency_ns = 0;  // per leaf or spine traversal
+};
+
+// The first problem found in `spec`, as a dotted key path in the TOML schema (e.g.
+// "node.nvlink_domain_gpus") and a reason; both empty when the spec is valid.
+struct SpecProblem {
+  std::string key_path;
+  std::string reason;
+  bool ok() const { return reason.empty(); }
+};
+SpecProblem check_topology_spec(const TopologySpec& spec);
+
+// The routing graph: one vertex per GPU / switch, one edge per directed Link; the edge property
+// is the link id.
+using TopologyGraph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property,
+                          boost::property<boost::edge_index_t, int32_t>>;
+
+class Topology {
+ public:
+  // Builds the graph and all routes. Throws ConfigError (file = spec.name, no line) when
+  // check_topology_spec() reports a problem.
+  explicit Topology(TopologySpec spec);
+
+  const TopologySpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  const GpuSpec& gpu_spec() const { return spec_.gpu; }
+
+  int32_t num_gpus() const { return num_gpus_; }
+  int32_t num_nodes() const { return spec_.num_nodes; }
+  int32_t gpus_per_node() const { return spec_.gpus_per_node; }
+  // Number of rails = gpus_per_node.
+  int32_t num_rails() const { return spec_.gpus_per_node; }
+  int32_t nvlink_domain_gpus() const { return domain_gpus_; }
+  int32_t num_nvlink_domains() const { return num_gpus_ / domain_gpus_; }
+
+  NodeId node_of(GpuId gpu) const { return NodeId(gpu.value / spec_.gpus_per_node); }
+  // Local index of the GPU within its node (its rail).
+  int32_t rail_of(GpuId gpu) const { return gpu.value % spec_.gpus_per_node; }
+  int32_t nvlink_domain_of(GpuId gpu) const { return gpu.value / domain_gpus_; }
+  bool same_nvlink_domain(GpuId a, GpuId b) const {
+    return nvlink_domain_of(a) == nvlink_domain_of(b);
+  }
+  // Leaf switch vertex of the GPU, or -1 without a network.
+  int32_t leaf_vertex_of(GpuId gpu) const { return leaf_of_gpu_[gpu.value]; }
+
+  // Per-GPU scale-up bandwidth, one direction (0 for one-GPU domains).
+  double nvlink_bytes_per_s_per_gpu() const {
+    return domain_gpus_ > 1 ? spec_.nvlink_bytes_per_s : 0;
+  }
+  // Per-GPU network bandwidth, one direction: nics_per_gpu x NIC bandwidth (0 without NICs).
+  double nic_bytes_per_s_per_gpu() const { return spec_.nics_per_gpu * spec_.nic_bytes_per_s; }
+
+  int32_t num_vertices() const { return static_cast<int32_t>(vertex_kinds_.size()); }
+  VertexKind vertex_kind(int32_t vertex) const { return vertex_kinds_[vertex]; }
+  // E.g. "gpu12", "nvswitch0", "leaf3", "spine1" (index within its kind).
+  std::string vertex_name(int32_t vertex) const;
+  // Switch traversal latency of a vertex (0 for GPUs).
+  SimTime vertex_latency_ns(int32_t vertex) const;
+
+  const std::vector<Link>& links() const { return links_; }
+  static int32_t reverse_link(int32_t link_id) { return link_id ^ 1; }
+  const TopologyGraph& graph() const { return graph_; }
+
+  // Directed link ids from src to dst, in path order; empty when src == dst.
+  std::span<const int32_t> route(GpuId src, GpuId dst) const {
+    size_t pair = pair_index(src, dst);
+    return {route_link_ids_.data() + route_offsets_[pair],
+            route_link_ids_.data() + route_offsets_[pair + 1]};
+  }
+  // Sum of the route's link latencies plus the traversal latency of every switch on it
+  // (0 when src == dst).
+  SimTime route_latency_ns(GpuId src, GpuId dst) const {
+    return route_latency_ns_[pair_index(src, dst)];
+  }
+
+ private:
+  size_t pair_index(GpuId src, GpuId dst) const {
+    return static_cast<size_t>(src.value) * static_cast<size_t>(num_gpus_) +
+           static_cast<size_t>(dst.value);
+  }
+  void build_graph();
+  void build_routes();
+
+  TopologySpec spec_;
+  int32_t num_gpus_ = 0;
+  int32_t domain_gpus_ = 0;
+  int32_t first_leaf_vertex_ = 0;
+  int32_t first_spine_vertex_ = 0;
+  std::vector<VertexKind> vertex_kinds_;
+  std::vector<int32_t> leaf_of_gpu_;
+  std::vector<Link> links_;
+  TopologyGraph graph_;
+  // Routes of all ordered pairs, flat: pair p = src * num_gpus + dst owns
+  // route_link_ids_[route_offsets_[p], route_offsets_[p + 1]).
+  std::vector<uint32_t> route_offsets_;
+  std::vector<int32_t> route_link_ids_;
+  std::vector<SimTime> route_latency_ns_;
+};
+
+// Same as Topology(spec).
+Topology build_topology(const TopologySpec& spec);
+
+}  // namespace moesim::sim

@@ -1,0 +1,181 @@
+#include "sim/workload/workload_spec.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/workload/azure_trace.h"
+#include "sim/workload/mooncake_trace.h"
+
+namespace moesim::sim {
+namespace {
+
+constexpr int64_t kMaxCount = 1'000'000'000'000;
+constexpr double kMaxSeconds = 1e9;
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// Optional range-checked values. Unlike has(), find_*() records the key as asked, so that an
+// unknown-key error lists it among the valid keys.
+std::optional<double> find_double_in(TomlTable& t, std::string_view key, double lo, double hi) {
+  if (!t.find_double(key)) return std::nullopt;
+  return t.get_double_in(key, lo, hi);
+}
+std::optional<int64_t> find_int_in(TomlTable& t, std::string_view key, int64_t lo, int64_t hi) {
+  if (!t.find_int(key)) return std::nullopt;
+  return t.get_int_in(key, lo, hi);
+}
+
+ValueDistributionSpec parse_distribution(TomlTable& t, std::string_view key, bool integer,
+                                         double lowest) {
+  TomlTable sub = t.get_table(key);
+  return parse_value_distribution(sub, integer, lowest);
+}
+
+std::array<double, kNumDomains> parse_domain_mix(TomlTable& t) {
+  std::array<double, kNumDomains> mix = {0.0, 0.0, 1.0, 0.0};
+  std::optional<TomlTable> sub = t.find_table("domain_mix");
+  if (!sub) return mix;
+  double sum = 0.0;
+  for (int i = 0; i < kNumDomains; ++i) {
+    mix[i] = sub->get_double_in_or(domain_name(static_cast<Domain>(i)), 0.0, 1e9, 0.0);
+    sum += mix[i];
+  }
+  sub->finish();
+  if (!(sum > 0.0)) t.fail("domain_mix", "weights must have a positive sum");
+  return mix;
+}
+
+void parse_stop(TomlTable& t, WorkloadSpec& s, std::string_view count_key) {
+  std::optional<int64_t>& count = count_key == "num_requests" ? s.num_requests : s.num_sessions;
+  count = find_int_in(t, count_key, 1, kMaxCount);
+  s.duration_s = find_double_in(t, "duration_s", 1e-9, kMaxSeconds);
+  if (!count && !s.duration_s) {
+    t.fail_table("needs " + std::string(count_key) + " or duration_s (or both)");
+  }
+}
+
+void parse_synthetic(TomlTable& t, WorkloadSpec& s) {
+  parse_stop(t, s, "num_requests");
+  TomlTable arrival = t.get_table("arrival");
+  s.synthetic.arrival = parse_arrival(arrival);
+  s.synthetic.prompt_tokens = parse_distribution(t, "prompt_tokens", true, 1);
+  s.synthetic.output_tokens = parse_distribution(t, "output_tokens", true, 1);
+  if (std::optional<TomlTable> reasoning = t.find_table("reasoning_tokens")) {
+    s.synthetic.reasoning_tokens = parse_value_distribution(*reasoning, true, 0);
+  }
+}
+
+void parse_agent(TomlTable& t, WorkloadSpec& s) {
+  AgentWorkloadSpec& a = s.agent;
+  parse_stop(t, s, "num_sessions");
+  TomlTable arrival = t.get_table("arrival");
+  a.arrival = parse_arrival(arrival);
+  a.turns = parse_distribution(t, "turns", true, 1);
+  a.system_prompt_tokens = t.get_int_in_or("system_prompt_tokens", 0, kMaxCount, 0);
+  a.first_input_tokens = parse_distribution(t, "first_input_tokens", true, 1);
+  a.new_input_tokens = parse_distribution(t, "new_input_tokens", true, 1);
+  if (std::optional<TomlTable> reasoning = t.find_table("reasoning_tokens")) {
+    a.reasoning_tokens = parse_value_distribution(*reasoning, true, 0);
+  }
+  a.answer_tokens = parse_distribution(t, "answer_tokens", true, 1);
+  a.tool_wait_s = parse_distribution(t, "tool_wait_s", false, 0);
+  a.keep_reasoning_in_context = t.get_bool_or("keep_reasoning_in_context", true);
+  a.max_context_tokens = find_int_in(t, "max_context_tokens", 1, kMaxCount);
+  if (a.max_context_tokens) {
+    // Turn 0 must fit; later turns end the session when they would not.
+    const ValueDistributionSpec& first = a.first_input_tokens;
+    const bool empirical = first.shape == ValueDistributionSpec::Shape::kEmpirical;
+    const double first_max =
+        empirical ? *std::max_element(first.values.begin(), first.values.end()) : first.max;
+    if (!empirical && first.shape != ValueDistributionSpec::Shape::kConstant &&
+        first_max >= kValueDistributionNoMax) {
+      t.fail("max_context_tokens",
+             "needs first_input_tokens.max, so that turn 0 fits (system_prompt_tokens + "
+             "first_input_tokens.max <= max_context_tokens)");
+    }
+    if (static_cast<double>(a.system_prompt_tokens) + first_max >
+        static_cast<double>(*a.max_context_tokens)) {
+      t.fail("max_context_tokens", "value " + std::to_string(*a.max_context_tokens) +
+                                       " is below the largest first prompt: system_prompt_tokens " +
+                                       std::to_string(a.system_prompt_tokens) +
+                                       " + first_input_tokens up to " + fmt(first_max));
+    }
+  }
+  a.rollback_probability = t.get_double_in_or("rollback_probability", 0.0, 0.99, 0.0);
+  a.max_rollbacks_per_turn = t.get_int_in_or("max_rollbacks_per_turn", 0, 1000, 3);
+}
+
+void parse_trace(TomlTable& t, WorkloadSpec& s, const std::string& base_dir) {
+  TraceWorkloadSpec& tr = s.trace;
+  const std::filesystem::path given = t.get_string("path");
+  tr.path = (given.is_relative() ? std::filesystem::path(base_dir) / given : given).string();
+  if (!std::ifstream(tr.path)) t.fail("path", "cannot open trace file '" + tr.path + "'");
+  tr.rate_multiplier = t.get_double_in_or("rate_multiplier", 1e-6, 1e6, 1.0);
+  tr.start_s = t.get_double_in_or("start_s", 0.0, kMaxSeconds, 0.0);
+  tr.end_s = find_double_in(t, "end_s", 0.0, kMaxSeconds);
+  if (tr.end_s) {
+    if (*tr.end_s <= tr.start_s) {
+      t.fail("end_s",
+             "end_s " + fmt(*tr.end_s) + " must be greater than start_s " + fmt(tr.start_s));
+    }
+  }
+  tr.max_requests = find_int_in(t, "max_requests", 1, kMaxCount);
+  tr.records = std::make_shared<const std::vector<TraceRecord>>(
+      s.kind == WorkloadKind::kMooncake ? read_mooncake_trace(tr.path) : read_azure_trace(tr.path));
+  // The window must select at least one row.
+  const SimTime start_ns = from_seconds(tr.start_s);
+  const auto first =
+      std::lower_bound(tr.records->begin(), tr.records->end(), start_ns,
+                       [](const TraceRecord& r, SimTime t_ns) { return r.timestamp_ns < t_ns; });
+  const bool empty =
+      first == tr.records->end() || (tr.end_s && first->timestamp_ns >= from_seconds(*tr.end_s));
+  if (empty) {
+    const std::string window =
+        "[" + fmt(tr.start_s) + ", " + (tr.end_s ? fmt(*tr.end_s) : std::string("inf")) + ") s";
+    t.fail(tr.end_s ? "end_s" : "start_s",
+           "the window " + window + " selects no requests (the trace spans [0, " +
+               fmt(to_seconds(tr.records->back().timestamp_ns)) + "] s)");
+  }
+}
+
+}  // namespace
+
+std::string_view workload_kind_name(WorkloadKind kind) {
+  switch (kind) {
+    case WorkloadKind::kSynthetic:
+      return "synthetic";
+    case WorkloadKind::kAgent:
+      return "agent";
+    case WorkloadKind::kMooncake:
+      return "mooncake";
+    case WorkloadKind::kAzure:
+      return "azure";
+  }
+  return "?";
+}
+
+WorkloadSpec parse_workload(TomlTable& t, const std::string& base_dir) {
+  WorkloadSpec s;
+  const std::string kind = t.get_enum("kind", {"synthetic", "agent", "mooncake", "azure"});
+  if (kind == "synthetic") {
+    s.kind = WorkloadKind::kSynthetic;
+    parse_synthetic(t, s);
+  } else if (kind == "agent") {
+    s.kind = WorkloadKind::kAgent;
+    parse_agent(t, s);
+  } else {
+    s.kind = kind == "mooncake" ? WorkloadKind::kMooncake : WorkloadKind::kAzure;
+    parse_trace(t, s, base_dir);
+  }
+  s.domain_mix = parse_domain_mix(t);
+  t.finish();
+  return s;
+}
+
+}  // namespace moesim::sim

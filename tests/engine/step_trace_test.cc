@@ -1,0 +1,146 @@
+// Step-trace reader: the hand-written tiny trace parses into the expected structs; malformed
+// traces are refused with FILE:LINE: FIELD: reason.
+#include "engine/step_trace.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/input_error.h"
+
+namespace moesim::engine {
+namespace {
+
+const std::string kTracePath =
+    std::string(MOESIM_SOURCE_DIR) + "/tests/data/engine/tiny_steps.jsonl";
+
+std::string trace_text() {
+  std::ifstream in(kTracePath);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The trace text with the first occurrence of `from` replaced by `to` (which must exist).
+std::string with(const std::string& from, const std::string& to) {
+  std::string text = trace_text();
+  const size_t pos = text.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  return pos == std::string::npos ? text : text.replace(pos, from.size(), to);
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_step_trace(text, "bad.jsonl");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(StepTrace, ReadsTheTinyTrace) {
+  const StepTrace t = read_step_trace(kTracePath);
+  EXPECT_EQ(t.model.name, "tiny");
+  EXPECT_EQ(t.model.hidden_size, 256);
+  ASSERT_EQ(t.model.layers.size(), 3u);
+  EXPECT_EQ(t.model.layers[0].attention_kind, AttentionKind::kMla);
+  EXPECT_EQ(t.model.layers[0].mla.kv_lora_rank, 64);
+  EXPECT_EQ(t.model.layers[0].mla.hidden_size, 256);
+  EXPECT_FALSE(t.model.layers[0].is_moe);
+  EXPECT_EQ(t.model.layers[0].intermediate_size, 512);
+  EXPECT_EQ(t.model.layers[1].attention_kind, AttentionKind::kKda);
+  EXPECT_EQ(t.model.layers[1].kda.short_conv_kernel, 4);  // default
+  EXPECT_EQ(t.model.layers[1].kda.gate_lora_rank, 32);    // default: head_dim_k
+  EXPECT_TRUE(t.model.layers[1].is_moe);
+  EXPECT_EQ(t.model.layers[1].num_routed_experts, 16);
+  EXPECT_EQ(t.model.layers[1].top_k, 2);
+  EXPECT_EQ(t.model.layers[2].attention_kind, AttentionKind::kGqa);
+  EXPECT_EQ(t.model.layers[2].gqa.num_kv_heads, 2);
+  EXPECT_EQ(t.model.dtypes.dispatch, "fp8");
+  EXPECT_EQ(t.topology.num_gpus, 2);
+  ASSERT_EQ(t.placements.size(), 1u);
+  EXPECT_EQ(t.placements[0].expert_gpus[9], std::vector<int32_t>{1});
+  ASSERT_EQ(t.steps.size(), 2u);
+  const TraceStep& s1 = t.steps[1];
+  EXPECT_EQ(s1.line, 3);
+  EXPECT_EQ(s1.step_idx, 1);
+  ASSERT_EQ(s1.sequences.size(), 3u);
+  EXPECT_EQ(s1.sequences[2].phase, Phase::kPrefill);
+  EXPECT_EQ(s1.sequences[2].context_tokens, 5);
+  EXPECT_EQ(s1.tokens_on_gpu(1), 4);
+  ASSERT_EQ(s1.moe_layers.size(), 2u);
+  EXPECT_EQ(s1.moe_layer(2)->routing.size(), 5u);
+  EXPECT_EQ(s1.moe_layer(1)->dispatch_bytes, 1536);
+  EXPECT_EQ(s1.sim_step_ns, 1000000);
+}
+
+TEST(StepTrace, MissingFileIsAnInputError) {
+  EXPECT_THROW(read_step_trace("/nonexistent/steps.jsonl"), InputError);
+}
+
+TEST(StepTrace, RejectsInvalidJson) {
+  EXPECT_EQ(
+      error_of(with("\"record\": \"step\", \"step\": 1", "\"record\": \"step\", \"step\": 1,,"))
+          .substr(0, 36),
+      "bad.jsonl:3: record: invalid JSON: [");
+}
+
+TEST(StepTrace, RejectsWrongSchema) {
+  EXPECT_EQ(error_of(with("moesim.step_trace.v1", "moesim.step_trace.v0")),
+            "bad.jsonl:1: schema: unsupported schema 'moesim.step_trace.v0' (expected "
+            "moesim.step_trace.v1)");
+}
+
+TEST(StepTrace, RejectsMissingField) {
+  EXPECT_EQ(error_of(with("\"step\": 0, \"replica\": 0", "\"step\": 0")),
+            "bad.jsonl:2: replica: missing");
+}
+
+TEST(StepTrace, RejectsUnknownAttentionKind) {
+  EXPECT_EQ(error_of(with("\"kind\": \"kda\"", "\"kind\": \"mamba\"")),
+            "bad.jsonl:1: model.layers[1].attention.kind: unknown attention kind 'mamba' "
+            "(valid: mla, gqa, kda)");
+}
+
+TEST(StepTrace, RejectsExpertOutOfRange) {
+  EXPECT_EQ(error_of(with("[0, 0, 0, 3]", "[0, 16, 0, 3]")),
+            "bad.jsonl:2: layers[0].routing[0][1]: expert 16 out of range (16 routed experts)");
+}
+
+TEST(StepTrace, RejectsDestinationWithoutTheExpert) {
+  EXPECT_EQ(error_of(with("[0, 0, 0, 3]", "[0, 0, 1, 3]")),
+            "bad.jsonl:2: layers[0].routing[0][2]: GPU 1 holds no replica of expert 0 at step 0");
+}
+
+TEST(StepTrace, RejectsSelectionsThatDoNotSumToTopKTimesTokens) {
+  EXPECT_EQ(error_of(with("[0, 0, 0, 3]", "[0, 0, 0, 2]")),
+            "bad.jsonl:2: layers[0].routing: selections from GPU 0 sum to 11, expected top_k * "
+            "tokens = 12");
+}
+
+TEST(StepTrace, RejectsAnExpertChosenMoreOftenThanTokens) {
+  // GPU 1 has 4 tokens in step 0; 5 choices of expert 8 cannot come from distinct tokens.
+  EXPECT_EQ(error_of(with("[1, 8, 1, 4], [1, 15, 1, 2]", "[1, 8, 1, 5], [1, 15, 1, 1]")),
+            "bad.jsonl:2: layers[0].routing: expert 8 is chosen 5 times by GPU 1, which has only "
+            "4 tokens");
+}
+
+TEST(StepTrace, RejectsMultiTokenDecode) {
+  EXPECT_EQ(error_of(with("\"phase\": \"decode\", \"new_tokens\": 1",
+                          "\"phase\": \"decode\", \"new_tokens\": 2")),
+            "bad.jsonl:3: sequences[0].new_tokens: a decode sequence computes 1 token, got 2");
+}
+
+TEST(StepTrace, RejectsADuplicatedMoeLayer) {
+  EXPECT_EQ(error_of(with("{\"layer\": 2, \"routing\": [[0, 2, 0, 6]",
+                          "{\"layer\": 1, \"routing\": [[0, 2, 0, 6]")),
+            "bad.jsonl:2: layers[1].layer: layer 1 listed twice");
+}
+
+TEST(StepTrace, RejectsATraceWithoutHeader) {
+  EXPECT_EQ(error_of(""), "bad.jsonl:1: record: empty trace (no header)");
+}
+
+}  // namespace
+}  // namespace moesim::engine

@@ -1,0 +1,98 @@
+#include "sim/model/hf_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sim/model/model_card_parser.h"
+
+namespace moesim::sim {
+namespace {
+
+const std::string kSource = MOESIM_SOURCE_DIR;
+
+std::string parse_error(const std::string& json) {
+  try {
+    parse_hf_config(json, "config.json");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(HfConfig, DeepSeekV3ImportEqualsTheTomlCard) {
+  ModelCard from_json = load_model_card(kSource + "/models/deepseek-v3.config.json");
+  const ModelCard from_toml = load_model_card(kSource + "/models/deepseek-v3.toml");
+  EXPECT_EQ(from_json.name, "deepseek_v3");
+  EXPECT_EQ(from_json.precision.routed_experts, DType::kFP8);  // quantization_config fp8
+  EXPECT_EQ(from_json.precision.embeddings, DType::kBF16);
+  from_json.name = from_toml.name;
+  from_json.source_file = from_toml.source_file;
+  EXPECT_TRUE(from_json == from_toml);
+}
+
+TEST(HfConfig, Qwen3MoeAndMixtral) {
+  const ModelCard qwen = parse_hf_config(R"({
+    "model_type": "qwen3_moe", "hidden_size": 4096, "num_hidden_layers": 94,
+    "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
+    "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 1536,
+    "intermediate_size": 12288, "decoder_sparse_step": 1, "mlp_only_layers": [],
+    "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": false,
+    "torch_dtype": "bfloat16", "norm_topk_prob": true, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "sliding_window": null, "use_sliding_window": false,
+    "max_window_layers": 94, "output_router_logits": false, "router_aux_loss_coef": 0.001
+  })",
+                                         "qwen.json", "qwen3-235b-a22b");
+  ModelCard qwen_toml = load_model_card(kSource + "/models/qwen3-235b-a22b.toml");
+  qwen_toml.source_file = "qwen.json";
+  EXPECT_TRUE(qwen == qwen_toml);
+
+  const ModelCard mixtral = parse_hf_config(R"({
+    "model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "intermediate_size": 14336, "vocab_size": 32000,
+    "max_position_embeddings": 32768, "tie_word_embeddings": false, "torch_dtype": "bfloat16"
+  })",
+                                            "mixtral.json", "mixtral-8x7b");
+  ModelCard mixtral_toml = load_model_card(kSource + "/models/mixtral-8x7b.toml");
+  mixtral_toml.source_file = "mixtral.json";
+  EXPECT_TRUE(mixtral == mixtral_toml);
+}
+
+TEST(HfConfig, NullQueryLoraMeansNone) {
+  const ModelCard lite = parse_hf_config(R"({
+    "model_type": "deepseek_v2", "hidden_size": 2048, "num_hidden_layers": 27,
+    "num_attention_heads": 16, "q_lora_rank": null, "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6,
+    "moe_intermediate_size": 1408, "intermediate_size": 10944, "first_k_dense_replace": 1,
+    "vocab_size": 102400, "max_position_embeddings": 163840
+  })",
+                                         "lite.json");
+  EXPECT_EQ(lite.layers[0].attention.mla.q_lora_rank, 0);
+  EXPECT_EQ(lite.layers[1].ffn.moe.num_shared_experts, 2);
+  EXPECT_EQ(lite.layers[1].ffn.moe.scoring, ScoringFunc::kSoftmax);
+  // DeepSeek-V2-Lite, published 15.7B total.
+  EXPECT_NEAR(total_params(lite) / 15.7e9, 1.0, 0.01);
+}
+
+TEST(HfConfig, Errors) {
+  EXPECT_EQ(parse_error("[1, 2]"), "config.json:1:1: expected a JSON object at top level");
+  EXPECT_EQ(parse_error(R"({"hidden_size": 8})"),
+            "config.json: model_type: missing required key (string)");
+  EXPECT_EQ(
+      parse_error(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 1,
+        "num_attention_heads": 4, "num_local_experts": 4, "num_experts_per_tok": 1,
+        "intermediate_size": 32, "vocab_size": 10, "max_position_embeddings": 16,
+        "torch_dtype": "int8"})"),
+      "config.json:4:9: torch_dtype: unknown value 'int8' (valid: bfloat16, float16, float32)");
+  EXPECT_EQ(
+      parse_error(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 1,
+        "num_attention_heads": 4, "num_local_experts": 4, "num_experts_per_tok": 1,
+        "intermediate_size": 32, "vocab_size": 10, "max_position_embeddings": 16,
+        "quantization_config": {"quant_method": "gptq"}})"),
+      "config.json:4:9: quantization_config: unsupported quant_method 'gptq' (valid: fp8, mxfp4)");
+}
+
+}  // namespace
+}  // namespace moesim::sim

@@ -1,0 +1,188 @@
+#include "sim/placement/expert_placement.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "sim/config/config_error.h"
+#include "sim/config/toml_source.h"
+#include "sim/core/rng.h"
+
+namespace moesim::sim {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ExpertPlacement, ContiguousAndStridedLayouts) {
+  const ExpertPlacement c = ExpertPlacement::contiguous(16, 4, 2, 1, "t");
+  EXPECT_EQ(c.replicas(5)[0], 1);
+  EXPECT_EQ(std::vector<int32_t>(c.experts_on(3).begin(), c.experts_on(3).end()),
+            (std::vector<int32_t>{12, 13, 14, 15}));
+  EXPECT_EQ(c.num_shared_experts(), 1);
+  EXPECT_EQ(c.max_slots_per_gpu(), 4);
+  EXPECT_FALSE(c.has_replicas());
+  const ExpertPlacement s = ExpertPlacement::strided(16, 4, 2, 0, "t");
+  EXPECT_EQ(s.replicas(5)[0], 1);
+  EXPECT_EQ(std::vector<int32_t>(s.experts_on(3).begin(), s.experts_on(3).end()),
+            (std::vector<int32_t>{3, 7, 11, 15}));
+  EXPECT_EQ(s.node_of(3), 1);
+}
+
+TEST(ExpertPlacement, ImpossibleLayoutsAreConfigErrors) {
+  EXPECT_EQ(error_of([] { ExpertPlacement::contiguous(10, 4, 2, 0, "s.toml"); }),
+            "s.toml: layout: the 10 experts do not divide evenly over 4 GPUs");
+  EXPECT_NE(error_of([] {
+              ExpertPlacement::contiguous(16, 4, 3, 0, "s.toml");
+            }).find("gpus_per_node: must be >= 1 and divide"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              ExpertPlacement(2, 2, 1, 0, {{0}, {}}, "s.toml");
+            }).find("replicas[1]: expert 1 has no GPU"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              ExpertPlacement(2, 2, 1, 0, {{0, 0}, {1}}, "s.toml");
+            }).find("listed twice"),
+            std::string::npos);
+}
+
+// 8 GPUs, 4 per node; expert e on GPU e (8 experts); replicas added per test.
+ExpertPlacement eight() { return ExpertPlacement::contiguous(8, 8, 4, 0, "t"); }
+
+TEST(ReplicaDispatcher, SameGpuFirst) {
+  ExpertPlacement p = eight();
+  p.add_replica(0, 5);
+  CountMatrix se(8, 8), sd;
+  se.at(5, 0) = 7;  // source 5 hosts a replica of expert 0
+  ReplicaDispatcher d;
+  d.dispatch(p, se, sd);
+  EXPECT_EQ(sd.at(5, 5), 7);
+  EXPECT_EQ(sd.at(5, 0), 0);
+}
+
+TEST(ReplicaDispatcher, SameNodeBeforeRemote) {
+  ExpertPlacement p = eight();
+  p.add_replica(0, 6);  // expert 0 on GPU 0 (node 0) and GPU 6 (node 1)
+  CountMatrix se(8, 8), sd;
+  se.at(4, 0) = 9;  // source 4 is on node 1: GPU 6
+  se.at(1, 0) = 3;  // source 1 is on node 0: GPU 0
+  ReplicaDispatcher d;
+  d.dispatch(p, se, sd);
+  EXPECT_EQ(sd.at(4, 6), 9);
+  EXPECT_EQ(sd.at(1, 0), 3);
+}
+
+TEST(ReplicaDispatcher, LeastLoadedWithTiesToLowestGpu) {
+  ExpertPlacement p = ExpertPlacement::contiguous(8, 8, 2, 0, "t");  // nodes of 2
+  p.add_replica(7, 2);  // expert 7 on GPUs 2 and 7; source 0 (node 0) has neither local
+  CountMatrix se(8, 8), sd;
+  se.at(0, 2) = 4;  // GPU 2 already received 4 when expert 7 is dispatched
+  se.at(0, 7) = 7;
+  ReplicaDispatcher d;
+  d.dispatch(p, se, sd);
+  // Per-selection greedy: GPU 7 (load 0) takes 4 to tie at 4, then 3 left alternate 2,7,2.
+  EXPECT_EQ(sd.at(0, 2), 4 + 2);
+  EXPECT_EQ(sd.at(0, 7), 5);
+  const auto slots = d.slot_loads();
+  EXPECT_EQ(slots[d.slot_offset(7)], 2);      // replica on GPU 2
+  EXPECT_EQ(slots[d.slot_offset(7) + 1], 5);  // replica on GPU 7
+}
+
+// The water-filling dispatcher against one-selection-at-a-time greedy, on random layouts.
+TEST(ReplicaDispatcher, MatchesPerSelectionGreedyAndConservesSelections) {
+  RngStream rng(5, "placement");
+  for (int trial = 0; trial < 50; ++trial) {
+    ExpertPlacement p = ExpertPlacement::strided(32, 8, 4, 1, "t");
+    for (int r = 0; r < 12; ++r) {
+      const auto e = static_cast<int32_t>(rng.uniform_int(32));
+      const auto g = static_cast<int32_t>(rng.uniform_int(8));
+      const auto gpus = p.replicas(e);
+      if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) p.add_replica(e, g);
+    }
+    CountMatrix se(8, 32), sd;
+    for (int s = 0; s < 8; ++s)
+      for (int e = 0; e < 32; ++e) se.at(s, e) = static_cast<int32_t>(rng.uniform_int(20));
+    ReplicaDispatcher d;
+    d.dispatch(p, se, sd);
+    // Reference.
+    std::vector<int64_t> load(8, 0);
+    CountMatrix ref(8, 8);
+    for (int s = 0; s < 8; ++s) {
+      for (int e = 0; e < 32; ++e) {
+        const auto gpus = p.replicas(e);
+        for (int unit = 0; unit < se.at(s, e); ++unit) {
+          int32_t dst = -1;
+          for (int32_t g : gpus) dst = g == s ? g : dst;
+          if (dst < 0) {
+            std::vector<int32_t> cands;
+            for (int32_t g : gpus) {
+              if (p.node_of(g) == p.node_of(s)) cands.push_back(g);
+            }
+            if (cands.empty()) cands.assign(gpus.begin(), gpus.end());
+            for (int32_t g : cands) {
+              if (dst < 0 || load[g] < load[dst]) dst = g;  // ascending ids: ties keep lowest
+            }
+          }
+          ++load[dst];
+          ++ref.at(s, dst);
+        }
+      }
+    }
+    ASSERT_EQ(sd, ref) << "trial " << trial;
+    EXPECT_EQ(sd.total(), se.total());
+    int64_t slot_total = 0;
+    for (int64_t v : d.slot_loads()) slot_total += v;
+    EXPECT_EQ(slot_total, se.total());
+  }
+}
+
+TEST(PlacementPlan, PerLayerOverridesAndCopyOnWrite) {
+  PlacementPlan plan(4, ExpertPlacement::contiguous(8, 4, 2, 0, "t"));
+  plan.set_layers(2, 3, ExpertPlacement::strided(8, 4, 2, 0, "t"));
+  EXPECT_EQ(plan.layer(0).replicas(1)[0], 0);
+  EXPECT_EQ(plan.layer(3).replicas(1)[0], 1);
+  plan.mutable_layer(0).add_replica(1, 3);
+  EXPECT_TRUE(plan.layer(0).has_replicas());
+  EXPECT_FALSE(plan.layer(1).has_replicas());
+}
+
+TEST(PlacementPlan, ParsesTomlWithKeyPathErrors) {
+  auto doc = TomlDocument::parse_string(R"(
+[placement]
+layout = "strided"
+[[placement.replicas]]
+expert = 3
+gpus = [0, 2]
+[[placement.layer_overrides]]
+layers = [1, 1]
+layout = "contiguous"
+)",
+                                        "p.toml");
+  TomlTable t = doc.root().get_table("placement");
+  const PlacementPlan plan = parse_placement(t, 3, 8, 4, 2, 0);
+  EXPECT_EQ(
+      std::vector<int32_t>(plan.layer(0).replicas(3).begin(), plan.layer(0).replicas(3).end()),
+      (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(plan.layer(1).replicas(3)[0], 1);
+  EXPECT_FALSE(plan.layer(1).has_replicas());
+  auto bad = TomlDocument::parse_string(
+      "[placement]\n[[placement.replicas]]\nexpert = 1\n"
+      "gpus = [0]\n",
+      "p.toml");
+  TomlTable b = bad.root().get_table("placement");
+  EXPECT_EQ(error_of([&] { parse_placement(b, 1, 8, 4, 2, 0); }),
+            "p.toml:4:8: placement.replicas[0].gpus: GPU 0 already hosts expert 1");
+  auto uneven = TomlDocument::parse_string("[placement]\nlayout = 'strided'\n", "p.toml");
+  TomlTable u = uneven.root().get_table("placement");
+  EXPECT_EQ(error_of([&] { parse_placement(u, 1, 6, 4, 2, 0); }),
+            "p.toml:2:10: placement.layout: the 6 experts do not divide evenly over 4 GPUs");
+}
+
+}  // namespace
+}  // namespace moesim::sim

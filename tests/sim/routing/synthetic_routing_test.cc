@@ -1,0 +1,204 @@
+#include "sim/routing/synthetic_routing.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+namespace moesim::sim {
+namespace {
+
+const RoutingShape kShape{8, 64, 4, 4, 2};
+
+RoutingSpec zipf_spec(double s, SamplingMode mode) {
+  RoutingSpec spec;
+  spec.defaults.popularity = PopularityKind::kZipf;
+  spec.defaults.zipf_s = s;
+  spec.sampling = mode;
+  return spec;
+}
+
+void expect_top_k_rows(const CountMatrix& m, std::span<const int32_t> tokens, int32_t top_k) {
+  for (int32_t s = 0; s < m.num_rows(); ++s) {
+    EXPECT_EQ(m.row_sum(s), static_cast<int64_t>(tokens[s]) * top_k) << "source " << s;
+    for (int32_t v : m.row(s)) {
+      EXPECT_GE(v, 0);
+      EXPECT_LE(v, tokens[s]);
+    }
+  }
+}
+
+class EveryMode : public ::testing::TestWithParam<SamplingMode> {};
+
+TEST_P(EveryMode, RowsHoldTopKSelectionsPerTokenAndNoCellExceedsTokens) {
+  SyntheticRoutingModel model(kShape, zipf_spec(1.5, GetParam()), 7);
+  const std::vector<int32_t> tokens = {0, 1, 3, 50, 200, 7};
+  CountMatrix out;
+  CountMatrix to_gpus;
+  const std::vector<int32_t> gpu_of_expert = [] {
+    std::vector<int32_t> m(64);
+    for (int e = 0; e < 64; ++e) m[e] = e / 8;
+    return m;
+  }();
+  for (int64_t step = 0; step < 5; ++step) {
+    for (int32_t l = 0; l < kShape.num_moe_layers; ++l) {
+      model.route({step, l, tokens, {}}, out);
+      expect_top_k_rows(out, tokens, kShape.top_k);
+      model.route_to_gpus({step, l, tokens, {}}, gpu_of_expert, 8, to_gpus);
+      for (int32_t s = 0; s < 6; ++s) EXPECT_EQ(to_gpus.row_sum(s), tokens[s] * 4);
+    }
+  }
+}
+
+TEST_P(EveryMode, ResultDependsOnStepAndLayerNotOnCallOrder) {
+  SyntheticRoutingModel a(kShape, zipf_spec(1.0, GetParam()), 3);
+  SyntheticRoutingModel b(kShape, zipf_spec(1.0, GetParam()), 3);
+  const std::vector<int32_t> tokens(4, 40);
+  CountMatrix x, y, z;
+  a.route({5, 2, tokens, {}}, x);
+  b.route({9, 6, tokens, {}}, z);  // other calls first
+  b.route({5, 2, tokens, {}}, y);
+  EXPECT_EQ(x, y);
+  a.route({6, 2, tokens, {}}, z);
+  EXPECT_NE(x, z);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, EveryMode,
+                         ::testing::Values(SamplingMode::kMargins, SamplingMode::kCounts,
+                                           SamplingMode::kPerToken, SamplingMode::kAuto),
+                         [](const auto& info) {
+                           return std::string(sampling_mode_name(info.param));
+                         });
+
+// Mean selections per expert over many steps agree between the per-token reference and both
+// approximations, within the measured shares error plus sampling noise.
+TEST(SyntheticRouting, ApproximationsMatchPerTokenMeans) {
+  const std::vector<int32_t> tokens(8, 64);
+  std::vector<std::vector<double>> means;
+  for (SamplingMode mode :
+       {SamplingMode::kPerToken, SamplingMode::kCounts, SamplingMode::kMargins}) {
+    SyntheticRoutingModel model(kShape, zipf_spec(1.0, mode), 11);
+    std::vector<double> mean(64, 0.0);
+    CountMatrix out;
+    for (int64_t step = 0; step < 400; ++step) {
+      model.route({step, 0, tokens, {}}, out);
+      std::vector<int64_t> cols(64);
+      out.col_sums(cols);
+      for (int e = 0; e < 64; ++e) mean[e] += cols[e] / 400.0 / (8 * 64);
+    }
+    means.push_back(mean);
+  }
+  for (int e = 0; e < 64; ++e) {
+    // Per-token inclusion rate vs approximations: |diff| <= 0.02 (shares error ~0.01 + noise).
+    EXPECT_NEAR(means[1][e], means[0][e], 0.02) << e;
+    EXPECT_NEAR(means[2][e], means[0][e], 0.02) << e;
+  }
+}
+
+TEST(SyntheticRouting, FastPathMatchesPerExpertPathInDistribution) {
+  const std::vector<int32_t> tokens(16, 128);
+  std::vector<int32_t> gpu_of_expert(64);
+  for (int e = 0; e < 64; ++e) gpu_of_expert[e] = e % 16;
+  SyntheticRoutingModel model(kShape, zipf_spec(1.2, SamplingMode::kMargins), 5);
+  std::vector<double> fast(16, 0.0), slow(16, 0.0);
+  CountMatrix se, sd, agg;
+  for (int64_t step = 0; step < 300; ++step) {
+    model.route_to_gpus({step, 3, tokens, {}}, gpu_of_expert, 16, sd);
+    model.route({step, 3, tokens, {}}, se);
+    aggregate_to_gpus(se, gpu_of_expert, 16, agg);
+    for (int g = 0; g < 16; ++g) {
+      for (int s = 0; s < 16; ++s) {
+        fast[g] += sd.at(s, g);
+        slow[g] += agg.at(s, g);
+      }
+    }
+  }
+  for (int g = 0; g < 16; ++g) EXPECT_NEAR(fast[g] / slow[g], 1.0, 0.03) << g;
+}
+
+TEST(SyntheticRouting, DriftKeepsTheHotSetWithinAnEpochAndMovesItAfter) {
+  RoutingSpec spec = zipf_spec(1.5, SamplingMode::kMargins);
+  spec.defaults.drift = {.enabled = true, .mean_epoch_steps = 50, .epoch_cv = 0.5};
+  SyntheticRoutingModel model(kShape, spec, 9);
+  std::vector<int64_t> lengths;
+  int64_t changes_of_hottest = 0;
+  int64_t prev_epoch = 0;
+  auto hottest = [&](int64_t step) {
+    auto w = model.popularity(1, step, 0);
+    return std::max_element(w.begin(), w.end()) - w.begin();
+  };
+  int64_t prev_hot = hottest(0);
+  for (int64_t step = 1; step < 5000; ++step) {
+    const int64_t epoch = model.epoch_of(1, step);
+    const int64_t hot = hottest(step);
+    if (epoch == prev_epoch) {
+      ASSERT_EQ(hot, prev_hot) << step;
+    } else {
+      ASSERT_EQ(epoch, prev_epoch + 1);
+      changes_of_hottest += hot != prev_hot ? 1 : 0;
+      lengths.push_back(step - model.epoch_start_step(1, prev_epoch));
+    }
+    prev_epoch = epoch;
+    prev_hot = hot;
+  }
+  ASSERT_GT(lengths.size(), 50u);
+  const double mean = std::accumulate(lengths.begin(), lengths.end(), 0.0) / lengths.size();
+  EXPECT_NEAR(mean, 50.0, 8.0);  // gamma, cv 0.5: sd of the mean of ~100 epochs ~2.5
+  EXPECT_GT(changes_of_hottest, static_cast<int64_t>(lengths.size()) * 8 / 10);
+}
+
+TEST(SyntheticRouting, DomainsPreferDifferentHotSetsAndSplitsAreHonoured) {
+  RoutingSpec spec = zipf_spec(1.5, SamplingMode::kCounts);
+  spec.domains = {{"code", 1.0}, {"math", 1.0}};
+  SyntheticRoutingModel model(kShape, spec, 4);
+  auto top = [&](int d) {
+    auto w = model.popularity(0, 0, d);
+    return std::max_element(w.begin(), w.end()) - w.begin();
+  };
+  EXPECT_NE(top(0), top(1));
+  // Source 0 is all code, source 1 all math: each source's hottest expert is its domain's.
+  const std::vector<int32_t> tokens = {400, 400};
+  const std::vector<int32_t> split = {400, 0, 0, 400};
+  CountMatrix out;
+  model.route({0, 0, tokens, split}, out);
+  expect_top_k_rows(out, tokens, kShape.top_k);
+  for (int s = 0; s < 2; ++s) {
+    auto row = out.row(s);
+    EXPECT_EQ(std::max_element(row.begin(), row.end()) - row.begin(), top(s));
+  }
+}
+
+TEST(SyntheticRouting, TokenSetsRespectGroupLimitAndCoactivationClustersExist) {
+  RoutingSpec spec = zipf_spec(1.0, SamplingMode::kMargins);
+  spec.defaults.coactivation = {.cluster_size = 4, .prob = 0.5};
+  SyntheticRoutingModel model(kShape, spec, 8);
+  const auto clusters = model.clusters(0);
+  ASSERT_EQ(clusters.size(), 64u);
+  for (int e = 0; e < 64; ++e) EXPECT_EQ(clusters[e] / 4, kShape.group_of(e));  // within group
+  std::vector<int32_t> sets;
+  model.sample_token_experts(0, 0, 0, 1000, sets);
+  ASSERT_EQ(sets.size(), 4000u);
+  for (int t = 0; t < 1000; ++t) {
+    std::set<int32_t> groups;
+    for (int j = 0; j < 4; ++j) groups.insert(kShape.group_of(sets[t * 4 + j]));
+    EXPECT_LE(groups.size(), 2u);
+  }
+}
+
+TEST(SyntheticRouting, StageProfileSharpensDeepLayers) {
+  RoutingSpec spec = zipf_spec(1.0, SamplingMode::kMargins);
+  spec.stages.enabled = true;
+  spec.stages.skew_scale = {0.0, 1.0, 2.0};
+  SyntheticRoutingModel model(kShape, spec, 2);
+  auto max_share = [&](int32_t layer) {
+    auto w = model.popularity(layer, 0, 0);
+    return *std::max_element(w.begin(), w.end());
+  };
+  EXPECT_DOUBLE_EQ(max_share(0), 1.0 / 64);  // shallow: uniform
+  EXPECT_GT(max_share(7), max_share(4));     // deep sharper than middle
+}
+
+}  // namespace
+}  // namespace moesim::sim

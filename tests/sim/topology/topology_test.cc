@@ -1,0 +1,346 @@
+#include "sim/topology/topology.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <map>
+
+#include "sim/config/config_error.h"
+
+namespace moesim::sim {
+namespace {
+
+// An H800-style cluster: 160 GB/s NVLink, 400 Gb/s NIC per GPU, latencies as in h800-8x8.toml.
+TopologySpec cluster_spec(int32_t num_nodes, int32_t leaf_gpus, int32_t num_spines,
+                          bool rail_optimized) {
+  TopologySpec spec;
+  spec.name = "test";
+  spec.gpu = *find_gpu_spec("h800-sxm");
+  spec.gpus_per_node = 8;
+  spec.nvlink_bytes_per_s = 160e9;
+  spec.nvlink_latency_ns = 300;
+  spec.nvswitch_latency_ns = 200;
+  spec.num_nodes = num_nodes;
+  spec.nic_bytes_per_s = 50e9;
+  spec.nic_latency_ns = 1000;
+  spec.rail_optimized = rail_optimized;
+  spec.leaf_gpus = leaf_gpus;
+  spec.num_spines = num_spines;
+  spec.leaf_spine_latency_ns = 50;
+  spec.switch_latency_ns = 250;
+  return spec;
+}
+
+std::map<LinkClass, int> count_by_class(const Topology& t) {
+  std::map<LinkClass, int> n;
+  for (const Link& l : t.links()) ++n[l.link_class];
+  return n;
+}
+
+// Vertices a route visits, src first.
+std::vector<int32_t> route_vertices(const Topology& t, GpuId src, GpuId dst) {
+  std::vector<int32_t> v{src.value};
+  for (int32_t id : t.route(src, dst)) v.push_back(t.links()[id].to_vertex);
+  return v;
+}
+
+// Stands for the spine in expected routes (its choice is a load balance, tested separately).
+constexpr int32_t kAnySpine = -2;
+
+// The routing rules of topology.h, written directly (no graph search): the obvious
+// implementation the BFS-based route table must agree with. Switch fabric only.
+std::vector<int32_t> expected_route(const TopologySpec& s, int32_t src, int32_t dst) {
+  if (src == dst) return {src};
+  const int32_t num_gpus = s.num_nodes * s.gpus_per_node;
+  const int32_t domain = s.nvlink_domain_gpus == 0 ? s.gpus_per_node : s.nvlink_domain_gpus;
+  const int32_t num_domains = num_gpus / domain;
+  if (src / domain == dst / domain) return {src, num_gpus + src / domain, dst};
+  const int32_t first_leaf = num_gpus + (domain > 1 ? num_domains : 0);
+  const int32_t leaves_per_rail = (s.num_nodes + s.leaf_gpus - 1) / s.leaf_gpus;
+  auto leaf = [&](int32_t g) {
+    if (!s.rail_optimized) return first_leaf + g / s.leaf_gpus;
+    return first_leaf + (g % s.gpus_per_node) * leaves_per_rail +
+           (g / s.gpus_per_node) / s.leaf_gpus;
+  };
+  if (leaf(src) == leaf(dst)) return {src, leaf(src), dst};
+  return {src, leaf(src), kAnySpine, leaf(dst), dst};
+}
+
+TEST(Topology, RailOptimisedClusterHasExpectedVerticesAndLinks) {
+  Topology t(cluster_spec(8, 32, 8, true));
+  EXPECT_EQ(t.num_gpus(), 64);
+  EXPECT_EQ(t.num_nodes(), 8);
+  EXPECT_EQ(t.num_nvlink_domains(), 8);
+  EXPECT_EQ(t.num_vertices(), 64 + 8 + 8 + 8);  // GPUs, NVSwitches, rail leaves, spines
+  EXPECT_EQ(t.vertex_kind(63), VertexKind::kGpu);
+  EXPECT_EQ(t.vertex_kind(64), VertexKind::kNvSwitch);
+  EXPECT_EQ(t.vertex_kind(72), VertexKind::kLeaf);
+  EXPECT_EQ(t.vertex_kind(80), VertexKind::kSpine);
+  EXPECT_EQ(t.vertex_name(81), "spine1");
+  EXPECT_EQ(t.vertex_name(73), "leaf1");
+  auto n = count_by_class(t);
+  EXPECT_EQ(n[LinkClass::kNvlink], 128);
+  EXPECT_EQ(n[LinkClass::kNic], 128);
+  EXPECT_EQ(n[LinkClass::kLeafSpine], 128);
+  EXPECT_EQ(boost::num_edges(t.graph()), t.links().size());
+  for (size_t id = 0; id < t.links().size(); id += 2) {
+    const Link& a = t.links()[id];
+    const Link& b = t.links()[Topology::reverse_link(static_cast<int32_t>(id))];
+    EXPECT_EQ(a.from_vertex, b.to_vertex);
+    EXPECT_EQ(a.to_vertex, b.from_vertex);
+    EXPECT_EQ(a.capacity_bytes_per_s, b.capacity_bytes_per_s);
+    EXPECT_EQ(a.link_class, b.link_class);
+  }
+  // Each leaf-spine direction carries 8 GPUs x 50 GB/s / 8 spines.
+  for (const Link& l : t.links()) {
+    if (l.link_class == LinkClass::kLeafSpine) {
+      EXPECT_DOUBLE_EQ(l.capacity_bytes_per_s, 50e9);
+    }
+  }
+  EXPECT_DOUBLE_EQ(t.nvlink_bytes_per_s_per_gpu(), 160e9);
+  EXPECT_DOUBLE_EQ(t.nic_bytes_per_s_per_gpu(), 50e9);
+  // GPU 19 is node 2, rail 3: rail 3's leaf.
+  EXPECT_EQ(t.node_of(GpuId(19)), NodeId(2));
+  EXPECT_EQ(t.rail_of(GpuId(19)), 3);
+  EXPECT_EQ(t.leaf_vertex_of(GpuId(19)), 72 + 3);
+}
+
+TEST(Topology, RoutesFollowTheNvlinkRailAndSpineRules) {
+  TopologySpec spec = cluster_spec(8, 32, 8, true);
+  Topology t(spec);
+  // Intra-node: NVLink up and down through the node's NVSwitch.
+  auto r = t.route(GpuId(1), GpuId(6));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(t.links()[r[0]].link_class, LinkClass::kNvlink);
+  EXPECT_EQ(t.links()[r[1]].link_class, LinkClass::kNvlink);
+  EXPECT_EQ(route_vertices(t, GpuId(1), GpuId(6)), (std::vector<int32_t>{1, 64, 6}));
+  // Same rail, other node: NIC -> rail leaf -> NIC.
+  EXPECT_EQ(route_vertices(t, GpuId(3), GpuId(43)), (std::vector<int32_t>{3, 75, 43}));
+  // Cross rail, other node: rail leaf 3 -> a spine -> rail leaf 4, not through GPU 4 over NVLink.
+  std::vector<int32_t> cross = route_vertices(t, GpuId(3), GpuId(44));
+  ASSERT_EQ(cross.size(), 5u);
+  EXPECT_EQ(cross[1], 75);
+  EXPECT_EQ(t.vertex_kind(cross[2]), VertexKind::kSpine);
+  EXPECT_EQ(cross[3], 76);
+  EXPECT_EQ(t.route(GpuId(5), GpuId(5)).size(), 0u);
+}
+
+TEST(Topology, RouteTableAgreesWithTheDirectRulesOnSeveralShapes) {
+  std::vector<TopologySpec> specs = {cluster_spec(8, 32, 8, true), cluster_spec(6, 4, 3, true),
+                                     cluster_spec(5, 16, 2, false)};
+  TopologySpec nvl = cluster_spec(8, 3, 2, true);
+  nvl.gpus_per_node = 4;
+  nvl.nvlink_domain_gpus = 16;  // 4-node NVLink domains, two of them
+  specs.push_back(nvl);
+  for (const TopologySpec& spec : specs) {
+    Topology t(spec);
+    for (int32_t a = 0; a < t.num_gpus(); ++a) {
+      for (int32_t b = 0; b < t.num_gpus(); ++b) {
+        std::vector<int32_t> got = route_vertices(t, GpuId(a), GpuId(b));
+        if (got.size() == 5 && t.vertex_kind(got[2]) == VertexKind::kSpine) got[2] = kAnySpine;
+        ASSERT_EQ(got, expected_route(spec, a, b))
+            << "nodes " << spec.num_nodes << " pair " << a << " -> " << b;
+      }
+    }
+  }
+}
+
+TEST(Topology, EveryRouteIsAConnectedPathWithItsLatency) {
+  TopologySpec mesh = cluster_spec(2, 32, 1, true);
+  mesh.fabric = ScaleUpFabric::kFullMesh;
+  for (const TopologySpec& spec :
+       {cluster_spec(4, 2, 4, true), cluster_spec(3, 8, 2, false), mesh}) {
+    Topology t(spec);
+    for (int32_t a = 0; a < t.num_gpus(); ++a) {
+      for (int32_t b = 0; b < t.num_gpus(); ++b) {
+        auto route = t.route(GpuId(a), GpuId(b));
+        EXPECT_EQ(route.empty(), a == b);
+        int32_t at = a;
+        SimTime latency_ns = 0;
+        for (size_t i = 0; i < route.size(); ++i) {
+          const Link& l = t.links()[route[i]];
+          ASSERT_EQ(l.from_vertex, at);
+          latency_ns += l.latency_ns;
+          at = l.to_vertex;
+          if (i + 1 < route.size()) {
+            EXPECT_NE(t.vertex_kind(at), VertexKind::kGpu) << "route transits a GPU";
+            latency_ns += t.vertex_latency_ns(at);
+          }
+        }
+        EXPECT_EQ(at, b);
+        EXPECT_EQ(t.route_latency_ns(GpuId(a), GpuId(b)), latency_ns);
+      }
+    }
+  }
+}
+
+TEST(Topology, RouteLatencyAddsLinksAndSwitches) {
+  Topology t(cluster_spec(8, 32, 8, true));
+  EXPECT_EQ(t.route_latency_ns(GpuId(0), GpuId(7)), 300 + 200 + 300);
+  EXPECT_EQ(t.route_latency_ns(GpuId(0), GpuId(8)), 1000 + 250 + 1000);
+  EXPECT_EQ(t.route_latency_ns(GpuId(0), GpuId(9)), 1000 + 250 + 50 + 250 + 50 + 250 + 1000);
+  EXPECT_EQ(t.route_latency_ns(GpuId(9), GpuId(9)), 0);
+}
+
+// Under a uniform all-to-all (every ordered pair once), the largest difference in routes carried
+// between two uplinks of the same leaf, or two downlinks into the same leaf.
+int leaf_spine_imbalance(const Topology& t) {
+  std::vector<int> uses(t.links().size(), 0);
+  for (int32_t a = 0; a < t.num_gpus(); ++a) {
+    for (int32_t b = 0; b < t.num_gpus(); ++b) {
+      for (int32_t id : t.route(GpuId(a), GpuId(b))) ++uses[id];
+    }
+  }
+  std::map<int32_t, std::pair<int, int>> range_by_leaf;  // key: leaf, or -1 - leaf for downlinks
+  for (size_t id = 0; id < uses.size(); ++id) {
+    const Link& l = t.links()[id];
+    if (l.link_class != LinkClass::kLeafSpine) continue;
+    const bool up = t.vertex_kind(l.from_vertex) == VertexKind::kLeaf;
+    const int32_t key = up ? l.from_vertex : -1 - l.to_vertex;
+    auto [it, fresh] = range_by_leaf.try_emplace(key, uses[id], uses[id]);
+    it->second.first = std::min(it->second.first, uses[id]);
+    it->second.second = std::max(it->second.second, uses[id]);
+  }
+  int worst = 0;
+  for (const auto& [key, range] : range_by_leaf)
+    worst = std::max(worst, range.second - range.first);
+  return worst;
+}
+
+TEST(Topology, SpineChoiceSpreadsAUniformAllToAllEvenly) {
+  for (const TopologySpec& spec : {cluster_spec(8, 32, 8, true), cluster_spec(6, 4, 3, true),
+                                   cluster_spec(5, 16, 2, false), cluster_spec(7, 2, 5, true)}) {
+    EXPECT_LE(leaf_spine_imbalance(Topology(spec)), 2) << spec.num_nodes;
+  }
+}
+
+TEST(Topology, NonRailOptimisedPacksGpusOntoLeavesInOrder) {
+  Topology t(cluster_spec(4, 16, 2, false));
+  EXPECT_EQ(t.leaf_vertex_of(GpuId(0)), t.leaf_vertex_of(GpuId(15)));
+  EXPECT_NE(t.leaf_vertex_of(GpuId(15)), t.leaf_vertex_of(GpuId(16)));
+  // Node 0 and node 1 share leaf 0: their traffic never touches a spine.
+  EXPECT_EQ(t.route(GpuId(0), GpuId(9)).size(), 2u);
+  EXPECT_EQ(t.route(GpuId(0), GpuId(17)).size(), 4u);
+}
+
+TEST(Topology, OversubscriptionAndPartialLeavesScaleUplinks) {
+  TopologySpec spec = cluster_spec(5, 4, 2, true);  // rail leaves of 4 and 1 nodes
+  spec.oversubscription = 2.0;
+  Topology t(spec);
+  std::map<int32_t, double> uplink;
+  for (const Link& l : t.links()) {
+    if (l.link_class == LinkClass::kLeafSpine &&
+        t.vertex_kind(l.from_vertex) == VertexKind::kLeaf) {
+      uplink[l.from_vertex] = l.capacity_bytes_per_s;
+    }
+  }
+  ASSERT_EQ(uplink.size(), 16u);
+  const int32_t leaf_of_node0 = t.leaf_vertex_of(GpuId(0));
+  const int32_t leaf_of_node4 = t.leaf_vertex_of(GpuId(32));
+  EXPECT_DOUBLE_EQ(uplink[leaf_of_node0], 4 * 50e9 / 2.0 / 2);
+  EXPECT_DOUBLE_EQ(uplink[leaf_of_node4], 1 * 50e9 / 2.0 / 2);
+}
+
+TEST(Topology, FullMeshLinksEveryPairDirectly) {
+  TopologySpec spec;
+  spec.name = "mesh";
+  spec.gpu = *find_gpu_spec("mi355x");
+  spec.gpus_per_node = 8;
+  spec.fabric = ScaleUpFabric::kFullMesh;
+  spec.nvlink_bytes_per_s = 430e9;
+  spec.nvlink_latency_ns = 700;
+  Topology t(spec);
+  EXPECT_EQ(t.num_vertices(), 8);
+  EXPECT_EQ(t.links().size(), 8u * 7u);
+  auto r = t.route(GpuId(2), GpuId(5));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(t.links()[r[0]].from_vertex, 2);
+  EXPECT_EQ(t.links()[r[0]].to_vertex, 5);
+  EXPECT_DOUBLE_EQ(t.links()[r[0]].capacity_bytes_per_s, 430e9 / 7);
+  EXPECT_EQ(t.route_latency_ns(GpuId(2), GpuId(5)), 700);
+}
+
+TEST(Topology, NvlinkDomainSpansNodes) {
+  TopologySpec spec = cluster_spec(36, 36, 2, true);
+  spec.gpu = *find_gpu_spec("gb200");
+  spec.gpus_per_node = 4;
+  spec.nvlink_domain_gpus = 72;
+  spec.nvlink_bytes_per_s = 720e9;
+  Topology t(spec);
+  EXPECT_EQ(t.num_gpus(), 144);
+  EXPECT_EQ(t.num_nvlink_domains(), 2);
+  EXPECT_EQ(t.node_of(GpuId(71)), NodeId(17));
+  EXPECT_EQ(t.rail_of(GpuId(71)), 3);
+  EXPECT_TRUE(t.same_nvlink_domain(GpuId(0), GpuId(71)));
+  EXPECT_FALSE(t.same_nvlink_domain(GpuId(71), GpuId(72)));
+  // Node 0 to node 17: one NVLink domain, so NVSwitch, not the network.
+  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(71)), (std::vector<int32_t>{0, 144, 71}));
+  // Rack 0 to rack 1, same rail: NIC -> leaf -> NIC.
+  auto r = t.route(GpuId(0), GpuId(72));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(t.links()[r[0]].link_class, LinkClass::kNic);
+}
+
+TEST(Topology, SingleGpuHasNoLinks) {
+  TopologySpec spec;
+  spec.name = "one";
+  spec.gpu = *find_gpu_spec("h200-sxm");
+  spec.gpus_per_node = 1;
+  Topology t(spec);
+  EXPECT_EQ(t.num_gpus(), 1);
+  EXPECT_TRUE(t.links().empty());
+  EXPECT_TRUE(t.route(GpuId(0), GpuId(0)).empty());
+  EXPECT_EQ(t.route_latency_ns(GpuId(0), GpuId(0)), 0);
+  EXPECT_EQ(t.nvlink_bytes_per_s_per_gpu(), 0);
+  EXPECT_EQ(t.nic_bytes_per_s_per_gpu(), 0);
+}
+
+TEST(Topology, InvalidSpecsAreConfigErrorsNamingTheKey) {
+  auto message = [](TopologySpec spec) -> std::string {
+    try {
+      Topology t(spec);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  TopologySpec s = cluster_spec(8, 32, 8, true);
+  s.gpus_per_node = 0;
+  EXPECT_EQ(message(s), "test: node.gpus_per_node: must be >= 1");
+  s = cluster_spec(8, 32, 8, true);
+  s.nvlink_domain_gpus = 12;
+  EXPECT_EQ(message(s),
+            "test: node.nvlink_domain_gpus: must be a multiple of node.gpus_per_node (8)");
+  s = cluster_spec(8, 32, 8, true);
+  s.nic_bytes_per_s = 0;
+  EXPECT_EQ(message(s),
+            "test: network.nic_gbps: must be > 0: the GPUs span 8 NVLink domains, which only a "
+            "network connects");
+  s = cluster_spec(8, 4, 0, true);
+  EXPECT_EQ(message(s), "test: network.num_spines: must be >= 1: the network has 16 leaf switches");
+  s = cluster_spec(8, 32, 8, true);
+  s.oversubscription = 0.5;
+  EXPECT_EQ(message(s), "test: network.oversubscription: must be >= 1");
+  s = cluster_spec(8, 32, 8, true);
+  s.gpu.hbm_bytes_per_s = -1;
+  EXPECT_EQ(message(s), "test: gpu.hbm_gbytes_per_s: must be > 0");
+  EXPECT_TRUE(check_topology_spec(cluster_spec(8, 32, 8, true)).ok());
+}
+
+TEST(Topology, ThousandGpuRouteTableBuildsQuickly) {
+  auto start = std::chrono::steady_clock::now();
+  Topology t(cluster_spec(128, 32, 16, true));
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(t.num_gpus(), 1024);
+  // 1024 GPUs: ~1M routes. Measured 0.4-0.9 s on the shared 2-core CI machine (Release); the bound
+  // leaves room for Debug builds and noisy neighbours while still catching a per-pair graph search.
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(1023)).size(), 5u);
+  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(8 * 31)).size(), 3u);  // node 31 shares rail leaf
+  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(8 * 32)).size(), 5u);  // node 32: next rail leaf
+}
+
+}  // namespace
+}  // namespace moesim::sim

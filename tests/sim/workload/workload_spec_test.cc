@@ -1,0 +1,149 @@
+#include "sim/workload/workload_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace moesim::sim {
+namespace {
+
+WorkloadSpec parse(const std::string& toml, const std::string& base_dir = "") {
+  TomlDocument doc = TomlDocument::parse_string(toml, "s.toml");
+  TomlTable root = doc.root();
+  TomlTable w = root.get_table("workload");
+  WorkloadSpec spec = parse_workload(w, base_dir);
+  root.finish();
+  return spec;
+}
+
+TEST(WorkloadSpec, ParsesSynthetic) {
+  const WorkloadSpec s = parse(R"(
+[workload]
+kind = "synthetic"
+num_requests = 500
+duration_s = 60
+domain_mix = { code = 3, chat = 1 }
+[workload.arrival]
+process = "gamma"
+rate_per_s = 20
+cv = 4
+[workload.prompt_tokens]
+distribution = "lognormal"
+p50 = 1024
+p99 = 16384
+max = 32768
+[workload.output_tokens]
+distribution = "empirical"
+values = [16, 256]
+weights = [1, 3]
+[workload.reasoning_tokens]
+distribution = "exponential"
+mean = 400
+)");
+  EXPECT_EQ(s.kind, WorkloadKind::kSynthetic);
+  EXPECT_EQ(s.num_requests, 500);
+  EXPECT_EQ(s.duration_s, 60.0);
+  EXPECT_EQ(s.domain_mix, (std::array<double, kNumDomains>{3, 0, 1, 0}));
+  EXPECT_EQ(s.synthetic.arrival.process, ArrivalSpec::Process::kGamma);
+  EXPECT_EQ(s.synthetic.arrival.cv, 4.0);
+  EXPECT_NEAR(s.synthetic.prompt_tokens.mu, std::log(1024.0), 1e-12);
+  EXPECT_NEAR(s.synthetic.prompt_tokens.sigma, std::log(16.0) / 2.3263478740408408, 1e-12);
+  EXPECT_EQ(s.synthetic.prompt_tokens.max, 32768);
+  EXPECT_EQ(s.synthetic.output_tokens.values, (std::vector<double>{16, 256}));
+  ASSERT_TRUE(s.synthetic.reasoning_tokens.has_value());
+  EXPECT_EQ(s.synthetic.reasoning_tokens->mean, 400.0);
+  EXPECT_EQ(s.synthetic.reasoning_tokens->min, 0.0);
+}
+
+TEST(WorkloadSpec, ParsesAgentWithDefaults) {
+  const WorkloadSpec s = parse(R"(
+[workload]
+kind = "agent"
+num_sessions = 20
+system_prompt_tokens = 3000
+max_context_tokens = 131072
+rollback_probability = 0.1
+[workload.arrival]
+rate_per_s = 0.5
+[workload.turns]
+distribution = "empirical"
+values = [2, 8, 30]
+[workload.first_input_tokens]
+distribution = "lognormal"
+mean = 2000
+sigma = 0.7
+max = 60000
+[workload.new_input_tokens]
+distribution = "lognormal"
+p50 = 300
+p99 = 6000
+[workload.reasoning_tokens]
+distribution = "lognormal"
+mean = 800
+sigma = 1.0
+[workload.answer_tokens]
+distribution = "constant"
+value = 120
+[workload.tool_wait_s]
+distribution = "exponential"
+mean = 3.0
+max = 120
+)");
+  EXPECT_EQ(s.kind, WorkloadKind::kAgent);
+  EXPECT_EQ(s.num_sessions, 20);
+  EXPECT_FALSE(s.num_requests.has_value());
+  EXPECT_EQ(s.agent.system_prompt_tokens, 3000);
+  EXPECT_EQ(s.agent.max_context_tokens, 131072);
+  EXPECT_EQ(s.agent.rollback_probability, 0.1);
+  EXPECT_EQ(s.agent.max_rollbacks_per_turn, 3);
+  EXPECT_TRUE(s.agent.keep_reasoning_in_context);
+  EXPECT_FALSE(s.agent.tool_wait_s.integer);
+  EXPECT_EQ(s.agent.tool_wait_s.max, 120.0);
+  EXPECT_EQ(s.domain_mix, (std::array<double, kNumDomains>{0, 0, 1, 0}));
+}
+
+TEST(WorkloadSpec, TracePathsResolveAgainstBaseDir) {
+  const WorkloadSpec s = parse(R"(
+[workload]
+kind = "mooncake"
+path = "traces/synthetic_trace.jsonl"
+rate_multiplier = 4
+start_s = 10
+end_s = 500
+max_requests = 100
+)",
+                               MOESIM_SOURCE_DIR "/data");
+  EXPECT_EQ(s.kind, WorkloadKind::kMooncake);
+  EXPECT_EQ(s.trace.path, MOESIM_SOURCE_DIR "/data/traces/synthetic_trace.jsonl");
+  ASSERT_NE(s.trace.records, nullptr);
+  EXPECT_EQ(s.trace.records->size(), 3993u);
+  EXPECT_EQ(s.trace.rate_multiplier, 4.0);
+  EXPECT_EQ(s.trace.start_s, 10.0);
+  EXPECT_EQ(s.trace.end_s, 500.0);
+  EXPECT_EQ(s.trace.max_requests, 100);
+
+  const WorkloadSpec abs = parse("[workload]\nkind = 'azure'\npath = '" MOESIM_SOURCE_DIR
+                                 "/data/traces/AzureLLMInferenceTrace_code.csv'\n",
+                                 "/elsewhere");
+  EXPECT_EQ(abs.kind, WorkloadKind::kAzure);
+  EXPECT_EQ(abs.trace.records->size(), 8819u);
+  EXPECT_FALSE(abs.trace.end_s.has_value());
+  EXPECT_EQ(workload_kind_name(abs.kind), "azure");
+}
+
+TEST(WorkloadSpec, KeysOfAnotherKindAreUnknown) {
+  try {
+    parse(R"(
+[workload]
+kind = "azure"
+path = ")" MOESIM_SOURCE_DIR R"(/data/traces/AzureLLMInferenceTrace_code.csv"
+num_requests = 5
+)");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.reason(), "unknown key 'num_requests' (did you mean 'max_requests'?)");
+  }
+}
+
+}  // namespace
+}  // namespace moesim::sim
