@@ -29,3 +29,9 @@ format:
 
 clean:
 	rm -rf $(BUILD)
+
+# Record -> CPU replay -> calibrate -> validate on the tiny model (docs/calibration.md); writes
+# profiles/cpu-<machine>.toml and its validation reports.
+.PHONY: calibrate-cpu
+calibrate-cpu: build
+	./scripts/calibrate_cpu.sh $(BUILD)

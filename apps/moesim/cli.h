@@ -59,5 +59,7 @@ int model_command(const std::vector<std::string>& argv);
 int topo_command(const std::vector<std::string>& argv);
 int collective_command(const std::vector<std::string>& argv);
 int run_command(const std::vector<std::string>& argv);
+int calibrate_command(const std::vector<std::string>& argv);
+int validate_command(const std::vector<std::string>& argv);
 
 }  // namespace moesim::cli

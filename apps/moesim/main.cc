@@ -22,6 +22,10 @@ const Command kCommands[] = {
      moesim::cli::collective_command},
     {"run", "simulate a scenario: summary, event digest, CSV/JSON/Chrome-trace outputs",
      moesim::cli::run_command},
+    {"calibrate", "fit a cost-model profile from engine measurements (moesim-engine replay)",
+     moesim::cli::calibrate_command},
+    {"validate", "re-simulate measured steps with a profile: error per op, step, end to end",
+     moesim::cli::validate_command},
 };
 
 void print_help() {

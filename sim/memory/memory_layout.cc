@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "sim/core/check.h"
 
@@ -26,6 +27,18 @@ double kv_bytes_per_token_on_gpu(const ModelCard& card, int32_t tp) {
 std::string gib(double bytes) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+// Bytes in the largest binary unit (KiB, MiB or GiB) that keeps the value >= 1.
+std::string binary_size(double bytes) {
+  if (bytes >= 1024.0 * 1024.0 * 1024.0) return gib(bytes);
+  char buf[32];
+  if (bytes >= 1024.0 * 1024.0) {
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", bytes / (1024.0 * 1024.0));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f KiB", bytes / 1024.0);
+  }
   return buf;
 }
 
@@ -70,10 +83,19 @@ GpuMemoryLayout compute_gpu_memory_layout(const ModelCard& card, const GpuMemory
                          : m.state_bytes_per_sequence;
   if (m.kv_pool_bytes <= 0 || m.kv_block_bytes <= 0 || m.kv_pool_bytes < m.kv_block_bytes) {
     if (error) {
-      *error = "does not fit in HBM: weights " + gib(m.weight_bytes()) + " + workspace " +
-               gib(m.workspace_bytes) + " + reserve " + gib(m.reserve_bytes) + " leave " +
-               gib(m.kv_pool_bytes) + " of " + gib(hbm) + " for the KV cache";
+      const std::string sections = "weights " + gib(m.weight_bytes()) + " + workspace " +
+                                   gib(m.workspace_bytes) + " + reserve " + gib(m.reserve_bytes);
+      if (m.kv_pool_bytes <= 0) {
+        *error = "does not fit in HBM: " + sections + " = " + gib(hbm - m.kv_pool_bytes) +
+                 " exceed the " + gib(hbm) + " of HBM by " + gib(-m.kv_pool_bytes);
+      } else {
+        *error = "does not fit in HBM: " + sections + " leave " + gib(m.kv_pool_bytes) + " of " +
+                 gib(hbm) + " for the KV cache, less than one KV block (" +
+                 binary_size(m.kv_block_bytes) + ")";
+      }
     }
+    m.num_kv_blocks = 0;
+    m.state_blocks_per_sequence = 0;
     return m;
   }
   m.num_kv_blocks = static_cast<int64_t>(std::floor(m.kv_pool_bytes / m.kv_block_bytes));

@@ -82,6 +82,8 @@ struct RunCounters {
   double mean_gpu_selections_sum = 0;
   // Policy and workload actions by name (e.g. "rollback", "reject:too_long"), ordered.
   std::map<std::string, int64_t> actions;
+  // Figures reported by policies (PolicyContext::report_metric), ordered by name.
+  std::map<std::string, double> policy_metrics;
 };
 
 struct SloSummary {

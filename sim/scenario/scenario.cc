@@ -50,6 +50,25 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
   d.microbatch_overlap = t.get_bool_or("microbatch_overlap", false);
   d.prefill_replicas =
       static_cast<int32_t>(t.get_int_in_or("prefill_replicas", 0, d.num_replicas - 1, 0));
+  int32_t pooled = 0;
+  for (TomlTable& p : t.get_table_array("pools", false)) {
+    PoolSpec pool;
+    pool.name = p.get_string("name");
+    pool.num_replicas = static_cast<int32_t>(p.get_int_in("replicas", 1, d.num_replicas));
+    for (const PoolSpec& q : d.pools) {
+      if (q.name == pool.name) p.fail("name", "pool '" + pool.name + "' declared twice");
+    }
+    pooled += pool.num_replicas;
+    p.finish();
+    d.pools.push_back(pool);
+  }
+  if (!d.pools.empty() && pooled != d.num_replicas) {
+    t.fail("pools", "pools hold " + std::to_string(pooled) + " replicas, the deployment has " +
+                        std::to_string(d.num_replicas));
+  }
+  if (!d.pools.empty() && d.prefill_replicas > 0) {
+    t.fail("pools", "pools and prefill_replicas cannot be combined");
+  }
   t.finish();
   return d;
 }
@@ -72,6 +91,8 @@ SchedulerSpec parse_scheduler(TomlTable& t) {
   s.workspace_gib = t.get_double_in_or("workspace_gib", 0.0, 1e4, s.workspace_gib);
   s.hbm_reserve_fraction =
       t.get_double_in_or("hbm_reserve_fraction", 0.0, 0.99, s.hbm_reserve_fraction);
+  s.weight_transfer_chunk_mib =
+      t.get_double_in_or("weight_transfer_chunk_mib", 1e-3, 1e6, s.weight_transfer_chunk_mib);
   t.finish();
   return s;
 }
@@ -87,10 +108,26 @@ const char* router_policy_name(RouterPolicy p) {
   return "?";
 }
 
+namespace {
+Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::string& path,
+                        const std::string& base_dir);
+}  // namespace
+
 Scenario load_scenario(const std::string& path) {
-  TomlDocument doc = TomlDocument::load_file(path);
-  TomlTable root = doc.root();
-  std::string base_dir = std::filesystem::path(path).parent_path().string();
+  auto doc = std::make_shared<const TomlDocument>(TomlDocument::load_file(path));
+  return parse_scenario(doc, path, std::filesystem::path(path).parent_path().string());
+}
+
+Scenario parse_scenario_text(std::string_view text, const std::string& name,
+                             const std::string& base_dir) {
+  auto doc = std::make_shared<const TomlDocument>(TomlDocument::parse_string(text, name));
+  return parse_scenario(doc, name, base_dir);
+}
+
+namespace {
+Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::string& path,
+                        const std::string& base_dir) {
+  TomlTable root = doc->root();
   Scenario s;
   s.source_file = path;
   s.name = root.get_string("name");
@@ -121,12 +158,6 @@ Scenario load_scenario(const std::string& path) {
       s.routing = parse_routing(e, shape);
     }
     int64_t experts = shape.num_experts;
-    if (s.deployment.gpus_per_replica > experts && experts % s.deployment.gpus_per_replica != 0) {
-      dep.fail("gpus_per_replica", "expert parallelism over " +
-                                       std::to_string(s.deployment.gpus_per_replica) +
-                                       " GPUs needs at least as many experts (" +
-                                       std::to_string(experts) + ")");
-    }
     if (experts % s.deployment.gpus_per_replica != 0) {
       dep.fail("gpus_per_replica", std::to_string(experts) + " routed experts do not divide over " +
                                        std::to_string(s.deployment.gpus_per_replica) + " GPUs");
@@ -144,6 +175,9 @@ Scenario load_scenario(const std::string& path) {
     s.cost.kind = kind == "roofline" ? CostModelKind::kRoofline : CostModelKind::kCalibrated;
     if (s.cost.kind == CostModelKind::kCalibrated) {
       s.cost.profile_path = resolve(base_dir, t->get_string("profile"));
+      if (!std::filesystem::exists(s.cost.profile_path)) {
+        t->fail("profile", "file not found: " + s.cost.profile_path);
+      }
     }
     if (auto r = t->find_table("roofline")) s.cost.roofline = parse_roofline_params(*r);
     t->finish();
@@ -169,8 +203,15 @@ Scenario load_scenario(const std::string& path) {
     o.record_max_steps = t->get_int_in_or("record_max_steps", 1, INT64_MAX, o.record_max_steps);
     t->finish();
   }
+  if (auto t = root.find_table("policies")) {
+    for (const std::string& name : t->keys()) {
+      s.policies.push_back(PolicyConfig{name, doc, t->get_table(name)});
+    }
+    t->finish();
+  }
   root.finish();
   return s;
 }
+}  // namespace
 
 }  // namespace moesim::sim

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/toml_source.h"
 #include "sim/cost/roofline.h"
 #include "sim/model/model_card.h"
 #include "sim/network/traffic_matrix.h"
@@ -25,6 +26,13 @@ enum class RouterPolicy { kRoundRobin, kLeastOutstanding, kSessionAffinity };
 const char* router_policy_name(RouterPolicy p);
 enum class PlacementLayout { kContiguous, kStrided };
 
+// A named set of consecutive replicas with its own queue routing (queue isolation, long-context
+// pools). Pools are declared in order and take replicas from 0 upwards.
+struct PoolSpec {
+  std::string name;
+  int32_t num_replicas = 1;  // >= 1
+};
+
 struct DeploymentSpec {
   int32_t num_replicas = 1;        // data-parallel replicas, >= 1
   int32_t gpus_per_replica = 1;    // GPUs each replica spans (consecutive GPU ids), >= 1
@@ -36,6 +44,8 @@ struct DeploymentSpec {
   WireDtype combine_dtype = WireDtype::kBf16;
   bool microbatch_overlap = false;  // two micro-batches: compute of one hides the other's comm
   int32_t prefill_replicas = 0;     // > 0: P/D disaggregation, the first N replicas prefill only
+  // Replica pools; empty = one pool "default" holding every replica. Not with prefill_replicas.
+  std::vector<PoolSpec> pools;
 };
 
 struct SchedulerSpec {
@@ -46,6 +56,17 @@ struct SchedulerSpec {
   bool prefix_caching = true;
   double workspace_gib = 4.0;             // per GPU
   double hbm_reserve_fraction = 0.05;     // of HBM kept free
+  // Background weight transfers (replication) send at most this much per GPU pair alongside
+  // each dispatch collective.
+  double weight_transfer_chunk_mib = 8.0;
+};
+
+// One [policies.<name>] table, kept as parsed TOML: the policy registry (sim/policy) turns it
+// into a policy object per run, and reports its errors with file, line and key path.
+struct PolicyConfig {
+  std::string name;
+  std::shared_ptr<const TomlDocument> document;  // keeps `table` valid
+  TomlTable table;
 };
 
 enum class CostModelKind { kRoofline, kCalibrated };
@@ -91,9 +112,14 @@ struct Scenario {
   SloSpec slo;
   RunSpec run;
   OutputSpec outputs;
+  std::vector<PolicyConfig> policies;  // in file order
 };
 
 // Loads and validates a scenario file (model and topology files are resolved relative to it).
 Scenario load_scenario(const std::string& path);
+// Parses scenario text (e.g. a file with sweep overrides applied); `name` stands for the file in
+// messages and `base_dir` resolves relative paths.
+Scenario parse_scenario_text(std::string_view text, const std::string& name,
+                             const std::string& base_dir);
 
 }  // namespace moesim::sim

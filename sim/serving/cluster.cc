@@ -58,12 +58,18 @@ struct Replica {
   std::unique_ptr<RoutingModel> routing;
   std::unique_ptr<NetworkModel> network;
   std::unique_ptr<StepModel> step_model;
+  std::unique_ptr<ExpertPlacement> placement;  // this replica's (policies may add replicas)
+  std::vector<BackgroundTransfer> transfers;
+  std::map<int64_t, ServingPolicy*> transfer_owner;
+  std::map<std::pair<int32_t, int32_t>, int64_t> replica_slot_blocks;  // (expert, gpu) -> blocks
   GpuMemoryLayout layout;
   bool prefill_only = false;
   bool decode_only = false;
   bool busy = false;
   int64_t step_idx = 0;
   int32_t num_in_flight = 0;  // admitted (running) sequences
+  int32_t max_seqs = 0;           // in-flight cap (scheduler max_seqs unless a policy sets it)
+  int64_t max_step_tokens = 0;    // tokens per step, all ranks (0 = no cap beyond per-rank budgets)
   int32_t outstanding = 0;    // routed here and not finished (waiting + running + transfer)
   SimTime step_start_ns = 0;
   std::vector<std::pair<int32_t, SeqSlice>> batch;  // (seq id, slice) of the running step
@@ -137,27 +143,72 @@ class RecordObserver final : public StepObserver {
   RngStream& rng_;
 };
 
-class ClusterSim {
+class ClusterSim final : public PolicyContext {
  public:
-  ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed)
-      : sc_(sc), opt_(opt), sim_(seed), card_(*sc.model), topo_(*sc.topology) {
+  ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
+             std::vector<std::unique_ptr<ServingPolicy>> policies)
+      : sc_(sc),
+        opt_(opt),
+        sim_(seed),
+        card_(*sc.model),
+        topo_(*sc.topology),
+        policies_(std::move(policies)) {
     k_arrival_ = sim_.register_kind("arrival", [this](const Event& e, Scheduler&) { on_arrival(e); });
     k_step_done_ =
         sim_.register_kind("step_done", [this](const Event& e, Scheduler&) { on_step_done(e); });
     k_transfer_ = sim_.register_kind("kv_transfer_done",
                                      [this](const Event& e, Scheduler&) { on_transfer_done(e); });
     k_end_ = sim_.register_kind("end_of_run", [this](const Event&, Scheduler&) { sim_.stop(); });
+    k_timer_ = sim_.register_kind("policy_timer", [this](const Event& e, Scheduler&) {
+      policies_[e.id0]->on_timer(*this, e.id1);
+    });
+    k_delayed_ = sim_.register_kind("delayed_admission", [this](const Event& e, Scheduler&) {
+      auto it = delayed_.find(e.id0);
+      MOESIM_CHECK(it != delayed_.end(), "unknown delayed admission");
+      std::string pool = std::move(it->second);
+      delayed_.erase(it);
+      route_seq(static_cast<int32_t>(e.id0), pool);
+    });
     build();
   }
 
   RunOutput run();
 
+  // PolicyContext.
+  SimTime now() const override { return sim_.now(); }
+  void count_action(const std::string& name, int64_t n = 1) override;
+  void schedule_timer(ServingPolicy* policy, SimTime delay_ns, int64_t tag) override;
+  std::vector<std::string> pool_names() const override;
+  int64_t pool_outstanding(const std::string& pool) const override;
+  const ExpertPlacement* placement(int32_t replica) const override {
+    return replicas_[replica].placement.get();
+  }
+  int32_t num_replicas() const override { return static_cast<int32_t>(replicas_.size()); }
+  int64_t start_weight_transfer(ServingPolicy* policy, int32_t replica,
+                                std::vector<double> bytes) override;
+  bool add_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) override;
+  void remove_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) override;
+  void set_concurrency_limit(int32_t replica, int32_t max_seqs, int64_t max_step_tokens) override {
+    Replica& r = replicas_[replica];
+    if (max_seqs > 0) r.max_seqs = max_seqs;
+    if (max_step_tokens > 0) r.max_step_tokens = max_step_tokens;
+  }
+  void report_metric(const std::string& name, double value) override {
+    counters_.policy_metrics[name] = value;
+  }
+
  private:
+  struct Pool {
+    std::string name;
+    int32_t first = 0, last = 0;  // replicas [first, last)
+  };
+  void route_seq(int32_t sid, const std::string& pool);
+  void after_step_policies(Replica& r, int64_t step_idx, int64_t step_tokens);
   void build();
   void schedule_next_open_loop();
   void admit_request(Request req);
   void reject(int32_t sid, const std::string& reason);
-  int32_t pick_replica(const Request& req, bool decode_pool);
+  int32_t pick_replica(const Request& req, bool decode_pool, const std::string& pool = "");
   void try_start_step(Replica& r);
   bool ensure_decode_capacity(Replica& r, int32_t rank_idx, int32_t sid);
   void preempt(Replica& r, int32_t rank_idx, int32_t sid);
@@ -171,13 +222,28 @@ class ClusterSim {
   void on_transfer_done(const Event& e);
   int64_t hits_on(const Rank& rank, const Seq& s) const;
   int64_t blocks_per_prefix() const { return kPrefixBlock / sc_.scheduler.kv_block_tokens; }
+  // Takes n tokens of rank k's budget and of the step's total budget (a policy's cap); when the
+  // total runs out every rank's budget drops to 0.
+  void consume(std::vector<int64_t>& budget, int32_t k, int64_t n) {
+    budget[k] -= n;
+    step_tokens_left_ -= n;
+    if (step_tokens_left_ <= 0) std::fill(budget.begin(), budget.end(), 0);
+    for (int64_t& b : budget) b = std::min(b, step_tokens_left_);
+  }
+  int64_t step_tokens_left_ = 0;
 
   const Scenario& sc_;
   RunOptions opt_;
   Simulation sim_;
   const ModelCard& card_;
   const Topology& topo_;
-  EventKind k_arrival_, k_step_done_, k_transfer_, k_end_;
+  EventKind k_arrival_, k_step_done_, k_transfer_, k_end_, k_timer_, k_delayed_;
+  std::vector<std::unique_ptr<ServingPolicy>> policies_;
+  bool any_wants_loads_ = false;
+  std::vector<Pool> pools_;
+  std::map<int64_t, std::string> delayed_;  // seq id -> pool, while delayed by a policy
+  int64_t next_transfer_id_ = 0;
+  std::vector<double> loads_scratch_;
   std::unique_ptr<CostModel> cost_;
   std::unique_ptr<ExpertPlacement> placement_;
   std::vector<int32_t> gpu_of_expert_;
@@ -248,6 +314,7 @@ void ClusterSim::build() {
     r.idx = ri;
     for (int32_t g = 0; g < d.gpus_per_replica; ++g) r.gpus.emplace_back(ri * d.gpus_per_replica + g);
     r.layout = layout;
+    r.max_seqs = sc_.scheduler.max_seqs;
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
     if (num_moe > 0) {
@@ -256,7 +323,8 @@ void ClusterSim::build() {
           sim_.rng("routing.replica." + std::to_string(ri)).next_u64());
       r.network = registry.make(sc_.network_model, topo_);
     }
-    r.step_model = std::make_unique<StepModel>(card_, topo_, d, r.gpus, gpu_of_expert_, *cost_,
+    if (placement_) r.placement = std::make_unique<ExpertPlacement>(*placement_);
+    r.step_model = std::make_unique<StepModel>(card_, topo_, d, r.gpus, r.placement.get(), *cost_,
                                                r.network.get(), r.routing.get());
     int32_t num_ranks = d.gpus_per_replica / tp;
     for (int32_t k = 0; k < num_ranks; ++k) {
@@ -276,7 +344,22 @@ void ClusterSim::build() {
     }
     replicas_.push_back(std::move(r));
   }
+  // Pointers into replicas_ are taken only now that the vector is complete.
+  for (Replica& r : replicas_) {
+    r.step_model->set_background(&r.transfers,
+                                 sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
+  }
   workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
+  if (d.pools.empty()) {
+    pools_.push_back(Pool{"default", d.prefill_replicas, d.num_replicas});
+  } else {
+    int32_t next = 0;
+    for (const PoolSpec& p : d.pools) {
+      pools_.push_back(Pool{p.name, next, next + p.num_replicas});
+      next += p.num_replicas;
+    }
+  }
+  for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
 }
 
 void ClusterSim::schedule_next_open_loop() {
@@ -307,12 +390,19 @@ void ClusterSim::reject(int32_t sid, const std::string& reason) {
   if (seqs_[sid].req.session.valid()) workload_->abandon_session(seqs_[sid].req.session);
 }
 
-int32_t ClusterSim::pick_replica(const Request& req, bool decode_pool) {
+int32_t ClusterSim::pick_replica(const Request& req, bool decode_pool, const std::string& pool) {
   const DeploymentSpec& d = sc_.deployment;
   int32_t lo = 0, hi = d.num_replicas;
   if (d.prefill_replicas > 0) {
     lo = decode_pool ? d.prefill_replicas : 0;
     hi = decode_pool ? d.num_replicas : d.prefill_replicas;
+  } else {
+    const Pool* p = &pools_.front();
+    for (const Pool& q : pools_) {
+      if (q.name == pool) p = &q;
+    }
+    lo = p->first;
+    hi = p->last;
   }
   int32_t n = hi - lo;
   if (sc_.scheduler.router == RouterPolicy::kRoundRobin) {
@@ -335,10 +425,15 @@ int32_t ClusterSim::pick_replica(const Request& req, bool decode_pool) {
 }
 
 void ClusterSim::admit_request(Request req) {
+  AdmissionDecision decision;
+  for (auto& p : policies_) {
+    p->on_arrival(*this, req, decision);
+    if (decision.reject) break;
+  }
   int32_t sid = static_cast<int32_t>(seqs_.size());
   Seq s;
   s.req = std::move(req);
-  s.prefill_target = s.req.prompt_tokens;
+  s.prefill_target = s.req.prompt_tokens + decision.extra_prefill_tokens;
   seqs_.push_back(std::move(s));
   RequestRecord rec;
   const Request& r = seqs_[sid].req;
@@ -352,9 +447,12 @@ void ClusterSim::admit_request(Request req) {
   rec.output_tokens = r.output_tokens;
   records_.push_back(rec);
   if (r.attempt_idx > 0) counters_.actions["rollback_reissue"]++;
-
-  const int64_t total = r.prompt_tokens + r.output_tokens;
-  if (total > card_.max_context_tokens) {
+  if (decision.reject) {
+    reject(sid, decision.reject_reason);
+    return;
+  }
+  const int64_t total = seqs_[sid].prefill_target + r.output_tokens;
+  if (r.prompt_tokens + r.output_tokens > card_.max_context_tokens) {
     reject(sid, "context_too_long");
     return;
   }
@@ -365,13 +463,128 @@ void ClusterSim::admit_request(Request req) {
     reject(sid, "kv_capacity");
     return;
   }
-  int32_t ri = pick_replica(seqs_[sid].req, false);
+  if (decision.delay_ns > 0) {
+    delayed_.emplace(sid, decision.pool);
+    sim_.schedule_after(decision.delay_ns, k_delayed_, sid);
+    return;
+  }
+  route_seq(sid, decision.pool);
+}
+
+void ClusterSim::route_seq(int32_t sid, const std::string& pool) {
+  int32_t ri = pick_replica(seqs_[sid].req, false, pool);
   Replica& rep = replicas_[ri];
   seqs_[sid].replica = ri;
   records_[sid].replica = ri;
   rep.outstanding++;
   rep.waiting.push_back(sid);
   try_start_step(rep);
+}
+
+void ClusterSim::count_action(const std::string& name, int64_t n) {
+  counters_.actions[name] += n;
+  if (trace_.size() < 100000) {
+    trace_.push_back(TraceSlice{0, -1, "policy:" + name, -1, sim_.now(), 0});
+  }
+}
+
+void ClusterSim::schedule_timer(ServingPolicy* policy, SimTime delay_ns, int64_t tag) {
+  for (size_t i = 0; i < policies_.size(); ++i) {
+    if (policies_[i].get() == policy) {
+      sim_.schedule_after(delay_ns, k_timer_, static_cast<int64_t>(i), tag);
+      return;
+    }
+  }
+  MOESIM_CHECK(false, "timer for an unknown policy");
+}
+
+std::vector<std::string> ClusterSim::pool_names() const {
+  std::vector<std::string> out;
+  for (const Pool& p : pools_) out.push_back(p.name);
+  return out;
+}
+
+int64_t ClusterSim::pool_outstanding(const std::string& pool) const {
+  int64_t n = 0;
+  for (const Pool& p : pools_) {
+    if (p.name != pool) continue;
+    for (int32_t i = p.first; i < p.last; ++i) n += replicas_[i].outstanding;
+  }
+  return n;
+}
+
+int64_t ClusterSim::start_weight_transfer(ServingPolicy* policy, int32_t replica,
+                                          std::vector<double> bytes) {
+  Replica& r = replicas_[replica];
+  MOESIM_CHECK(bytes.size() == r.gpus.size() * r.gpus.size(), "transfer matrix size");
+  int64_t id = next_transfer_id_++;
+  r.transfers.push_back(BackgroundTransfer{id, std::move(bytes)});
+  r.transfer_owner[id] = policy;
+  count_action("weight_transfer_start");
+  try_start_step(r);
+  return id;
+}
+
+bool ClusterSim::add_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) {
+  Replica& r = replicas_[replica];
+  const int32_t tp = static_cast<int32_t>(r.gpus.size() / r.ranks.size());
+  Rank& rank = r.ranks[gpu_idx / tp];
+  const MoeSpec* moe = nullptr;
+  for (const LayerSpec& l : card_.layers) {
+    if (l.ffn.is_moe) {
+      moe = &l.ffn.moe;
+      break;
+    }
+  }
+  // One expert slot in every MoE layer: its weights take KV blocks away from the pool.
+  double bytes = expert_weight_bytes(card_, *moe) * static_cast<double>(num_moe_layers(card_));
+  int64_t blocks = static_cast<int64_t>(std::ceil(bytes / r.layout.kv_block_bytes));
+  if (!rank.kv->allocate(blocks)) return false;
+  r.placement->add_replica(expert, gpu_idx);
+  r.replica_slot_blocks[{expert, gpu_idx}] = blocks;
+  count_action("expert_replica_add");
+  return true;
+}
+
+void ClusterSim::remove_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) {
+  Replica& r = replicas_[replica];
+  const int32_t tp = static_cast<int32_t>(r.gpus.size() / r.ranks.size());
+  auto it = r.replica_slot_blocks.find({expert, gpu_idx});
+  MOESIM_CHECK(it != r.replica_slot_blocks.end(), "removing a replica that was not added");
+  r.placement->remove_replica(expert, gpu_idx);
+  r.ranks[gpu_idx / tp].kv->release(it->second);
+  r.replica_slot_blocks.erase(it);
+  count_action("expert_replica_remove");
+}
+
+void ClusterSim::after_step_policies(Replica& r, int64_t step_idx, int64_t step_tokens) {
+  // Finished background transfers.
+  for (size_t i = 0; i < r.transfers.size();) {
+    if (r.transfers[i].remaining_total() <= 0) {
+      int64_t id = r.transfers[i].id;
+      r.transfers.erase(r.transfers.begin() + static_cast<std::ptrdiff_t>(i));
+      ServingPolicy* owner = r.transfer_owner[id];
+      r.transfer_owner.erase(id);
+      count_action("weight_transfer_done");
+      owner->on_transfer_done(*this, id);
+    } else {
+      ++i;
+    }
+  }
+  if (!any_wants_loads_ || !r.routing) return;
+  auto* synth = dynamic_cast<SyntheticRoutingModel*>(r.routing.get());
+  if (!synth) return;
+  const int32_t num_moe = static_cast<int32_t>(num_moe_layers(card_));
+  for (int32_t l = 0; l < num_moe; ++l) {
+    auto pi = synth->selection_shares(l, step_idx, 0);
+    loads_scratch_.assign(pi.size(), 0.0);
+    for (size_t e = 0; e < pi.size(); ++e) {
+      loads_scratch_[e] = pi[e] * static_cast<double>(step_tokens);
+    }
+    for (auto& p : policies_) {
+      if (p->wants_expert_loads()) p->on_expert_loads(*this, r.idx, l, loads_scratch_);
+    }
+  }
 }
 
 int64_t ClusterSim::hits_on(const Rank& rank, const Seq& s) const {
@@ -439,7 +652,7 @@ bool ClusterSim::try_admit(Replica& r, int32_t sid, std::vector<int64_t>& budget
   r.num_in_flight++;
   if (s.prefilled < s.prefill_target) {
     int64_t chunk = std::min(s.prefill_target - s.prefilled, budget[best]);
-    budget[best] -= chunk;
+    consume(budget, best, chunk);
     SeqSlice sl{chunk, s.prefilled, true};
     slices[best].push_back(sl);
     r.batch.emplace_back(sid, sl);
@@ -503,6 +716,7 @@ void ClusterSim::try_start_step(Replica& r) {
   if (r.busy) return;
   const int32_t num_ranks = static_cast<int32_t>(r.ranks.size());
   std::vector<int64_t> budget(num_ranks, sc_.scheduler.max_batch_tokens_per_gpu);
+  step_tokens_left_ = r.max_step_tokens > 0 ? r.max_step_tokens : INT64_MAX;
   auto& slices = slices_scratch_;
   slices.assign(num_ranks, {});
   r.batch.clear();
@@ -514,7 +728,7 @@ void ClusterSim::try_start_step(Replica& r) {
       if (!s.running || s.prefilled < s.prefill_target) continue;
       if (budget[k] <= 0) break;
       if (!ensure_decode_capacity(r, k, sid)) continue;
-      budget[k] -= 1;
+      consume(budget, k, 1);
       SeqSlice sl{1, s.prefill_target + s.generated, false};
       slices[k].push_back(sl);
       r.batch.emplace_back(sid, sl);
@@ -538,14 +752,14 @@ void ClusterSim::try_start_step(Replica& r) {
       Seq& s = seqs_[sid];
       if (s.prefilled >= s.prefill_target || budget[k] <= 0) continue;
       int64_t chunk = std::min(s.prefill_target - s.prefilled, budget[k]);
-      budget[k] -= chunk;
+      consume(budget, k, chunk);
       SeqSlice sl{chunk, s.prefilled, true};
       slices[k].push_back(sl);
       r.batch.emplace_back(sid, sl);
     }
   }
   // 3. Admissions, first come first served (head-of-line: stop at the first that does not fit).
-  while (!r.waiting.empty() && r.num_in_flight < sc_.scheduler.max_seqs) {
+  while (!r.waiting.empty() && r.num_in_flight < r.max_seqs) {
     int32_t sid = r.waiting.front();
     if (!try_admit(r, sid, budget, slices)) break;
     r.waiting.pop_front();
@@ -646,6 +860,7 @@ void ClusterSim::complete(Replica& r, int32_t sid) {
   }
   release_seq_memory(r, s);
   r.outstanding--;
+  for (auto& p : policies_) p->on_complete(*this, s.req, rec);
   if (next) {
     int64_t key = next_pending_key_++;
     SimTime at = std::max(next->arrival_ns, sim_.now());
@@ -658,6 +873,8 @@ void ClusterSim::on_step_done(const Event& e) {
   Replica& r = replicas_[e.id0];
   r.busy = false;
   std::vector<int32_t> to_transfer;
+  int64_t step_tokens = 0;
+  for (auto& [sid, sl] : r.batch) step_tokens += sl.new_tokens;
   for (auto& [sid, sl] : r.batch) {
     Seq& s = seqs_[sid];
     if (!s.running) continue;
@@ -704,6 +921,7 @@ void ClusterSim::on_step_done(const Event& e) {
     records_[sid].replica = dst;
     sim_.schedule_after(t, k_transfer_, sid, dst);
   }
+  after_step_policies(r, e.id1, step_tokens);
   try_start_step(r);
 }
 
@@ -716,6 +934,7 @@ void ClusterSim::on_transfer_done(const Event& e) {
 RunOutput ClusterSim::run() {
   SimTime end = from_seconds(sc_.run.duration_s);
   sim_.schedule_at(end, k_end_);
+  for (auto& p : policies_) p->on_start(*this);
   schedule_next_open_loop();
   sim_.run(end);
   RunOutput out;
@@ -782,9 +1001,10 @@ RunOutput ClusterSim::run() {
 
 }  // namespace
 
-RunOutput run_scenario(const Scenario& scenario, const RunOptions& options, int64_t seed_override) {
+RunOutput run_scenario(const Scenario& scenario, const RunOptions& options, int64_t seed_override,
+                       std::vector<std::unique_ptr<ServingPolicy>> policies) {
   uint64_t seed = seed_override >= 0 ? static_cast<uint64_t>(seed_override) : scenario.run.seed;
-  ClusterSim sim(scenario, options, seed);
+  ClusterSim sim(scenario, options, seed, std::move(policies));
   return sim.run();
 }
 

@@ -16,6 +16,7 @@
 
 #include "sim/metrics/run_metrics.h"
 #include "sim/scenario/scenario.h"
+#include "sim/serving/serving_policy.h"
 
 namespace moesim::sim {
 
@@ -43,10 +44,11 @@ struct StepRecord {
   std::vector<Layer> layers;
 };
 
-// A span on one GPU's track for the Chrome trace.
+// A span on one GPU's track for the Chrome trace; gpu == -1 marks an instant (a policy action)
+// on the replica's process.
 struct TraceSlice {
   int32_t replica = 0;
-  int32_t gpu = 0;  // global GPU id
+  int32_t gpu = 0;  // global GPU id, or -1
   std::string name;
   int32_t layer = -1;
   SimTime start_ns = 0;
@@ -78,9 +80,11 @@ struct RunOutput {
   std::string conservation_message;
 };
 
-// Simulates `scenario` with its seed (or `seed_override` when >= 0). Throws ConfigError when the
-// deployment does not fit in memory.
+// Simulates `scenario` with its seed (or `seed_override` when >= 0) and the given policies
+// (made from scenario.policies by sim/policy's make_policies; empty = none). Throws ConfigError
+// when the deployment does not fit in memory.
 RunOutput run_scenario(const Scenario& scenario, const RunOptions& options,
-                       int64_t seed_override = -1);
+                       int64_t seed_override = -1,
+                       std::vector<std::unique_ptr<ServingPolicy>> policies = {});
 
 }  // namespace moesim::sim

@@ -1,7 +1,9 @@
 #include "sim/serving/run_outputs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
+#include <map>
 
 #include "moesim_version.h"
 #include "sim/network/traffic_matrix.h"
@@ -155,6 +157,11 @@ void write_chrome_trace(std::ostream& os, const RunOutput& out) {
   json events = json::array();
   std::map<std::pair<int32_t, int32_t>, bool> named;
   for (const TraceSlice& t : out.trace) {
+    if (t.gpu < 0) {
+      events.push_back({{"ph", "i"}, {"s", "p"}, {"name", t.name}, {"pid", t.replica},
+                        {"tid", 0}, {"ts", static_cast<double>(t.start_ns) / 1e3}});
+      continue;
+    }
     if (!named[{t.replica, t.gpu}]) {
       named[{t.replica, t.gpu}] = true;
       events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", t.replica}, {"tid", t.gpu},
@@ -202,14 +209,19 @@ json model_shapes_json(const ModelCard& card, const DeploymentSpec& d) {
       }
       case AttentionKind::kGQA: {
         const GqaSpec& x = l.attention.gqa;
-        a = {{"kind", "gqa"}, {"num_heads", x.num_heads}, {"num_kv_heads", x.num_kv_heads},
-             {"head_dim", x.head_dim}};
+        a = {{"kind", "gqa"},        {"num_heads", x.num_heads}, {"num_kv_heads", x.num_kv_heads},
+             {"head_dim", x.head_dim}, {"qk_norm", x.qk_norm}};
         break;
       }
       case AttentionKind::kKDA: {
         const KdaSpec& x = l.attention.kda;
-        a = {{"kind", "kda"}, {"num_heads", x.num_heads}, {"head_dim_k", x.head_dim_k},
-             {"head_dim_v", x.head_dim_v}};
+        a = {{"kind", "kda"},
+             {"num_heads", x.num_heads},
+             {"head_dim_k", x.head_dim_k},
+             {"head_dim_v", x.head_dim_v},
+             {"short_conv_kernel", x.short_conv_kernel},
+             {"gate_lora_rank", x.gate_lora_rank},
+             {"output_gate", x.output_gate}};
         break;
       }
     }
@@ -257,10 +269,13 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
                     {"ep_size", d.gpus_per_replica}});
   }
   h["replicas"] = reps;
-  int32_t slots = 0;
-  for (const auto& e : out.expert_gpus) slots += static_cast<int32_t>(e.size());
-  h["placement"] = {{"num_slots_per_gpu", d.gpus_per_replica ? slots / d.gpus_per_replica : 0},
-                    {"expert_gpus", out.expert_gpus}};
+  // Slots per GPU: the most experts any GPU hosts (the engine sizes every GPU's weights so).
+  std::map<int32_t, int32_t> slots_of_gpu;
+  int32_t max_slots = 0;
+  for (const auto& e : out.expert_gpus) {
+    for (int32_t g : e) max_slots = std::max(max_slots, ++slots_of_gpu[g]);
+  }
+  h["placement"] = {{"num_slots_per_gpu", max_slots}, {"expert_gpus", out.expert_gpus}};
   os << h.dump() << "\n";
   for (const StepRecord& s : out.steps) {
     json j;

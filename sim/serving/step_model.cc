@@ -12,15 +12,21 @@ double bytes_per_param(DType d) { return bits_per_element(d) / 8.0; }
 
 }  // namespace
 
+double BackgroundTransfer::remaining_total() const {
+  double t = 0;
+  for (double b : remaining_bytes) t += b;
+  return t;
+}
+
 StepModel::StepModel(const ModelCard& card, const Topology& topology,
                      const DeploymentSpec& deployment, std::vector<GpuId> gpus,
-                     std::vector<int32_t> gpu_of_expert, const CostModel& cost,
+                     const ExpertPlacement* placement, const CostModel& cost,
                      NetworkModel* network, RoutingModel* routing)
     : card_(card),
       topology_(topology),
       deployment_(deployment),
       gpus_(std::move(gpus)),
-      gpu_of_expert_(std::move(gpu_of_expert)),
+      placement_(placement),
       cost_(cost),
       network_(network),
       routing_(routing),
@@ -40,11 +46,13 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
     layers_.push_back(info);
   }
   if (moe_) {
-    MOESIM_CHECK(network_ && routing_, "MoE step model needs network and routing models");
-    MOESIM_CHECK(static_cast<int64_t>(gpu_of_expert_.size()) == moe_->num_routed_experts,
+    MOESIM_CHECK(network_ && routing_ && placement_,
+                 "MoE step model needs placement, network and routing models");
+    MOESIM_CHECK(placement_->num_experts() == moe_->num_routed_experts,
                  "placement size differs from the number of experts");
+    MOESIM_CHECK(placement_->num_gpus() == static_cast<int32_t>(gpus_.size()),
+                 "placement GPUs differ from the replica's");
     experts_per_gpu_.assign(gpus_.size(), 0);
-    for (int32_t g : gpu_of_expert_) experts_per_gpu_[g]++;
     expert_flops_per_token_ = expert_flops_per_token(*moe_, card_.hidden_size);
     expert_weight_bytes_ = expert_weight_bytes(card_, *moe_);
     int64_t width = moe_->latent_dim > 0 ? moe_->latent_dim : card_.hidden_size;
@@ -228,7 +236,15 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     q.step_idx = step_idx;
     q.moe_layer_idx = info.moe_idx;
     q.tokens_per_src = src_tokens_;
-    routing_->route_to_gpus(q, gpu_of_expert_, n, src_dst_);
+    if (placement_->has_replicas()) {
+      routing_->route(q, src_expert_);
+      dispatcher_.dispatch(*placement_, src_expert_, src_dst_);
+    } else {
+      auto primary = placement_->primary_gpu_of_expert();
+      gpu_of_expert_.assign(primary.begin(), primary.end());
+      routing_->route_to_gpus(q, gpu_of_expert_, n, src_dst_);
+    }
+    for (int32_t g = 0; g < n; ++g) experts_per_gpu_[g] = placement_->num_slots(g);
     // Unique tokens per (source, destination) for the all-to-all.
     token_counts_.gpus = gpus_;
     token_counts_.tokens.assign(static_cast<size_t>(n) * n, 0);
@@ -255,6 +271,20 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     double ready = *std::max_element(clock_s_.begin(), clock_s_.end());
     build_dispatch_traffic(topology_, token_counts_, dispatch_row_bytes_, deployment_.dispatch,
                            traffic_);
+    if (background_) {
+      // Background transfers ride along with the dispatch, chunk by chunk.
+      for (BackgroundTransfer& t : *background_) {
+        for (int32_t s = 0; s < n; ++s) {
+          for (int32_t d = 0; d < n; ++d) {
+            double& rem = t.remaining_bytes[static_cast<size_t>(s) * n + d];
+            if (rem <= 0) continue;
+            double x = std::min(rem, background_chunk_bytes_);
+            traffic_.add_bytes(s, d, x);
+            rem -= x;
+          }
+        }
+      }
+    }
     network_->run(traffic_, collective_);
     double dispatch_s = to_seconds(collective_.duration_ns);
     double dispatch_bytes = traffic_.total_bytes();
@@ -299,8 +329,6 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     build_combine_traffic(topology_, token_counts_, combine_row_bytes_, deployment_.dispatch,
                           traffic_);
     double combine_bytes = traffic_.total_bytes();
-    // The combine reuses collective_ after reading the dispatch's per-GPU waits.
-    std::vector<SimTime> dispatch_wait(collective_.barrier_wait_ns);
     network_->run(traffic_, collective_);
     double combine_s = to_seconds(collective_.duration_ns);
     result_.dispatch_bytes += dispatch_bytes;

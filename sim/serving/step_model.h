@@ -27,6 +27,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
+#include "sim/placement/expert_placement.h"
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_model.h"
 #include "sim/scenario/scenario.h"
@@ -53,6 +54,15 @@ class StepObserver {
                           double dispatch_bytes, double combine_bytes) {}
 };
 
+// Bytes still to send between the replica's GPUs for a background transfer (e.g. expert weights
+// being replicated): remaining_bytes[src * P + dst]. Each dispatch collective carries at most
+// chunk_bytes of it per pair, so the transfer competes with serving traffic on the same links.
+struct BackgroundTransfer {
+  int64_t id = 0;
+  std::vector<double> remaining_bytes;
+  double remaining_total() const;
+};
+
 struct StepResult {
   SimTime duration_ns = 0;
   // Per replica GPU: busy computing, in collectives, waiting at barriers.
@@ -66,11 +76,20 @@ struct StepResult {
 
 class StepModel {
  public:
-  // `gpus`: the replica's GPUs; `gpu_of_expert`: replica GPU index of each routed expert's home.
-  // References must outlive the model.
+  // `gpus`: the replica's GPUs; `placement`: routed experts on replica GPU indices (null for
+  // models without MoE layers). With replicas in the placement, routing is drawn per expert and
+  // dispatched by the token-to-replica rule; otherwise per destination GPU (the fast path).
+  // References and pointers must outlive the model; the placement may change between steps.
   StepModel(const ModelCard& card, const Topology& topology, const DeploymentSpec& deployment,
-            std::vector<GpuId> gpus, std::vector<int32_t> gpu_of_expert, const CostModel& cost,
+            std::vector<GpuId> gpus, const ExpertPlacement* placement, const CostModel& cost,
             NetworkModel* network, RoutingModel* routing);
+
+  // Background transfers carried by the next steps' dispatch collectives (null: none), at most
+  // `chunk_bytes` per (src, dst) pair per collective. run() decrements remaining_bytes.
+  void set_background(std::vector<BackgroundTransfer>* transfers, double chunk_bytes) {
+    background_ = transfers;
+    background_chunk_bytes_ = chunk_bytes;
+  }
 
   int32_t num_gpus() const { return static_cast<int32_t>(gpus_.size()); }
   // Attention ranks (GPUs / attention_tp).
@@ -93,6 +112,11 @@ class StepModel {
   const Topology& topology_;
   DeploymentSpec deployment_;
   std::vector<GpuId> gpus_;
+  const ExpertPlacement* placement_ = nullptr;
+  std::vector<BackgroundTransfer>* background_ = nullptr;
+  double background_chunk_bytes_ = 0;
+  CountMatrix src_expert_;
+  ReplicaDispatcher dispatcher_;
   std::vector<int32_t> gpu_of_expert_;
   const CostModel& cost_;
   NetworkModel* network_;

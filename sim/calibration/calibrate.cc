@@ -1,0 +1,116 @@
+#include "sim/calibration/calibrate.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "moesim_version.h"
+
+namespace moesim::sim {
+
+std::string cost_kind_of_engine_op(const std::string& engine_op) {
+  if (engine_op == "attn_kda_prefill" || engine_op == "attn_kda_decode") return "attn_kda";
+  if (engine_op == "dispatch_a2a" || engine_op == "combine_a2a") return "";
+  static const char* kSame[] = {"rmsnorm",         "attn_mla_prefill", "attn_mla_decode",
+                                "attn_gqa_prefill", "attn_gqa_decode",  "router",
+                                "permute",          "unpermute",        "expert_ffn",
+                                "shared_expert",    "dense_ffn",        "combine"};
+  for (const char* k : kSame) {
+    if (engine_op == k) return engine_op;
+  }
+  return "";
+}
+
+std::vector<FitFeature> fit_features_of_kind(const std::string& kind) {
+  if (kind == "rmsnorm" || kind == "permute" || kind == "unpermute") return {FitFeature::kBytes};
+  if (kind == "combine") return {FitFeature::kFlops};
+  return {FitFeature::kFlops, FitFeature::kBytes};
+}
+
+CalibrateReport calibrate(const std::vector<MeasurementSet>& sets, const CalibrateOptions& options) {
+  CalibrateReport report;
+  CalibrationProfile& p = report.profile;
+  p.moesim_version = MOESIM_VERSION;
+  // (kind, dtype) -> samples and the engine ops seen; ordered maps keep the profile stable.
+  std::map<std::pair<std::string, std::string>, std::vector<FitSample>> groups;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> engine_ops;
+  std::map<std::string, std::vector<FitSample>> collectives;
+  for (const MeasurementSet& m : sets) {
+    p.measurement_files.push_back(m.file);
+    if (p.backend.empty()) p.backend = m.backend;
+    if (p.device.empty()) p.device = m.device;
+    for (const OpSample& s : m.ops) {
+      ++report.num_records;
+      if (!s.measured) {
+        ++report.num_unmeasured;
+        continue;
+      }
+      if (s.measured_ns <= 0) continue;
+      if (options.max_repeat_spread > 0 &&
+          static_cast<double>(s.max_ns - s.min_ns) >
+              options.max_repeat_spread * static_cast<double>(s.measured_ns)) {
+        ++report.num_noisy;
+        continue;
+      }
+      FitSample f{s.flops, s.bytes, static_cast<double>(s.tokens), 1e-9 * s.measured_ns};
+      if (s.op == "dispatch_a2a" || s.op == "combine_a2a") {
+        collectives[s.op].push_back(f);
+        ++report.num_used;
+        continue;
+      }
+      std::string kind = cost_kind_of_engine_op(s.op);
+      if (kind.empty()) {
+        report.skipped.push_back(s.op + ": unknown engine op (record ignored)");
+        continue;
+      }
+      auto key = std::make_pair(kind, s.dtype);
+      groups[key].push_back(f);
+      auto& names = engine_ops[key];
+      if (std::find(names.begin(), names.end(), s.op) == names.end()) names.push_back(s.op);
+      ++report.num_used;
+    }
+  }
+  p.name = options.name.empty() ? p.backend + "-" + p.device : options.name;
+  for (auto& [key, samples] : groups) {
+    if (static_cast<int32_t>(samples.size()) < options.min_samples) {
+      report.skipped.push_back(key.first + "/" + key.second + ": " +
+                               std::to_string(samples.size()) + " samples (< " +
+                               std::to_string(options.min_samples) + ")");
+      report.num_used -= static_cast<int64_t>(samples.size());
+      continue;
+    }
+    FitOptions fo = options.fit;
+    // The engine counts combine rows as tokens, the simulator token copies: no regimes by tokens.
+    if (key.first == "combine") fo.max_segments = 1;
+    OpFit fit = fit_op(samples, fit_features_of_kind(key.first), fo);
+    fit.kind = key.first;
+    fit.dtype = key.second;
+    fit.engine_ops = engine_ops[key];
+    p.ops.push_back(std::move(fit));
+  }
+  for (auto& [op, samples] : collectives) {
+    if (static_cast<int32_t>(samples.size()) < options.min_samples) {
+      report.skipped.push_back(op + ": " + std::to_string(samples.size()) + " measured samples");
+      continue;
+    }
+    FitOptions single = options.fit;
+    single.max_segments = 1;
+    OpFit fit = fit_op(samples, {FitFeature::kBytes}, single);
+    const FitSegment& s = fit.segments.front();
+    if (!(s.s_per_byte > 0)) {
+      report.skipped.push_back(op + ": time does not grow with bytes (no bandwidth to fit)");
+      continue;
+    }
+    CollectiveFit c;
+    c.op = op;
+    c.link_class = "local";
+    c.latency_s = s.intercept_s;
+    c.bytes_per_s = 1.0 / s.s_per_byte;
+    c.range = fit.range;
+    c.quality = fit.quality;
+    p.collectives.push_back(c);
+  }
+  return report;
+}
+
+}  // namespace moesim::sim

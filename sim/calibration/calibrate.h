@@ -1,0 +1,54 @@
+// From engine measurements to a calibration profile.
+//
+// Engine op names map to cost-model kinds (sim/cost/op_work.h) as follows; where the two
+// vocabularies or their FLOP/byte conventions differ, the calibrated cost model adapts the
+// simulator's query (calibrated_cost_model.h) so that both sides mean the same work:
+//   rmsnorm                         -> rmsnorm (the engine times both norms of a layer together)
+//   attn_{mla,gqa}_{prefill,decode} -> the same names
+//   attn_kda_prefill, attn_kda_decode -> attn_kda (one kind in the simulator; the regimes of the
+//                                      fit separate the one-token decode from chunked prefill)
+//   router, permute, expert_ffn, shared_expert, dense_ffn, combine -> the same names
+//   unpermute                       -> "unpermute" (no simulator kind: priced with permute)
+//   dispatch_a2a, combine_a2a       -> collective fits (latency + bytes / bandwidth), measured
+//                                      records only (multi-rank NCCL replays)
+// Features per kind are those on which both conventions agree (docs/calibration.md):
+// rmsnorm, permute, unpermute: bytes; combine: flops; every other kind: flops and bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sim/calibration/measurement_reader.h"
+#include "sim/calibration/op_fit.h"
+#include "sim/calibration/profile.h"
+
+namespace moesim::sim {
+
+struct CalibrateOptions {
+  std::string name;  // profile name; default: "<backend>-<device>"
+  FitOptions fit;
+  // Records whose (max - min) / median over the repeats exceeds this are dropped as noisy
+  // (0 keeps all).
+  double max_repeat_spread = 0.0;
+  // Kinds with fewer usable samples are not fitted (and reported as skipped).
+  int32_t min_samples = 6;
+};
+
+struct CalibrateReport {
+  CalibrationProfile profile;
+  int64_t num_records = 0;       // op records read
+  int64_t num_used = 0;          // records that entered a fit
+  int64_t num_unmeasured = 0;    // measured == false (single-rank all-to-alls)
+  int64_t num_noisy = 0;         // dropped by max_repeat_spread
+  std::vector<std::string> skipped;  // "kind/dtype: reason"
+};
+
+// The cost-model kind an engine op name maps to, or "" for the all-to-alls and unknown names.
+std::string cost_kind_of_engine_op(const std::string& engine_op);
+// The features fitted for a cost-model kind (see the file comment).
+std::vector<FitFeature> fit_features_of_kind(const std::string& kind);
+
+// Fits every (kind, dtype) present in `sets`. Records of different sets are pooled.
+CalibrateReport calibrate(const std::vector<MeasurementSet>& sets, const CalibrateOptions& options);
+
+}  // namespace moesim::sim

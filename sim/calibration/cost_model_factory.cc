@@ -1,0 +1,21 @@
+#include "sim/calibration/cost_model_factory.h"
+
+#include "sim/calibration/calibrated_cost_model.h"
+#include "sim/cost/roofline.h"
+
+namespace moesim::sim {
+
+std::unique_ptr<CostModel> make_calibrated_cost_model(CalibrationProfile profile,
+                                                      const CostSpec& spec, const GpuSpec& gpu) {
+  return std::make_unique<CalibratedCostModel>(
+      std::move(profile), std::make_unique<RooflineCostModel>(gpu, spec.roofline));
+}
+
+std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec, const GpuSpec& gpu) {
+  if (spec.kind == CostModelKind::kCalibrated) {
+    return make_calibrated_cost_model(load_profile(spec.profile_path), spec, gpu);
+  }
+  return std::make_unique<RooflineCostModel>(gpu, spec.roofline);
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,189 @@
+#include "sim/calibration/measurement_reader.h"
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/config_error.h"
+
+namespace moesim::sim {
+namespace {
+
+using nlohmann::json;
+
+class RecordReader {
+ public:
+  RecordReader(const std::string& file, int line, const json& j) : file_(file), line_(line), j_(j) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& reason) const {
+    throw ConfigError(file_, line_, 0, field, reason);
+  }
+  const json& at(const std::string& field) const {
+    auto it = j_.find(field);
+    if (it == j_.end()) fail(field, "missing");
+    return *it;
+  }
+  int64_t get_int(const std::string& field) const {
+    const json& v = at(field);
+    if (!v.is_number_integer()) fail(field, "must be an integer");
+    return v.get<int64_t>();
+  }
+  int64_t get_int_or(const std::string& field, int64_t dflt) const {
+    return j_.contains(field) && !j_[field].is_null() ? get_int(field) : dflt;
+  }
+  double get_double(const std::string& field) const {
+    const json& v = at(field);
+    if (!v.is_number()) fail(field, "must be a number");
+    return v.get<double>();
+  }
+  double get_double_or(const std::string& field, double dflt) const {
+    return j_.contains(field) && !j_[field].is_null() ? get_double(field) : dflt;
+  }
+  std::string get_string(const std::string& field) const {
+    const json& v = at(field);
+    if (!v.is_string()) fail(field, "must be a string");
+    return v.get<std::string>();
+  }
+  std::string get_string_or(const std::string& field, const std::string& dflt) const {
+    return j_.contains(field) && !j_[field].is_null() ? get_string(field) : dflt;
+  }
+  bool get_bool(const std::string& field) const {
+    const json& v = at(field);
+    if (!v.is_boolean()) fail(field, "must be true or false");
+    return v.get<bool>();
+  }
+  const json& raw() const { return j_; }
+
+ private:
+  const std::string& file_;
+  int line_;
+  const json& j_;
+};
+
+void read_header(const RecordReader& r, MeasurementSet& m) {
+  if (r.get_string("schema") != "moesim.measurements.v1") {
+    r.fail("schema", "expected \"moesim.measurements.v1\"");
+  }
+  m.mode = r.get_string("mode");
+  m.backend = r.get_string_or("backend", "");
+  m.device = r.get_string_or("device", "");
+  m.trace_file = r.get_string_or("trace_file", "");
+  m.scenario = r.get_string_or("scenario", "");
+  m.model = r.get_string_or("model", "");
+  m.replay_profile = r.get_string_or("replay_profile", "");
+  m.repeats = r.get_int_or("repeats", 0);
+  if (r.raw().contains("layers_run")) {
+    const json& layers = r.at("layers_run");
+    if (!layers.is_array()) r.fail("layers_run", "must be an array");
+    for (const json& l : layers) {
+      if (!l.is_object() || !l.contains("layer") || !l.contains("scale") ||
+          !l["layer"].is_number_integer() || !l["scale"].is_number_integer()) {
+        r.fail("layers_run", "entries must be {\"layer\": int, \"scale\": int}");
+      }
+      m.layer_scales[l["layer"].get<int32_t>()] = l["scale"].get<int32_t>();
+    }
+  }
+}
+
+OpSample read_op(const RecordReader& r) {
+  OpSample s;
+  s.step = r.get_int("step");
+  s.replica = static_cast<int32_t>(r.get_int("replica"));
+  s.sim_gpu = static_cast<int32_t>(r.get_int("sim_gpu"));
+  s.layer_idx = static_cast<int32_t>(r.get_int("layer"));
+  s.layer_scale = static_cast<int32_t>(r.get_int_or("layer_scale", 1));
+  if (s.layer_scale < 1) r.fail("layer_scale", "must be >= 1");
+  s.op = r.get_string("op");
+  s.dtype = r.get_string_or("dtype", "bf16");
+  s.tokens = r.get_int("tokens");
+  s.context_tokens_sum = r.get_int_or("context_tokens_sum", 0);
+  s.context_tokens_max = r.get_int_or("context_tokens_max", 0);
+  s.num_sequences = r.get_int_or("num_sequences", 0);
+  s.flops = r.get_double("flops");
+  s.weight_bytes = r.get_double_or("weight_bytes", 0);
+  s.activation_bytes = r.get_double_or("activation_bytes", 0);
+  s.kv_bytes = r.get_double_or("kv_bytes", 0);
+  s.bytes = r.get_double("bytes");
+  s.measured = r.get_bool("measured");
+  if (s.measured) {
+    s.measured_ns = r.get_int("measured_ns");
+    s.min_ns = r.get_int_or("min_ns", s.measured_ns);
+    s.max_ns = r.get_int_or("max_ns", s.measured_ns);
+    if (s.measured_ns < 0) r.fail("measured_ns", "must be >= 0");
+  }
+  if (r.raw().contains("tokens_per_expert")) {
+    const json& t = r.at("tokens_per_expert");
+    if (!t.is_array()) r.fail("tokens_per_expert", "must be an array");
+    for (const json& n : t) {
+      if (!n.is_number_integer()) r.fail("tokens_per_expert", "must hold integers");
+      if (n.get<int64_t>() > 0) ++s.num_active_experts;
+    }
+  }
+  return s;
+}
+
+OpSample read_bench(const RecordReader& r) {
+  OpSample s;
+  s.step = -1;
+  s.op = r.get_string("op");
+  s.dtype = r.get_string_or("dtype", "bf16");
+  s.tokens = r.get_int("tokens");
+  s.context_tokens_max = r.get_int_or("context_tokens", 0);
+  s.flops = r.get_double("flops");
+  s.bytes = r.get_double("bytes");
+  s.measured = true;
+  s.measured_ns = r.get_int("measured_ns");
+  s.min_ns = r.get_int_or("min_ns", s.measured_ns);
+  s.max_ns = r.get_int_or("max_ns", s.measured_ns);
+  return s;
+}
+
+StepSample read_step(const RecordReader& r) {
+  StepSample s;
+  s.step = r.get_int("step");
+  s.replica = static_cast<int32_t>(r.get_int("replica"));
+  s.sim_gpu = static_cast<int32_t>(r.get_int("sim_gpu"));
+  s.num_ops = r.get_int_or("num_ops", 0);
+  s.num_not_measured = r.get_int_or("num_not_measured", 0);
+  s.measured_ns_sum = r.get_int("measured_ns_sum");
+  s.scaled_ns_sum = r.get_int("scaled_ns_sum");
+  s.sim_step_ns = r.get_int_or("sim_step_ns", 0);
+  return s;
+}
+
+}  // namespace
+
+MeasurementSet read_measurements(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path, 0, 0, "", "cannot open the measurement file");
+  MeasurementSet m;
+  m.file = path;
+  std::string text;
+  int line = 0;
+  while (std::getline(in, text)) {
+    ++line;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      throw ConfigError(path, line, 0, "", "not a JSON object");
+    }
+    RecordReader r(path, line, j);
+    std::string kind = r.get_string("record");
+    if (line == 1 || m.mode.empty()) {
+      if (kind != "header") r.fail("record", "the first record must be the header");
+      read_header(r, m);
+    } else if (kind == "op") {
+      m.ops.push_back(read_op(r));
+    } else if (kind == "step") {
+      m.steps.push_back(read_step(r));
+    } else if (kind == "bench") {
+      m.ops.push_back(read_bench(r));
+    } else {
+      r.fail("record", "unknown record kind '" + kind + "' (valid: header, op, step, bench)");
+    }
+  }
+  if (m.mode.empty()) throw ConfigError(path, 0, 0, "", "empty measurement file");
+  return m;
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,70 @@
+// Engine measurements (docs/schemas/measurement.md, `moesim.measurements.v1`) read back into
+// plain structs for calibration and validation. Reading happens at the edge (the calibrate and
+// validate commands); models never read files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace moesim::sim {
+
+// One `op` record: an operation the engine ran on one simulated GPU for one layer of one step.
+struct OpSample {
+  int64_t step = 0;
+  int32_t replica = 0;
+  int32_t sim_gpu = 0;
+  int32_t layer_idx = 0;
+  int32_t layer_scale = 1;  // model layers this measured layer stands for (replay profile)
+  std::string op;           // engine vocabulary, e.g. "attn_kda_prefill", "unpermute"
+  std::string dtype;        // storage format the op ran with
+  int64_t tokens = 0;
+  int64_t context_tokens_sum = 0;
+  int64_t context_tokens_max = 0;
+  int64_t num_sequences = 0;
+  int64_t num_active_experts = 0;  // expert_ffn: local experts with at least one token
+  double flops = 0;
+  double weight_bytes = 0;
+  double activation_bytes = 0;
+  double kv_bytes = 0;
+  double bytes = 0;
+  bool measured = false;
+  int64_t measured_ns = 0;  // median of the repeats; 0 when !measured
+  int64_t min_ns = 0;
+  int64_t max_ns = 0;
+};
+
+// One `step` record: the totals of one simulated GPU for one step.
+struct StepSample {
+  int64_t step = 0;
+  int32_t replica = 0;
+  int32_t sim_gpu = 0;
+  int64_t num_ops = 0;
+  int64_t num_not_measured = 0;
+  int64_t measured_ns_sum = 0;
+  int64_t scaled_ns_sum = 0;  // sum of measured_ns * layer_scale: the whole model's compute
+  int64_t sim_step_ns = 0;
+};
+
+struct MeasurementSet {
+  std::string file;
+  std::string mode;            // "replay" or "bench"
+  std::string backend;         // "cpu", "cuda"
+  std::string device;
+  std::string trace_file;      // the step trace the replay played (replay mode)
+  std::string scenario;
+  std::string model;
+  std::string replay_profile;  // "all", "sample", ...
+  int64_t repeats = 0;
+  std::map<int32_t, int32_t> layer_scales;  // layers run -> scale
+  std::vector<OpSample> ops;
+  std::vector<StepSample> steps;
+};
+
+// Reads a measurement file. Throws ConfigError naming FILE, line and field for a malformed
+// record or a header whose schema is not moesim.measurements.v1. `bench` records are read as op
+// samples with step = -1 (they carry op, tokens, flops, bytes and times).
+MeasurementSet read_measurements(const std::string& path);
+
+}  // namespace moesim::sim

@@ -1,0 +1,49 @@
+// A calibration profile: the fitted cost of every operation kind (per dtype) on one device, the
+// ranges the fits saw and their quality, plus all-to-all fits per link class where NCCL
+// measurements existed. Written by `moesim calibrate`, read by the calibrated cost model and
+// `moesim validate`. File format (TOML, schema "moesim.profile.v1"): docs/calibration.md.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/calibration/op_fit.h"
+
+namespace moesim::sim {
+
+// All-to-all time = latency_s + bytes / bytes_per_s, fitted on measured collectives of one link
+// class ("local" for a single node's NVLink, "network" across nodes).
+struct CollectiveFit {
+  std::string op;          // "dispatch_a2a" or "combine_a2a"
+  std::string link_class;  // "local" or "network"
+  double latency_s = 0;
+  double bytes_per_s = 0;  // > 0
+  FitRange range;          // bytes = sent + received per rank
+  FitQuality quality;
+};
+
+struct CalibrationProfile {
+  std::string name;     // e.g. "cpu-epyc"
+  std::string backend;  // "cpu", "cuda"
+  std::string device;
+  std::string moesim_version;
+  std::vector<std::string> measurement_files;  // what the fits were made from
+  std::vector<OpFit> ops;
+  std::vector<CollectiveFit> collectives;
+
+  // The fit of (kind, dtype), or null.
+  const OpFit* find(std::string_view kind, std::string_view dtype) const;
+  // Fits of `kind`, any dtype.
+  std::vector<const OpFit*> find_kind(std::string_view kind) const;
+};
+
+// Writes the profile as TOML (round-trips through load_profile to the same values).
+void write_profile(std::ostream& os, const CalibrationProfile& profile);
+// Reads a profile. Throws ConfigError naming the file, line:column, key path and reason.
+CalibrationProfile load_profile(const std::string& path);
+CalibrationProfile parse_profile(std::string_view text, const std::string& name);
+
+}  // namespace moesim::sim

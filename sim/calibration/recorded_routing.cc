@@ -1,0 +1,73 @@
+#include "sim/calibration/recorded_routing.h"
+
+#include <algorithm>
+
+#include "sim/config/config_error.h"
+#include "sim/core/check.h"
+
+namespace moesim::sim {
+
+RecordedRoutingModel::RecordedRoutingModel(const StepTraceFile& trace, int32_t replica,
+                                           const RoutingShape& shape,
+                                           const std::vector<int32_t>& moe_layer_of_layer)
+    : shape_(shape) {
+  const std::vector<int32_t>& gpus = trace.replica_gpus.at(static_cast<size_t>(replica));
+  num_gpus_ = static_cast<int32_t>(gpus.size());
+  auto local = [&](int64_t global, const TraceStep& s) {
+    auto it = std::find(gpus.begin(), gpus.end(), static_cast<int32_t>(global));
+    if (it == gpus.end()) {
+      throw ConfigError(trace.file, 0, 0, "step " + std::to_string(s.step) + ".layers.routing",
+                        "GPU " + std::to_string(global) + " is not in replica " +
+                            std::to_string(replica));
+    }
+    return static_cast<int32_t>(it - gpus.begin());
+  };
+  for (const TraceStep& s : trace.steps) {
+    if (s.replica != replica) continue;
+    for (const TraceLayer& l : s.layers) {
+      if (l.layer_idx < 0 || l.layer_idx >= static_cast<int32_t>(moe_layer_of_layer.size()) ||
+          moe_layer_of_layer[l.layer_idx] < 0) {
+        throw ConfigError(trace.file, 0, 0, "step " + std::to_string(s.step) + ".layers.layer",
+                          "layer " + std::to_string(l.layer_idx) + " is not an MoE layer");
+      }
+      Recorded& r = steps_[{s.step, moe_layer_of_layer[l.layer_idx]}];
+      r.src_expert.reset(num_gpus_, shape_.num_experts);
+      r.src_dst.reset(num_gpus_, num_gpus_);
+      for (const auto& [src, expert, dst, count] : l.routing) {
+        if (expert < 0 || expert >= shape_.num_experts) {
+          throw ConfigError(trace.file, 0, 0, "step " + std::to_string(s.step) + ".layers.routing",
+                            "expert " + std::to_string(expert) + " out of range");
+        }
+        int32_t sl = local(src, s), dl = local(dst, s);
+        r.src_expert.at(sl, static_cast<int32_t>(expert)) += static_cast<int32_t>(count);
+        r.src_dst.at(sl, dl) += static_cast<int32_t>(count);
+      }
+    }
+  }
+}
+
+const RecordedRoutingModel::Recorded& RecordedRoutingModel::find(const RoutingQuery& q) const {
+  auto it = steps_.find({q.step_idx, q.moe_layer_idx});
+  MOESIM_CHECK(it != steps_.end(), "recorded routing: step or MoE layer not in the trace");
+  MOESIM_CHECK(static_cast<int32_t>(q.tokens_per_src.size()) == num_gpus_,
+               "recorded routing: source count differs from the replica's GPUs");
+  for (int32_t s = 0; s < num_gpus_; ++s) {
+    MOESIM_CHECK(it->second.src_dst.row_sum(s) ==
+                     static_cast<int64_t>(q.tokens_per_src[s]) * shape_.top_k,
+                 "recorded routing: a source's selections differ from tokens x top_k");
+  }
+  return it->second;
+}
+
+void RecordedRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
+  out = find(query).src_expert;
+}
+
+void RecordedRoutingModel::route_to_gpus(const RoutingQuery& query,
+                                         std::span<const int32_t> gpu_of_expert,
+                                         int32_t num_dst_gpus, CountMatrix& out) {
+  MOESIM_CHECK(num_dst_gpus == num_gpus_, "recorded routing: destination count mismatch");
+  out = find(query).src_dst;
+}
+
+}  // namespace moesim::sim

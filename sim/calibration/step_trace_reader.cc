@@ -1,0 +1,153 @@
+#include "sim/calibration/step_trace_reader.h"
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/config/config_error.h"
+
+namespace moesim::sim {
+namespace {
+
+using nlohmann::json;
+
+struct Ctx {
+  const std::string& file;
+  int line;
+  [[noreturn]] void fail(const std::string& field, const std::string& reason) const {
+    throw ConfigError(file, line, 0, field, reason);
+  }
+  const json& at(const json& j, const std::string& field) const {
+    if (!j.is_object() || !j.contains(field)) fail(field, "missing");
+    return j.at(field);
+  }
+  int64_t get_int(const json& j, const std::string& field) const {
+    const json& v = at(j, field);
+    if (!v.is_number_integer()) fail(field, "must be an integer");
+    return v.get<int64_t>();
+  }
+  double get_double(const json& j, const std::string& field) const {
+    const json& v = at(j, field);
+    if (!v.is_number()) fail(field, "must be a number");
+    return v.get<double>();
+  }
+  std::string get_string(const json& j, const std::string& field) const {
+    const json& v = at(j, field);
+    if (!v.is_string()) fail(field, "must be a string");
+    return v.get<std::string>();
+  }
+};
+
+std::vector<int32_t> int_list(const Ctx& c, const json& v, const std::string& field) {
+  if (!v.is_array()) c.fail(field, "must be an array of integers");
+  std::vector<int32_t> out;
+  for (const json& x : v) {
+    if (!x.is_number_integer()) c.fail(field, "must be an array of integers");
+    out.push_back(x.get<int32_t>());
+  }
+  return out;
+}
+
+void read_header(const Ctx& c, const json& j, StepTraceFile& t) {
+  if (c.get_string(j, "schema") != "moesim.step_trace.v1") {
+    c.fail("schema", "expected \"moesim.step_trace.v1\"");
+  }
+  t.scenario = j.value("scenario", "");
+  const json& model = c.at(j, "model");
+  t.model = model.value("name", "");
+  t.num_gpus = static_cast<int32_t>(c.get_int(c.at(j, "topology"), "num_gpus"));
+  const json& reps = c.at(j, "replicas");
+  if (!reps.is_array()) c.fail("replicas", "must be an array");
+  for (const json& r : reps) {
+    t.replica_gpus.push_back(int_list(c, c.at(r, "gpus"), "replicas.gpus"));
+  }
+  if (j.contains("placement")) {
+    const json& eg = c.at(j["placement"], "expert_gpus");
+    if (!eg.is_array()) c.fail("placement.expert_gpus", "must be an array of arrays");
+    for (const json& e : eg) t.expert_gpus.push_back(int_list(c, e, "placement.expert_gpus"));
+  }
+}
+
+TraceStep read_step(const Ctx& c, const json& j, const StepTraceFile& t) {
+  TraceStep s;
+  s.step = c.get_int(j, "step");
+  s.replica = static_cast<int32_t>(c.get_int(j, "replica"));
+  if (s.replica < 0 || s.replica >= static_cast<int32_t>(t.replica_gpus.size())) {
+    c.fail("replica", "no such replica in the header");
+  }
+  s.start_ns = c.get_int(j, "start_ns");
+  s.end_ns = c.get_int(j, "end_ns");
+  const json& seqs = c.at(j, "sequences");
+  if (!seqs.is_array()) c.fail("sequences", "must be an array");
+  for (const json& q : seqs) {
+    TraceSequence ts;
+    ts.request = static_cast<int32_t>(c.get_int(q, "request"));
+    ts.gpu = static_cast<int32_t>(c.get_int(q, "gpu"));
+    std::string phase = c.get_string(q, "phase");
+    if (phase != "prefill" && phase != "decode") c.fail("sequences.phase", "prefill or decode");
+    ts.prefill = phase == "prefill";
+    ts.new_tokens = c.get_int(q, "new_tokens");
+    ts.context_tokens = c.get_int(q, "context_tokens");
+    if (ts.new_tokens < 1 || ts.context_tokens < 0) {
+      c.fail("sequences.new_tokens", "new_tokens >= 1 and context_tokens >= 0 required");
+    }
+    s.sequences.push_back(ts);
+  }
+  const json& layers = c.at(j, "layers");
+  if (!layers.is_array()) c.fail("layers", "must be an array");
+  for (const json& l : layers) {
+    TraceLayer tl;
+    tl.layer_idx = static_cast<int32_t>(c.get_int(l, "layer"));
+    tl.dispatch_bytes = c.get_double(l, "dispatch_bytes");
+    tl.combine_bytes = c.get_double(l, "combine_bytes");
+    const json& r = c.at(l, "routing");
+    if (!r.is_array()) c.fail("layers.routing", "must be an array");
+    for (const json& e : r) {
+      if (!e.is_array() || e.size() != 4) c.fail("layers.routing", "entries are [src, expert, dst, count]");
+      std::array<int64_t, 4> v{};
+      for (size_t k = 0; k < 4; ++k) {
+        if (!e[k].is_number_integer()) c.fail("layers.routing", "entries must be integers");
+        v[k] = e[k].get<int64_t>();
+      }
+      if (v[3] < 1) c.fail("layers.routing", "count must be >= 1");
+      tl.routing.push_back(v);
+    }
+    s.layers.push_back(std::move(tl));
+  }
+  return s;
+}
+
+}  // namespace
+
+StepTraceFile read_step_trace(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path, 0, 0, "", "cannot open the step trace");
+  StepTraceFile t;
+  t.file = path;
+  std::string text;
+  int line = 0;
+  bool have_header = false;
+  while (std::getline(in, text)) {
+    ++line;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    Ctx c{path, line};
+    if (j.is_discarded() || !j.is_object()) c.fail("", "not a JSON object");
+    std::string kind = c.get_string(j, "record");
+    if (!have_header) {
+      if (kind != "header") c.fail("record", "the first record must be the header");
+      read_header(c, j, t);
+      have_header = true;
+    } else if (kind == "step") {
+      t.steps.push_back(read_step(c, j, t));
+    } else if (kind == "placement") {
+      c.fail("record", "placement changes are not supported by validation (fixed placement)");
+    } else {
+      c.fail("record", "unknown record kind '" + kind + "'");
+    }
+  }
+  if (!have_header) throw ConfigError(path, 0, 0, "", "empty step trace");
+  return t;
+}
+
+}  // namespace moesim::sim

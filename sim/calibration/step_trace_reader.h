@@ -1,0 +1,52 @@
+// The simulator's step trace (docs/schemas/step_trace.md, `moesim.step_trace.v1`) read back for
+// validation: the batch of every recorded step, per attention GPU, and its routing per MoE layer.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/time.h"
+
+namespace moesim::sim {
+
+struct TraceSequence {
+  int32_t request = 0;
+  int32_t gpu = 0;  // global GPU id of the attention rank
+  bool prefill = false;
+  int64_t new_tokens = 0;
+  int64_t context_tokens = 0;
+};
+
+struct TraceLayer {
+  int32_t layer_idx = 0;
+  std::vector<std::array<int64_t, 4>> routing;  // [src GPU, expert, dst GPU, count], global ids
+  double dispatch_bytes = 0;
+  double combine_bytes = 0;
+};
+
+struct TraceStep {
+  int64_t step = 0;
+  int32_t replica = 0;
+  SimTime start_ns = 0;
+  SimTime end_ns = 0;
+  std::vector<TraceSequence> sequences;
+  std::vector<TraceLayer> layers;  // MoE layers only, in layer order
+};
+
+struct StepTraceFile {
+  std::string file;
+  std::string scenario;
+  std::string model;
+  int32_t num_gpus = 0;
+  std::vector<std::vector<int32_t>> replica_gpus;  // replica -> global GPU ids
+  std::vector<std::vector<int32_t>> expert_gpus;   // routed expert -> GPUs holding it
+  std::vector<TraceStep> steps;                    // in file order
+};
+
+// Reads a step trace. Throws ConfigError (FILE, line, field, reason) for malformed records.
+// `placement` records after the header are rejected: validation replays a fixed placement.
+StepTraceFile read_step_trace(const std::string& path);
+
+}  // namespace moesim::sim

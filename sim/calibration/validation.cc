@@ -1,0 +1,432 @@
+#include "sim/calibration/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/calibration/calibrate.h"
+#include "sim/core/check.h"
+
+namespace moesim::sim {
+namespace {
+
+using Key = std::tuple<int64_t, int32_t, int32_t>;  // (step, gpu, layer)
+
+struct Timeline {
+  std::vector<double> start_s, end_s;
+};
+
+// Step starts keep the recorded idle gaps; each step lasts its own duration.
+Timeline make_timeline(const std::vector<const TraceStep*>& steps,
+                       const std::vector<double>& duration_s) {
+  Timeline t;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    double start = to_seconds(steps[i]->start_ns);
+    if (i > 0) {
+      double gap = std::max<double>(0.0, to_seconds(steps[i]->start_ns - steps[i - 1]->end_ns));
+      start = t.end_s[i - 1] + gap;
+    }
+    t.start_s.push_back(start);
+    t.end_s.push_back(start + duration_s[i]);
+  }
+  return t;
+}
+
+struct RequestTimes {
+  std::vector<double> ttft_s, tpot_s;
+  double output_tokens = 0;
+  double span_s = 0;
+};
+
+RequestTimes request_times(const std::vector<const TraceStep*>& steps, const Timeline& t) {
+  struct Req {
+    double first_start = -1, prefill_end = -1, last_decode_end = -1;
+    int64_t decodes = 0;
+  };
+  std::map<int32_t, Req> reqs;
+  RequestTimes out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    for (const TraceSequence& q : steps[i]->sequences) {
+      Req& r = reqs[q.request];
+      if (r.first_start < 0) r.first_start = t.start_s[i];
+      if (q.prefill) {
+        r.prefill_end = t.end_s[i];
+      } else {
+        r.last_decode_end = t.end_s[i];
+        ++r.decodes;
+        out.output_tokens += 1;
+      }
+    }
+  }
+  for (const auto& [id, r] : reqs) {
+    if (r.prefill_end < 0) continue;
+    out.output_tokens += 1;  // the first token, emitted by the last prefill step
+    out.ttft_s.push_back(r.prefill_end - r.first_start);
+    if (r.decodes > 0 && r.last_decode_end > r.prefill_end) {
+      out.tpot_s.push_back((r.last_decode_end - r.prefill_end) / static_cast<double>(r.decodes));
+    }
+  }
+  if (!steps.empty()) out.span_s = t.end_s.back() - t.start_s.front();
+  return out;
+}
+
+// Step duration with the step model's barriers from per-GPU, per-layer pre-dispatch compute
+// (attention, dense FFN, router) and post-dispatch compute (experts).
+double compose_step_s(const ResimulatedStep& s,
+                      const std::vector<std::vector<std::array<double, kNumPhases>>>& phase_s,
+                      const std::vector<bool>& is_moe) {
+  const size_t n = s.gpus.size();
+  std::vector<double> clock(n, 0.0);
+  for (size_t l = 0; l < is_moe.size(); ++l) {
+    for (size_t g = 0; g < n; ++g) {
+      const auto& p = phase_s[g][l];
+      clock[g] += p[static_cast<int>(Phase::kAttention)] + p[static_cast<int>(Phase::kDenseFfn)] +
+                  p[static_cast<int>(Phase::kRouter)];
+    }
+    if (!is_moe[l]) continue;
+    double ready = *std::max_element(clock.begin(), clock.end()) + s.dispatch_s[l];
+    for (size_t g = 0; g < n; ++g) clock[g] = ready + phase_s[g][l][static_cast<int>(Phase::kExperts)];
+    double ready2 = *std::max_element(clock.begin(), clock.end()) + s.combine_s[l];
+    std::fill(clock.begin(), clock.end(), ready2);
+  }
+  for (size_t g = 0; g < n; ++g) clock[g] += s.lm_head_s[g];
+  return *std::max_element(clock.begin(), clock.end());
+}
+
+std::string pct(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f%%", 100.0 * x);
+  return b;
+}
+
+std::string us(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f", 1e6 * s);
+  return b;
+}
+
+std::string num(double x, const char* fmt = "%.3g") {
+  char b[48];
+  std::snprintf(b, sizeof b, fmt, x);
+  return b;
+}
+
+nlohmann::json stats_json(const ErrorStats& e) {
+  return {{"num_samples", e.num_samples},
+          {"mape", e.mape},
+          {"mean_rel_error", e.mean_rel_error},
+          {"p50_abs_rel_error", e.p50_abs_rel_error},
+          {"p99_abs_rel_error", e.p99_abs_rel_error},
+          {"p50_abs_error_s", e.p50_abs_error_s},
+          {"p99_abs_error_s", e.p99_abs_error_s},
+          {"pearson_r", e.pearson_r},
+          {"measured_sum_s", e.measured_sum},
+          {"simulated_sum_s", e.simulated_sum}};
+}
+
+struct Row {
+  std::string name;
+  const ErrorStats* e;
+};
+
+std::vector<Row> all_rows(const ValidationReport& r) {
+  std::vector<Row> rows;
+  for (const auto& [op, e] : r.by_op) rows.push_back({"op " + op, &e});
+  for (int p = 0; p < kNumPhases; ++p) {
+    if (r.by_phase[p].num_samples > 0) {
+      rows.push_back({std::string("phase ") + phase_name(static_cast<Phase>(p)), &r.by_phase[p]});
+    }
+  }
+  rows.push_back({"step compute (per GPU)", &r.per_step});
+  rows.push_back({"step duration (composed)", &r.step_duration});
+  return rows;
+}
+
+}  // namespace
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kAttention: return "attention";
+    case Phase::kDenseFfn: return "dense_ffn";
+    case Phase::kRouter: return "router";
+    case Phase::kExperts: return "experts";
+  }
+  return "?";
+}
+
+bool phase_of_engine_op(const std::string& op, Phase* phase) {
+  if (op == "rmsnorm" || op.rfind("attn_", 0) == 0) {
+    *phase = Phase::kAttention;
+  } else if (op == "dense_ffn") {
+    *phase = Phase::kDenseFfn;
+  } else if (op == "router" || op == "permute") {
+    *phase = Phase::kRouter;
+  } else if (op == "expert_ffn" || op == "shared_expert" || op == "combine" || op == "unpermute") {
+    *phase = Phase::kExperts;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+ValidationReport validate(const ValidationInput& in) {
+  MOESIM_CHECK(in.measurements && in.profile && in.trace, "validate: null input");
+  const MeasurementSet& m = *in.measurements;
+  ValidationReport r;
+  r.measurement_file = m.file;
+  r.profile_name = in.profile->name;
+  r.trace_file = in.trace->file;
+  r.num_out_of_range_queries = in.num_out_of_range_queries;
+  r.num_proxy_queries = in.num_proxy_queries;
+
+  // Per op kind: the profile's fit on the record's own work.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> per_op;
+  std::map<Key, std::array<double, kNumPhases>> measured_phase;
+  std::set<std::pair<int64_t, int32_t>> measured_step_gpu;
+  for (const OpSample& s : m.ops) {
+    if (!s.measured || s.step < 0) continue;
+    const double measured_s = 1e-9 * static_cast<double>(s.measured_ns);
+    Phase ph;
+    if (phase_of_engine_op(s.op, &ph)) {
+      measured_phase[{s.step, s.sim_gpu, s.layer_idx}][static_cast<int>(ph)] += measured_s;
+      measured_step_gpu.insert({s.step, s.sim_gpu});
+    }
+    const OpFit* fit = in.profile->find(cost_kind_of_engine_op(s.op), s.dtype);
+    if (!fit) {
+      ++r.num_ops_without_fit;
+      continue;
+    }
+    OpComparison c;
+    c.step = s.step;
+    c.gpu = s.sim_gpu;
+    c.layer_idx = s.layer_idx;
+    c.op = s.op;
+    c.dtype = s.dtype;
+    c.tokens = s.tokens;
+    c.flops = s.flops;
+    c.bytes = s.bytes;
+    c.measured_s = measured_s;
+    c.simulated_s = fit->predict_s(s.flops, s.bytes, static_cast<double>(s.tokens));
+    c.in_range = fit->in_range(s.flops, s.bytes, static_cast<double>(s.tokens));
+    if (!c.in_range) ++r.num_ops_out_of_range;
+    per_op[s.op].first.push_back(c.measured_s);
+    per_op[s.op].second.push_back(c.simulated_s);
+    r.ops.push_back(std::move(c));
+  }
+  for (const auto& [op, v] : per_op) r.by_op[op] = compute_error_stats(v.first, v.second);
+
+  // Per phase and per step, and the composed step durations.
+  const size_t num_layers = in.measured_layer_of_layer.size();
+  std::vector<double> step_meas, step_sim, dur_meas, dur_sim;
+  std::array<std::pair<std::vector<double>, std::vector<double>>, kNumPhases> phase_v;
+  std::map<int32_t, std::vector<const TraceStep*>> trace_steps;  // replica -> steps
+  std::map<std::pair<int32_t, int64_t>, const TraceStep*> trace_by_step;
+  for (const TraceStep& t : in.trace->steps) trace_by_step[{t.replica, t.step}] = &t;
+  std::map<int32_t, std::vector<double>> meas_durations, sim_durations;
+  bool all_gpus_measured = true;
+  for (const ResimulatedStep& s : in.steps) {
+    MOESIM_CHECK(s.phase_s.size() == s.gpus.size(), "validate: phase table size");
+    std::vector<bool> is_moe(num_layers, false);
+    for (size_t l = 0; l < num_layers; ++l) is_moe[l] = s.dispatch_s[l] > 0 || s.combine_s[l] > 0;
+    std::vector<std::vector<std::array<double, kNumPhases>>> measured(
+        s.gpus.size(), std::vector<std::array<double, kNumPhases>>(num_layers));
+    bool complete = true;
+    for (size_t g = 0; g < s.gpus.size(); ++g) {
+      const int32_t gpu = s.gpus[g];
+      if (!measured_step_gpu.count({s.step, gpu})) {
+        complete = false;
+        continue;
+      }
+      double meas_total = 0, sim_total = 0;
+      for (size_t l = 0; l < num_layers; ++l) {
+        int32_t ml = in.measured_layer_of_layer[l];
+        auto it = ml >= 0 ? measured_phase.find({s.step, gpu, ml}) : measured_phase.end();
+        std::array<double, kNumPhases> mp{};
+        if (it != measured_phase.end()) mp = it->second;
+        measured[g][l] = mp;
+        for (int p = 0; p < kNumPhases; ++p) {
+          const double sp = s.phase_s[g][l][p];
+          meas_total += mp[p];
+          sim_total += sp;
+          if (mp[p] > 0 || sp > 0) {
+            r.phases.push_back({s.step, gpu, static_cast<int32_t>(l), static_cast<Phase>(p), mp[p], sp});
+            phase_v[p].first.push_back(mp[p]);
+            phase_v[p].second.push_back(sp);
+          }
+        }
+      }
+      r.steps.push_back({s.step, s.replica, gpu, meas_total, sim_total});
+      step_meas.push_back(meas_total);
+      step_sim.push_back(sim_total);
+    }
+    double composed_sim = compose_step_s(s, s.phase_s, is_moe);
+    r.max_composition_error_s =
+        std::max(r.max_composition_error_s, std::abs(composed_sim - s.duration_s));
+    if (!complete) {
+      all_gpus_measured = false;
+      continue;
+    }
+    double composed_meas = compose_step_s(s, measured, is_moe);
+    r.step_durations.push_back({static_cast<double>(s.step), composed_meas, composed_sim});
+    dur_meas.push_back(composed_meas);
+    dur_sim.push_back(composed_sim);
+    auto t = trace_by_step.find({s.replica, s.step});
+    MOESIM_CHECK(t != trace_by_step.end(), "validate: re-simulated step not in the trace");
+    trace_steps[s.replica].push_back(t->second);
+    meas_durations[s.replica].push_back(composed_meas);
+    sim_durations[s.replica].push_back(composed_sim);
+  }
+  for (int p = 0; p < kNumPhases; ++p) {
+    r.by_phase[p] = compute_error_stats(phase_v[p].first, phase_v[p].second);
+  }
+  r.per_step = compute_error_stats(step_meas, step_sim);
+  r.step_duration = compute_error_stats(dur_meas, dur_sim);
+
+  // End to end.
+  if (!all_gpus_measured) {
+    r.end_to_end_note =
+        "the engine did not play every GPU of the replica: end-to-end metrics need all of them";
+    return r;
+  }
+  RequestTimes sim_t, meas_t;
+  double sim_span = 0, meas_span = 0;
+  for (const auto& [replica, steps] : trace_steps) {
+    RequestTimes a = request_times(steps, make_timeline(steps, sim_durations[replica]));
+    RequestTimes b = request_times(steps, make_timeline(steps, meas_durations[replica]));
+    sim_t.ttft_s.insert(sim_t.ttft_s.end(), a.ttft_s.begin(), a.ttft_s.end());
+    sim_t.tpot_s.insert(sim_t.tpot_s.end(), a.tpot_s.begin(), a.tpot_s.end());
+    meas_t.ttft_s.insert(meas_t.ttft_s.end(), b.ttft_s.begin(), b.ttft_s.end());
+    meas_t.tpot_s.insert(meas_t.tpot_s.end(), b.tpot_s.begin(), b.tpot_s.end());
+    sim_t.output_tokens += a.output_tokens;
+    meas_t.output_tokens += b.output_tokens;
+    sim_span = std::max(sim_span, a.span_s);
+    meas_span = std::max(meas_span, b.span_s);
+  }
+  auto add = [&](const char* name, double sim, double meas) {
+    r.end_to_end.push_back({name, sim, meas});
+  };
+  add("ttft_p50_ms", 1e3 * quantile(sim_t.ttft_s, 0.5), 1e3 * quantile(meas_t.ttft_s, 0.5));
+  add("ttft_p99_ms", 1e3 * quantile(sim_t.ttft_s, 0.99), 1e3 * quantile(meas_t.ttft_s, 0.99));
+  add("tpot_p50_ms", 1e3 * quantile(sim_t.tpot_s, 0.5), 1e3 * quantile(meas_t.tpot_s, 0.5));
+  add("tpot_p99_ms", 1e3 * quantile(sim_t.tpot_s, 0.99), 1e3 * quantile(meas_t.tpot_s, 0.99));
+  add("output_tokens_per_s", sim_span > 0 ? sim_t.output_tokens / sim_span : 0.0,
+      meas_span > 0 ? meas_t.output_tokens / meas_span : 0.0);
+  add("mean_step_ms", dur_sim.empty() ? 0.0 : 1e3 * r.step_duration.simulated_sum / dur_sim.size(),
+      dur_meas.empty() ? 0.0 : 1e3 * r.step_duration.measured_sum / dur_meas.size());
+  return r;
+}
+
+void write_validation_text(std::ostream& os, const ValidationReport& r) {
+  os << "validation: " << r.measurement_file << " with profile " << r.profile_name << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-28s %6s %8s %8s %8s %10s %10s %7s %7s\n", "what", "n",
+                "MAPE", "p50|rel|", "p99|rel|", "p50|abs|us", "p99|abs|us", "bias", "r");
+  os << line;
+  for (const Row& row : all_rows(r)) {
+    const ErrorStats& e = *row.e;
+    std::snprintf(line, sizeof line, "  %-28s %6lld %8s %8s %8s %10s %10s %7s %7.3f\n",
+                  row.name.c_str(), static_cast<long long>(e.num_samples), pct(e.mape).c_str(),
+                  pct(e.p50_abs_rel_error).c_str(), pct(e.p99_abs_rel_error).c_str(),
+                  us(e.p50_abs_error_s).c_str(), us(e.p99_abs_error_s).c_str(),
+                  pct(e.mean_rel_error).c_str(), e.pearson_r);
+    os << line;
+  }
+  os << "  end to end (simulated vs engine-measured compute; collectives and lm_head simulated):\n";
+  if (!r.end_to_end_note.empty()) os << "    " << r.end_to_end_note << "\n";
+  for (const EndToEndMetric& m : r.end_to_end) {
+    double rel = m.measured != 0 ? (m.simulated - m.measured) / m.measured : 0.0;
+    std::snprintf(line, sizeof line, "    %-22s simulated %12.4g  measured %12.4g  error %7s\n",
+                  m.name.c_str(), m.simulated, m.measured, pct(rel).c_str());
+    os << line;
+  }
+  os << "  op records without a fit: " << r.num_ops_without_fit
+     << ", priced outside their fit's range: " << r.num_ops_out_of_range << "\n";
+  os << "  re-simulation: out-of-range cost queries " << r.num_out_of_range_queries
+     << ", lm_head priced by proxy " << r.num_proxy_queries << ", composed-vs-StepModel step "
+     << us(r.max_composition_error_s) << " us max\n";
+}
+
+void write_validation_markdown(std::ostream& os, const ValidationReport& r) {
+  os << "# Validation report\n\n"
+     << "- measurements: `" << r.measurement_file << "`\n- step trace: `" << r.trace_file
+     << "`\n- profile: `" << r.profile_name << "`\n\n"
+     << "Relative error = (simulated - measured) / measured; bias is its mean.\n\n"
+     << "| what | n | MAPE | p50 abs rel | p99 abs rel | p50 abs (us) | p99 abs (us) | bias | "
+        "Pearson r |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const Row& row : all_rows(r)) {
+    const ErrorStats& e = *row.e;
+    os << "| " << row.name << " | " << e.num_samples << " | " << pct(e.mape) << " | "
+       << pct(e.p50_abs_rel_error) << " | " << pct(e.p99_abs_rel_error) << " | "
+       << us(e.p50_abs_error_s) << " | " << us(e.p99_abs_error_s) << " | "
+       << pct(e.mean_rel_error) << " | " << num(e.pearson_r, "%.3f") << " |\n";
+  }
+  os << "\n## End to end\n\nCollectives and the output head are not timed by a single-rank "
+        "replay; both columns take them from the simulation.\n\n";
+  if (!r.end_to_end_note.empty()) os << r.end_to_end_note << "\n\n";
+  os << "| metric | simulated | measured | error |\n|---|---|---|---|\n";
+  for (const EndToEndMetric& m : r.end_to_end) {
+    double rel = m.measured != 0 ? (m.simulated - m.measured) / m.measured : 0.0;
+    os << "| " << m.name << " | " << num(m.simulated, "%.4g") << " | " << num(m.measured, "%.4g")
+       << " | " << pct(rel) << " |\n";
+  }
+  os << "\nOp records without a fit: " << r.num_ops_without_fit
+     << "; priced outside their fit's range: " << r.num_ops_out_of_range
+     << ". Re-simulation: out-of-range cost queries " << r.num_out_of_range_queries
+     << ", lm_head priced by proxy " << r.num_proxy_queries << ".\n";
+}
+
+void write_validation_json(std::ostream& os, const ValidationReport& r) {
+  nlohmann::json j;
+  j["measurements"] = r.measurement_file;
+  j["trace"] = r.trace_file;
+  j["profile"] = r.profile_name;
+  for (const auto& [op, e] : r.by_op) j["per_op"][op] = stats_json(e);
+  for (int p = 0; p < kNumPhases; ++p) {
+    j["per_phase"][phase_name(static_cast<Phase>(p))] = stats_json(r.by_phase[p]);
+  }
+  j["per_step_compute"] = stats_json(r.per_step);
+  j["step_duration"] = stats_json(r.step_duration);
+  j["end_to_end"] = nlohmann::json::object();
+  for (const EndToEndMetric& m : r.end_to_end) {
+    j["end_to_end"][m.name] = {{"simulated", m.simulated}, {"measured", m.measured}};
+  }
+  if (!r.end_to_end_note.empty()) j["end_to_end_note"] = r.end_to_end_note;
+  j["num_ops_without_fit"] = r.num_ops_without_fit;
+  j["num_ops_out_of_range"] = r.num_ops_out_of_range;
+  j["num_out_of_range_queries"] = r.num_out_of_range_queries;
+  j["num_proxy_queries"] = r.num_proxy_queries;
+  j["max_composition_error_s"] = r.max_composition_error_s;
+  os << j.dump(2) << "\n";
+}
+
+void write_ops_csv(std::ostream& os, const ValidationReport& r) {
+  os << "step,gpu,layer,op,dtype,tokens,flops,bytes,measured_s,simulated_s,in_range\n";
+  for (const OpComparison& c : r.ops) {
+    os << c.step << ',' << c.gpu << ',' << c.layer_idx << ',' << c.op << ',' << c.dtype << ','
+       << c.tokens << ',' << num(c.flops, "%.6g") << ',' << num(c.bytes, "%.6g") << ','
+       << num(c.measured_s, "%.6g") << ',' << num(c.simulated_s, "%.6g") << ','
+       << (c.in_range ? 1 : 0) << '\n';
+  }
+}
+
+void write_steps_csv(std::ostream& os, const ValidationReport& r) {
+  os << "step,replica,gpu,measured_compute_s,simulated_compute_s\n";
+  for (const StepComparison& c : r.steps) {
+    os << c.step << ',' << c.replica << ',' << c.gpu << ',' << num(c.measured_compute_s, "%.6g")
+       << ',' << num(c.simulated_compute_s, "%.6g") << '\n';
+  }
+}
+
+void write_phases_csv(std::ostream& os, const ValidationReport& r) {
+  os << "step,gpu,layer,phase,measured_s,simulated_s\n";
+  for (const PhaseComparison& c : r.phases) {
+    os << c.step << ',' << c.gpu << ',' << c.layer_idx << ',' << phase_name(c.phase) << ','
+       << num(c.measured_s, "%.6g") << ',' << num(c.simulated_s, "%.6g") << '\n';
+  }
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,128 @@
+// Validation: simulated against engine-measured times, per op kind, per phase, per step and end
+// to end, for one measurement file and the re-simulation of the steps it replayed.
+//
+// Three levels (docs/calibration.md):
+//  - per op kind (cost-model error): every measured op record priced by the profile's fit of its
+//    kind from the record's own FLOPs and bytes (engine conventions);
+//  - per phase and per step (simulator error): the StepModel re-simulates the recorded steps with
+//    the calibrated cost model (simulator conventions); its per-GPU, per-layer phases
+//    (attention + norms, dense FFN, router + permute, experts = routed + shared + combine +
+//    unpermute) and per-GPU step compute are compared with the sums of the measured ops;
+//  - end to end: each recorded step's duration is composed from per-GPU, per-layer compute with
+//    the step model's barriers (layer start -> dispatch barrier -> experts -> combine barrier),
+//    once with simulated and once with measured compute; the collectives and the output head,
+//    which a single-rank engine replay does not time, come from the simulation on both sides.
+//    TTFT (from a request's first scheduled step to the end of its last prefill step), TPOT
+//    and output throughput follow from those two timelines.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/calibration/error_stats.h"
+#include "sim/calibration/measurement_reader.h"
+#include "sim/calibration/profile.h"
+#include "sim/calibration/step_trace_reader.h"
+
+namespace moesim::sim {
+
+enum class Phase { kAttention, kDenseFfn, kRouter, kExperts };
+inline constexpr int kNumPhases = 4;
+// "attention", "dense_ffn", "router", "experts".
+const char* phase_name(Phase p);
+// The phase of an engine op name; false for the all-to-alls and unknown names.
+bool phase_of_engine_op(const std::string& op, Phase* phase);
+
+// One recorded step as the StepModel re-simulated it.
+struct ResimulatedStep {
+  int64_t step = 0;
+  int32_t replica = 0;
+  std::vector<int32_t> gpus;  // global ids, replica order
+  double duration_s = 0;      // the StepModel's step time
+  // phase_s[gpu_idx][layer_idx][phase]
+  std::vector<std::vector<std::array<double, kNumPhases>>> phase_s;
+  std::vector<double> dispatch_s, combine_s;  // per layer (0 for dense layers)
+  std::vector<double> lm_head_s;              // per GPU
+};
+
+struct ValidationInput {
+  const MeasurementSet* measurements = nullptr;
+  const CalibrationProfile* profile = nullptr;
+  const StepTraceFile* trace = nullptr;
+  std::vector<ResimulatedStep> steps;
+  // Model layer -> the measured layer standing for it (itself under --layers all; the sampled
+  // layer of the same signature otherwise); -1 when none was run.
+  std::vector<int32_t> measured_layer_of_layer;
+  int64_t num_out_of_range_queries = 0;  // from the calibrated cost model during re-simulation
+  int64_t num_proxy_queries = 0;
+};
+
+struct OpComparison {
+  int64_t step = 0;
+  int32_t gpu = 0;
+  int32_t layer_idx = 0;
+  std::string op;  // engine name
+  std::string dtype;
+  int64_t tokens = 0;
+  double flops = 0, bytes = 0;
+  double measured_s = 0, simulated_s = 0;
+  bool in_range = true;
+};
+
+struct PhaseComparison {
+  int64_t step = 0;
+  int32_t gpu = 0;
+  int32_t layer_idx = 0;
+  Phase phase = Phase::kAttention;
+  double measured_s = 0, simulated_s = 0;
+};
+
+struct StepComparison {
+  int64_t step = 0;
+  int32_t replica = 0;
+  int32_t gpu = 0;
+  double measured_compute_s = 0, simulated_compute_s = 0;
+};
+
+struct EndToEndMetric {
+  std::string name;  // e.g. "ttft_p50_ms"
+  double simulated = 0, measured = 0;
+};
+
+struct ValidationReport {
+  std::string measurement_file, profile_name, trace_file;
+  std::vector<OpComparison> ops;
+  std::map<std::string, ErrorStats> by_op;     // engine op name -> stats
+  int64_t num_ops_without_fit = 0;             // measured records whose kind/dtype has no fit
+  int64_t num_ops_out_of_range = 0;            // priced outside their fit's range
+  std::vector<PhaseComparison> phases;
+  std::array<ErrorStats, kNumPhases> by_phase;
+  std::vector<StepComparison> steps;
+  ErrorStats per_step;                         // per (step, GPU) compute
+  std::vector<std::array<double, 3>> step_durations;  // (step, measured_s, simulated_s)
+  ErrorStats step_duration;                    // composed step durations
+  double max_composition_error_s = 0;          // |composed simulated - StepModel duration|
+  std::vector<EndToEndMetric> end_to_end;
+  std::string end_to_end_note;  // why end-to-end metrics are missing, when they are
+  int64_t num_out_of_range_queries = 0;
+  int64_t num_proxy_queries = 0;
+};
+
+// Compares (see the file comment). Preconditions: the pointers are non-null and the
+// re-simulated steps are those of the trace the measurements replayed.
+ValidationReport validate(const ValidationInput& input);
+
+// Writers. The text table is what the terminal shows; markdown the same for reports; JSON every
+// statistic; the CSVs one row per sample (plots-ready).
+void write_validation_text(std::ostream& os, const ValidationReport& r);
+void write_validation_markdown(std::ostream& os, const ValidationReport& r);
+void write_validation_json(std::ostream& os, const ValidationReport& r);
+void write_ops_csv(std::ostream& os, const ValidationReport& r);
+void write_steps_csv(std::ostream& os, const ValidationReport& r);
+void write_phases_csv(std::ostream& os, const ValidationReport& r);
+
+}  // namespace moesim::sim

@@ -1,0 +1,279 @@
+// The run writers: summary JSON and text, requests CSV, Chrome trace, and the step trace, whose
+// header and step records are the contract with the engine (docs/schemas/step_trace.md).
+#include "sim/serving/run_outputs.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/sim/serving/test_scenarios.h"
+
+namespace moesim::sim {
+namespace {
+
+using nlohmann::json;
+using testing::test_scenario;
+
+struct Recorded {
+  const Scenario* sc;
+  RunOutput out;
+};
+
+// Each scenario run once per process, recording every step and a Chrome-trace window.
+const Recorded& recorded(const std::string& name) {
+  static std::map<std::string, Recorded> cache;
+  auto it = cache.find(name);
+  if (it != cache.end()) return it->second;
+  const Scenario& sc = test_scenario(name);
+  RunOptions opt;
+  opt.record_steps = true;
+  opt.record_max_steps = 400;
+  opt.chrome_trace = true;
+  opt.trace_start_ns = from_seconds(0.2);
+  opt.trace_end_ns = from_seconds(0.21);
+  return cache.emplace(name, Recorded{&sc, run_scenario(sc, opt)}).first->second;
+}
+
+std::vector<json> parse_lines(const std::string& text) {
+  std::vector<json> lines;
+  std::istringstream is(text);
+  std::string line;
+  while (std::getline(is, line)) lines.push_back(json::parse(line));
+  return lines;
+}
+
+std::string step_trace(const std::string& name) {
+  const Recorded& r = recorded(name);
+  std::ostringstream os;
+  write_step_trace(os, *r.sc, r.out, r.sc->run.seed);
+  return os.str();
+}
+
+TEST(StepTraceTest, HeaderDescribesModelTopologyReplicasAndPlacement) {
+  std::vector<json> lines = parse_lines(step_trace("tiny_synthetic"));
+  ASSERT_GT(lines.size(), 1u);
+  const json& h = lines[0];
+  EXPECT_EQ(h["record"], "header");
+  EXPECT_EQ(h["schema"], "moesim.step_trace.v1");
+  EXPECT_EQ(h["scenario"], "tiny_synthetic");
+  EXPECT_EQ(h["seed"], 7);
+  const json& m = h["model"];
+  EXPECT_EQ(m["name"], "tiny");
+  EXPECT_EQ(m["hidden_size"], 256);
+  EXPECT_EQ(m["vocab_size"], 1024);
+  EXPECT_EQ(m["dtypes"]["experts"], "bf16");
+  EXPECT_EQ(m["dtypes"]["dispatch"], "fp8");
+  EXPECT_EQ(m["dtypes"]["state"], "fp32");
+  ASSERT_EQ(m["layers"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(m["layers"][i]["layer"], i);
+  EXPECT_EQ(m["layers"][0]["ffn"]["kind"], "dense");
+  EXPECT_EQ(m["layers"][0]["ffn"]["intermediate_size"], 512);
+  const json& mla = m["layers"][0]["attention"];
+  EXPECT_EQ(mla["kind"], "mla");
+  EXPECT_EQ(mla["q_lora_rank"], 128);
+  EXPECT_EQ(mla["qk_rope_head_dim"], 16);
+  // The KDA fields the engine needs to build real-shaped weights.
+  const json& kda = m["layers"][1]["attention"];
+  EXPECT_EQ(kda["kind"], "kda");
+  EXPECT_EQ(kda["head_dim_k"], 32);
+  EXPECT_EQ(kda["short_conv_kernel"], 4);
+  EXPECT_EQ(kda["gate_lora_rank"], 32);
+  EXPECT_EQ(kda["output_gate"], true);
+  const json& moe = m["layers"][1]["ffn"];
+  EXPECT_EQ(moe["kind"], "moe");
+  EXPECT_EQ(moe["num_routed_experts"], 16);
+  EXPECT_EQ(moe["top_k"], 2);
+  EXPECT_EQ(moe["num_shared_experts"], 1);
+  EXPECT_EQ(moe["shared_intermediate_size"], 128);
+  EXPECT_EQ(moe["scoring"], "sigmoid");
+  EXPECT_EQ(h["topology"]["num_gpus"], 8);
+  EXPECT_EQ(h["topology"]["gpu"], "h200-sxm");
+  ASSERT_EQ(h["replicas"].size(), 1u);
+  EXPECT_EQ(h["replicas"][0]["gpus"], json({0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(h["replicas"][0]["attention"], "dp");
+  EXPECT_EQ(h["replicas"][0]["ep_size"], 8);
+  EXPECT_EQ(h["placement"]["num_slots_per_gpu"], 2);
+  ASSERT_EQ(h["placement"]["expert_gpus"].size(), 16u);
+  for (int e = 0; e < 16; ++e) EXPECT_EQ(h["placement"]["expert_gpus"][e], json({e / 2}));
+}
+
+TEST(StepTraceTest, GqaLayersCarryQkNorm) {
+  json m = model_shapes_json(*test_scenario("tiny_dense").model, DeploymentSpec{});
+  EXPECT_EQ(m["layers"][0]["attention"]["kind"], "gqa");
+  EXPECT_EQ(m["layers"][0]["attention"]["num_kv_heads"], 2);
+  EXPECT_EQ(m["layers"][0]["attention"]["qk_norm"], false);
+}
+
+// The engine's checks on step records (docs/schemas/step_trace.md, "What the engine checks").
+void check_steps(const std::string& name) {
+  SCOPED_TRACE(name);
+  std::vector<json> lines = parse_lines(step_trace(name));
+  ASSERT_GT(lines.size(), 1u);
+  const json& h = lines[0];
+  std::vector<int64_t> moe_layers;
+  for (const json& l : h["model"]["layers"]) {
+    if (l["ffn"]["kind"] == "moe") moe_layers.push_back(l["layer"]);
+  }
+  const int64_t top_k = moe_layers.empty() ? 0 : h["model"]["layers"][moe_layers[0]]["ffn"]["top_k"].get<int64_t>();
+  std::vector<std::set<int64_t>> expert_gpus;
+  for (const json& e : h["placement"]["expert_gpus"]) expert_gpus.emplace_back(e.begin(), e.end());
+  std::map<int64_t, std::set<int64_t>> replica_gpus;
+  for (const json& r : h["replicas"]) {
+    replica_gpus[r["replica"]] = std::set<int64_t>(r["gpus"].begin(), r["gpus"].end());
+  }
+  int64_t num_steps = 0;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const json& s = lines[i];
+    SCOPED_TRACE("line " + std::to_string(i + 1));
+    ASSERT_EQ(s["record"], "step");
+    ++num_steps;
+    EXPECT_EQ(s["sim"]["step_ns"], s["end_ns"].get<int64_t>() - s["start_ns"].get<int64_t>());
+    const std::set<int64_t>& gpus = replica_gpus.at(s["replica"]);
+    std::map<int64_t, int64_t> tokens_of_gpu;
+    for (const json& q : s["sequences"]) {
+      EXPECT_TRUE(gpus.count(q["gpu"])) << q.dump();
+      EXPECT_TRUE(q["phase"] == "prefill" || q["phase"] == "decode");
+      if (q["phase"] == "decode") EXPECT_EQ(q["new_tokens"], 1);
+      EXPECT_GE(q["context_tokens"].get<int64_t>(), 0);
+      tokens_of_gpu[q["gpu"]] += q["new_tokens"].get<int64_t>();
+    }
+    ASSERT_EQ(s["layers"].size(), moe_layers.size());
+    for (size_t l = 0; l < moe_layers.size(); ++l) {
+      const json& layer = s["layers"][l];
+      EXPECT_EQ(layer["layer"], moe_layers[l]);
+      EXPECT_GT(layer["dispatch_bytes"].get<double>(), 0);
+      std::map<int64_t, int64_t> from_src;
+      std::map<std::pair<int64_t, int64_t>, int64_t> src_expert;
+      for (const json& r : layer["routing"]) {
+        const int64_t src = r[0], expert = r[1], dst = r[2], count = r[3];
+        EXPECT_GE(count, 1);
+        EXPECT_TRUE(gpus.count(src));
+        EXPECT_TRUE(expert_gpus.at(expert).count(dst)) << r.dump();
+        from_src[src] += count;
+        src_expert[{src, expert}] += count;
+      }
+      // Per source GPU the counts sum to top_k times its tokens.
+      for (int64_t g : gpus) EXPECT_EQ(from_src[g], top_k * tokens_of_gpu[g]) << "gpu " << g;
+      // A token picks an expert at most once.
+      for (const auto& [key, count] : src_expert) {
+        EXPECT_LE(count, tokens_of_gpu[key.first])
+            << "src " << key.first << " expert " << key.second;
+      }
+    }
+  }
+  EXPECT_EQ(num_steps, static_cast<int64_t>(recorded(name).out.steps.size()));
+}
+
+TEST(StepTraceTest, StepsFollowTheEngineContract) { check_steps("tiny_synthetic"); }
+TEST(StepTraceTest, StepsFollowTheEngineContractWithTwoReplicas) { check_steps("tiny_agent"); }
+TEST(StepTraceTest, DenseModelStepsHaveNoLayers) { check_steps("tiny_dense"); }
+
+TEST(StepTraceTest, RecordMaxStepsCapsTheTrace) {
+  EXPECT_EQ(recorded("tiny_synthetic").out.steps.size(), 400u);
+}
+
+TEST(ChromeTraceTest, IsValidJsonWithCompleteEvents) {
+  const Recorded& r = recorded("tiny_synthetic");
+  std::ostringstream os;
+  write_chrome_trace(os, r.out);
+  json doc = json::parse(os.str());
+  ASSERT_TRUE(doc["traceEvents"].is_array());
+  int64_t x = 0, meta = 0;
+  std::set<std::string> names;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "M") {
+      ++meta;
+      EXPECT_EQ(e["name"], "thread_name");
+      continue;
+    }
+    ASSERT_EQ(e["ph"], "X");
+    ++x;
+    names.insert(e["name"]);
+    EXPECT_GE(e["ts"].get<double>(), 0.2e6);  // microseconds, inside the window's steps
+    EXPECT_GT(e["dur"].get<double>(), 0);
+    EXPECT_EQ(e["pid"], 0);
+    EXPECT_GE(e["tid"].get<int>(), 0);
+    EXPECT_LT(e["tid"].get<int>(), 8);
+  }
+  EXPECT_GT(x, 100);
+  EXPECT_EQ(meta, 8);  // one named track per GPU
+  for (const char* n : {"attention", "dense_ffn", "router", "dispatch", "experts", "combine",
+                        "lm_head"}) {
+    EXPECT_TRUE(names.count(n)) << n;
+  }
+}
+
+TEST(RequestsCsvTest, OneRowPerRequestWithTheHeaderColumns) {
+  const Recorded& r = recorded("tiny_too_long");
+  std::ostringstream os;
+  write_requests_csv(os, r.out);
+  std::istringstream is(os.str());
+  std::string line;
+  ASSERT_TRUE(std::getline(is, line));
+  const size_t columns = std::count(line.begin(), line.end(), ',') + 1;
+  EXPECT_EQ(columns, 21u);
+  size_t rows = 0, rejected = 0;
+  while (std::getline(is, line)) {
+    ++rows;
+    EXPECT_EQ(static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1, columns) << line;
+    if (line.find(",rejected,context_too_long,") != std::string::npos) {
+      ++rejected;
+      // No latencies for a rejected request: the last four fields are empty.
+      EXPECT_EQ(line.substr(line.size() - 4), ",,,,") << line;
+    }
+  }
+  EXPECT_EQ(rows, r.out.requests.size());
+  EXPECT_GT(rejected, 0u);
+}
+
+TEST(SummaryTest, JsonHasTheCountsAndIsDeterministic) {
+  const Recorded& r = recorded("tiny_agent");
+  json j = summary_json(*r.sc, r.out, 3);
+  EXPECT_EQ(j["scenario"], "tiny_agent");
+  EXPECT_EQ(j["seed"], 3);
+  EXPECT_EQ(j["conservation_ok"], true);
+  EXPECT_EQ(j["requests"]["arrived"].get<int64_t>(),
+            j["requests"]["completed"].get<int64_t>() + j["requests"]["rejected"].get<int64_t>() +
+                j["requests"]["in_flight"].get<int64_t>());
+  EXPECT_EQ(j["event_digest"], r.out.digest_hex);
+  EXPECT_GT(j["memory_per_gpu"]["num_kv_blocks"].get<int64_t>(), 0);
+  EXPECT_GT(j["actions"]["rollback"].get<int64_t>(), 0);
+  std::ostringstream text;
+  write_summary_text(text, *r.sc, r.out, 3);
+  EXPECT_NE(text.str().find("conservation ok"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find(r.out.digest_hex), std::string::npos);
+}
+
+TEST(OutputsTest, TwoRunsWriteByteIdenticalFiles) {
+  const Scenario& sc = test_scenario("tiny_agent");
+  auto write_all = [&sc]() {
+    RunOptions opt;
+    opt.record_steps = true;
+    opt.record_max_steps = 200;
+    opt.chrome_trace = true;
+    opt.trace_start_ns = 0;
+    opt.trace_end_ns = from_seconds(0.3);
+    RunOutput out = run_scenario(sc, opt);
+    std::ostringstream csv, trace, steps;
+    write_requests_csv(csv, out);
+    write_chrome_trace(trace, out);
+    write_step_trace(steps, sc, out, sc.run.seed);
+    return std::vector<std::string>{summary_json(sc, out, sc.run.seed).dump(2), csv.str(),
+                                    trace.str(), steps.str()};
+  };
+  std::vector<std::string> a = write_all();
+  std::vector<std::string> b = write_all();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_GT(a[i].size(), 100u) << i;
+    EXPECT_TRUE(a[i] == b[i]) << "output " << i << " differs between two runs";
+  }
+}
+
+}  // namespace
+}  // namespace moesim::sim

@@ -1,0 +1,329 @@
+// The step model on hand-checkable cases: the tiny card on small H200-like topologies built from
+// a TopologySpec, with a fixed routing model (balanced, or every selection on one GPU) so that
+// each comparison changes one thing.
+#include "sim/serving/step_model.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sim/cost/roofline.h"
+#include "sim/model/model_card_parser.h"
+#include "sim/network/network_model.h"
+#include "sim/routing/synthetic_routing.h"
+
+namespace moesim::sim {
+namespace {
+
+const std::string kSource = MOESIM_SOURCE_DIR;
+
+const ModelCard& tiny() {
+  static const ModelCard card = load_model_card(kSource + "/models/tiny.toml");
+  return card;
+}
+const ModelCard& tiny_dense() {
+  static const ModelCard card =
+      load_model_card(kSource + "/tests/data/scenarios/models/tiny-dense.toml");
+  return card;
+}
+
+// One node of `num_gpus` H200s on NVLink (360 GB/s per direction).
+Topology h200_node(int32_t num_gpus) {
+  TopologySpec spec;
+  spec.name = "test-h200-" + std::to_string(num_gpus);
+  spec.gpu = *find_gpu_spec("h200-sxm");
+  spec.gpus_per_node = num_gpus;
+  spec.nvlink_bytes_per_s = 360e9;
+  spec.nvlink_latency_ns = 300;
+  spec.nvswitch_latency_ns = 200;
+  return build_topology(spec);
+}
+
+// Routing that sends every selection to one GPU (hot_gpu >= 0; that GPU must host >= top_k
+// experts), or spreads them evenly over the GPUs (hot_gpu < 0).
+class FixedRouting final : public RoutingModel {
+ public:
+  FixedRouting(RoutingShape shape, int32_t hot_gpu) : shape_(shape), hot_gpu_(hot_gpu) {}
+  const RoutingShape& shape() const override { return shape_; }
+  void route(const RoutingQuery& q, CountMatrix& out) override {
+    const int32_t n = static_cast<int32_t>(q.tokens_per_src.size());
+    out.reset(n, shape_.num_experts);
+    for (int32_t s = 0; s < n; ++s) {
+      for (int64_t i = 0; i < int64_t{q.tokens_per_src[s]} * shape_.top_k; ++i) {
+        out.at(s, static_cast<int32_t>(i % shape_.num_experts))++;
+      }
+    }
+  }
+  void route_to_gpus(const RoutingQuery& q, std::span<const int32_t> gpu_of_expert,
+                     int32_t num_dst_gpus, CountMatrix& out) override {
+    const int32_t n = static_cast<int32_t>(q.tokens_per_src.size());
+    out.reset(n, num_dst_gpus);
+    for (int32_t s = 0; s < n; ++s) {
+      const int32_t total = q.tokens_per_src[s] * shape_.top_k;
+      if (hot_gpu_ >= 0) {
+        out.at(s, hot_gpu_) = total;
+        continue;
+      }
+      for (int32_t d = 0; d < num_dst_gpus; ++d) {
+        out.at(s, d) = total / num_dst_gpus + (d < total % num_dst_gpus ? 1 : 0);
+      }
+    }
+  }
+
+ private:
+  RoutingShape shape_;
+  int32_t hot_gpu_;
+};
+
+// A step model over `num_gpus` GPUs of one node; owns its dependencies.
+struct Fixture {
+  Fixture(const ModelCard& card, int32_t num_gpus, DeploymentSpec d, int32_t hot_gpu = -1)
+      : topology(h200_node(num_gpus)),
+        cost(topology.gpu_spec(), RooflineParams::defaults()),
+        deployment(d) {
+    deployment.gpus_per_replica = num_gpus;
+    std::vector<GpuId> gpus;
+    for (int32_t g = 0; g < num_gpus; ++g) gpus.emplace_back(g);
+    std::vector<int32_t> gpu_of_expert;
+    NetworkModel* net = nullptr;
+    RoutingModel* rt = nullptr;
+    if (num_moe_layers(card) > 0) {
+      RoutingShape shape = routing_shape_of(card);
+      for (int32_t e = 0; e < shape.num_experts; ++e) {
+        gpu_of_expert.push_back(e / (shape.num_experts / num_gpus));
+      }
+      network = NetworkModelRegistry().make("bottleneck", topology);
+      routing = std::make_unique<FixedRouting>(shape, hot_gpu);
+      net = network.get();
+      rt = routing.get();
+    }
+    model = std::make_unique<StepModel>(card, topology, deployment, gpus, gpu_of_expert, cost,
+                                        net, rt);
+  }
+  Topology topology;
+  RooflineCostModel cost;
+  DeploymentSpec deployment;
+  std::unique_ptr<NetworkModel> network;
+  std::unique_ptr<RoutingModel> routing;
+  std::unique_ptr<StepModel> model;
+};
+
+// `per_rank` decode sequences with `context` cached tokens on each of `num_ranks` ranks.
+std::vector<std::vector<SeqSlice>> decode_batch(int32_t num_ranks, int32_t per_rank,
+                                                int64_t context) {
+  return std::vector<std::vector<SeqSlice>>(
+      num_ranks, std::vector<SeqSlice>(per_rank, SeqSlice{1, context, false}));
+}
+
+SimTime sum_at(const StepResult& r, size_t g) {
+  return r.compute_ns[g] + r.comm_ns[g] + r.wait_ns[g];
+}
+
+class CountingObserver final : public StepObserver {
+ public:
+  void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
+                SimTime duration_ns) override {
+    ++num_slices;
+    max_end_ns = std::max(max_end_ns, start_ns + duration_ns);
+    min_start_ns = std::min(min_start_ns, start_ns);
+    if (duration_ns <= 0) ++num_empty;
+  }
+  void on_routing(int32_t layer_idx, int32_t moe_layer_idx, const CountMatrix& src_dst,
+                  double dispatch_bytes, double combine_bytes) override {
+    ++num_routing;
+    row_sums.clear();
+    for (int32_t s = 0; s < src_dst.num_rows(); ++s) row_sums.push_back(src_dst.row_sum(s));
+  }
+  int num_slices = 0, num_empty = 0, num_routing = 0;
+  SimTime max_end_ns = 0, min_start_ns = 1LL << 62;
+  std::vector<int64_t> row_sums;
+};
+
+TEST(StepModelTest, ZeroTokensTakeZeroTime) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  CountingObserver obs;
+  const StepResult& r = f.model->run(0, decode_batch(8, 0, 0), &obs);
+  EXPECT_EQ(r.duration_ns, 0);
+  for (int g = 0; g < 8; ++g) {
+    EXPECT_EQ(r.compute_ns[g], 0);
+    EXPECT_EQ(r.comm_ns[g], 0);
+    EXPECT_EQ(r.wait_ns[g], 0);
+  }
+  EXPECT_EQ(r.dispatch_bytes, 0);
+  EXPECT_EQ(obs.num_slices, 0);
+  EXPECT_EQ(obs.num_routing, 0);
+}
+
+TEST(StepModelTest, DecodeStepTimeGrowsWithBatch) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  SimTime prev = 0;
+  for (int32_t batch : {1, 16, 256, 2048}) {
+    SimTime d = f.model->run(0, decode_batch(8, batch, 1000), nullptr).duration_ns;
+    EXPECT_GT(d, prev) << "batch " << batch;
+    prev = d;
+  }
+}
+
+TEST(StepModelTest, DecodeStepTimeGrowsWithContext) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  SimTime short_ctx = f.model->run(0, decode_batch(8, 256, 100), nullptr).duration_ns;
+  SimTime long_ctx = f.model->run(0, decode_batch(8, 256, 4000), nullptr).duration_ns;
+  EXPECT_GT(long_ctx, short_ctx);
+}
+
+TEST(StepModelTest, PrefillCostsMoreThanDecodeOfTheSameSequences) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  std::vector<std::vector<SeqSlice>> prefill(8, {SeqSlice{512, 0, true}});
+  SimTime p = f.model->run(0, prefill, nullptr).duration_ns;
+  SimTime d = f.model->run(0, decode_batch(8, 1, 512), nullptr).duration_ns;
+  EXPECT_GT(p, d);
+}
+
+TEST(StepModelTest, GpuTimeAddsUpToTheStepWithoutOverlap) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  std::vector<std::vector<SeqSlice>> ranks = decode_batch(8, 4, 300);
+  ranks[3].push_back(SeqSlice{700, 0, true});  // one rank much busier
+  CountingObserver obs;
+  const StepResult& r = f.model->run(0, ranks, &obs);
+  for (size_t g = 0; g < 8; ++g) {
+    EXPECT_NEAR(static_cast<double>(sum_at(r, g)), static_cast<double>(r.duration_ns), 4.0)
+        << "gpu " << g;
+  }
+  // The busy rank makes everyone else wait.
+  EXPECT_LT(r.wait_ns[3], r.wait_ns[0]);
+  // Slices lie inside the step.
+  EXPECT_GE(obs.min_start_ns, 0);
+  EXPECT_LE(obs.max_end_ns, r.duration_ns + 2);
+  EXPECT_EQ(obs.num_empty, 0);
+}
+
+TEST(StepModelTest, RoutingRowsSumToTopKTimesTokens) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  std::vector<std::vector<SeqSlice>> ranks = decode_batch(8, 3, 10);
+  ranks[5].push_back(SeqSlice{40, 0, true});
+  CountingObserver obs;
+  f.model->run(0, ranks, &obs);
+  EXPECT_EQ(obs.num_routing, 3);  // tiny: 3 MoE layers
+  ASSERT_EQ(obs.row_sums.size(), 8u);
+  for (int s = 0; s < 8; ++s) EXPECT_EQ(obs.row_sums[s], 2 * (s == 5 ? 43 : 3)) << s;
+}
+
+TEST(StepModelTest, HotExpertMakesColdGpusWaitAtTheBarrier) {
+  Fixture balanced(tiny(), 8, DeploymentSpec{}, /*hot_gpu=*/-1);
+  Fixture hot(tiny(), 8, DeploymentSpec{}, /*hot_gpu=*/0);
+  auto ranks = decode_batch(8, 512, 500);
+  StepResult b = balanced.model->run(0, ranks, nullptr);
+  StepResult h = hot.model->run(0, ranks, nullptr);
+  EXPECT_GT(h.duration_ns, b.duration_ns);
+  EXPECT_GT(h.max_gpu_selections, b.max_gpu_selections);
+  EXPECT_DOUBLE_EQ(h.mean_gpu_selections, b.mean_gpu_selections);
+  for (int g = 1; g < 8; ++g) {
+    // Cold GPUs wait for the hot one; the hot one hardly waits.
+    EXPECT_GT(h.wait_ns[g], b.wait_ns[g]) << "gpu " << g;
+    EXPECT_GT(h.wait_ns[g], h.wait_ns[0]) << "gpu " << g;
+  }
+  EXPECT_GT(h.compute_ns[0], b.compute_ns[0]);
+}
+
+TEST(StepModelTest, MicrobatchOverlapIsNeverSlower) {
+  DeploymentSpec overlap;
+  overlap.microbatch_overlap = true;
+  std::mt19937 rng(42);
+  for (int32_t hot_gpu : {-1, 0}) {
+    Fixture seq(tiny(), 8, DeploymentSpec{}, hot_gpu);
+    Fixture ovl(tiny(), 8, overlap, hot_gpu);
+    for (int trial = 0; trial < 30; ++trial) {
+      std::vector<std::vector<SeqSlice>> ranks(8);
+      for (auto& r : ranks) {
+        int n = std::uniform_int_distribution<int>(0, 40)(rng);
+        for (int i = 0; i < n; ++i) {
+          bool prefill = std::uniform_int_distribution<int>(0, 9)(rng) == 0;
+          int64_t ctx = std::uniform_int_distribution<int64_t>(0, 3000)(rng);
+          r.push_back(prefill ? SeqSlice{std::uniform_int_distribution<int64_t>(1, 900)(rng), ctx,
+                                         true}
+                              : SeqSlice{1, ctx, false});
+        }
+      }
+      SimTime a = seq.model->run(trial, ranks, nullptr).duration_ns;
+      SimTime b = ovl.model->run(trial, ranks, nullptr).duration_ns;
+      EXPECT_LE(b, a + 1) << "trial " << trial << " hot " << hot_gpu;
+    }
+  }
+}
+
+TEST(StepModelTest, OverlapHidesCommunication) {
+  DeploymentSpec overlap;
+  overlap.microbatch_overlap = true;
+  Fixture seq(tiny(), 8, DeploymentSpec{});
+  Fixture ovl(tiny(), 8, overlap);
+  auto ranks = decode_batch(8, 1024, 200);
+  EXPECT_LT(ovl.model->run(0, ranks, nullptr).duration_ns,
+            seq.model->run(0, ranks, nullptr).duration_ns);
+}
+
+TEST(StepModelTest, SyntheticRoutingIsDeterministicPerSeed) {
+  Topology topo = h200_node(8);
+  RooflineCostModel cost(topo.gpu_spec(), RooflineParams::defaults());
+  RoutingShape shape = routing_shape_of(tiny());
+  std::vector<GpuId> gpus;
+  std::vector<int32_t> gpu_of_expert;
+  for (int g = 0; g < 8; ++g) gpus.emplace_back(g);
+  for (int e = 0; e < 16; ++e) gpu_of_expert.push_back(e / 2);
+  RoutingSpec spec;
+  spec.defaults.popularity = PopularityKind::kZipf;
+  auto run_with = [&](uint64_t seed) {
+    auto net = NetworkModelRegistry().make("bottleneck", topo);
+    SyntheticRoutingModel routing(shape, spec, seed);
+    StepModel m(tiny(), topo, DeploymentSpec{}, gpus, gpu_of_expert, cost, net.get(), &routing);
+    std::vector<SimTime> out;
+    for (int step = 0; step < 5; ++step) {
+      out.push_back(m.run(step, decode_batch(8, 64, 100), nullptr).duration_ns);
+    }
+    return out;
+  };
+  EXPECT_EQ(run_with(1), run_with(1));
+}
+
+TEST(StepModelTest, DenseOnlyModelNeedsNoRoutingOrNetwork) {
+  Fixture f(tiny_dense(), 1, DeploymentSpec{});
+  CountingObserver obs;
+  SimTime small = f.model->run(0, decode_batch(1, 1, 100), &obs).duration_ns;
+  SimTime big = f.model->run(0, decode_batch(1, 512, 100), nullptr).duration_ns;
+  EXPECT_GT(small, 0);
+  EXPECT_GT(big, small);
+  EXPECT_EQ(obs.num_routing, 0);
+  EXPECT_GT(obs.num_slices, 0);
+  EXPECT_EQ(f.model->run(0, decode_batch(1, 0, 0), nullptr).duration_ns, 0);
+}
+
+TEST(StepModelTest, TensorParallelRanksShareTheDenseFfnEvenly) {
+  // One decode token on a TP-2 rank: both GPUs of the group run the same TP-split kernels.
+  DeploymentSpec tp;
+  tp.attention = AttentionParallel::kTensor;
+  tp.attention_tp = 2;
+  Fixture f(tiny_dense(), 2, tp);
+  ASSERT_EQ(f.model->num_ranks(), 1);
+  for (int32_t batch : {1, 3}) {
+    const StepResult& r = f.model->run(0, decode_batch(1, batch, 100), nullptr);
+    EXPECT_EQ(r.compute_ns[0], r.compute_ns[1]) << "batch " << batch;
+    EXPECT_GT(r.duration_ns, 0);
+  }
+}
+
+TEST(StepModelTest, TensorParallelAttentionIsFasterPerRank) {
+  // The same sequences on one TP-2 rank take less time than on one GPU alone.
+  DeploymentSpec tp;
+  tp.attention = AttentionParallel::kTensor;
+  tp.attention_tp = 2;
+  Fixture one(tiny_dense(), 1, DeploymentSpec{});
+  Fixture two(tiny_dense(), 2, tp);
+  std::vector<std::vector<SeqSlice>> prefill(1, {SeqSlice{2048, 0, true}});
+  EXPECT_LT(two.model->run(0, prefill, nullptr).duration_ns,
+            one.model->run(0, prefill, nullptr).duration_ns);
+}
+
+}  // namespace
+}  // namespace moesim::sim
