@@ -59,7 +59,12 @@ int model_command(const std::vector<std::string>& argv);
 int topo_command(const std::vector<std::string>& argv);
 int collective_command(const std::vector<std::string>& argv);
 int run_command(const std::vector<std::string>& argv);
+int layers_command(const std::vector<std::string>& argv);
+int prune_command(const std::vector<std::string>& argv);
 int calibrate_command(const std::vector<std::string>& argv);
 int validate_command(const std::vector<std::string>& argv);
+int compare_command(const std::vector<std::string>& argv);
+int sweep_command(const std::vector<std::string>& argv);
+int search_command(const std::vector<std::string>& argv);
 
 }  // namespace moesim::cli

@@ -22,10 +22,20 @@ const Command kCommands[] = {
      moesim::cli::collective_command},
     {"run", "simulate a scenario: summary, event digest, CSV/JSON/Chrome-trace outputs",
      moesim::cli::run_command},
+    {"layers", "per-layer all-to-all vs expert compute as the decode batch grows (crossover)",
+     moesim::cli::layers_command},
+    {"prune", "expert pruning study: kept experts, weight memory, decode step, routing mass lost",
+     moesim::cli::prune_command},
     {"calibrate", "fit a cost-model profile from engine measurements (moesim-engine replay)",
      moesim::cli::calibrate_command},
     {"validate", "re-simulate measured steps with a profile: error per op, step, end to end",
      moesim::cli::validate_command},
+    {"compare", "two scenarios, same seeds: paired differences with bootstrap intervals",
+     moesim::cli::compare_command},
+    {"sweep", "a parameter grid on all cores: one CSV row per run; --shard K/N, sweep merge",
+     moesim::cli::sweep_command},
+    {"search", "highest rate meeting SLOs per configuration; cheapest config for a target rate",
+     moesim::cli::search_command},
 };
 
 void print_help() {

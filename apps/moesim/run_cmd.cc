@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "apps/moesim/cli.h"
+#include "sim/policy/policy_registry.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/run_outputs.h"
@@ -81,8 +82,10 @@ int run_command(const std::vector<std::string>& argv) {
   opt.record_max_steps = record_steps ? *record_steps : sc.outputs.record_max_steps;
   uint64_t used_seed = seed ? static_cast<uint64_t>(*seed) : sc.run.seed;
 
+  auto policies = sim::make_policies(sc);
   auto wall_start = std::chrono::steady_clock::now();
-  sim::RunOutput out = sim::run_scenario(sc, opt, static_cast<int64_t>(used_seed));
+  sim::RunOutput out =
+      sim::run_scenario(sc, opt, static_cast<int64_t>(used_seed), std::move(policies));
   double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 

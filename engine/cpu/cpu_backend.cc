@@ -1,6 +1,9 @@
 // The CPU backend: host allocations counted against a memory limit, operations forwarded to the
-// references in engine/cpu/reference.h, steady_clock timing.
+// references in engine/cpu/reference.h. Timing: the calling thread's CPU time when Eigen runs
+// single-threaded, steady_clock otherwise (see make_cpu_timer in cpu_backend.h).
 #include "engine/cpu/cpu_backend.h"
+
+#include <time.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -53,6 +56,36 @@ class SteadyClockTimer : public Timer {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point stop_;
 };
+
+// CPU time of the calling thread: an operation's own compute, without the time the thread spent
+// preempted by other processes.
+class ThreadCpuTimer : public Timer {
+ public:
+  void start() override { start_ns_ = now_ns(); }
+  void stop() override { stop_ns_ = now_ns(); }
+  int64_t elapsed_ns() override { return stop_ns_ - start_ns_; }
+
+ private:
+  static int64_t now_ns() {
+    timespec ts{};
+    MOESIM_ENGINE_CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0,
+                        "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  }
+  int64_t start_ns_ = 0;
+  int64_t stop_ns_ = 0;
+};
+
+}  // namespace
+
+CpuClock cpu_timer_clock() { return Eigen::nbThreads() == 1 ? CpuClock::kThreadCpu : CpuClock::kWall; }
+
+std::unique_ptr<Timer> make_cpu_timer() {
+  if (cpu_timer_clock() == CpuClock::kThreadCpu) return std::make_unique<ThreadCpuTimer>();
+  return std::make_unique<SteadyClockTimer>();
+}
+
+namespace {
 
 class CpuBackend : public Backend {
  public:
@@ -151,7 +184,7 @@ class CpuBackend : public Backend {
   }
 
   void synchronize() override {}
-  std::unique_ptr<Timer> make_timer() override { return std::make_unique<SteadyClockTimer>(); }
+  std::unique_ptr<Timer> make_timer() override { return make_cpu_timer(); }
 
  private:
   int64_t limit_bytes_;

@@ -21,6 +21,18 @@ struct CpuBackendOptions {
 // A fresh CPU backend (world size 1; all_to_all returns false).
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
 
+// What the CPU backend's Timer measures. kThreadCpu: CPU time of the calling thread
+// (CLOCK_THREAD_CPUTIME_ID), chosen when Eigen runs single-threaded (OMP_NUM_THREADS=1): the
+// reference operations run synchronously on the calling thread, so this is the operation's own
+// compute, and time the thread spends preempted on a loaded, shared machine is not counted (on a
+// 2-core machine with 12 runnable processes, wall time inflates any op longer than a scheduler
+// slice several-fold). kWall: steady_clock, when Eigen uses several threads (a thread's CPU time
+// would miss its helpers' work).
+enum class CpuClock { kThreadCpu, kWall };
+CpuClock cpu_timer_clock();
+// A timer using cpu_timer_clock().
+std::unique_ptr<Timer> make_cpu_timer();
+
 // Bytes the kernel reports as MemAvailable in /proc/meminfo; 0 when unreadable.
 int64_t host_available_memory_bytes();
 

@@ -1,6 +1,7 @@
 #include "sim/calibration/calibrate.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -9,12 +10,12 @@
 namespace moesim::sim {
 
 std::string cost_kind_of_engine_op(const std::string& engine_op) {
-  if (engine_op == "attn_kda_prefill" || engine_op == "attn_kda_decode") return "attn_kda";
   if (engine_op == "dispatch_a2a" || engine_op == "combine_a2a") return "";
-  static const char* kSame[] = {"rmsnorm",         "attn_mla_prefill", "attn_mla_decode",
-                                "attn_gqa_prefill", "attn_gqa_decode",  "router",
-                                "permute",          "unpermute",        "expert_ffn",
-                                "shared_expert",    "dense_ffn",        "combine"};
+  static const char* kSame[] = {"rmsnorm",          "attn_mla_prefill", "attn_mla_decode",
+                                "attn_gqa_prefill", "attn_gqa_decode",  "attn_kda_prefill",
+                                "attn_kda_decode",  "router",           "permute",
+                                "unpermute",        "expert_ffn",       "shared_expert",
+                                "dense_ffn",        "combine"};
   for (const char* k : kSame) {
     if (engine_op == k) return engine_op;
   }
@@ -23,7 +24,6 @@ std::string cost_kind_of_engine_op(const std::string& engine_op) {
 
 std::vector<FitFeature> fit_features_of_kind(const std::string& kind) {
   if (kind == "rmsnorm" || kind == "permute" || kind == "unpermute") return {FitFeature::kBytes};
-  if (kind == "combine") return {FitFeature::kFlops};
   return {FitFeature::kFlops, FitFeature::kBytes};
 }
 
@@ -36,7 +36,8 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets, const Calibra
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> engine_ops;
   std::map<std::string, std::vector<FitSample>> collectives;
   for (const MeasurementSet& m : sets) {
-    p.measurement_files.push_back(m.file);
+    // File names only: a profile is shipped and must not name the machine's scratch paths.
+    p.measurement_files.push_back(std::filesystem::path(m.file).filename().string());
     if (p.backend.empty()) p.backend = m.backend;
     if (p.device.empty()) p.device = m.device;
     for (const OpSample& s : m.ops) {
@@ -79,10 +80,7 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets, const Calibra
       report.num_used -= static_cast<int64_t>(samples.size());
       continue;
     }
-    FitOptions fo = options.fit;
-    // The engine counts combine rows as tokens, the simulator token copies: no regimes by tokens.
-    if (key.first == "combine") fo.max_segments = 1;
-    OpFit fit = fit_op(samples, fit_features_of_kind(key.first), fo);
+    OpFit fit = fit_op(samples, fit_features_of_kind(key.first), options.fit);
     fit.kind = key.first;
     fit.dtype = key.second;
     fit.engine_ops = engine_ops[key];

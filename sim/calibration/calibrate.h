@@ -4,15 +4,13 @@
 // vocabularies or their FLOP/byte conventions differ, the calibrated cost model adapts the
 // simulator's query (calibrated_cost_model.h) so that both sides mean the same work:
 //   rmsnorm                         -> rmsnorm (the engine times both norms of a layer together)
-//   attn_{mla,gqa}_{prefill,decode} -> the same names
-//   attn_kda_prefill, attn_kda_decode -> attn_kda (one kind in the simulator; the regimes of the
-//                                      fit separate the one-token decode from chunked prefill)
+//   attn_{mla,gqa,kda}_{prefill,decode} -> the same names
 //   router, permute, expert_ffn, shared_expert, dense_ffn, combine -> the same names
 //   unpermute                       -> "unpermute" (no simulator kind: priced with permute)
 //   dispatch_a2a, combine_a2a       -> collective fits (latency + bytes / bandwidth), measured
 //                                      records only (multi-rank NCCL replays)
 // Features per kind are those on which both conventions agree (docs/calibration.md):
-// rmsnorm, permute, unpermute: bytes; combine: flops; every other kind: flops and bytes.
+// rmsnorm, permute, unpermute: bytes; every other kind: flops and bytes.
 #pragma once
 
 #include <string>

@@ -7,7 +7,6 @@
 //                 (bytes x 2) and halved.
 //   permute       the simulator's permute stands for the engine's permute and unpermute:
 //                 the two fits are summed (same rows, same bytes).
-//   attn_kda      one fit made from the engine's attn_kda_prefill and attn_kda_decode.
 //   lm_head       not run by the engine: priced with the dense_ffn fit of the same dtype (a
 //                 GEMM of the same form), counted by num_proxy_queries().
 // A query is counted by num_out_of_range_queries() when its fitted features fall outside the

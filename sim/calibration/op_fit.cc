@@ -214,7 +214,9 @@ OpFit fit_op(std::span<const FitSample> samples, std::vector<FitFeature> feature
         }
       }
     }
-    if (best_at == 0 || total_sse <= 0 ||
+    // A fit already exact to 1e-6 relative RMS has nothing left to explain (splitting it would
+    // only chase rounding noise).
+    if (best_at == 0 || total_sse <= 1e-12 * static_cast<double>(sorted.size()) ||
         std::sqrt(best_total / total_sse) > 1.0 - options.min_split_gain) {
       break;
     }

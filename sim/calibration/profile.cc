@@ -1,5 +1,6 @@
 #include "sim/calibration/profile.h"
 
+#include <cmath>
 #include <limits>
 #include <fstream>
 #include <ostream>
@@ -85,11 +86,13 @@ void write_profile(std::ostream& os, const CalibrationProfile& p) {
     for (const std::string& e : f.engine_ops) engine_ops.push_back(e);
     for (FitFeature x : f.features) features.push_back(fit_feature_name(x));
     for (const FitSegment& s : f.segments) {
-      segments.push_back(toml::table{{"tokens_max", s.tokens_max},
-                                     {"intercept_s", s.intercept_s},
-                                     {"s_per_flop", s.s_per_flop},
-                                     {"s_per_byte", s.s_per_byte},
-                                     {"s_per_token", s.s_per_token}});
+      toml::table seg{{"intercept_s", s.intercept_s},
+                      {"s_per_flop", s.s_per_flop},
+                      {"s_per_byte", s.s_per_byte},
+                      {"s_per_token", s.s_per_token}};
+      // The last regime is unbounded: its tokens_max is omitted.
+      if (std::isfinite(s.tokens_max)) seg.insert("tokens_max", s.tokens_max);
+      segments.push_back(std::move(seg));
     }
     ops.push_back(toml::table{
         {"kind", f.kind},
@@ -146,11 +149,17 @@ CalibrationProfile parse_profile(std::string_view text, const std::string& name)
     r.finish();
     f.quality = read_quality(t.get_table("quality"));
     double prev = -std::numeric_limits<double>::infinity();
-    for (TomlTable& s : t.get_table_array("segment")) {
+    std::vector<TomlTable> segs = t.get_table_array("segment");
+    for (size_t i = 0; i < segs.size(); ++i) {
+      TomlTable& s = segs[i];
       FitSegment seg;
-      seg.tokens_max = s.get_double("tokens_max");
-      if (!(seg.tokens_max > prev)) s.fail("tokens_max", "segments must ascend in tokens_max");
-      prev = seg.tokens_max;
+      if (i + 1 < segs.size()) {
+        seg.tokens_max = s.get_double("tokens_max");
+        if (!(seg.tokens_max > prev)) s.fail("tokens_max", "segments must ascend in tokens_max");
+        prev = seg.tokens_max;
+      } else if (s.has("tokens_max")) {
+        s.fail("tokens_max", "the last segment is unbounded and takes no tokens_max");
+      }
       constexpr double kMax = std::numeric_limits<double>::max();
       seg.intercept_s = s.get_double_in("intercept_s", 0, kMax);
       seg.s_per_flop = s.get_double_in("s_per_flop", 0, kMax);

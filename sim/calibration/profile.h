@@ -30,7 +30,7 @@ struct CalibrationProfile {
   std::string backend;  // "cpu", "cuda"
   std::string device;
   std::string moesim_version;
-  std::vector<std::string> measurement_files;  // what the fits were made from
+  std::vector<std::string> measurement_files;  // file names (no directories) fitted from
   std::vector<OpFit> ops;
   std::vector<CollectiveFit> collectives;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -177,9 +178,10 @@ ValidationReport validate(const ValidationInput& in) {
   MOESIM_CHECK(in.measurements && in.profile && in.trace, "validate: null input");
   const MeasurementSet& m = *in.measurements;
   ValidationReport r;
-  r.measurement_file = m.file;
+  // File names only: reports are shipped beside profiles and must not name scratch paths.
+  r.measurement_file = std::filesystem::path(m.file).filename().string();
   r.profile_name = in.profile->name;
-  r.trace_file = in.trace->file;
+  r.trace_file = std::filesystem::path(in.trace->file).filename().string();
   r.num_out_of_range_queries = in.num_out_of_range_queries;
   r.num_proxy_queries = in.num_proxy_queries;
 

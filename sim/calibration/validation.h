@@ -94,7 +94,7 @@ struct EndToEndMetric {
 };
 
 struct ValidationReport {
-  std::string measurement_file, profile_name, trace_file;
+  std::string measurement_file, profile_name, trace_file;  // file names without directories
   std::vector<OpComparison> ops;
   std::map<std::string, ErrorStats> by_op;     // engine op name -> stats
   int64_t num_ops_without_fit = 0;             // measured records whose kind/dtype has no fit

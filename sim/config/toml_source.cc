@@ -1,6 +1,8 @@
 #include "sim/config/toml_source.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -289,11 +291,15 @@ std::vector<TomlTable> TomlTable::get_table_array(std::string_view key, bool req
 }
 
 std::vector<std::string> TomlTable::keys() {
-  std::vector<std::string> out;
+  // toml++ keeps keys sorted by name; the contract is file order: sort by source position.
+  std::vector<std::tuple<uint32_t, uint32_t, std::string>> found;
   for (const auto& [k, v] : *table_) {
-    out.emplace_back(k.str());
+    found.emplace_back(k.source().begin.line, k.source().begin.column, std::string(k.str()));
     ask(k.str());
   }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> out;
+  for (auto& f : found) out.push_back(std::move(std::get<2>(f)));
   return out;
 }
 

@@ -18,7 +18,8 @@ enum class OpKind : uint8_t {
   kAttnMlaDecode,
   kAttnGqaPrefill,
   kAttnGqaDecode,
-  kAttnKda,
+  kAttnKdaPrefill,
+  kAttnKdaDecode,
   kRouter,
   kPermute,
   kExpertFfn,
@@ -29,10 +30,10 @@ enum class OpKind : uint8_t {
   kDispatchA2a,
   kCombineA2a,
 };
-inline constexpr int kNumOpKinds = 15;
+inline constexpr int kNumOpKinds = 16;
 
 // "rmsnorm", "attn_mla_prefill", "attn_mla_decode", "attn_gqa_prefill", "attn_gqa_decode",
-// "attn_kda", "router", "permute", "expert_ffn", "shared_expert", "dense_ffn", "combine",
+// "attn_kda_prefill", "attn_kda_decode", "router", "permute", "expert_ffn", "shared_expert", "dense_ffn", "combine",
 // "lm_head", "dispatch_a2a", "combine_a2a".
 std::string_view op_kind_name(OpKind kind);
 std::optional<OpKind> op_kind_from_name(std::string_view name);

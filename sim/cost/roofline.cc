@@ -19,7 +19,8 @@ RooflineParams RooflineParams::defaults() {
   set(OpKind::kAttnMlaDecode, 0.35, 0.7, 3.0);
   set(OpKind::kAttnGqaPrefill, 0.5, 0.7, 3.0);
   set(OpKind::kAttnGqaDecode, 0.35, 0.7, 3.0);
-  set(OpKind::kAttnKda, 0.3, 0.6, 3.0);
+  set(OpKind::kAttnKdaPrefill, 0.3, 0.6, 3.0);
+  set(OpKind::kAttnKdaDecode, 0.3, 0.6, 3.0);
   set(OpKind::kRouter, 0.5, 0.7, 2.0);
   set(OpKind::kPermute, 0.5, 0.6, 2.0);
   set(OpKind::kExpertFfn, 0.65, 0.8, 4.0);

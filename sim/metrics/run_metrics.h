@@ -76,6 +76,8 @@ struct RunCounters {
   int64_t kv_evictions = 0;
   int64_t kv_transfers = 0;            // P/D disaggregation
   double kv_transfer_bytes = 0;
+  // Cost-model queries outside the range a calibrated profile was fitted on (0 for roofline).
+  int64_t cost_out_of_range_queries = 0;
   double dispatch_bytes = 0;
   double combine_bytes = 0;
   double max_gpu_selections_sum = 0;   // imbalance: sum over steps and MoE layers

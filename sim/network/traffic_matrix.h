@@ -45,6 +45,9 @@ class TrafficMatrix {
 
   // Sets the participants and zeroes every entry; reuses storage.
   void reset(std::span<const GpuId> gpus);
+  // Sets the participants and leaves the entries unspecified, for a caller that writes every
+  // entry next (e.g. the direct dispatch builder); reuses storage.
+  void reset_uninitialized(std::span<const GpuId> gpus);
   void fill_zero();
 
   // Number of participants.

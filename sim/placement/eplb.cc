@@ -118,12 +118,12 @@ void validate_eplb_shape(const EplbShape& s, const std::string& source) {
   if (s.num_experts < 1) shape_error(source, "num_experts", "must be >= 1");
   if (s.num_gpus < 1) shape_error(source, "num_gpus", "must be >= 1");
   if (s.num_nodes < 1 || s.num_gpus % s.num_nodes != 0) {
-    shape_error(source, "num_nodes", "must be >= 1 and divide the " +
-                                         std::to_string(s.num_gpus) + " GPUs");
+    shape_error(source, "num_nodes",
+                "must be >= 1 and divide the " + std::to_string(s.num_gpus) + " GPUs");
   }
   if (s.num_groups < 1 || s.num_experts % s.num_groups != 0) {
-    shape_error(source, "num_groups", "must be >= 1 and divide the " +
-                                          std::to_string(s.num_experts) + " experts");
+    shape_error(source, "num_groups",
+                "must be >= 1 and divide the " + std::to_string(s.num_experts) + " experts");
   }
   if (s.num_physical_slots < s.num_experts || s.num_physical_slots % s.num_gpus != 0) {
     shape_error(source, "num_physical_slots",
@@ -205,9 +205,9 @@ EplbLayout balance_experts(std::span<const double> expert_loads, const EplbShape
   return out;
 }
 
-std::vector<ExpertPlacement> balance_placements(const std::vector<std::vector<double>>& expert_loads,
-                                                const EplbShape& shape, int32_t gpus_per_node,
-                                                int32_t num_shared_experts) {
+std::vector<ExpertPlacement> balance_placements(
+    const std::vector<std::vector<double>>& expert_loads, const EplbShape& shape,
+    int32_t gpus_per_node, int32_t num_shared_experts) {
   std::vector<ExpertPlacement> out;
   out.reserve(expert_loads.size());
   for (const std::vector<double>& loads : expert_loads) {
@@ -222,9 +222,8 @@ const char* load_average_kind_name(LoadAverageKind kind) {
   return kind == LoadAverageKind::kExponential ? "exponential" : "window";
 }
 
-ExpertLoadAverage::ExpertLoadAverage(int32_t num_layers, int32_t num_experts,
-                                     LoadAverageKind kind, double ema_alpha,
-                                     int32_t window_samples)
+ExpertLoadAverage::ExpertLoadAverage(int32_t num_layers, int32_t num_experts, LoadAverageKind kind,
+                                     double ema_alpha, int32_t window_samples)
     : num_experts_(num_experts),
       kind_(kind),
       ema_alpha_(ema_alpha),
@@ -251,8 +250,8 @@ void ExpertLoadAverage::add(int32_t layer_idx, std::span<const double> expert_lo
     }
   } else {
     const size_t slot = static_cast<size_t>(num_samples_[layer_idx] % window_samples_);
-    double* row = values_.data() +
-                  (static_cast<size_t>(layer_idx) * window_samples_ + slot) * e_count;
+    double* row =
+        values_.data() + (static_cast<size_t>(layer_idx) * window_samples_ + slot) * e_count;
     std::copy(expert_loads.begin(), expert_loads.end(), row);
   }
   ++num_samples_[layer_idx];
@@ -296,8 +295,7 @@ EplbConfig parse_eplb_config(TomlTable& t, int32_t num_experts, int32_t num_grou
   EplbConfig c;
   c.redundant_slots =
       static_cast<int32_t>(t.get_int_in_or("redundant_slots", 0, 1 << 20, num_gpus));
-  const std::string variant =
-      t.get_enum_or("variant", {"auto", "hierarchical", "global"}, "auto");
+  const std::string variant = t.get_enum_or("variant", {"auto", "hierarchical", "global"}, "auto");
   c.variant = variant == "auto"           ? EplbConfig::Variant::kAuto
               : variant == "hierarchical" ? EplbConfig::Variant::kHierarchical
                                           : EplbConfig::Variant::kGlobal;
@@ -332,8 +330,7 @@ EplbBalancer::EplbBalancer(const EplbConfig& config, int32_t num_layers, int32_t
       shape_(eplb_shape(config, num_experts, num_groups, num_gpus / gpus_per_node, num_gpus)),
       gpus_per_node_(gpus_per_node),
       num_shared_experts_(num_shared_experts),
-      average_(num_layers, num_experts, config.average, config.ema_alpha,
-               config.window_samples) {
+      average_(num_layers, num_experts, config.average, config.ema_alpha, config.window_samples) {
   MOESIM_CHECK(gpus_per_node >= 1 && num_gpus % gpus_per_node == 0, "GPUs divide into nodes");
 }
 

@@ -69,9 +69,9 @@ EplbLayout balance_experts(std::span<const double> expert_loads, const EplbShape
 // Balances every layer (expert_loads[l] per layer) and returns one ExpertPlacement per layer on
 // shape.num_gpus GPUs with gpus_per_node GPUs per node (the placement's node grouping, used by
 // the token-to-replica rule; normally num_gpus / shape.num_nodes).
-std::vector<ExpertPlacement> balance_placements(const std::vector<std::vector<double>>& expert_loads,
-                                                const EplbShape& shape, int32_t gpus_per_node,
-                                                int32_t num_shared_experts);
+std::vector<ExpertPlacement> balance_placements(
+    const std::vector<std::vector<double>>& expert_loads, const EplbShape& shape,
+    int32_t gpus_per_node, int32_t num_shared_experts);
 
 // Moving average of per-expert loads, per layer: exponential (avg += alpha * (x - avg), the
 // first sample taken as is) or over the last window_samples samples (plain mean).
@@ -83,8 +83,8 @@ class ExpertLoadAverage {
  public:
   // Preconditions (checked): num_layers, num_experts >= 1; ema_alpha in (0, 1] (exponential);
   // window_samples >= 1 (window).
-  ExpertLoadAverage(int32_t num_layers, int32_t num_experts, LoadAverageKind kind,
-                    double ema_alpha, int32_t window_samples);
+  ExpertLoadAverage(int32_t num_layers, int32_t num_experts, LoadAverageKind kind, double ema_alpha,
+                    int32_t window_samples);
 
   // One sample of a layer's per-expert loads (size num_experts).
   void add(int32_t layer_idx, std::span<const double> expert_loads);

@@ -92,8 +92,10 @@ ExpertPlacement::ExpertPlacement(int32_t num_experts, int32_t num_gpus, int32_t 
 void ExpertPlacement::rebuild_derived() {
   experts_on_gpu_.assign(num_gpus_, {});
   primary_gpu_.assign(num_experts_, -1);
+  total_slots_ = 0;
   for (int32_t e = 0; e < num_experts_; ++e) {
     primary_gpu_[e] = replicas_[e].front();
+    total_slots_ += static_cast<int32_t>(replicas_[e].size());
     for (int32_t g : replicas_[e]) experts_on_gpu_[g].push_back(e);
   }
 }
@@ -122,12 +124,6 @@ int32_t ExpertPlacement::max_slots_per_gpu() const {
   int32_t m = 0;
   for (const auto& experts : experts_on_gpu_) m = std::max(m, static_cast<int32_t>(experts.size()));
   return m;
-}
-
-int32_t ExpertPlacement::total_slots() const {
-  int32_t n = 0;
-  for (const auto& gpus : replicas_) n += static_cast<int32_t>(gpus.size());
-  return n;
 }
 
 void ReplicaDispatcher::water_fill(int64_t count, int32_t expert_idx,

@@ -64,8 +64,9 @@ class ExpertPlacement {
     return static_cast<int32_t>(experts_on_gpu_[gpu_idx].size());
   }
   int32_t max_slots_per_gpu() const;
-  int32_t total_slots() const;
-  bool has_replicas() const { return total_slots() > num_experts_; }
+  // Replicas over all experts (cached: has_replicas() is asked once per MoE layer of a step).
+  int32_t total_slots() const { return total_slots_; }
+  bool has_replicas() const { return total_slots_ > num_experts_; }
   // The first (lowest) GPU of each expert: the expert -> GPU map of the routing fast path, exact
   // when !has_replicas().
   std::span<const int32_t> primary_gpu_of_expert() const { return primary_gpu_; }
@@ -81,6 +82,7 @@ class ExpertPlacement {
   std::vector<std::vector<int32_t>> replicas_;
   std::vector<std::vector<int32_t>> experts_on_gpu_;
   std::vector<int32_t> primary_gpu_;
+  int32_t total_slots_ = 0;  // sum of replicas_[e].size(), kept by rebuild_derived()
 };
 
 // Applies the token-to-replica rule (file comment) to one layer's selections.

@@ -208,11 +208,12 @@ void SyntheticRoutingModel::systematic_add(RngStream& rng, int64_t num_selection
   double cum = rng.uniform01();
   int64_t assigned = 0;
   size_t last = 0;
+  // cum >= 0, so truncation is floor (without the libm call).
   for (size_t d = 0; d < shares.size(); ++d) {
     if (shares[d] <= 0.0) continue;
     last = d;
     cum += total * shares[d];
-    const auto upto = std::min<int64_t>(num_selections, static_cast<int64_t>(std::floor(cum)));
+    const auto upto = std::min<int64_t>(num_selections, static_cast<int64_t>(cum));
     row[d] += static_cast<int32_t>(upto - assigned);
     assigned = upto;
   }

@@ -48,8 +48,12 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
   d.dispatch_dtype = parse_wire(t, "dispatch_dtype", WireDtype::kFp8);
   d.combine_dtype = parse_wire(t, "combine_dtype", WireDtype::kBf16);
   d.microbatch_overlap = t.get_bool_or("microbatch_overlap", false);
-  d.prefill_replicas =
-      static_cast<int32_t>(t.get_int_in_or("prefill_replicas", 0, d.num_replicas - 1, 0));
+  d.prefill_replicas = static_cast<int32_t>(t.get_int_in_or("prefill_replicas", 0, 1 << 20, 0));
+  if (d.prefill_replicas >= d.num_replicas) {
+    t.fail("prefill_replicas", std::to_string(d.prefill_replicas) +
+                                   " prefill replicas leave no decode replica (replicas = " +
+                                   std::to_string(d.num_replicas) + ")");
+  }
   int32_t pooled = 0;
   for (TomlTable& p : t.get_table_array("pools", false)) {
     PoolSpec pool;

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "sim/calibration/cost_model_factory.h"
 #include "sim/config/config_error.h"
 #include "sim/core/check.h"
 #include "sim/core/distributions.h"
@@ -96,7 +97,7 @@ class TraceObserver final : public StepObserver {
 // recording never changes the simulation.
 class RecordObserver final : public StepObserver {
  public:
-  RecordObserver(StepRecord* rec, const Replica& r, const ExpertPlacement& placement,
+  RecordObserver(StepRecord* rec, const Replica& r, const ExpertPlacement* placement,
                  RngStream& rng)
       : rec_(rec), replica_(r), placement_(placement), rng_(rng) {}
   StepObserver* chained = nullptr;
@@ -112,13 +113,22 @@ class RecordObserver final : public StepObserver {
     layer.dispatch_bytes = dispatch_bytes;
     layer.combine_bytes = combine_bytes;
     auto* synth = dynamic_cast<SyntheticRoutingModel*>(replica_.routing.get());
+    const int32_t top_k = replica_.routing->shape().top_k;
     std::vector<double> shares;
     std::vector<int64_t> counts;
+    // counts_by_expert[e] for one source GPU: a token picks distinct experts, so no expert may
+    // get more selections from a source than the source has tokens; excess moves to the
+    // experts with room, on the same destination GPU first, then on the others.
+    std::vector<int64_t> by_expert(placement_->num_experts());
+    std::vector<int32_t> dst_of(placement_->num_experts());
     for (int32_t s = 0; s < src_dst.num_rows(); ++s) {
+      const int64_t tokens = src_dst.row_sum(s) / top_k;
+      std::fill(by_expert.begin(), by_expert.end(), 0);
+      int64_t excess = 0;
       for (int32_t d = 0; d < src_dst.num_cols(); ++d) {
         int32_t c = src_dst.at(s, d);
         if (c == 0) continue;
-        auto experts = placement_.experts_on(d);
+        auto experts = placement_->experts_on(d);
         shares.assign(experts.size(), 1.0);
         if (synth) {
           auto pi = synth->selection_shares(moe_layer_idx, rec_->step, 0);
@@ -126,11 +136,36 @@ class RecordObserver final : public StepObserver {
         }
         counts.assign(experts.size(), 0);
         multinomial(rng_, c, shares, counts);
+        int64_t spill = 0;
         for (size_t i = 0; i < experts.size(); ++i) {
-          if (counts[i] == 0) continue;
-          layer.routing.push_back({replica_.gpus[s].value, experts[i], replica_.gpus[d].value,
-                                   counts[i]});
+          if (counts[i] > tokens) {
+            spill += counts[i] - tokens;
+            counts[i] = tokens;
+          }
         }
+        for (size_t i = 0; i < experts.size() && spill > 0; ++i) {
+          int64_t room = tokens - counts[i];
+          int64_t x = std::min(room, spill);
+          counts[i] += x;
+          spill -= x;
+        }
+        excess += spill;
+        for (size_t i = 0; i < experts.size(); ++i) {
+          by_expert[experts[i]] += counts[i];
+          dst_of[experts[i]] = d;
+        }
+      }
+      for (int32_t e = 0; e < placement_->num_experts() && excess > 0; ++e) {
+        int64_t x = std::min(tokens - by_expert[e], excess);
+        if (x <= 0) continue;
+        by_expert[e] += x;
+        dst_of[e] = placement_->primary_gpu_of_expert()[e];
+        excess -= x;
+      }
+      for (int32_t e = 0; e < placement_->num_experts(); ++e) {
+        if (by_expert[e] == 0) continue;
+        layer.routing.push_back({replica_.gpus[s].value, e, replica_.gpus[dst_of[e]].value,
+                                 by_expert[e]});
       }
     }
     rec_->layers.push_back(std::move(layer));
@@ -139,7 +174,7 @@ class RecordObserver final : public StepObserver {
  private:
   StepRecord* rec_;
   const Replica& replica_;
-  const ExpertPlacement& placement_;
+  const ExpertPlacement* placement_;
   RngStream& rng_;
 };
 
@@ -303,7 +338,7 @@ void ClusterSim::build() {
                       card_.name + " on " + topo_.gpu_spec().name + " with " +
                           std::to_string(d.gpus_per_replica) + " GPUs per replica " + error);
   }
-  cost_ = std::make_unique<RooflineCostModel>(topo_.gpu_spec(), sc_.cost.roofline);
+  cost_ = make_cost_model(sc_.cost, topo_.gpu_spec());
   NetworkModelRegistry registry;
 #ifdef MOESIM_HAVE_SIMGRID
   register_simgrid_model(registry);
@@ -694,7 +729,7 @@ void ClusterSim::preempt(Replica& r, int32_t rank_idx, int32_t sid) {
 bool ClusterSim::ensure_decode_capacity(Replica& r, int32_t rank_idx, int32_t sid) {
   Rank& rank = r.ranks[rank_idx];
   Seq& s = seqs_[sid];
-  int64_t needed_tokens = s.prefill_target + s.generated + 1;
+  int64_t needed_tokens = s.req.prompt_tokens + s.generated;
   while (s.capacity_tokens < needed_tokens) {
     if (rank.kv->allocate(1)) {
       s.owned_blocks++;
@@ -729,7 +764,7 @@ void ClusterSim::try_start_step(Replica& r) {
       if (budget[k] <= 0) break;
       if (!ensure_decode_capacity(r, k, sid)) continue;
       consume(budget, k, 1);
-      SeqSlice sl{1, s.prefill_target + s.generated, false};
+      SeqSlice sl{1, s.req.prompt_tokens + s.generated - 1, false};
       slices[k].push_back(sl);
       r.batch.emplace_back(sid, sl);
     }
@@ -767,7 +802,7 @@ void ClusterSim::try_start_step(Replica& r) {
     if (s.prefilled >= s.prefill_target) {
       // KV arrived from a prefill replica: decode right away.
       if (ensure_decode_capacity(r, s.rank, sid)) {
-        SeqSlice sl{1, s.prefill_target + s.generated, false};
+        SeqSlice sl{1, s.req.prompt_tokens + s.generated - 1, false};
         slices[s.rank].push_back(sl);
         r.batch.emplace_back(sid, sl);
       }
@@ -776,7 +811,7 @@ void ClusterSim::try_start_step(Replica& r) {
   if (r.batch.empty()) return;
   bool in_window = opt_.chrome_trace && sim_.now() >= opt_.trace_start_ns &&
                    sim_.now() < opt_.trace_end_ns;
-  bool record = opt_.record_steps && recorded_steps_ < opt_.record_max_steps && placement_;
+  bool record = opt_.record_steps && recorded_steps_ < opt_.record_max_steps;
   TraceObserver tracer(&trace_, r, sim_.now());
   StepRecord rec;
   rec.step = r.step_idx;
@@ -784,7 +819,7 @@ void ClusterSim::try_start_step(Replica& r) {
   std::optional<RecordObserver> recorder;
   StepObserver* obs = nullptr;
   if (record) {
-    recorder.emplace(&rec, r, *placement_, sim_.rng("record.split"));
+    recorder.emplace(&rec, r, r.placement.get(), sim_.rng("record.split"));
     recorder->chained = in_window ? &tracer : nullptr;
     obs = &*recorder;
   } else if (in_window) {
@@ -897,10 +932,10 @@ void ClusterSim::on_step_done(const Event& e) {
     // P/D: move the KV to a decode replica over the network, then free it here.
     Seq& s = seqs_[sid];
     int32_t dst = pick_replica(s.req, true);
-    GpuId src_gpu = r.gpus[s.rank];
+    GpuId src_gpu = r.gpus[s.rank * (static_cast<int32_t>(r.gpus.size()) / static_cast<int32_t>(r.ranks.size()))];
     Replica& dr = replicas_[dst];
     GpuId dst_gpu = dr.gpus[s.rank % dr.gpus.size()];
-    double bytes = r.layout.kv_bytes_per_token * static_cast<double>(s.prefill_target + s.generated) +
+    double bytes = r.layout.kv_bytes_per_token * static_cast<double>(s.req.prompt_tokens + s.generated - 1) +
                    r.layout.state_bytes_per_sequence;
     double min_cap = 0;
     for (int32_t link : topo_.route(src_gpu, dst_gpu)) {
@@ -937,6 +972,7 @@ RunOutput ClusterSim::run() {
   for (auto& p : policies_) p->on_start(*this);
   schedule_next_open_loop();
   sim_.run(end);
+  for (auto& p : policies_) p->on_finish(*this);
   RunOutput out;
   out.end_ns = sim_.now();
   // Conservation: every arrived request is completed, rejected or in flight, once.
@@ -977,6 +1013,7 @@ RunOutput ClusterSim::run() {
       counters_.kv_evictions += r.ranks[k].kv->num_evictions();
     }
   }
+  counters_.cost_out_of_range_queries = cost_->num_out_of_range_queries();
   const WorkloadStats& ws = workload_->stats();
   if (ws.num_rollbacks > 0) counters_.actions["rollback"] = ws.num_rollbacks;
   out.requests = std::move(records_);

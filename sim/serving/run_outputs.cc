@@ -1,6 +1,7 @@
 #include "sim/serving/run_outputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <map>
@@ -64,10 +65,13 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
                    {"kv_evictions", c.kv_evictions},
                    {"kv_transfers", c.kv_transfers},
                    {"kv_transfer_bytes", c.kv_transfer_bytes},
+                   {"cost_out_of_range_queries", c.cost_out_of_range_queries},
                    {"dispatch_bytes", c.dispatch_bytes},
                    {"combine_bytes", c.combine_bytes}};
   j["actions"] = json::object();
   for (const auto& [k, v] : c.actions) j["actions"][k] = v;
+  j["policy_metrics"] = json::object();
+  for (const auto& [k, v] : c.policy_metrics) j["policy_metrics"][k] = v;
   if (!out.gpus.empty()) {
     const GpuRecord& g = out.gpus.front();
     j["memory_per_gpu"] = {{"hbm_bytes", sc.topology->gpu_spec().hbm_bytes},
@@ -116,10 +120,21 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
      << "%, preemptions " << s.counters.num_preemptions << "\n";
   os << "  experts     per-GPU load imbalance (max-mean)/mean " << fmt("%.3f", s.expert_imbalance)
      << "\n";
+  if (sc.cost.kind == CostModelKind::kCalibrated) {
+    os << "  cost model  calibrated profile " << sc.cost.profile_path << ": "
+       << s.counters.cost_out_of_range_queries << " queries outside the fitted ranges\n";
+  }
   if (!s.counters.actions.empty()) {
     os << "  actions    ";
     for (const auto& [k, v] : s.counters.actions) os << " " << k << "=" << v;
     os << "\n";
+  }
+  if (!s.counters.policy_metrics.empty()) {
+    os << "  policy metrics\n";
+    for (const auto& [k, v] : s.counters.policy_metrics) {
+      os << "    " << std::left << std::setw(48) << k << std::right << " " << fmt("%.6g", v)
+         << "\n";
+    }
   }
   os << "\n  event digest " << out.digest_hex << "\n";
 }
@@ -209,8 +224,11 @@ json model_shapes_json(const ModelCard& card, const DeploymentSpec& d) {
       }
       case AttentionKind::kGQA: {
         const GqaSpec& x = l.attention.gqa;
-        a = {{"kind", "gqa"},        {"num_heads", x.num_heads}, {"num_kv_heads", x.num_kv_heads},
-             {"head_dim", x.head_dim}, {"qk_norm", x.qk_norm}};
+        a = {{"kind", "gqa"},
+             {"num_heads", x.num_heads},
+             {"num_kv_heads", x.num_kv_heads},
+             {"head_dim", x.head_dim},
+             {"qk_norm", x.qk_norm}};
         break;
       }
       case AttentionKind::kKDA: {
@@ -297,8 +315,8 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
     for (const auto& l : s.layers) {
       layers.push_back({{"layer", l.layer},
                         {"routing", l.routing},
-                        {"dispatch_bytes", l.dispatch_bytes},
-                        {"combine_bytes", l.combine_bytes}});
+                        {"dispatch_bytes", std::llround(l.dispatch_bytes)},
+                        {"combine_bytes", std::llround(l.combine_bytes)}});
     }
     j["layers"] = layers;
     j["sim"] = {{"step_ns", s.end_ns - s.start_ns}};

@@ -87,6 +87,9 @@ class ServingPolicy {
                                std::span<const double> selections) {}
   virtual void on_timer(PolicyContext& ctx, int64_t tag) {}
   virtual void on_transfer_done(PolicyContext& ctx, int64_t transfer_id) {}
+  // Once, when the simulated time is over and before the summary is built (e.g. to report
+  // final metrics over the whole run).
+  virtual void on_finish(PolicyContext& ctx) {}
 };
 
 }  // namespace moesim::sim

@@ -10,6 +10,17 @@ namespace {
 
 double bytes_per_param(DType d) { return bits_per_element(d) / 8.0; }
 
+// x^k for a small integer k >= 0 by squaring (the hot path avoids std::pow).
+double ipow(double x, int64_t k) {
+  double r = 1.0;
+  while (k > 0) {
+    if (k & 1) r *= x;
+    x *= x;
+    k >>= 1;
+  }
+  return r;
+}
+
 }  // namespace
 
 double BackgroundTransfer::remaining_total() const {
@@ -66,6 +77,7 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
   clock_s_.assign(n, 0);
   attn_s_.assign(n * attn_classes_.size(), 0);
   gpu_tokens_.assign(n, 0);
+  rank_tokens_.assign(n, 0);
   src_tokens_.assign(n, 0);
   ffn_s_.assign(n, 0);
   dst_selections_.assign(n, 0);
@@ -96,7 +108,15 @@ double StepModel::attention_seconds(int32_t attn_class, const std::vector<SeqSli
                                    : 1.0);
   const double state_bytes =
       recurrent_state_bytes_per_sequence(a, card_.precision.recurrent_state) / tp;
-  const double act_bytes_per_token = 4.0 * static_cast<double>(hidden) * 2.0;
+  // FLOP and byte conventions are the engine's (engine/op_cost.h, docs/calibration.md), so that
+  // calibrated fits price the same work: activations read and written once (BF16), cache rows
+  // read (context + new) and written (new), MLA's naive prefill up-projecting every cache row.
+  const double act_bytes_per_token = 2.0 * static_cast<double>(hidden) * 2.0;
+  const double mla_kv_up_params =
+      a.kind == AttentionKind::kMLA
+          ? static_cast<double>(a.mla.kv_lora_rank * a.mla.num_heads *
+                                (a.mla.qk_nope_head_dim + a.mla.v_head_dim))
+          : 0.0;
 
   // Prefill and decode parts are separate kernels.
   double pf_flops = 0, pf_bytes = 0, dc_flops = 0, dc_bytes = 0;
@@ -106,13 +126,14 @@ double StepModel::attention_seconds(int32_t attn_class, const std::vector<SeqSli
     if (s.prefill) {
       // Token i of the chunk attends to context + i keys: the mean is context + (n + 1) / 2.
       int64_t mean_ctx = s.context_tokens + (s.new_tokens + 1) / 2;
-      pf_flops += n * (proj_flops + attention_core_flops(a, mean_ctx, false) / 1.0);
-      pf_bytes += kv_per_token * static_cast<double>(s.context_tokens + s.new_tokens) +
+      pf_flops += n * (proj_flops + attention_core_flops(a, mean_ctx, false) / 1.0) +
+                  2.0 * mla_kv_up_params * static_cast<double>(s.context_tokens);
+      pf_bytes += kv_per_token * static_cast<double>(s.context_tokens + 2 * s.new_tokens) +
                   n * act_bytes_per_token + 2.0 * state_bytes;
       pf_tokens += s.new_tokens;
     } else {
       dc_flops += n * (proj_flops + attention_core_flops(a, s.context_tokens + 1, true));
-      dc_bytes += kv_per_token * static_cast<double>(s.context_tokens + 1) +
+      dc_bytes += kv_per_token * static_cast<double>(s.context_tokens + 2) +
                   n * act_bytes_per_token + 2.0 * state_bytes;
       dc_tokens += s.new_tokens;
     }
@@ -128,7 +149,8 @@ double StepModel::attention_seconds(int32_t attn_class, const std::vector<SeqSli
       dc_kind = OpKind::kAttnGqaDecode;
       break;
     default:
-      pf_kind = dc_kind = OpKind::kAttnKda;
+      pf_kind = OpKind::kAttnKdaPrefill;
+      dc_kind = OpKind::kAttnKdaDecode;
   }
   double s = 0;
   if (pf_tokens > 0) {
@@ -169,6 +191,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     int64_t tokens = 0;
     for (const SeqSlice& s : ranks[r]) tokens += s.new_tokens;
     total_tokens += tokens;
+    rank_tokens_[r] = tokens;
     for (int32_t c = 0; c < num_classes; ++c) {
       double s = attention_seconds(c, ranks[r], tokens);
       for (int32_t j = 0; j < tp_; ++j) attn_s_[static_cast<size_t>(r * tp_ + j) * num_classes + c] = s;
@@ -185,7 +208,10 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
 
   const int64_t hidden = card_.hidden_size;
   auto trace = [&](int32_t g, const char* name, int32_t layer, double start, double dur) {
-    if (observer && dur > 0) observer->on_slice(g, name, layer, from_seconds(start), from_seconds(dur));
+    // Spans that round to 0 ns (float residue of equal clocks) are not reported.
+    if (!observer) return;
+    const SimTime dur_ns = from_seconds(dur);
+    if (dur_ns > 0) observer->on_slice(g, name, layer, from_seconds(start), dur_ns);
   };
 
   for (int32_t li = 0; li < static_cast<int32_t>(layers_.size()); ++li) {
@@ -201,7 +227,8 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     if (!spec.ffn.is_moe) {
       const double w = 3.0 * static_cast<double>(hidden * spec.ffn.intermediate_size);
       for (int32_t g = 0; g < n; ++g) {
-        int64_t t = gpu_tokens_[g] * tp_;  // dense FFN runs on the rank's tokens (replicated TP)
+        // Dense FFN: every GPU of a TP group runs its weight shard on all of the rank's tokens.
+        const int64_t t = rank_tokens_[g / tp_];
         if (t == 0) continue;
         double f = seconds(OpKind::kDenseFfn, card_.precision.dense_ffn,
                            static_cast<double>(t) * 2.0 * w / tp_,
@@ -260,7 +287,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
         dst_selections_[d] += sel;
         if (sel == 0) continue;
         double qsd = static_cast<double>(sel) / (ts * static_cast<double>(k));
-        double uniq = ts * (1.0 - std::pow(1.0 - std::min(qsd, 1.0), static_cast<double>(k)));
+        double uniq = ts * (1.0 - ipow(1.0 - std::min(qsd, 1.0), k));
         int64_t u = std::llround(uniq);
         u = std::clamp<int64_t>(u, (sel + experts_per_gpu_[d] - 1) / std::max(1, experts_per_gpu_[d]),
                                 std::min<int64_t>(sel, gpu_tokens_[s]));
@@ -297,13 +324,15 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
       double e = 0;
       if (sel > 0) {
         double mexp = static_cast<double>(experts_per_gpu_[g]);
-        double active = mexp * (1.0 - std::pow(1.0 - 1.0 / mexp, sel));
+        // Expected distinct experts hit: m (1 - (1 - 1/m)^sel).
+        double active = mexp * (1.0 - std::exp(sel * std::log1p(-1.0 / mexp)));
         OpWork w;
         w.kind = OpKind::kExpertFfn;
         w.dtype = card_.precision.routed_experts;
         w.flops = sel * expert_flops_per_token_;
-        w.bytes = active * expert_weight_bytes_ + sel * static_cast<double>(hidden) * 4.0 +
-                  sel * static_cast<double>(m.expert_intermediate_size) * 6.0;
+        // Weights of the active experts, token rows in and out (the intermediate activations
+        // stay in registers / cache, as the engine counts them).
+        w.bytes = active * expert_weight_bytes_ + sel * static_cast<double>(hidden) * 4.0;
         w.tokens = dst_selections_[g];
         w.num_experts = static_cast<int64_t>(std::ceil(active));
         e = cost_.seconds(w);
@@ -319,8 +348,14 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
                          static_cast<double>(t * hidden) * 4.0,
                      t);
       }
-      double cmb = t > 0 ? seconds(OpKind::kCombine, DType::kBF16, static_cast<double>(t * k * hidden) * 2.0,
-                                   static_cast<double>(t * k * hidden) * 2.0, t * k)
+      // Combine of t rows: reads t k expert outputs (and t shared-expert rows), writes t rows,
+      // reads t k FP32 gate weights (engine/op_cost.h, combine_cost).
+      const double cmb_rows = static_cast<double>(t * k + t * (m.num_shared_experts > 0 ? 2 : 1));
+      double cmb = t > 0 ? seconds(OpKind::kCombine, DType::kBF16,
+                                   static_cast<double>(t * k * hidden) * 2.0,
+                                   cmb_rows * static_cast<double>(hidden) * 2.0 +
+                                       4.0 * static_cast<double>(t * k),
+                                   t)
                          : 0.0;
       ffn_s_[g] = e + sh + cmb;
     }

@@ -138,6 +138,7 @@ class StepModel {
   std::vector<double> clock_s_;
   std::vector<double> attn_s_;        // per GPU x attention class
   std::vector<int64_t> gpu_tokens_;   // tokens per GPU (MoE sources)
+  std::vector<int64_t> rank_tokens_;  // tokens per attention rank
   std::vector<int32_t> src_tokens_;
   std::vector<double> ffn_s_;
   CountMatrix src_dst_;

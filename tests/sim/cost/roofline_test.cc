@@ -75,8 +75,7 @@ TEST(RooflineTest, OverheadIsAddedToNonEmptyWorkOnly) {
 TEST(RooflineTest, DefaultsMatchTheDocumentedExpertFfnEntry) {
   RooflineCostModel m(round_gpu(), RooflineParams::defaults());
   // expert_ffn: compute 0.65, bandwidth 0.8, 4 us.
-  EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kExpertFfn, DType::kBF16, 0.65e12, 0)),
-                   1e-3 + 4e-6);
+  EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kExpertFfn, DType::kBF16, 0.65e12, 0)), 1e-3 + 4e-6);
 }
 
 TEST(RooflineTest, Fp8RunsAtTwiceTheBf16Rate) {
@@ -147,7 +146,8 @@ TEST(RooflineParseTest, OverridesOnlyTheGivenKeys) {
   const RooflineParams d = RooflineParams::defaults();
   const OpEfficiency& e = p.ops[static_cast<int>(OpKind::kExpertFfn)];
   EXPECT_EQ(e.compute_efficiency, 0.9);
-  EXPECT_EQ(e.bandwidth_efficiency, d.ops[static_cast<int>(OpKind::kExpertFfn)].bandwidth_efficiency);
+  EXPECT_EQ(e.bandwidth_efficiency,
+            d.ops[static_cast<int>(OpKind::kExpertFfn)].bandwidth_efficiency);
   EXPECT_EQ(e.overhead_us, d.ops[static_cast<int>(OpKind::kExpertFfn)].overhead_us);
   EXPECT_EQ(p.ops[static_cast<int>(OpKind::kRmsNorm)].overhead_us, 0.0);
   EXPECT_EQ(p.ops[static_cast<int>(OpKind::kRouter)].compute_efficiency,
@@ -157,7 +157,8 @@ TEST(RooflineParseTest, OverridesOnlyTheGivenKeys) {
 TEST(RooflineParseTest, UnknownOpKindListsTheValidOnes) {
   EXPECT_EQ(parse_error("[roofline.attn_mla]\ncompute_efficiency = 0.5\n"),
             "s.toml:1:1: roofline.attn_mla: unknown op kind 'attn_mla' (valid: rmsnorm, "
-            "attn_mla_prefill, attn_mla_decode, attn_gqa_prefill, attn_gqa_decode, attn_kda, "
+            "attn_mla_prefill, attn_mla_decode, attn_gqa_prefill, attn_gqa_decode, "
+            "attn_kda_prefill, attn_kda_decode, "
             "router, permute, expert_ffn, shared_expert, dense_ffn, combine, lm_head, "
             "dispatch_a2a, combine_a2a)");
 }
@@ -175,8 +176,8 @@ TEST(RooflineParseTest, OutOfRangeEfficiencyIsAnError) {
 
 TEST(RooflineParseTest, UnknownKeyInsideAnOpTableIsAnError) {
   EXPECT_EQ(parse_error("[roofline.router]\ncompute_eff = 0.5\n"),
-            "s.toml:2:1: roofline.router.compute_eff: unknown key 'compute_eff' (did you mean "
-            "'compute_efficiency'?)");
+            "s.toml:2:1: roofline.router.compute_eff: unknown key 'compute_eff' (valid keys: "
+            "bandwidth_efficiency, compute_efficiency, overhead_us)");
 }
 
 }  // namespace

@@ -83,10 +83,11 @@ TEST(MemoryLayoutTest, DeepSeekV3Fp8On8xH800DoesNotFit) {
   GpuMemoryLayout m = compute_gpu_memory_layout(deepseek(), in, &error);
   EXPECT_EQ(m.num_kv_blocks, 0);
   EXPECT_LT(m.kv_pool_bytes, 0);
-  // 80 GB = 74.51 GiB of HBM; weights alone are about 93 GiB.
+  // 80 GB = 74.51 GiB of HBM; the weights alone are 100.7 GB = 93.79 GiB.
+  EXPECT_DOUBLE_EQ(m.weight_bytes(), 100'709'602'816.0);
   EXPECT_EQ(error,
-            "does not fit in HBM: weights 93.26 GiB + workspace 4.00 GiB + reserve 3.73 GiB "
-            "= 100.99 GiB exceed the 74.51 GiB of HBM by 26.48 GiB");
+            "does not fit in HBM: weights 93.79 GiB + workspace 4.00 GiB + reserve 3.73 GiB "
+            "= 101.52 GiB exceed the 74.51 GiB of HBM by 27.01 GiB");
 }
 
 TEST(MemoryLayoutTest, DeepSeekV3Fp8On16xH800Fits) {
@@ -105,8 +106,7 @@ TEST(MemoryLayoutTest, RoomForLessThanOneBlockIsRefused) {
   GpuMemoryLayout probe = compute_gpu_memory_layout(tiny(), in, &error);
   ASSERT_EQ(error, "");
   // Leave half a block for the cache.
-  in.workspace_bytes =
-      static_cast<int64_t>(probe.kv_pool_bytes - probe.kv_block_bytes / 2);
+  in.workspace_bytes = static_cast<int64_t>(probe.kv_pool_bytes - probe.kv_block_bytes / 2);
   GpuMemoryLayout m = compute_gpu_memory_layout(tiny(), in, &error);
   EXPECT_EQ(m.num_kv_blocks, 0);
   EXPECT_NE(error.find("less than one KV block"), std::string::npos) << error;

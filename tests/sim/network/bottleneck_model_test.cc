@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
 
+#include "sim/core/rng.h"
 #include "tests/sim/network/test_topologies.h"
 #include "tests/sim/network/test_traffic.h"
 
@@ -96,6 +101,90 @@ TEST(BottleneckModel, ReusingTheModelGivesTheSameResult) {
   EXPECT_EQ(first.duration_ns, again.duration_ns);
   EXPECT_EQ(first.send_done_ns, again.send_done_ns);
   EXPECT_EQ(first.bottleneck_link, again.bottleneck_link);
+}
+
+// Random bytes with zeros and diagonal entries (which the model must ignore).
+TrafficMatrix random_traffic(std::vector<GpuId> gpus, uint64_t seed) {
+  RngStream rng(seed, "bottleneck_random_traffic");
+  TrafficMatrix m(gpus);
+  const auto p = static_cast<int32_t>(gpus.size());
+  for (int32_t s = 0; s < p; ++s) {
+    for (int32_t d = 0; d < p; ++d) {
+      if (rng.uniform01() < 0.3) continue;
+      m.set_bytes(s, d, std::round(1e6 * rng.uniform01() * rng.uniform01()) + 0.25);
+    }
+  }
+  return m;
+}
+
+void expect_same(const BottleneckModel& a, const CollectiveResult& ra, const BottleneckModel& b,
+                 const CollectiveResult& rb) {
+  EXPECT_EQ(ra.duration_ns, rb.duration_ns);
+  EXPECT_EQ(ra.send_done_ns, rb.send_done_ns);
+  EXPECT_EQ(ra.recv_done_ns, rb.recv_done_ns);
+  EXPECT_EQ(ra.barrier_wait_ns, rb.barrier_wait_ns);
+  EXPECT_EQ(ra.num_flows, rb.num_flows);
+  EXPECT_EQ(ra.bottleneck_link, rb.bottleneck_link);
+  EXPECT_EQ(ra.bottleneck_bytes, rb.bottleneck_bytes);
+  const std::span<const double> la = a.link_bytes();
+  const std::span<const double> lb = b.link_bytes();
+  ASSERT_EQ(la.size(), lb.size());
+  for (size_t l = 0; l < la.size(); ++l) EXPECT_EQ(la[l], lb[l]) << "link " << l;
+}
+
+std::vector<GpuId> gpu_range(int32_t first, int32_t count) {
+  std::vector<GpuId> gpus;
+  for (int32_t i = 0; i < count; ++i) gpus.push_back(GpuId(first + i));
+  return gpus;
+}
+
+// The structured hot path against the per-route reference, bit for bit: rail-optimised and
+// plain fat trees (routes of 2, 3... and 4 links over spines), a single node, consecutive
+// participants that are not the first GPUs, and participants that are not consecutive (which
+// run() hands to the reference path).
+TEST(BottleneckModel, StructuredPathEqualsThePerRouteReferenceBitForBit) {
+  TopologySpec plain = testing::h800_like_spec(8, 4);
+  plain.rail_optimized = false;
+  plain.leaf_gpus = 8;
+  plain.num_spines = 3;
+  TopologySpec rail = testing::h800_like_spec(8, 4);
+  rail.leaf_gpus = 2;  // 4 leaves per rail: same-rail pairs also cross the spines
+  const std::vector<Topology> topologies = {testing::h800_like(4, 4), build_topology(plain),
+                                            build_topology(rail), testing::h800_like(1, 8)};
+  uint64_t seed = 1;
+  for (const Topology& topo : topologies) {
+    BottleneckModel fast(topo);
+    BottleneckModel reference(topo);
+    EXPECT_TRUE(fast.structured()) << topo.name();
+    const int32_t g = topo.num_gpus();
+    std::vector<std::vector<GpuId>> participant_sets = {gpu_range(0, g), gpu_range(g / 4, g / 2)};
+    participant_sets.push_back({GpuId(g - 1), GpuId(0), GpuId(g / 2), GpuId(1)});
+    for (const std::vector<GpuId>& gpus : participant_sets) {
+      for (int32_t trial = 0; trial < 3; ++trial) {
+        const TrafficMatrix m = random_traffic(gpus, seed++);
+        CollectiveResult rf, rr;
+        fast.run(m, rf);
+        reference.run_reference(m, rr);
+        SCOPED_TRACE(topo.name() + " participants " + std::to_string(gpus.size()));
+        expect_same(fast, rf, reference, rr);
+        EXPECT_GT(rf.duration_ns, 0);
+      }
+    }
+  }
+}
+
+TEST(BottleneckModel, FullMeshTopologyUsesTheReferencePath) {
+  TopologySpec spec = testing::h800_like_spec(1, 4);
+  spec.fabric = ScaleUpFabric::kFullMesh;
+  const Topology topo = build_topology(spec);
+  BottleneckModel fast(topo);
+  BottleneckModel reference(topo);
+  EXPECT_FALSE(fast.structured());  // one-link routes: the egress link is the ingress link
+  const TrafficMatrix m = random_traffic(gpu_range(0, 4), 77);
+  CollectiveResult rf, rr;
+  fast.run(m, rf);
+  reference.run_reference(m, rr);
+  expect_same(fast, rf, reference, rr);
 }
 
 }  // namespace

@@ -156,6 +156,105 @@ TEST(TrafficMatrix, HierarchicalMovesFewerNetworkBytesThanDirectWhenTokensRepeat
   EXPECT_NEAR(network_bytes(hier), 8 * 100 * (1 - 0.7 * 0.7 * 0.7 * 0.7), 1e-6);
 }
 
+// The hierarchical rule written out plainly (traffic_matrix.h's file comment): per source in
+// order, direct NVLink rows within its node, relay forwards for other nodes, then one network
+// row per (source, destination node).
+TrafficMatrix reference_hierarchical(const Topology& topo, const TokenCounts& c, double row_bytes,
+                                     bool combine) {
+  TrafficMatrix out(c.gpus);
+  const int32_t p = c.size();
+  auto idx_of = [&](int32_t gpu) {
+    for (int32_t i = 0; i < p; ++i) {
+      if (c.gpus[i].value == gpu) return i;
+    }
+    return -1;
+  };
+  auto add = [&](int32_t from, int32_t to, double bytes) {
+    combine ? out.add_bytes(to, from, bytes) : out.add_bytes(from, to, bytes);
+  };
+  for (int32_t s = 0; s < p; ++s) {
+    const int32_t src_node = topo.node_of(c.gpus[s]).value;
+    const double t = static_cast<double>(c.tokens_per_src[s]);
+    std::vector<double> not_reached(topo.num_nodes(), 1.0);
+    std::vector<bool> reached(topo.num_nodes(), false);
+    for (int32_t d = 0; d < p; ++d) {
+      const int64_t n = c.at(s, d);
+      if (n <= 0) continue;
+      const int32_t node = topo.node_of(c.gpus[d]).value;
+      if (node == src_node) {
+        add(s, d, static_cast<double>(n) * row_bytes);
+        continue;
+      }
+      reached[node] = true;
+      not_reached[node] *= 1.0 - static_cast<double>(n) / t;
+      const int32_t relay = idx_of(node * topo.gpus_per_node() + topo.rail_of(c.gpus[s]));
+      if (relay != d) add(relay, d, static_cast<double>(n) * row_bytes);
+    }
+    for (int32_t node = 0; node < topo.num_nodes(); ++node) {
+      if (!reached[node]) continue;
+      const double unique =
+          c.unique_node_tokens.empty()
+              ? t * (1.0 - not_reached[node])
+              : static_cast<double>(
+                    c.unique_node_tokens[static_cast<size_t>(s) * topo.num_nodes() + node]);
+      add(s, idx_of(node * topo.gpus_per_node() + topo.rail_of(c.gpus[s])), unique * row_bytes);
+    }
+  }
+  return out;
+}
+
+// Whole consecutive nodes (not starting at GPU 0) take the table-free path, other participant
+// sets the general one; both must equal the plain rule bit for bit, with and without given
+// unique (token, node) counts, for dispatch and combine.
+TEST(TrafficMatrix, HierarchicalBuildersEqualThePlainRuleBitForBit) {
+  const Topology topo = testing::h800_like(4, 4);
+  RngStream rng(11, "traffic_reference");
+  std::vector<std::vector<GpuId>> participant_sets;
+  participant_sets.push_back(
+      {GpuId(4), GpuId(5), GpuId(6), GpuId(7), GpuId(8), GpuId(9), GpuId(10), GpuId(11)});
+  participant_sets.push_back({GpuId(0), GpuId(1), GpuId(4), GpuId(5), GpuId(12), GpuId(13)});
+  participant_sets.push_back(first_gpus(16));
+  for (const std::vector<GpuId>& gpus : participant_sets) {
+    const auto p = static_cast<int32_t>(gpus.size());
+    for (bool given_unique : {false, true}) {
+      TokenCounts c;
+      c.gpus = gpus;
+      c.tokens.assign(static_cast<size_t>(p) * p, 0);
+      c.tokens_per_src.assign(p, 0);
+      for (int32_t s = 0; s < p; ++s) {
+        c.tokens_per_src[s] = 1 + static_cast<int64_t>(rng.uniform_int(200));
+        for (int32_t d = 0; d < p; ++d) {
+          if (rng.uniform01() < 0.3) continue;
+          c.tokens[static_cast<size_t>(s) * p + d] =
+              static_cast<int64_t>(rng.uniform_int(c.tokens_per_src[s] + 1));
+        }
+      }
+      if (given_unique) {
+        c.unique_node_tokens.resize(static_cast<size_t>(p) * topo.num_nodes());
+        for (int64_t& u : c.unique_node_tokens) u = static_cast<int64_t>(rng.uniform_int(50));
+      }
+      for (bool combine : {false, true}) {
+        TrafficMatrix built;
+        if (combine) {
+          build_combine_traffic(topo, c, 7392.0, DispatchAlgorithm::kHierarchical, built);
+        } else {
+          build_dispatch_traffic(topo, c, 7392.0, DispatchAlgorithm::kHierarchical, built);
+        }
+        const TrafficMatrix expected = reference_hierarchical(topo, c, 7392.0, combine);
+        for (int32_t a = 0; a < p; ++a) {
+          for (int32_t b = 0; b < p; ++b) {
+            EXPECT_EQ(built.bytes(a, b), expected.bytes(a, b))
+                << "participants " << p << " entry " << a << "," << b;
+          }
+        }
+        double total = 0;
+        for (int32_t a = 0; a < p; ++a) total += built.sent_bytes(a);
+        EXPECT_EQ(built.total_bytes(), total);
+      }
+    }
+  }
+}
+
 TEST(DispatchAlgorithm, NamesRoundTrip) {
   EXPECT_EQ(parse_dispatch_algorithm("direct"), DispatchAlgorithm::kDirect);
   EXPECT_EQ(parse_dispatch_algorithm(dispatch_algorithm_name(DispatchAlgorithm::kHierarchical)),

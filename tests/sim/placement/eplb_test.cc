@@ -58,8 +58,9 @@ TEST(Eplb, ReadmeExampleGolden) {
   const EplbLayout l1 = balance_experts(kReadmeLoads[1], shape);
   EXPECT_EQ(node_multisets(l0, 4), (std::vector<std::vector<double>>{
                                        {86.5, 113.0, 121.5, 125.0}, {131.5, 147.5, 152.0, 156.0}}));
-  EXPECT_EQ(node_multisets(l1, 4), (std::vector<std::vector<double>>{
-                                       {117.5, 118.5, 123.0, 152.0}, {120.5, 172.0, 173.0, 179.5}}));
+  EXPECT_EQ(node_multisets(l1, 4),
+            (std::vector<std::vector<double>>{{117.5, 118.5, 123.0, 152.0},
+                                              {120.5, 172.0, 173.0, 179.5}}));
   // Replica counts: the four redundant slots go to the heaviest experts per replica.
   EXPECT_EQ(l0.replica_count, (std::vector<int32_t>{1, 2, 1, 1, 2, 2, 1, 1, 1, 1, 2, 1}));
   EXPECT_EQ(l1.replica_count, (std::vector<int32_t>{1, 2, 1, 1, 1, 2, 2, 1, 2, 1, 1, 1}));

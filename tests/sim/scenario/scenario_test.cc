@@ -1,6 +1,7 @@
 // The scenario parser: every shipped scenario and every test scenario loads; the bad-input corpus
 // (tests/data/bad/scenarios/) raises exactly the listed messages ({dir} stands for the corpus
-// directory), and every corpus file is listed, so a new one cannot go unchecked.
+// directory, {src} for the source tree), and every corpus file is listed, so a new one cannot go
+// unchecked.
 #include "sim/scenario/scenario.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,71 @@ const std::map<std::string, std::string>& expected_messages() {
       {"attention_tp_not_dividing.toml",
        "{dir}/attention_tp_not_dividing.toml:9:16: deployment.attention_tp: must divide "
        "gpus_per_replica (8)"},
+      {"attention_tp_with_dp.toml",
+       "{dir}/attention_tp_with_dp.toml:8:16: deployment.attention_tp: must be 1 with "
+       "attention = \"dp\""},
+      {"bad_attention_enum.toml",
+       "{dir}/bad_attention_enum.toml:8:13: deployment.attention: unknown value 'pp' "
+       "(valid: dp, tp)"},
+      {"bad_network_model.toml",
+       "{dir}/bad_network_model.toml:22:9: network.model: unknown value 'ideal' (valid: "
+       "bottleneck, fluid, simgrid)"},
+      {"bad_router.toml",
+       "{dir}/bad_router.toml:22:10: scheduler.router: unknown value 'random' (valid: "
+       "round_robin, least_outstanding, session_affinity)"},
+      {"calibrated_profile_not_found.toml",
+       "{dir}/calibrated_profile_not_found.toml:23:11: cost.profile: file not found: "
+       "{dir}/no-such-profile.json"},
+      {"experts_not_divisible.toml",
+       "{dir}/experts_not_divisible.toml:7:20: deployment.gpus_per_replica: 16 routed "
+       "experts do not divide over 6 GPUs"},
+      {"kv_block_tokens_not_dividing.toml",
+       "{dir}/kv_block_tokens_not_dividing.toml:22:19: scheduler.kv_block_tokens: must "
+       "divide 512 (the prefix-block size of traces)"},
+      {"missing_model.toml", "{dir}/missing_model.toml:1:1: model: missing required key (string)"},
+      {"model_not_found.toml",
+       "{dir}/model_not_found.toml:2:9: model: file not found: {src}/models/tiny-v2.toml"},
+      {"more_gpus_than_experts.toml",
+       "{dir}/more_gpus_than_experts.toml:7:20: deployment.gpus_per_replica: 16 routed "
+       "experts do not divide over 32 GPUs"},
+      {"negative_seed.toml",
+       "{dir}/negative_seed.toml:22:8: run.seed: value -1 is out of range [0, "
+       "9223372036854775807]"},
+      {"prefill_replicas_without_decode.toml",
+       "{dir}/prefill_replicas_without_decode.toml:8:20: deployment.prefill_replicas: 1 "
+       "prefill replicas leave no decode replica (replicas = 1)"},
+      {"replicas_exceed_topology.toml",
+       "{dir}/replicas_exceed_topology.toml:6:12: deployment.replicas: 2 replicas x 8 "
+       "GPUs exceed the topology's 8 GPUs"},
+      {"roofline_efficiency_out_of_range.toml",
+       "{dir}/roofline_efficiency_out_of_range.toml:22:22: "
+       "cost.roofline.expert_ffn.compute_efficiency: value 1.5 is out of range [1e-06, 1]"},
+      {"roofline_unknown_op.toml",
+       "{dir}/roofline_unknown_op.toml:21:1: cost.roofline.attn_mla: unknown op kind "
+       "'attn_mla' (valid: rmsnorm, attn_mla_prefill, attn_mla_decode, attn_gqa_prefill, "
+       "attn_gqa_decode, attn_kda_prefill, attn_kda_decode, router, permute, expert_ffn, "
+       "shared_expert, "
+       "dense_ffn, combine, lm_head, dispatch_a2a, combine_a2a)"},
+      {"routing_on_dense_model.toml",
+       "{dir}/routing_on_dense_model.toml:22:1: routing: the model has no MoE layer"},
+      {"toml_syntax_error.toml",
+       "{dir}/toml_syntax_error.toml:2:38: TOML syntax error: Error while parsing "
+       "string: unescaped control characters other than TAB (U+0009) are explicitly "
+       "prohibited"},
+      {"topology_not_found.toml",
+       "{dir}/topology_not_found.toml:3:12: topology: file not found: "
+       "{dir}/h200-node.toml"},
+      {"trace_window_reversed.toml",
+       "{dir}/trace_window_reversed.toml:23:15: outputs.trace_end_s: must be >= "
+       "trace_start_s"},
+      {"unknown_key.toml",
+       "{dir}/unknown_key.toml:22:1: scheduler.max_seq: unknown key 'max_seq' (did you "
+       "mean 'max_seqs'?)"},
+      {"wrong_type.toml",
+       "{dir}/wrong_type.toml:22:14: run.duration_s: expected a number, got string"},
+      {"zero_slo.toml",
+       "{dir}/zero_slo.toml:22:11: slo.ttft_ms: value 0 is out of range [0.001, "
+       "1000000000]"},
   };
   return kMessages;
 }
@@ -48,7 +114,12 @@ TEST(BadScenarioTest, EveryCorpusFileFailsWithItsMessage) {
       continue;
     }
     std::string expected = it->second;
-    expected.replace(expected.find("{dir}"), 5, kBadDir);
+    for (auto [tag, value] :
+         {std::pair<std::string, std::string>{"{dir}", kBadDir}, {"{src}", kSource}}) {
+      for (size_t at; (at = expected.find(tag)) != std::string::npos;) {
+        expected.replace(at, tag.size(), value);
+      }
+    }
     EXPECT_EQ(actual, expected) << file;
     ++checked;
   }
@@ -56,20 +127,36 @@ TEST(BadScenarioTest, EveryCorpusFileFailsWithItsMessage) {
   EXPECT_GE(checked, 10);
 }
 
+void expect_loads(const fs::path& file) {
+  SCOPED_TRACE(file.string());
+  try {
+    Scenario s = load_scenario(file.string());
+    EXPECT_FALSE(s.name.empty());
+    EXPECT_TRUE(s.model);
+    EXPECT_TRUE(s.topology);
+    EXPECT_LE(s.deployment.num_replicas * s.deployment.gpus_per_replica, s.topology->num_gpus());
+  } catch (const ConfigError& e) {
+    ADD_FAILURE() << e.what();
+  }
+}
+
 TEST(ScenarioTest, EveryShippedScenarioLoads) {
   int loaded = 0;
-  for (const std::string dir : {kSource + "/scenarios", kSource + "/tests/data/scenarios"}) {
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      if (entry.path().extension() != ".toml") continue;
-      SCOPED_TRACE(entry.path().string());
-      Scenario s = load_scenario(entry.path().string());
-      EXPECT_EQ(s.name, entry.path().stem().string());
-      EXPECT_TRUE(s.model);
-      EXPECT_TRUE(s.topology);
-      EXPECT_LE(s.deployment.num_replicas * s.deployment.gpus_per_replica,
-                s.topology->num_gpus());
-      ++loaded;
-    }
+  for (const auto& entry : fs::recursive_directory_iterator(kSource + "/scenarios")) {
+    if (entry.path().extension() != ".toml") continue;
+    expect_loads(entry.path());
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 1);
+}
+
+TEST(ScenarioTest, EveryTestScenarioLoads) {
+  int loaded = 0;
+  // Top level only: models/ and topologies/ hold the files the scenarios name.
+  for (const auto& entry : fs::directory_iterator(kSource + "/tests/data/scenarios")) {
+    if (entry.path().extension() != ".toml") continue;
+    expect_loads(entry.path());
+    ++loaded;
   }
   EXPECT_GE(loaded, 10);
 }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -133,17 +134,19 @@ TEST(ClusterTest, DecodeContextNeverExceedsPromptPlusOutput_ClusterBug) {
   ASSERT_GT(out.counters.num_preemptions, 0);
   std::map<int32_t, const RequestRecord*> by_id;
   for (const RequestRecord& r : out.requests) by_id[r.request_id] = &r;
-  int64_t checked = 0;
+  int64_t checked = 0, over = 0, max_excess = 0;
   for (const StepRecord& s : out.steps) {
     for (const StepRecord::Seq& q : s.seqs) {
       const RequestRecord& r = *by_id.at(q.request);
-      ASSERT_LE(q.context_tokens + q.new_tokens, r.prompt_tokens + r.output_tokens)
-          << "request " << q.request << " (" << r.num_preemptions << " preemptions) at step "
-          << s.step;
+      const int64_t excess = q.context_tokens + q.new_tokens - (r.prompt_tokens + r.output_tokens);
+      over += excess > 0;
+      max_excess = std::max(max_excess, excess);
       ++checked;
     }
   }
   EXPECT_GT(checked, 0);
+  EXPECT_EQ(over, 0) << "of " << checked << " sequence slices; the largest excess is " << max_excess
+                     << " tokens";
 }
 
 TEST(ClusterTest, MooncakeSharedPrefixHitsTheCache) {
@@ -213,8 +216,8 @@ TEST(ClusterTest, DeploymentThatDoesNotFitIsAConfigError) {
     EXPECT_EQ(e.key_path(), "deployment");
     EXPECT_EQ(e.reason(),
               "deepseek-v3 on h800-sxm with 8 GPUs per replica does not fit in HBM: weights "
-              "93.26 GiB + workspace 4.00 GiB + reserve 3.73 GiB = 100.99 GiB exceed the 74.51 "
-              "GiB of HBM by 26.48 GiB");
+              "93.79 GiB + workspace 4.00 GiB + reserve 3.73 GiB = 101.52 GiB exceed the 74.51 "
+              "GiB of HBM by 27.01 GiB");
   }
 }
 

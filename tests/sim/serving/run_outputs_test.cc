@@ -35,7 +35,7 @@ const Recorded& recorded(const std::string& name) {
   opt.record_max_steps = 400;
   opt.chrome_trace = true;
   opt.trace_start_ns = from_seconds(0.2);
-  opt.trace_end_ns = from_seconds(0.21);
+  opt.trace_end_ns = from_seconds(0.3);
   return cache.emplace(name, Recorded{&sc, run_scenario(sc, opt)}).first->second;
 }
 
@@ -110,16 +110,21 @@ TEST(StepTraceTest, GqaLayersCarryQkNorm) {
 }
 
 // The engine's checks on step records (docs/schemas/step_trace.md, "What the engine checks").
-void check_steps(const std::string& name) {
+// Returns the number of (step, layer, source GPU, expert) cells whose count exceeds the source's
+// tokens (a token picks an expert at most once); the other checks are expectations.
+int64_t check_steps(const std::string& name) {
   SCOPED_TRACE(name);
   std::vector<json> lines = parse_lines(step_trace(name));
-  ASSERT_GT(lines.size(), 1u);
+  EXPECT_GT(lines.size(), 1u);
+  if (lines.empty()) return 0;
   const json& h = lines[0];
+  int64_t num_repeated_picks = 0;
   std::vector<int64_t> moe_layers;
   for (const json& l : h["model"]["layers"]) {
     if (l["ffn"]["kind"] == "moe") moe_layers.push_back(l["layer"]);
   }
-  const int64_t top_k = moe_layers.empty() ? 0 : h["model"]["layers"][moe_layers[0]]["ffn"]["top_k"].get<int64_t>();
+  const int64_t top_k =
+      moe_layers.empty() ? 0 : h["model"]["layers"][moe_layers[0]]["ffn"]["top_k"].get<int64_t>();
   std::vector<std::set<int64_t>> expert_gpus;
   for (const json& e : h["placement"]["expert_gpus"]) expert_gpus.emplace_back(e.begin(), e.end());
   std::map<int64_t, std::set<int64_t>> replica_gpus;
@@ -130,7 +135,7 @@ void check_steps(const std::string& name) {
   for (size_t i = 1; i < lines.size(); ++i) {
     const json& s = lines[i];
     SCOPED_TRACE("line " + std::to_string(i + 1));
-    ASSERT_EQ(s["record"], "step");
+    EXPECT_EQ(s["record"], "step");
     ++num_steps;
     EXPECT_EQ(s["sim"]["step_ns"], s["end_ns"].get<int64_t>() - s["start_ns"].get<int64_t>());
     const std::set<int64_t>& gpus = replica_gpus.at(s["replica"]);
@@ -142,11 +147,12 @@ void check_steps(const std::string& name) {
       EXPECT_GE(q["context_tokens"].get<int64_t>(), 0);
       tokens_of_gpu[q["gpu"]] += q["new_tokens"].get<int64_t>();
     }
-    ASSERT_EQ(s["layers"].size(), moe_layers.size());
-    for (size_t l = 0; l < moe_layers.size(); ++l) {
+    EXPECT_EQ(s["layers"].size(), moe_layers.size());
+    for (size_t l = 0; l < std::min(moe_layers.size(), s["layers"].size()); ++l) {
       const json& layer = s["layers"][l];
       EXPECT_EQ(layer["layer"], moe_layers[l]);
-      EXPECT_GT(layer["dispatch_bytes"].get<double>(), 0);
+      EXPECT_GE(layer["dispatch_bytes"].get<double>(), 0);
+      EXPECT_GE(layer["combine_bytes"].get<double>(), 0);
       std::map<int64_t, int64_t> from_src;
       std::map<std::pair<int64_t, int64_t>, int64_t> src_expert;
       for (const json& r : layer["routing"]) {
@@ -159,19 +165,32 @@ void check_steps(const std::string& name) {
       }
       // Per source GPU the counts sum to top_k times its tokens.
       for (int64_t g : gpus) EXPECT_EQ(from_src[g], top_k * tokens_of_gpu[g]) << "gpu " << g;
-      // A token picks an expert at most once.
       for (const auto& [key, count] : src_expert) {
-        EXPECT_LE(count, tokens_of_gpu[key.first])
-            << "src " << key.first << " expert " << key.second;
+        num_repeated_picks += count > tokens_of_gpu[key.first];
       }
     }
   }
   EXPECT_EQ(num_steps, static_cast<int64_t>(recorded(name).out.steps.size()));
+  return num_repeated_picks;
 }
 
 TEST(StepTraceTest, StepsFollowTheEngineContract) { check_steps("tiny_synthetic"); }
 TEST(StepTraceTest, StepsFollowTheEngineContractWithTwoReplicas) { check_steps("tiny_agent"); }
-TEST(StepTraceTest, DenseModelStepsHaveNoLayers) { check_steps("tiny_dense"); }
+
+// Bug (cluster.cc, RecordObserver::on_routing): each (src, dst GPU) count is split over the
+// destination's experts by an unconstrained multinomial, so one source's count for an expert
+// can exceed the source's tokens (e.g. 1 token, top_k 2, both picks on GPU d: the split may
+// give 2 to one expert). The engine rejects such a trace. Fix: cap each expert's share at the
+// source's tokens (sequential capped draws, as the routing model's capped multinomial does).
+TEST(StepTraceTest, NoTokenPicksAnExpertTwice_ClusterBug) {
+  EXPECT_EQ(check_steps("tiny_synthetic") + check_steps("tiny_agent"), 0);
+}
+
+// Bug (cluster.cc, try_start_step: `bool record = ... && placement_;`): steps of a model without
+// MoE layers are never recorded, so `--record` writes only the header. Fix: record whenever
+// opt_.record_steps allows; RecordObserver only needs the placement in on_routing, which dense
+// models never call (hold it by pointer).
+TEST(StepTraceTest, DenseModelStepsAreRecorded_ClusterBug) { check_steps("tiny_dense"); }
 
 TEST(StepTraceTest, RecordMaxStepsCapsTheTrace) {
   EXPECT_EQ(recorded("tiny_synthetic").out.steps.size(), 400u);
@@ -202,8 +221,8 @@ TEST(ChromeTraceTest, IsValidJsonWithCompleteEvents) {
   }
   EXPECT_GT(x, 100);
   EXPECT_EQ(meta, 8);  // one named track per GPU
-  for (const char* n : {"attention", "dense_ffn", "router", "dispatch", "experts", "combine",
-                        "lm_head"}) {
+  for (const char* n :
+       {"attention", "dense_ffn", "router", "dispatch", "experts", "combine", "lm_head"}) {
     EXPECT_TRUE(names.count(n)) << n;
   }
 }
@@ -237,9 +256,9 @@ TEST(SummaryTest, JsonHasTheCountsAndIsDeterministic) {
   EXPECT_EQ(j["scenario"], "tiny_agent");
   EXPECT_EQ(j["seed"], 3);
   EXPECT_EQ(j["conservation_ok"], true);
-  EXPECT_EQ(j["requests"]["arrived"].get<int64_t>(),
-            j["requests"]["completed"].get<int64_t>() + j["requests"]["rejected"].get<int64_t>() +
-                j["requests"]["in_flight"].get<int64_t>());
+  EXPECT_EQ(j["requests"]["arrived"].get<int64_t>(), j["requests"]["completed"].get<int64_t>() +
+                                                         j["requests"]["rejected"].get<int64_t>() +
+                                                         j["requests"]["in_flight"].get<int64_t>());
   EXPECT_EQ(j["event_digest"], r.out.digest_hex);
   EXPECT_GT(j["memory_per_gpu"]["num_kv_blocks"].get<int64_t>(), 0);
   EXPECT_GT(j["actions"]["rollback"].get<int64_t>(), 0);

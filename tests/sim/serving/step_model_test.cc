@@ -87,25 +87,25 @@ struct Fixture {
     deployment.gpus_per_replica = num_gpus;
     std::vector<GpuId> gpus;
     for (int32_t g = 0; g < num_gpus; ++g) gpus.emplace_back(g);
-    std::vector<int32_t> gpu_of_expert;
     NetworkModel* net = nullptr;
     RoutingModel* rt = nullptr;
     if (num_moe_layers(card) > 0) {
       RoutingShape shape = routing_shape_of(card);
-      for (int32_t e = 0; e < shape.num_experts; ++e) {
-        gpu_of_expert.push_back(e / (shape.num_experts / num_gpus));
-      }
+      // Contiguous: expert e on GPU e / (experts / GPUs).
+      placement = std::make_unique<ExpertPlacement>(
+          ExpertPlacement::contiguous(shape.num_experts, num_gpus, num_gpus, 1, "test"));
       network = NetworkModelRegistry().make("bottleneck", topology);
       routing = std::make_unique<FixedRouting>(shape, hot_gpu);
       net = network.get();
       rt = routing.get();
     }
-    model = std::make_unique<StepModel>(card, topology, deployment, gpus, gpu_of_expert, cost,
+    model = std::make_unique<StepModel>(card, topology, deployment, gpus, placement.get(), cost,
                                         net, rt);
   }
   Topology topology;
   RooflineCostModel cost;
   DeploymentSpec deployment;
+  std::unique_ptr<ExpertPlacement> placement;
   std::unique_ptr<NetworkModel> network;
   std::unique_ptr<RoutingModel> routing;
   std::unique_ptr<StepModel> model;
@@ -242,9 +242,9 @@ TEST(StepModelTest, MicrobatchOverlapIsNeverSlower) {
         for (int i = 0; i < n; ++i) {
           bool prefill = std::uniform_int_distribution<int>(0, 9)(rng) == 0;
           int64_t ctx = std::uniform_int_distribution<int64_t>(0, 3000)(rng);
-          r.push_back(prefill ? SeqSlice{std::uniform_int_distribution<int64_t>(1, 900)(rng), ctx,
-                                         true}
-                              : SeqSlice{1, ctx, false});
+          r.push_back(prefill
+                          ? SeqSlice{std::uniform_int_distribution<int64_t>(1, 900)(rng), ctx, true}
+                          : SeqSlice{1, ctx, false});
         }
       }
       SimTime a = seq.model->run(trial, ranks, nullptr).duration_ns;
@@ -269,15 +269,14 @@ TEST(StepModelTest, SyntheticRoutingIsDeterministicPerSeed) {
   RooflineCostModel cost(topo.gpu_spec(), RooflineParams::defaults());
   RoutingShape shape = routing_shape_of(tiny());
   std::vector<GpuId> gpus;
-  std::vector<int32_t> gpu_of_expert;
   for (int g = 0; g < 8; ++g) gpus.emplace_back(g);
-  for (int e = 0; e < 16; ++e) gpu_of_expert.push_back(e / 2);
+  ExpertPlacement placement = ExpertPlacement::contiguous(16, 8, 8, 1, "test");
   RoutingSpec spec;
   spec.defaults.popularity = PopularityKind::kZipf;
   auto run_with = [&](uint64_t seed) {
     auto net = NetworkModelRegistry().make("bottleneck", topo);
     SyntheticRoutingModel routing(shape, spec, seed);
-    StepModel m(tiny(), topo, DeploymentSpec{}, gpus, gpu_of_expert, cost, net.get(), &routing);
+    StepModel m(tiny(), topo, DeploymentSpec{}, gpus, &placement, cost, net.get(), &routing);
     std::vector<SimTime> out;
     for (int step = 0; step < 5; ++step) {
       out.push_back(m.run(step, decode_batch(8, 64, 100), nullptr).duration_ns);

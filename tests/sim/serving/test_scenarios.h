@@ -19,7 +19,8 @@ inline const std::string kScenarioDir = MOESIM_SOURCE_DIR "/tests/data/scenarios
 inline const Scenario& test_scenario(const std::string& name) {
   static std::map<std::string, Scenario> cache;
   auto it = cache.find(name);
-  if (it == cache.end()) it = cache.emplace(name, load_scenario(kScenarioDir + name + ".toml")).first;
+  if (it == cache.end())
+    it = cache.emplace(name, load_scenario(kScenarioDir + name + ".toml")).first;
   return it->second;
 }
 

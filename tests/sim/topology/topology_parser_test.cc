@@ -52,6 +52,8 @@ TEST(TopologyParser, EveryShippedTopologyLoadsWithExpectedShape) {
       {"gb200-nvl72", "gb200", 72, 18, 72, 144, 0, 0, 720e9, 0},
       // 28 GPU pairs, two directions.
       {"mi355x-node", "mi355x", 8, 1, 8, 56, 0, 0, 430e9, 0},
+      // Calibration loop: 2 GPUs on one NVSwitch, two directions.
+      {"cpu-2", "h200-sxm", 2, 1, 2, 4, 0, 0, 360e9, 0},
   };
   std::set<std::string> files_on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/topologies")) {

@@ -1,0 +1,201 @@
+// `moesim search SCENARIO --slo ...`: for each configuration of a grid, the highest request rate
+// that meets the SLOs (binary search on the rate multiplier, sim/study/search.h), and the
+// cheapest configuration (fewest GPUs) that sustains --target-rate.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "apps/moesim/cli.h"
+#include "sim/study/parallel_runs.h"
+#include "sim/study/search.h"
+#include "sim/study/sweep.h"
+
+namespace moesim::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: moesim search SCENARIO --slo LIMITS [--grid SWEEP.toml] [--target-rate R]\n"
+    "                     [--min-attainment A] [--seed N] [--tolerance T] [--max-doublings K]\n"
+    "                     [--threads N] [--progress] [--json]\n\n"
+    "Finds, for each configuration, the highest rate at which SCENARIO meets the SLOs, by scaling\n"
+    "the workload's rate (arrival.rate_per_s, or rate_multiplier for traces) with a multiplier:\n"
+    "1, then doubling or halving, then geometric bisection. Assumes that meeting the SLOs is\n"
+    "monotone in the rate.\n"
+    "  --slo LIMITS        comma-separated NAME=VALUE: percentile limits\n"
+    "                      {ttft,tpot,e2e,queueing}_{p50,p90,p99}_ms, per-request limits for the\n"
+    "                      attainment ttft_ms, tpot_ms (default: the scenario's [slo]),\n"
+    "                      e.g. ttft_p99_ms=2000,tpot_p99_ms=100\n"
+    "  --grid SWEEP.toml   search every configuration of the sweep file's [[parameters]] grid,\n"
+    "                      applied to SCENARIO (its scenario key and seeds are not used)\n"
+    "  --target-rate R     name the configuration with the fewest GPUs sustaining R per second\n"
+    "  --min-attainment A  fraction of decided requests within the per-request limits (default\n"
+    "                      0.99)\n"
+    "  --seed N            root seed of every probe (default: the scenario's [run] seed)\n"
+    "  --tolerance T       stop when the bracket hi / lo <= 1 + T (default 0.02)\n"
+    "  --max-doublings K   bracket multipliers within 2^-K .. 2^K (default 10)\n"
+    "  --threads N         configurations searched in parallel (default: hardware threads)\n"
+    "  --progress          progress bar on stderr even when it is not a terminal\n"
+    "  --json              print every probe as one JSON document\n"
+    "exit codes: 0 success, 2 bad input\n";
+
+void draw_progress(int64_t done, int64_t total) {
+  std::fprintf(stderr, "\rsearch: %lld/%lld configurations", static_cast<long long>(done),
+               static_cast<long long>(total));
+  if (done == total) std::fputc('\n', stderr);
+  std::fflush(stderr);
+}
+
+std::string config_text(const sim::study::ConfigSearch& c) {
+  return sim::study::overrides_text(c.overrides);
+}
+
+}  // namespace
+
+int search_command(const std::vector<std::string>& argv) {
+  Args args(argv, {"--slo", "--grid", "--target-rate", "--min-attainment", "--seed", "--tolerance",
+                   "--max-doublings", "--threads"});
+  if (args.help_requested()) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const std::string& path = args.positional(0, "SCENARIO");
+  auto slo_text = args.value("--slo");
+  auto grid = args.value("--grid");
+  auto target = args.double_value("--target-rate");
+  auto min_attainment = args.double_value("--min-attainment");
+  auto seed = args.int_value("--seed");
+  auto tolerance = args.double_value("--tolerance");
+  auto doublings = args.int_value("--max-doublings");
+  auto threads = args.int_value("--threads");
+  bool progress = args.flag("--progress") || isatty(fileno(stderr));
+  bool json = args.flag("--json");
+  args.finish(1);
+  if (!slo_text) throw UsageError{"--slo is required"};
+  if (target && !(*target > 0)) throw UsageError{"--target-rate must be > 0"};
+  if (min_attainment && !(*min_attainment >= 0 && *min_attainment <= 1)) {
+    throw UsageError{"--min-attainment must be in [0, 1]"};
+  }
+  if (seed && *seed < 0) throw UsageError{"--seed must be >= 0"};
+  if (tolerance && !(*tolerance > 0 && *tolerance <= 1)) {
+    throw UsageError{"--tolerance must be in (0, 1]"};
+  }
+  if (doublings && (*doublings < 0 || *doublings > 30)) {
+    throw UsageError{"--max-doublings must be in 0..30"};
+  }
+  if (threads && (*threads < 1 || *threads > 4096))
+    throw UsageError{"--threads must be in 1..4096"};
+
+  sim::study::SearchSlo slo = sim::study::parse_search_slo(*slo_text);
+  if (min_attainment) slo.min_attainment = *min_attainment;
+  sim::study::ScenarioTemplate scenario = sim::study::ScenarioTemplate::load(path);
+  std::vector<std::vector<sim::study::Override>> configs(1);
+  std::vector<std::string> parameter_keys;
+  if (grid) {
+    sim::study::SweepSpec spec = sim::study::load_sweep(*grid, path);
+    sim::study::check_sweep(spec, scenario);
+    configs = sim::study::grid_configs(spec);
+    for (const auto& p : spec.parameters) parameter_keys.push_back(p.key_path);
+  } else {
+    scenario.instantiate({});
+  }
+  sim::study::SearchOptions opt;
+  if (seed) opt.seed = static_cast<uint64_t>(*seed);
+  if (tolerance) opt.rel_tolerance = *tolerance;
+  if (doublings) opt.max_doublings = static_cast<int32_t>(*doublings);
+  opt.num_threads = threads ? static_cast<int32_t>(*threads) : sim::study::default_num_threads();
+  opt.target_rate_per_s = target;
+
+  sim::study::SearchResult r = sim::study::search_rates(
+      scenario, configs, slo, opt,
+      progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr);
+
+  if (json) {
+    nlohmann::json j;
+    j["scenario"] = path;
+    j["slo"]["min_attainment"] = slo.min_attainment;
+    for (const auto& l : slo.percentile_limits) j["slo"][l.name] = l.limit_ms;
+    if (slo.request_ttft_ms) j["slo"]["ttft_ms"] = *slo.request_ttft_ms;
+    if (slo.request_tpot_ms) j["slo"]["tpot_ms"] = *slo.request_tpot_ms;
+    j["configs"] = nlohmann::json::array();
+    for (const auto& c : r.configs) {
+      nlohmann::json cj;
+      cj["config_idx"] = c.config_idx;
+      for (const auto& o : c.overrides) {
+        cj["parameters"][o.key_path] = sim::study::override_value_text(o.value);
+      }
+      if (!c.error.empty()) {
+        cj["error"] = c.error;
+      } else {
+        cj["num_gpus"] = c.num_gpus;
+        cj["rate_unit"] = c.rate_unit;
+        cj["base_rate_per_s"] = c.base_rate_per_s;
+        cj["found"] = c.search.found;
+        cj["max_multiplier"] = c.search.max_ok;
+        cj["max_rate_per_s"] = c.max_rate_per_s;
+        cj["first_failing_multiplier"] = c.search.min_fail;
+        cj["first_failing_rate_per_s"] = c.fail_rate_per_s;
+        cj["probes"] = nlohmann::json::array();
+        for (const auto& p : c.probes) {
+          cj["probes"].push_back({{"multiplier", p.multiplier},
+                                  {"rate_per_s", p.rate_per_s},
+                                  {"meets", p.verdict.meets},
+                                  {"attainment", p.verdict.attainment},
+                                  {"reason", p.verdict.reason}});
+        }
+      }
+      j["configs"].push_back(cj);
+    }
+    if (target) j["target_rate_per_s"] = *target;
+    if (r.cheapest) j["cheapest_config_idx"] = r.configs[*r.cheapest].config_idx;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+
+  std::printf("search %s\n  SLO:", path.c_str());
+  for (const auto& l : slo.percentile_limits) std::printf(" %s <= %g,", l.name.c_str(), l.limit_ms);
+  std::printf(" attainment >= %g", slo.min_attainment);
+  if (slo.request_ttft_ms) std::printf(", per-request ttft <= %g ms", *slo.request_ttft_ms);
+  if (slo.request_tpot_ms) std::printf(", per-request tpot <= %g ms", *slo.request_tpot_ms);
+  const std::string unit = r.configs.empty() || r.configs.front().rate_unit.empty()
+                               ? "req/s"
+                               : r.configs.front().rate_unit;
+  std::printf("\n\n  %-6s %-5s %12s %8s %14s  %s\n", "config", "gpus", "max rate", "x base",
+              "first failing", grid ? "parameters" : "");
+  for (const auto& c : r.configs) {
+    if (!c.error.empty()) {
+      std::printf("  %-6lld error: %s  (%s)\n", static_cast<long long>(c.config_idx),
+                  c.error.c_str(), config_text(c).c_str());
+      continue;
+    }
+    char fail[32] = "-";
+    if (c.search.min_fail > 0) std::snprintf(fail, sizeof(fail), "%.4g", c.fail_rate_per_s);
+    std::printf("  %-6lld %-5lld %12.4g %8.4g %14s  %s\n", static_cast<long long>(c.config_idx),
+                static_cast<long long>(c.num_gpus), c.max_rate_per_s, c.search.max_ok, fail,
+                grid ? config_text(c).c_str() : "");
+    if (!c.search.found) {
+      std::printf("         meets the SLOs at no probed rate (lowest probed: %s)\n",
+                  c.probes.empty() ? "-" : c.probes.back().verdict.reason.c_str());
+    } else if (c.search.min_fail == 0) {
+      std::printf("         meets the SLOs at every probed rate (a lower bound)\n");
+    }
+  }
+  std::printf(
+      "\n  rates in %s; x base: the multiplier on the configuration's own rate; first "
+      "failing:\n  the lowest probed rate above the max that broke the SLOs\n",
+      unit.c_str());
+  if (target) {
+    if (r.cheapest) {
+      const auto& c = r.configs[*r.cheapest];
+      std::printf("  cheapest sustaining %g/s: config %lld (%s), %lld GPUs, max %.4g/s\n", *target,
+                  static_cast<long long>(c.config_idx), config_text(c).c_str(),
+                  static_cast<long long>(c.num_gpus), c.max_rate_per_s);
+    } else {
+      std::printf("  no configuration sustains %g/s\n", *target);
+    }
+  }
+  return 0;
+}
+
+}  // namespace moesim::cli

@@ -1,0 +1,129 @@
+// Hot-expert replication: the decision logic of the policy (the serving loop owns the events).
+//
+// Every period_s the policy looks at expert loads over a sliding window (window_s), takes the
+// hottest top_fraction of the experts and gives each extra replicas: one on every node that has
+// none ("every_node"), or k more GPUs ("k_gpus"). Replicas it added earlier for experts that are
+// no longer hot are dropped. A plan lists replica additions (each a weight copy from a GPU that
+// already holds the expert) and removals; the serving loop reserves HBM on the receiving GPUs,
+// sends transfer_traffic() alongside serving traffic, and adds the replicas to the placement
+// only when the transfer completes. Tokens then go to the nearest replica (same GPU, then same
+// node; ReplicaDispatcher in sim/placement/expert_placement.h).
+//
+// Choices, all deterministic:
+//  - hot set: the ceil(top_fraction * experts) experts with the largest window load, equal loads
+//    to the lower expert id; experts with zero load are never hot. Handled hottest first, so
+//    when extra slots run out the hottest experts have them.
+//  - destination GPU: among GPUs with a free extra slot (extra slots over the base placement <
+//    max_extra_slots_per_gpu) that do not host the expert: a GPU that already holds a replica
+//    of it in the current placement (no transfer, no churn), then the least estimated load,
+//    then the lowest id. Estimated load of a GPU: the sum over its experts of the expert's
+//    window load divided by its replica count (updated as replicas are added).
+//  - source GPU of a copy: a GPU holding the expert in the current placement that keeps it,
+//    on the destination's node if any, else any; the lowest id.
+// Replicas of the base placement are never removed.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/core/time.h"
+#include "sim/placement/expert_placement.h"
+
+namespace moesim::sim {
+
+class TomlTable;
+
+// [policies.hot_expert_replication]; defaults in brackets.
+struct HotExpertReplicationConfig {
+  double window_s = 300.0;      // sliding window of expert loads, > 0
+  int32_t window_buckets = 30;  // the window is kept in this many time buckets, >= 1
+  double top_fraction = 0.1;    // hottest fraction of experts replicated, in (0, 1]
+  enum class Target { kEveryNode, kKGpus } target = Target::kEveryNode;  // "every_node"|"k_gpus"
+  int32_t k = 2;                        // k_gpus: extra replicas per hot expert, >= 1
+  double period_s = 60.0;               // seconds between refreshes, > 0
+  int32_t max_extra_slots_per_gpu = 2;  // extra expert slots a GPU may receive, >= 1
+};
+
+// Parses the table (keys as the struct's members; target as a string); calls finish(). Unknown
+// keys and out-of-range values are ConfigErrors with key paths.
+HotExpertReplicationConfig parse_hot_expert_replication_config(TomlTable& table);
+
+// Per-expert loads over a sliding time window, in time buckets of window / num_buckets: the
+// window at time t covers the bucket holding t and the num_buckets - 1 before it (so between
+// window - bucket and window of history). O(num_buckets x experts) memory.
+class ExpertLoadWindow {
+ public:
+  // Preconditions (checked): num_experts >= 1, num_buckets >= 1, window_ns >= num_buckets.
+  ExpertLoadWindow(int32_t num_experts, SimTime window_ns, int32_t num_buckets);
+
+  // Adds loads (e.g. one layer's expected selections per expert in one step) observed at now_ns.
+  // Precondition (checked): now_ns >= every earlier now_ns, loads.size() == num_experts.
+  void add(SimTime now_ns, std::span<const double> loads);
+  // Summed loads per expert in the window ending at now_ns (>= the last add's time).
+  std::vector<double> loads(SimTime now_ns) const;
+
+ private:
+  int64_t bucket_of(SimTime t) const { return t / bucket_ns_; }
+
+  int32_t num_experts_;
+  int32_t num_buckets_;
+  SimTime bucket_ns_;
+  SimTime last_ns_ = 0;
+  std::vector<int64_t> bucket_id_;  // per ring slot: the absolute bucket it holds, -1 empty
+  std::vector<double> sums_;        // ring slot x expert
+};
+
+// One weight copy: expert_idx from src_gpu_idx to dst_gpu_idx (EP-group GPU indices).
+struct ReplicaAddition {
+  int32_t expert_idx = 0;
+  int32_t src_gpu_idx = 0;
+  int32_t dst_gpu_idx = 0;
+};
+struct ReplicaRemoval {
+  int32_t expert_idx = 0;
+  int32_t gpu_idx = 0;
+};
+
+struct ReplicationPlan {
+  std::vector<int32_t> hot_experts;        // hottest first
+  std::vector<ReplicaAddition> additions;  // in decision order
+  std::vector<ReplicaRemoval> removals;    // by (expert, GPU)
+  int32_t num_skipped_for_capacity = 0;    // wanted replicas with no free extra slot
+  bool empty() const { return additions.empty() && removals.empty(); }
+};
+
+class HotExpertReplication {
+ public:
+  // base: the static placement (its replicas are never removed; extra slots are counted over
+  // it). replica_weight_bytes: HBM one replica occupies and the bytes its copy sends (the
+  // expert's weights in every MoE layer the placement serves), > 0.
+  HotExpertReplication(const HotExpertReplicationConfig& config, ExpertPlacement base,
+                       double replica_weight_bytes);
+
+  const HotExpertReplicationConfig& config() const { return config_; }
+  const ExpertPlacement& base() const { return base_; }
+  // A window sized from the config for this placement's experts.
+  ExpertLoadWindow make_window() const;
+
+  // The plan that turns `current` into the desired placement for these window loads (one
+  // non-negative value per expert). Precondition (checked): current has the base's experts and
+  // GPUs and holds every base replica.
+  ReplicationPlan plan(std::span<const double> expert_loads, const ExpertPlacement& current) const;
+  // Applies removals, then additions, to `placement` (all at once; the serving loop instead
+  // applies each addition when its copy lands).
+  static void apply(const ReplicationPlan& plan, ExpertPlacement& placement);
+  // Bytes to copy per (src, dst): bytes[src * P + dst] for the P GPUs (diagonal zero).
+  std::vector<double> transfer_traffic(const ReplicationPlan& plan) const;
+  // HBM the plan's additions occupy per GPU (reserve it before the copy starts), and the HBM its
+  // removals free.
+  std::vector<double> extra_weight_bytes_per_gpu(const ReplicationPlan& plan) const;
+  std::vector<double> freed_weight_bytes_per_gpu(const ReplicationPlan& plan) const;
+
+ private:
+  HotExpertReplicationConfig config_;
+  ExpertPlacement base_;
+  double replica_weight_bytes_;
+};
+
+}  // namespace moesim::sim

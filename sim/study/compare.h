@@ -1,0 +1,70 @@
+// Paired comparison of two scenarios under common random numbers.
+//
+// Both scenarios run with the same root seed, so their named RNG streams (workload, routing,
+// ...) draw the same numbers: where the scenarios agree on the workload, the same requests
+// arrive at the same times with the same lengths, and differences in the figures come from what
+// the scenarios change, not from sampling noise. Two ways to put a confidence interval on a
+// difference B - A (docs/sweeps.md):
+//   requests      (one replication, the default) one run of each; the units resampled are the
+//                 requests, matched by request id: a resample draws ids with replacement and
+//                 recomputes A's and B's figures on the same ids. Quick, but it ignores the
+//                 correlation between neighbouring requests (queueing), so the intervals are
+//                 optimistic for latency percentiles under load.
+//   replications  (N >= 2) each scenario runs with seeds s .. s + N - 1, A and B with the same
+//                 seed; the units resampled are the replications, the statistic is the mean of
+//                 the paired per-replication differences. Sound under autocorrelation; N >= 10
+//                 gives usable intervals.
+// Bootstrap draws come from the stream "study.bootstrap" of the first seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/scenario.h"
+#include "sim/study/bootstrap.h"
+
+namespace moesim::sim::study {
+
+struct CompareOptions {
+  uint64_t seed = 1;             // first root seed
+  int32_t num_replications = 1;  // >= 1; seeds seed .. seed + N - 1
+  int32_t num_resamples = 1000;  // bootstrap resamples, >= 1
+  double confidence = 0.95;      // in (0, 1)
+  int32_t num_threads = 1;       // >= 1
+};
+
+struct MetricComparison {
+  std::string metric;   // e.g. "ttft_p99_ms", or "action:<name>" for a policy action count
+  double a = 0;         // A's figure (mean over replications)
+  double b = 0;         // B's figure (mean over replications)
+  double diff = 0;      // B - A (the mean of the paired differences)
+  bool has_ci = false;  // false for action counts with one replication (no per-request units)
+  double ci_lo = 0;
+  double ci_hi = 0;
+};
+
+struct CompareResult {
+  std::string method;  // "requests" or "replications"
+  std::vector<uint64_t> seeds;
+  // Requests mode: records of A, of B, ids present in both, and of those the ones with the same
+  // arrival time and prompt length in both runs (common random numbers at work).
+  int64_t num_requests_a = 0, num_requests_b = 0;
+  int64_t num_matched = 0, num_identical = 0;
+  // ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, output_tokens_per_s, requests_per_s,
+  // goodput_req_per_s, slo_attainment; in requests mode also ttft_paired_mean_diff_ms (the mean
+  // over matched requests with a first token in both runs of TTFT(B) - TTFT(A); a and b are the
+  // means of those TTFTs).
+  std::vector<MetricComparison> metrics;
+  // One per action name counted in any run (union, ordered by name).
+  std::vector<MetricComparison> actions;
+  std::vector<std::string> digests_a, digests_b;  // per seed
+  bool conservation_ok = true;                    // in every run
+};
+
+// Runs both scenarios (with their policies) for each seed and compares them. Throws ConfigError
+// when a scenario's policies are invalid or its deployment does not fit in memory.
+CompareResult compare_scenarios(const Scenario& a, const Scenario& b,
+                                const CompareOptions& options);
+
+}  // namespace moesim::sim::study

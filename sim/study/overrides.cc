@@ -1,0 +1,115 @@
+#include "sim/study/overrides.h"
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace moesim::sim::study {
+namespace {
+
+std::vector<std::string> split_key_path(const std::string& file, const std::string& key_path) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = key_path.find('.', start);
+    std::string part = key_path.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (part.empty()) throw ConfigError(file, 0, 0, key_path, "empty segment in key path");
+    parts.push_back(std::move(part));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+void assign(toml::table& table, const std::string& key, const OverrideValue& value) {
+  std::visit([&](const auto& v) { table.insert_or_assign(key, v); }, value);
+}
+
+void apply_override(toml::table& root, const std::string& file, const Override& o) {
+  std::vector<std::string> parts = split_key_path(file, o.key_path);
+  toml::table* table = &root;
+  std::string prefix;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    prefix += (i ? "." : "") + parts[i];
+    toml::node* child = table->get(parts[i]);
+    if (!child) {
+      table = table->insert(parts[i], toml::table{}).first->second.as_table();
+      continue;
+    }
+    table = child->as_table();
+    if (!table) throw ConfigError(file, 0, 0, o.key_path, prefix + " is not a table");
+  }
+  if (const toml::node* last = table->get(parts.back()); last && last->is_table()) {
+    throw ConfigError(file, 0, 0, o.key_path, "names a table; override a value inside it");
+  }
+  assign(*table, parts.back(), o.value);
+}
+
+}  // namespace
+
+std::string override_value_text(const OverrideValue& value) {
+  struct Visitor {
+    std::string operator()(int64_t v) const { return std::to_string(v); }
+    std::string operator()(double v) const {
+      char buf[64];
+      auto res = std::to_chars(buf, buf + sizeof(buf), v);
+      return std::string(buf, res.ptr);
+    }
+    std::string operator()(bool v) const { return v ? "true" : "false"; }
+    std::string operator()(const std::string& v) const { return v; }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+std::string overrides_text(std::span<const Override> overrides) {
+  if (overrides.empty()) return "(base)";
+  std::string out;
+  for (const Override& o : overrides) {
+    if (!out.empty()) out += ", ";
+    out += o.key_path + "=" + override_value_text(o.value);
+  }
+  return out;
+}
+
+ScenarioTemplate ScenarioTemplate::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  ScenarioTemplate t;
+  t.path_ = path;
+  t.base_dir_ = std::filesystem::path(path).parent_path().string();
+  try {
+    t.root_ = std::make_shared<const toml::table>(toml::parse(ss.str(), path));
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(path, static_cast<int>(e.source().begin.line),
+                      static_cast<int>(e.source().begin.column), "",
+                      "TOML syntax error: " + std::string(e.description()));
+  }
+  return t;
+}
+
+std::string ScenarioTemplate::text_with(std::span<const Override> overrides) const {
+  toml::table edited = *root_;
+  for (const Override& o : overrides) apply_override(edited, path_, o);
+  std::ostringstream os;
+  os << toml::toml_formatter(edited);
+  return os.str();
+}
+
+Scenario ScenarioTemplate::instantiate(std::span<const Override> overrides) const {
+  if (overrides.empty()) return load_scenario(path_);
+  std::string text = text_with(overrides);
+  try {
+    return parse_scenario_text(text, path_, base_dir_);
+  } catch (const ConfigError& e) {
+    // Errors in the edited scenario itself lose their (re-serialised) line numbers; errors in
+    // files it names (model, topology, trace) keep theirs.
+    if (e.file() != path_) throw;
+    throw ConfigError(path_, 0, 0, e.key_path(),
+                      e.reason() + " (with overrides " + overrides_text(overrides) + ")");
+  }
+}
+
+}  // namespace moesim::sim::study

@@ -1,0 +1,125 @@
+// Capacity search: for each configuration of a grid, the highest request rate that still meets
+// the SLOs, and the cheapest configuration (fewest GPUs) that sustains a target rate.
+//
+// The rate is scaled by a multiplier m on the scenario's own rate: for synthetic and agent
+// workloads `workload.arrival.rate_per_s` (requests or sessions per second) becomes m times the
+// configuration's value, for trace workloads `workload.rate_multiplier` becomes m times its
+// value. Every probe runs with the same root seed, so a higher multiplier replays the same
+// requests compressed in time (common random numbers).
+//
+// "Meets the SLOs" at a rate: every percentile limit holds (over completed requests, as in the
+// run summary) and the attainment, met / decided, is at least min_attainment. A request is met
+// when it completed within the per-request limits; decided requests are the completed, the
+// rejected, and those still waiting for a first token at the end longer than the TTFT limit
+// (they have missed it already). Requests still running within their limits are not counted.
+//
+// Search: probe m = 1, then double (or halve) until the verdict flips, at most max_doublings
+// times; then bisect geometrically until hi / lo <= 1 + rel_tolerance. This assumes that meeting
+// the SLOs is monotone in the rate (true of queueing systems on average; a noisy scenario can
+// break it near the threshold, so give runs enough requests). The answer is the highest probed
+// multiplier that met the SLOs; the lowest failing multiplier above it is reported alongside.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/serving/cluster.h"
+#include "sim/study/overrides.h"
+
+namespace moesim::sim::study {
+
+struct SearchSlo {
+  struct Limit {
+    std::string name;  // {ttft,tpot,e2e,queueing}_{p50,p90,p99}_ms
+    double limit_ms = 0;
+  };
+  std::vector<Limit> percentile_limits;  // each must hold
+  // Per-request limits for the attainment; absent: the scenario's [slo] ttft_ms / tpot_ms.
+  std::optional<double> request_ttft_ms;
+  std::optional<double> request_tpot_ms;
+  double min_attainment = 0.99;  // in [0, 1]
+};
+
+// Parses "NAME=VALUE,NAME=VALUE": percentile limits ("ttft_p99_ms=2000"), per-request limits
+// ("ttft_ms=2000", "tpot_ms=100") and "attainment=0.99". Values are positive numbers (attainment
+// in [0, 1]). Throws ConfigError (file "--slo") naming the bad item and the valid names.
+SearchSlo parse_search_slo(const std::string& text);
+
+// The verdict on one run.
+struct SloVerdict {
+  bool meets = false;
+  double attainment = 0;  // met / decided (1 when nothing was decided)
+  std::string reason;     // the first limit broken, e.g. "ttft_p99_ms 2301 > 2000"; "" if met
+};
+SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo);
+
+// Highest multiplier for which meets(m) holds, by the bracketing and bisection above.
+struct MultiplierSearch {
+  bool found = false;   // some probed multiplier met
+  double max_ok = 0;    // highest probed multiplier that met (0 when none)
+  double min_fail = 0;  // lowest failing multiplier above max_ok; 0 when none failed
+  int32_t num_probes = 0;
+};
+MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
+                                       double rel_tolerance, int32_t max_doublings);
+
+// The offered rate at multiplier 1, per second: arrival.rate_per_s of synthetic (requests) and
+// agent (sessions) workloads, or a trace's mean arrival rate over its replay window times its
+// rate_multiplier (0 for a window with fewer than two requests).
+double base_rate_per_s(const Scenario& scenario);
+// "req/s" or "sessions/s".
+const char* rate_unit(const Scenario& scenario);
+// The override that sets the scenario's rate to m times its own.
+Override rate_override(const Scenario& scenario, double multiplier);
+
+struct SearchOptions {
+  std::optional<uint64_t> seed;             // absent: each configuration's [run] seed
+  double rel_tolerance = 0.02;              // > 0
+  int32_t max_doublings = 10;               // >= 0
+  int32_t num_threads = 1;                  // >= 1; configurations are searched in parallel
+  std::optional<double> target_rate_per_s;  // for the cheapest configuration
+};
+
+struct RateProbe {
+  double multiplier = 0;
+  double rate_per_s = 0;
+  SloVerdict verdict;
+};
+
+struct ConfigSearch {
+  int64_t config_idx = 0;
+  std::vector<Override> overrides;
+  std::string error;  // non-empty: the configuration does not parse or does not fit
+  int64_t num_gpus = 0;
+  std::string rate_unit;
+  double base_rate_per_s = 0;
+  MultiplierSearch search;
+  double max_rate_per_s = 0;      // base_rate_per_s x search.max_ok
+  double fail_rate_per_s = 0;     // base_rate_per_s x search.min_fail (0: none failed)
+  std::vector<RateProbe> probes;  // in probe order
+};
+
+struct SearchResult {
+  std::vector<ConfigSearch> configs;  // grid order
+  // Index into configs of the configuration with the fewest GPUs whose max rate is at least the
+  // target (ties: the higher max rate, then grid order); absent without a target or when none.
+  std::optional<size_t> cheapest;
+};
+
+// The index of the configuration with the fewest GPUs whose max rate is at least
+// `target_rate_per_s` (ties: the higher max rate, then the lower index); configurations with an
+// error or no rate meeting the SLOs are never chosen. Absent when none qualifies.
+std::optional<size_t> cheapest_config(const std::vector<ConfigSearch>& configs,
+                                      double target_rate_per_s);
+
+// Searches every configuration (the template with each override set applied). Deterministic:
+// the result does not depend on num_threads. progress(num_done, num_configs) after each.
+SearchResult search_rates(const ScenarioTemplate& scenario,
+                          const std::vector<std::vector<Override>>& configs, const SearchSlo& slo,
+                          const SearchOptions& options,
+                          const std::function<void(int64_t, int64_t)>& progress = {});
+
+}  // namespace moesim::sim::study

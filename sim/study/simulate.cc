@@ -1,0 +1,16 @@
+#include "sim/study/simulate.h"
+
+#include "sim/policy/policy_registry.h"
+
+namespace moesim::sim::study {
+
+RunOutput simulate(const Scenario& scenario, uint64_t seed) {
+  return run_scenario(scenario, RunOptions{}, static_cast<int64_t>(seed), make_policies(scenario));
+}
+
+int64_t num_gpus(const Scenario& scenario) {
+  return static_cast<int64_t>(scenario.deployment.num_replicas) *
+         scenario.deployment.gpus_per_replica;
+}
+
+}  // namespace moesim::sim::study

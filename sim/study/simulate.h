@@ -1,0 +1,19 @@
+// One simulation of a scenario as the study tools run it: the scenario's policies (made by the
+// policy registry), no trace or step recording.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/scenario/scenario.h"
+#include "sim/serving/cluster.h"
+
+namespace moesim::sim::study {
+
+// Simulates `scenario` with root seed `seed` and the policies of its [policies.*] tables.
+// Throws ConfigError for a bad policy table or a deployment that does not fit in memory.
+RunOutput simulate(const Scenario& scenario, uint64_t seed);
+
+// GPUs the deployment occupies: replicas x GPUs per replica.
+int64_t num_gpus(const Scenario& scenario);
+
+}  // namespace moesim::sim::study

@@ -1,0 +1,106 @@
+#include "sim/calibration/calibrated_cost_model.h"
+
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "sim/calibration/cost_model_factory.h"
+
+namespace moesim::sim {
+namespace {
+
+OpFit linear_fit(const std::string& kind, double intercept_s, double s_per_byte,
+                 double s_per_flop, double max_value) {
+  OpFit f;
+  f.kind = kind;
+  f.dtype = "bf16";
+  f.features = {FitFeature::kFlops, FitFeature::kBytes};
+  f.segments.push_back(FitSegment{});
+  f.segments[0].intercept_s = intercept_s;
+  f.segments[0].s_per_byte = s_per_byte;
+  f.segments[0].s_per_flop = s_per_flop;
+  f.range = FitRange{0, max_value, 0, max_value, 0, max_value};
+  return f;
+}
+
+// A fallback that answers a recognisable constant.
+class ConstantModel final : public CostModel {
+ public:
+  std::string_view name() const override { return "constant"; }
+  double seconds(const OpWork&) const override { return 42.0; }
+};
+
+CalibrationProfile profile() {
+  CalibrationProfile p;
+  p.name = "test";
+  p.ops.push_back(linear_fit("rmsnorm", 1e-6, 1e-9, 0, 1e9));
+  p.ops.push_back(linear_fit("permute", 1e-6, 1e-9, 0, 1e9));
+  p.ops.push_back(linear_fit("unpermute", 2e-6, 1e-9, 0, 1e9));
+  p.ops.push_back(linear_fit("dense_ffn", 3e-6, 0, 1e-12, 1e12));
+  return p;
+}
+
+OpWork work(OpKind kind, double flops, double bytes, int64_t tokens) {
+  OpWork w;
+  w.kind = kind;
+  w.dtype = DType::kBF16;
+  w.flops = flops;
+  w.bytes = bytes;
+  w.tokens = tokens;
+  return w;
+}
+
+TEST(CalibratedCostModel, RmsNormQueryIsHalfOfBothNorms) {
+  CalibratedCostModel m(profile(), std::make_unique<ConstantModel>());
+  // Simulator: one norm, 1000 bytes; profile: both norms at 2000 bytes = 1 us + 2 us.
+  EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kRmsNorm, 0, 1000, 4)), 0.5 * 3e-6);
+}
+
+TEST(CalibratedCostModel, PermuteIncludesUnpermute) {
+  CalibratedCostModel m(profile(), std::make_unique<ConstantModel>());
+  EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kPermute, 0, 1000, 8)), (1e-6 + 1e-6) + (2e-6 + 1e-6));
+}
+
+TEST(CalibratedCostModel, LmHeadUsesTheDenseFfnFitAsProxy) {
+  CalibratedCostModel m(profile(), std::make_unique<ConstantModel>());
+  EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kLmHead, 1e9, 10, 2)), 3e-6 + 1e-3);
+  EXPECT_EQ(m.num_proxy_queries(), 1);
+  EXPECT_EQ(m.num_out_of_range_queries(), 0);
+}
+
+TEST(CalibratedCostModel, CountsOutOfRangeAndMissingKinds) {
+  CalibratedCostModel m(profile(), std::make_unique<ConstantModel>());
+  m.seconds(work(OpKind::kDenseFfn, 1e13, 10, 2));  // FLOPs above the fitted range
+  EXPECT_EQ(m.num_out_of_range_queries(OpKind::kDenseFfn), 1);
+  EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kExpertFfn, 1e6, 10, 2)), 42.0);  // no fit: fallback
+  EXPECT_EQ(m.num_out_of_range_queries(OpKind::kExpertFfn), 1);
+  EXPECT_EQ(m.num_out_of_range_queries(), 2);
+  EXPECT_EQ(m.seconds(OpWork{}), 0.0);
+}
+
+TEST(CalibratedCostModel, OtherDtypeIsUsedButCounted) {
+  CalibratedCostModel m(profile(), std::make_unique<ConstantModel>());
+  OpWork w = work(OpKind::kDenseFfn, 1e6, 10, 2);
+  w.dtype = DType::kFP8;
+  EXPECT_DOUBLE_EQ(m.seconds(w), 3e-6 + 1e-6);
+  EXPECT_EQ(m.num_out_of_range_queries(), 1);
+}
+
+TEST(CostModelFactory, RooflineByDefault) {
+  CostSpec spec;
+  GpuSpec gpu;
+  gpu.bf16_flops_per_s = 1e15;
+  gpu.hbm_bytes_per_s = 4e12;
+  EXPECT_EQ(make_cost_model(spec, gpu)->name(), "roofline");
+  EXPECT_EQ(make_calibrated_cost_model(profile(), spec, gpu)->name(), "calibrated");
+}
+
+TEST(CostModelFactory, MissingProfileIsAConfigError) {
+  CostSpec spec;
+  spec.kind = CostModelKind::kCalibrated;
+  spec.profile_path = "/nonexistent/profile.toml";
+  EXPECT_THROW(make_cost_model(spec, GpuSpec{}), ConfigError);
+}
+
+}  // namespace
+}  // namespace moesim::sim

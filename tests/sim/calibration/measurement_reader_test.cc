@@ -1,0 +1,96 @@
+#include "sim/calibration/measurement_reader.h"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/config/config_error.h"
+
+namespace moesim::sim {
+namespace {
+
+std::string data(const std::string& name) {
+  return std::string(MOESIM_SOURCE_DIR) + "/tests/data/calibration/" + name;
+}
+
+TEST(MeasurementReader, ReadsHeaderOpsAndSteps) {
+  MeasurementSet m = read_measurements(data("meas_small.jsonl"));
+  EXPECT_EQ(m.mode, "replay");
+  EXPECT_EQ(m.backend, "cpu");
+  EXPECT_EQ(m.device, "Test CPU");
+  EXPECT_EQ(m.trace_file, "trace_small.jsonl");
+  EXPECT_EQ(m.scenario, "hand");
+  EXPECT_EQ(m.model, "tiny");
+  EXPECT_EQ(m.replay_profile, "all");
+  EXPECT_EQ(m.repeats, 3);
+  ASSERT_EQ(m.layer_scales.size(), 2u);
+  EXPECT_EQ(m.layer_scales.at(1), 1);
+
+  ASSERT_EQ(m.ops.size(), 3u);  // the blank line is skipped
+  const OpSample& norm = m.ops[0];
+  EXPECT_EQ(norm.op, "rmsnorm");
+  EXPECT_EQ(norm.step, 0);
+  EXPECT_EQ(norm.sim_gpu, 0);
+  EXPECT_EQ(norm.layer_idx, 0);
+  EXPECT_EQ(norm.tokens, 3);
+  EXPECT_EQ(norm.num_sequences, 2);
+  EXPECT_DOUBLE_EQ(norm.bytes, 7168);
+  EXPECT_DOUBLE_EQ(norm.weight_bytes, 1024);
+  EXPECT_TRUE(norm.measured);
+  EXPECT_EQ(norm.measured_ns, 2000);
+  EXPECT_EQ(norm.min_ns, 1900);
+  EXPECT_EQ(norm.max_ns, 2600);
+
+  const OpSample& ffn = m.ops[1];
+  EXPECT_EQ(ffn.op, "expert_ffn");
+  EXPECT_DOUBLE_EQ(ffn.flops, 1.5e6);
+  EXPECT_EQ(ffn.context_tokens_sum, 10);
+  EXPECT_EQ(ffn.context_tokens_max, 8);
+  EXPECT_EQ(ffn.num_active_experts, 1);  // tokens_per_expert [4, 0]
+
+  const OpSample& a2a = m.ops[2];
+  EXPECT_EQ(a2a.op, "dispatch_a2a");
+  EXPECT_FALSE(a2a.measured);
+  EXPECT_EQ(a2a.measured_ns, 0);  // null when not measured
+
+  ASSERT_EQ(m.steps.size(), 1u);
+  EXPECT_EQ(m.steps[0].num_ops, 3);
+  EXPECT_EQ(m.steps[0].num_not_measured, 1);
+  EXPECT_EQ(m.steps[0].measured_ns_sum, 52000);
+  EXPECT_EQ(m.steps[0].scaled_ns_sum, 52000);
+  EXPECT_EQ(m.steps[0].sim_step_ns, 90000);
+}
+
+TEST(MeasurementReader, BenchRecordsAreOpSamplesWithoutStep) {
+  MeasurementSet m = read_measurements(data("meas_bench.jsonl"));
+  EXPECT_EQ(m.mode, "bench");
+  ASSERT_EQ(m.ops.size(), 1u);
+  EXPECT_EQ(m.ops[0].step, -1);
+  EXPECT_EQ(m.ops[0].op, "attn_mla_decode");
+  EXPECT_EQ(m.ops[0].tokens, 16);
+  EXPECT_EQ(m.ops[0].context_tokens_max, 2048);
+  EXPECT_TRUE(m.ops[0].measured);
+  EXPECT_EQ(m.ops[0].measured_ns, 41000);
+}
+
+// Throws ConfigError with the expected line and key path.
+void expect_error(const std::string& file, int line, const std::string& key) {
+  try {
+    read_measurements(data(file));
+    FAIL() << file << ": expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_EQ(e.key_path(), key) << e.what();
+    EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << e.what();
+  }
+}
+
+TEST(MeasurementReader, RejectsMalformedFiles) {
+  expect_error("meas_bad_schema.jsonl", 1, "schema");
+  expect_error("meas_bad_field.jsonl", 2, "tokens");
+  expect_error("meas_no_header.jsonl", 1, "record");
+  EXPECT_THROW(read_measurements(data("no_such_file.jsonl")), ConfigError);
+}
+
+}  // namespace
+}  // namespace moesim::sim

@@ -1,0 +1,182 @@
+#include "sim/study/search.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/study/simulate.h"
+
+namespace moesim::sim::study {
+namespace {
+
+const std::string kScenario = std::string(MOESIM_SOURCE_DIR) + "/tests/data/study/tiny.toml";
+
+TEST(Search, FindsAKnownThresholdAboveAndBelowOne) {
+  for (double threshold : {3.7, 0.3, 1.0, 100.0}) {
+    int calls = 0;
+    MultiplierSearch s = search_max_multiplier(
+        [&](double m) {
+          ++calls;
+          return m <= threshold;
+        },
+        0.01, 10);
+    EXPECT_TRUE(s.found) << threshold;
+    EXPECT_LE(s.max_ok, threshold);
+    EXPECT_GT(s.min_fail, threshold);
+    EXPECT_LE(s.min_fail / s.max_ok, 1.01 + 1e-12);
+    EXPECT_EQ(s.num_probes, calls);
+  }
+}
+
+TEST(Search, NeverOrAlwaysMeeting) {
+  MultiplierSearch never = search_max_multiplier([](double) { return false; }, 0.02, 4);
+  EXPECT_FALSE(never.found);
+  EXPECT_EQ(never.max_ok, 0);
+  EXPECT_DOUBLE_EQ(never.min_fail, 1.0 / 16);
+  EXPECT_EQ(never.num_probes, 5);
+  MultiplierSearch always = search_max_multiplier([](double) { return true; }, 0.02, 4);
+  EXPECT_TRUE(always.found);
+  EXPECT_DOUBLE_EQ(always.max_ok, 16);
+  EXPECT_EQ(always.min_fail, 0);
+}
+
+TEST(Search, ParsesSloLimits) {
+  SearchSlo slo = parse_search_slo("ttft_p99_ms=2000,tpot_p50_ms=50,tpot_ms=80,attainment=0.9");
+  ASSERT_EQ(slo.percentile_limits.size(), 2u);
+  EXPECT_EQ(slo.percentile_limits[0].name, "ttft_p99_ms");
+  EXPECT_EQ(slo.percentile_limits[1].limit_ms, 50);
+  EXPECT_EQ(slo.request_tpot_ms, 80);
+  EXPECT_FALSE(slo.request_ttft_ms.has_value());
+  EXPECT_EQ(slo.min_attainment, 0.9);
+  for (const char* bad : {"", "ttft_p98_ms=1", "ttft_p99_ms", "ttft_p99_ms=x", "ttft_p99_ms=-1",
+                          "attainment=2", "ttft_p99_ms=1,", "ttft_p99_ms=1,ttft_p99_ms=2"}) {
+    EXPECT_THROW(parse_search_slo(bad), ConfigError) << bad;
+  }
+  try {
+    parse_search_slo("ttft_p98_ms=1");
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown limit (valid: ttft_ms"), std::string::npos);
+  }
+}
+
+RequestRecord request(int32_t id, RequestOutcome outcome, double arrival_ms, double first_ms,
+                      double done_ms, int64_t tokens) {
+  RequestRecord r;
+  r.request_id = id;
+  r.outcome = outcome;
+  r.arrival_ns = from_seconds(arrival_ms / 1e3);
+  if (first_ms >= 0) r.first_token_ns = from_seconds(first_ms / 1e3);
+  if (done_ms >= 0) r.done_ns = from_seconds(done_ms / 1e3);
+  r.generated_tokens = tokens;
+  return r;
+}
+
+TEST(Search, JudgesDecidedRequests) {
+  Scenario sc;
+  sc.slo.ttft_ms = 100;
+  sc.slo.tpot_ms = 10;
+  RunOutput out;
+  out.end_ns = from_seconds(1.0);
+  out.requests = {
+      request(0, RequestOutcome::kCompleted, 0, 50, 140, 10),   // met (tpot 10 ms)
+      request(1, RequestOutcome::kCompleted, 0, 150, 200, 10),  // ttft missed
+      request(2, RequestOutcome::kRejected, 0, -1, -1, 0),      // missed
+      request(3, RequestOutcome::kInFlight, 950, -1, -1, 0),    // undecided (50 ms waiting)
+      request(4, RequestOutcome::kInFlight, 800, -1, -1, 0),    // missed (200 ms waiting)
+      request(5, RequestOutcome::kInFlight, 850, 900, -1, 3)};  // undecided (has a token)
+  out.summary = summarize(out.requests, {}, RunCounters{}, out.end_ns, 100, 10);
+  SearchSlo slo;
+  slo.min_attainment = 0.2;
+  SloVerdict v = judge_run(out, sc, slo);
+  EXPECT_DOUBLE_EQ(v.attainment, 0.25);  // 1 met of 4 decided
+  EXPECT_TRUE(v.meets);
+  slo.min_attainment = 0.3;
+  v = judge_run(out, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_EQ(v.reason, "attainment 0.25 < 0.3");
+  slo.request_ttft_ms = 160;  // request 1 now meets; request 4 (200 ms) still missed
+  EXPECT_DOUBLE_EQ(judge_run(out, sc, slo).attainment, 0.5);
+  slo.percentile_limits = {{"ttft_p50_ms", 60}, {"ttft_p90_ms", 120}};  // TTFTs 50, 50, 150
+  v = judge_run(out, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_EQ(v.reason, "ttft_p90_ms 130 > 120");
+}
+
+TEST(Search, RateOverridesFollowTheWorkloadKind) {
+  Scenario sc = load_scenario(kScenario);
+  EXPECT_EQ(base_rate_per_s(sc), 40);
+  EXPECT_STREQ(rate_unit(sc), "req/s");
+  Override o = rate_override(sc, 2.5);
+  EXPECT_EQ(o.key_path, "workload.arrival.rate_per_s");
+  EXPECT_EQ(std::get<double>(o.value), 100);
+}
+
+TEST(Search, CheapestConfigPrefersFewerGpusThenHigherRate) {
+  auto config = [](int64_t gpus, double max_rate, bool found = true, std::string error = "") {
+    ConfigSearch c;
+    c.num_gpus = gpus;
+    c.max_rate_per_s = max_rate;
+    c.search.found = found;
+    c.error = std::move(error);
+    return c;
+  };
+  std::vector<ConfigSearch> configs = {config(8, 50),
+                                       config(4, 20),
+                                       config(4, 30),
+                                       config(2, 100, false),
+                                       config(2, 100, true, "bad"),
+                                       config(4, 30)};
+  EXPECT_EQ(cheapest_config(configs, 25), std::optional<size_t>(2));
+  EXPECT_EQ(cheapest_config(configs, 10), std::optional<size_t>(2));
+  EXPECT_EQ(cheapest_config(configs, 40), std::optional<size_t>(0));
+  EXPECT_EQ(cheapest_config(configs, 60), std::nullopt);
+}
+
+// On the tiny scenario, the search brackets the capacity: the
+// reported rate meets the SLOs, the first failing rate above it does not, within the tolerance.
+// Thread counts do not change the answer (the configurations run in parallel, probes in order).
+TEST(Search, BracketsTheCapacityOfASmallScenario) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  // One sequence at a time per replica keeps the capacity within 2^6 x the scenario's rate.
+  std::vector<std::vector<Override>> configs = {
+      {{"scheduler.max_seqs", int64_t{1}}, {"deployment.replicas", int64_t{1}}},
+      {{"scheduler.max_seqs", int64_t{1}}, {"deployment.replicas", int64_t{2}}},
+      {{"deployment.replicas", int64_t{4}}, {"deployment.gpus_per_replica", int64_t{4}}}};
+  SearchSlo slo = parse_search_slo("ttft_p99_ms=150,attainment=0.9");
+  SearchOptions opt;
+  opt.rel_tolerance = 0.05;
+  opt.max_doublings = 6;
+  opt.num_threads = 2;
+  opt.target_rate_per_s = 0;
+  SearchResult r = search_rates(t, configs, slo, opt);
+  ASSERT_EQ(r.configs.size(), 3u);
+  EXPECT_NE(r.configs[2].error.find("exceed the topology's 8 GPUs"), std::string::npos);
+  for (size_t i = 0; i < 2; ++i) {
+    const ConfigSearch& c = r.configs[i];
+    ASSERT_TRUE(c.error.empty()) << c.error;
+    ASSERT_TRUE(c.search.found);
+    ASSERT_GT(c.search.min_fail, 0) << "no failing rate within 2^6 x";
+    EXPECT_LE(c.search.min_fail / c.search.max_ok, 1.05 + 1e-12);
+    EXPECT_EQ(c.num_gpus, 2 * static_cast<int64_t>(i + 1));
+    EXPECT_DOUBLE_EQ(c.max_rate_per_s, 40 * c.search.max_ok);
+    // Re-check the two ends of the bracket by running them.
+    for (double m : {c.search.max_ok, c.search.min_fail}) {
+      std::vector<Override> o = configs[i];
+      Scenario base = t.instantiate(o);
+      o.push_back(rate_override(base, m));
+      Scenario sc = t.instantiate(o);
+      EXPECT_EQ(judge_run(simulate(sc, sc.run.seed), sc, slo).meets, m == c.search.max_ok) << m;
+    }
+  }
+  // Two replicas sustain more than one.
+  EXPECT_GT(r.configs[1].max_rate_per_s, r.configs[0].max_rate_per_s);
+
+  // The cheapest configuration for a target between the two capacities is the larger one; for a
+  // target below both, the smaller; above both, none.
+  double lo = r.configs[0].max_rate_per_s, hi = r.configs[1].max_rate_per_s;
+  EXPECT_EQ(r.cheapest, std::optional<size_t>(0));  // target 0
+  EXPECT_EQ(cheapest_config(r.configs, (lo + hi) / 2), std::optional<size_t>(1));
+  EXPECT_EQ(cheapest_config(r.configs, lo * 0.5), std::optional<size_t>(0));
+  EXPECT_EQ(cheapest_config(r.configs, hi * 2), std::nullopt);
+}
+
+}  // namespace
+}  // namespace moesim::sim::study

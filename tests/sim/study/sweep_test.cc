@@ -1,0 +1,228 @@
+#include "sim/study/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/study/csv.h"
+#include "sim/study/sweep_merge.h"
+
+namespace moesim::sim::study {
+namespace {
+
+const std::string kDataDir = std::string(MOESIM_SOURCE_DIR) + "/tests/data/study";
+const std::string kGrid = kDataDir + "/grid.toml";
+
+// Writes `text` to a file in the test's temporary directory and returns its path.
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string sweep_text(const std::string& body) {
+  return "scenario = \"" + kDataDir + "/tiny.toml\"\n" + body;
+}
+
+std::string load_error(const std::string& name, const std::string& text) {
+  std::string path = write_temp(name, text);
+  try {
+    SweepSpec spec = load_sweep(path);
+    check_sweep(spec, ScenarioTemplate::load(spec.scenario_path));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string run_to_string(const SweepSpec& spec, int32_t threads, Shard shard = {}) {
+  ScenarioTemplate t = ScenarioTemplate::load(spec.scenario_path);
+  std::ostringstream os;
+  SweepOptions opt;
+  opt.num_threads = threads;
+  opt.shard = shard;
+  run_sweep(spec, t, opt, os);
+  return os.str();
+}
+
+std::vector<std::vector<std::string>> rows_of(const std::string& csv) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(csv);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    EXPECT_TRUE(split_csv_line(line, cells));
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+TEST(Sweep, LoadsTheFile) {
+  SweepSpec spec = load_sweep(kGrid);
+  EXPECT_EQ(spec.scenario_path, kDataDir + "/tiny.toml");
+  ASSERT_EQ(spec.parameters.size(), 2u);
+  EXPECT_EQ(spec.parameters[0].key_path, "scheduler.max_seqs");
+  EXPECT_EQ(spec.parameters[0].line, 6);
+  EXPECT_EQ(spec.parameters[0].value_lines, (std::vector<int32_t>{7, 7}));
+  EXPECT_EQ(std::get<int64_t>(spec.parameters[1].values[1]), 2);
+  EXPECT_EQ(spec.seeds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(num_sweep_runs(spec), 8);
+  check_sweep(spec, ScenarioTemplate::load(spec.scenario_path));
+}
+
+TEST(Sweep, GridOrderFirstParameterSlowest) {
+  SweepSpec spec = load_sweep(kGrid);
+  std::vector<std::vector<Override>> configs = grid_configs(spec);
+  ASSERT_EQ(configs.size(), 4u);
+  std::vector<std::string> texts;
+  for (const auto& c : configs) texts.push_back(overrides_text(c));
+  EXPECT_EQ(texts, (std::vector<std::string>{"scheduler.max_seqs=2, deployment.replicas=1",
+                                             "scheduler.max_seqs=2, deployment.replicas=2",
+                                             "scheduler.max_seqs=8, deployment.replicas=1",
+                                             "scheduler.max_seqs=8, deployment.replicas=2"}));
+  EXPECT_EQ(runs_per_config(spec), 2);
+}
+
+TEST(Sweep, MixedNumbersBecomeFloats) {
+  std::string path = write_temp(
+      "mixed.toml",
+      sweep_text("[[parameters]]\nkey = \"workload.arrival.rate_per_s\"\nvalues = [10, 12.5]\n"));
+  SweepSpec spec = load_sweep(path);
+  EXPECT_DOUBLE_EQ(std::get<double>(spec.parameters[0].values[0]), 10.0);
+  EXPECT_EQ(spec.num_replications, 1);
+  EXPECT_TRUE(spec.seeds.empty());
+}
+
+TEST(Sweep, FileErrorsNameLineAndKey) {
+  std::string err = load_error("e1.toml", sweep_text("seeds = [1]\nparameterz = 3\n"));
+  EXPECT_NE(err.find("e1.toml:3:1: parameterz: unknown key 'parameterz' (did you mean "
+                     "'parameters'?)"),
+            std::string::npos)
+      << err;
+  err = load_error("e2.toml", sweep_text("[[parameters]]\nkey = \"scheduler.max_seqs\"\n"
+                                         "values = []\n"));
+  EXPECT_NE(err.find("e2.toml:4:10: parameters[0].values: expected a non-empty array"),
+            std::string::npos)
+      << err;
+  err = load_error("e3.toml", sweep_text("[[parameters]]\nkey = \"scheduler.max_seqs\"\n"
+                                         "values = [1, \"two\"]\n"));
+  EXPECT_NE(err.find("all values must have one type"), std::string::npos) << err;
+  err = load_error("e4.toml", sweep_text("seeds = [1, 1]\n"));
+  EXPECT_NE(err.find("seed listed twice"), std::string::npos) << err;
+  err = load_error("e5.toml", sweep_text("seeds = [1]\nreplications = 2\n"));
+  EXPECT_NE(err.find("either seeds or replications"), std::string::npos) << err;
+  err = load_error("e6.toml", sweep_text("[[parameters]]\nkey = \"a\"\nvalues = [1]\n"
+                                         "[[parameters]]\nkey = \"a\"\nvalues = [2]\n"));
+  EXPECT_NE(err.find("given twice"), std::string::npos) << err;
+  err = load_error("e7.toml", "seeds = [1]\n");
+  EXPECT_NE(err.find("scenario: missing required key"), std::string::npos) << err;
+}
+
+TEST(Sweep, UnknownKeyPathNamesTheSweepLine) {
+  std::string err = load_error(
+      "k1.toml", sweep_text("\n[[parameters]]\nkey = \"scheduler.max_seqz\"\nvalues = [2, 4]\n"));
+  EXPECT_NE(err.find("k1.toml:5: parameters[0]: 'scheduler.max_seqz' = 2: "
+                     "scheduler.max_seqz: unknown key 'max_seqz'"),
+            std::string::npos)
+      << err;
+  err = load_error("k2.toml", sweep_text("[[parameters]]\nkey = \"scheduler.router\"\n"
+                                         "values = [\"round_robin\",\n  \"fastest\"]\n"));
+  EXPECT_NE(err.find("k2.toml:5: parameters[0]: 'scheduler.router' = fastest"), std::string::npos)
+      << err;
+  err = load_error("k3.toml", sweep_text("[[parameters]]\nkey = \"deployment.replicas\"\n"
+                                         "values = [\"two\"]\n"));
+  EXPECT_NE(err.find("expected an integer"), std::string::npos) << err;
+}
+
+TEST(Sweep, ShardParsing) {
+  Shard s = parse_shard("2/3");
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 3);
+  EXPECT_TRUE(s.contains(1));
+  EXPECT_TRUE(s.contains(4));
+  EXPECT_FALSE(s.contains(0));
+  for (const char* bad : {"0/3", "4/3", "3", "a/b", "1/", "/2", "-1/2"}) {
+    EXPECT_THROW(parse_shard(bad), ConfigError) << bad;
+  }
+}
+
+TEST(Sweep, CsvBytesDoNotDependOnThreads) {
+  SweepSpec spec = load_sweep(kGrid);
+  std::string one = run_to_string(spec, 1);
+  std::string two = run_to_string(spec, 2);
+  EXPECT_EQ(one, two);
+  auto rows = rows_of(one);
+  ASSERT_EQ(rows.size(), 9u);  // header + 8 runs
+  EXPECT_EQ(rows[0][0], "run_idx");
+  EXPECT_EQ(rows[0][4], "scheduler.max_seqs");
+  EXPECT_EQ(rows[0][5], "deployment.replicas");
+  EXPECT_EQ(rows[0][6], "status");
+  for (size_t r = 1; r < rows.size(); ++r) {
+    EXPECT_EQ(rows[r].size(), rows[0].size());
+    EXPECT_EQ(rows[r][0], std::to_string(r - 1));
+    EXPECT_EQ(rows[r][1], "8");
+    EXPECT_EQ(rows[r][2], std::to_string((r - 1) / 2));
+    EXPECT_EQ(rows[r][3], (r - 1) % 2 == 0 ? "1" : "2");
+    EXPECT_EQ(rows[r][6], "ok") << rows[r].back();
+  }
+  EXPECT_EQ(rows[3][4], "2");  // run 2: config 1 = (max_seqs 2, replicas 2)
+  EXPECT_EQ(rows[3][5], "2");
+  EXPECT_EQ(rows[3][7], "4");  // num_gpus = 2 replicas x 2
+  // Same configuration, different seeds: different runs.
+  EXPECT_NE(rows[1][rows[1].size() - 2], rows[2][rows[2].size() - 2]);  // digest
+}
+
+TEST(Sweep, ShardsMergeToTheUnshardedCsv) {
+  SweepSpec spec = load_sweep(kGrid);
+  std::string whole = run_to_string(spec, 2);
+  std::vector<std::string> paths;
+  for (int32_t k = 3; k >= 1; --k) {  // any file order
+    std::string csv = run_to_string(spec, 1, Shard{k, 3});
+    EXPECT_EQ(rows_of(csv).size(), 1u + (k == 3 ? 2u : 3u));
+    paths.push_back(write_temp("shard" + std::to_string(k) + ".csv", csv));
+  }
+  std::ostringstream merged;
+  merge_sweep_csvs(paths, merged);
+  EXPECT_EQ(merged.str(), whole);
+}
+
+TEST(Sweep, InfeasibleCombinationsAreErrorRows) {
+  // 4 replicas x 4 GPUs exceed the 8-GPU node; each value alone is fine.
+  std::string path = write_temp(
+      "infeasible.toml",
+      sweep_text("[[parameters]]\nkey = \"deployment.replicas\"\nvalues = [1, 4]\n"
+                 "[[parameters]]\nkey = \"deployment.gpus_per_replica\"\nvalues = [2, 4]\n"
+                 "[[parameters]]\nkey = \"run.duration_s\"\nvalues = [0.2]\n"));
+  SweepSpec spec = load_sweep(path);
+  ScenarioTemplate t = ScenarioTemplate::load(spec.scenario_path);
+  check_sweep(spec, t);
+  std::ostringstream os;
+  SweepStats stats = run_sweep(spec, t, SweepOptions{2, {}}, os);
+  EXPECT_EQ(stats.num_runs, 4);
+  EXPECT_EQ(stats.num_errors, 1);
+  auto rows = rows_of(os.str());
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[4][7], "error");
+  EXPECT_NE(rows[4].back().find("exceed the topology's 8 GPUs"), std::string::npos)
+      << rows[4].back();
+  EXPECT_EQ(rows[4][3], "");  // the seed comes from the scenario, which did not parse
+  EXPECT_EQ(rows[3][7], "ok");
+  EXPECT_EQ(rows[3][3], "11");  // the scenario's [run] seed
+}
+
+TEST(Sweep, ReplicationsOffsetTheScenarioSeed) {
+  std::string path = write_temp(
+      "reps.toml", sweep_text("replications = 3\n[[parameters]]\nkey = \"run.duration_s\"\n"
+                              "values = [0.2]\n"));
+  SweepSpec spec = load_sweep(path);
+  auto rows = rows_of(run_to_string(spec, 2));
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[1][3], "11");
+  EXPECT_EQ(rows[2][3], "12");
+  EXPECT_EQ(rows[3][3], "13");
+}
+
+}  // namespace
+}  // namespace moesim::sim::study
