@@ -3,7 +3,9 @@
 //   bottleneck at 64 GPUs (topologies/h800-8x8.toml) and 1,024 GPUs (h800-128x8.toml): the hot
 //     path; target tens of microseconds and a few milliseconds;
 //   fluid at 64 GPUs; SimGrid at 16 and 64 GPUs (few iterations; validation only);
-//   building the traffic matrix (direct and hierarchical) at 64 and 1,024 GPUs.
+//   building the traffic matrix (direct and hierarchical) at 64 and 1,024 GPUs;
+//   the per-route reference path of the bottleneck model (bit-identical results) for comparison,
+//     and the EP32 hierarchical collective of the shipped 64-GPU scenarios.
 // Counter sim_us: the simulated collective duration. SimGrid allows one engine per process, so
 // both SimGrid benchmarks share one model on the 64-GPU topology (16 GPUs = its first 2 nodes).
 #include <benchmark/benchmark.h>
@@ -104,6 +106,48 @@ void BM_Bottleneck1024(benchmark::State& state) {
   run_model(state, model, dispatch_traffic(topo, 1024, "uniform"));
 }
 BENCHMARK(BM_Bottleneck1024)->Unit(benchmark::kMillisecond);
+
+// The per-route reference computation (same results bit for bit) on the same inputs.
+void BM_BottleneckReference(benchmark::State& state, int32_t num_nodes) {
+  const Topology& topo = topology(num_nodes);
+  BottleneckModel model(topo);
+  const TrafficMatrix traffic = dispatch_traffic(topo, topo.num_gpus(), "uniform");
+  CollectiveResult result;
+  for (auto _ : state) {
+    model.run_reference(traffic, result);
+    benchmark::DoNotOptimize(result.duration_ns);
+  }
+  state.counters["sim_us"] = to_us(result.duration_ns);
+  state.counters["flows"] = result.num_flows;
+}
+BENCHMARK_CAPTURE(BM_BottleneckReference, uniform_64, 8)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BottleneckReference, uniform_1024, 128)->Unit(benchmark::kMillisecond);
+
+// The shipped 64-GPU scenarios' collective: EP32 (GPUs 0-31 of h800-8x8) with hierarchical
+// dispatch; decode-sized (128 tokens per GPU) and prefill-sized (4,096) layers, dispatch.
+void BM_BottleneckEp32Hierarchical(benchmark::State& state, int64_t tokens_per_gpu,
+                                   bool reference) {
+  const Topology& topo = topology(8);
+  CollectiveStudySpec spec = layer_spec(32, "zipf:1.2");
+  spec.tokens_per_gpu = tokens_per_gpu;
+  TrafficMatrix traffic;
+  build_dispatch_traffic(topo, draw_token_counts(topo, spec),
+                         token_bytes(spec.hidden, spec.dispatch_dtype),
+                         DispatchAlgorithm::kHierarchical, traffic);
+  BottleneckModel model(topo);
+  CollectiveResult result;
+  for (auto _ : state) {
+    reference ? model.run_reference(traffic, result) : model.run(traffic, result);
+    benchmark::DoNotOptimize(result.duration_ns);
+  }
+  state.counters["sim_us"] = to_us(result.duration_ns);
+  state.counters["flows"] = result.num_flows;
+}
+BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode, 128, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode_reference, 128, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, prefill, 4096, false)
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_Fluid64(benchmark::State& state, const char* skew) {
   const Topology& topo = topology(8);

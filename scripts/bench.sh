@@ -17,7 +17,7 @@ sim_s=${SIM_S:-10}
 filter=${FILTER:-.}
 
 mapfile -t programs < <(cd "$root/bench" && ls -1 *_bench.cc | sed 's/\.cc$//' | sort)
-cmake --build "$build" -j "$(nproc)" --target "${programs[@]}"
+cmake --build "$build" -j "$(nproc)" --target "${programs[@]}" >&2
 
 out_dir="$root/bench/results"
 mkdir -p "$out_dir"
