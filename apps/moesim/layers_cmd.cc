@@ -3,9 +3,8 @@
 // case of the all-to-all crossover).
 #include <cstdio>
 #include <iostream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "apps/moesim/cli.h"
 #include "sim/scenario/scenario.h"
@@ -29,7 +28,8 @@ std::vector<int64_t> parse_list(const std::string& s) {
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 1) throw UsageError{"--batches: bad value '" + item + "'"};
+    if (item.empty() || *end != '\0' || v < 1)
+      throw UsageError{"--batches: bad value '" + item + "'"};
     out.push_back(v);
   }
   if (out.empty()) throw UsageError{"--batches: empty list"};
@@ -69,11 +69,18 @@ int layers_command(const std::vector<std::string>& argv) {
     return 0;
   }
   std::printf("per MoE layer, one decode step, %s on %s, EP%d, context %lld\n",
-              sc.model->name.c_str(), sc.topology->name().c_str(),
-              sc.deployment.gpus_per_replica, static_cast<long long>(context));
+              sc.model->name.c_str(), sc.topology->name().c_str(), sc.deployment.gpus_per_replica,
+              static_cast<long long>(context));
   for (bool skewed : {true, false}) {
-    std::printf("\nrouting: %s\n", skewed ? ("scenario (" + (sc.routing.preset.empty() ? std::string("custom") : sc.routing.preset) + ")").c_str() : "uniform");
-    std::printf("  seqs/GPU   a2a us   experts max us   experts mean us   wait us   step ms   a2a/experts\n");
+    std::printf(
+        "\nrouting: %s\n",
+        skewed ? ("scenario (" +
+                  (sc.routing.preset.empty() ? std::string("custom") : sc.routing.preset) + ")")
+                     .c_str()
+               : "uniform");
+    std::printf(
+        "  seqs/GPU   a2a us   experts max us   experts mean us   wait us   step ms   "
+        "a2a/experts\n");
     bool crossed = false;
     for (const auto& r : rows) {
       if (r.skewed != skewed) continue;

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include "apps/moesim/cli.h"
@@ -40,8 +40,8 @@ void write_file(const std::filesystem::path& p, const std::string& what,
 }  // namespace
 
 int run_command(const std::vector<std::string>& argv) {
-  Args args(argv, {"--seed", "--duration", "--out", "--record", "--record-steps",
-                   "--trace-window"});
+  Args args(argv,
+            {"--seed", "--duration", "--out", "--record", "--record-steps", "--trace-window"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -103,8 +103,9 @@ int run_command(const std::vector<std::string>& argv) {
     fs::path dir(*out_dir);
     fs::create_directories(dir / "resolved");
     if (sc.outputs.summary_json) {
-      write_file(dir / "summary.json", "summary",
-                 [&](std::ostream& os) { os << sim::summary_json(sc, out, used_seed).dump(2) << "\n"; });
+      write_file(dir / "summary.json", "summary", [&](std::ostream& os) {
+        os << sim::summary_json(sc, out, used_seed).dump(2) << "\n";
+      });
     }
     if (sc.outputs.requests_csv) {
       write_file(dir / "requests.csv", "requests",

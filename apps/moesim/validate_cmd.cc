@@ -123,9 +123,9 @@ int validate_command(const std::vector<std::string>& argv) {
   const sim::Topology& topo = *sc.topology;
   const sim::DeploymentSpec& dep = sc.deployment;
   if (!trace.model.empty() && trace.model != card.name) {
-    throw sim::ConfigError(trace_path, 1, 0, "model.name",
-                           "trace model '" + trace.model + "' differs from the scenario's '" +
-                               card.name + "'");
+    throw sim::ConfigError(
+        trace_path, 1, 0, "model.name",
+        "trace model '" + trace.model + "' differs from the scenario's '" + card.name + "'");
   }
   if (dep.microbatch_overlap) {
     throw sim::ConfigError(sc.source_file, 0, 0, "deployment.microbatch_overlap",
@@ -234,7 +234,8 @@ int validate_command(const std::vector<std::string>& argv) {
   if (out_dir) {
     fs::path dir(*out_dir);
     fs::create_directories(dir);
-    write_file(dir / "report.json", [&](std::ostream& os) { sim::write_validation_json(os, report); });
+    write_file(dir / "report.json",
+               [&](std::ostream& os) { sim::write_validation_json(os, report); });
     write_file(dir / "report.md",
                [&](std::ostream& os) { sim::write_validation_markdown(os, report); });
     write_file(dir / "ops.csv", [&](std::ostream& os) { sim::write_ops_csv(os, report); });

@@ -78,7 +78,9 @@ class ThreadCpuTimer : public Timer {
 
 }  // namespace
 
-CpuClock cpu_timer_clock() { return Eigen::nbThreads() == 1 ? CpuClock::kThreadCpu : CpuClock::kWall; }
+CpuClock cpu_timer_clock() {
+  return Eigen::nbThreads() == 1 ? CpuClock::kThreadCpu : CpuClock::kWall;
+}
 
 std::unique_ptr<Timer> make_cpu_timer() {
   if (cpu_timer_clock() == CpuClock::kThreadCpu) return std::make_unique<ThreadCpuTimer>();

@@ -27,7 +27,8 @@ std::vector<FitFeature> fit_features_of_kind(const std::string& kind) {
   return {FitFeature::kFlops, FitFeature::kBytes};
 }
 
-CalibrateReport calibrate(const std::vector<MeasurementSet>& sets, const CalibrateOptions& options) {
+CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
+                          const CalibrateOptions& options) {
   CalibrateReport report;
   CalibrationProfile& p = report.profile;
   p.moesim_version = MOESIM_VERSION;

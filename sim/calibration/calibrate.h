@@ -34,10 +34,10 @@ struct CalibrateOptions {
 
 struct CalibrateReport {
   CalibrationProfile profile;
-  int64_t num_records = 0;       // op records read
-  int64_t num_used = 0;          // records that entered a fit
-  int64_t num_unmeasured = 0;    // measured == false (single-rank all-to-alls)
-  int64_t num_noisy = 0;         // dropped by max_repeat_spread
+  int64_t num_records = 0;           // op records read
+  int64_t num_used = 0;              // records that entered a fit
+  int64_t num_unmeasured = 0;        // measured == false (single-rank all-to-alls)
+  int64_t num_noisy = 0;             // dropped by max_repeat_spread
   std::vector<std::string> skipped;  // "kind/dtype: reason"
 };
 

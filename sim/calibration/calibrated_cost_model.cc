@@ -9,13 +9,16 @@ namespace moesim::sim {
 
 std::string_view profile_dtype_name(DType dtype) {
   switch (dtype) {
-    case DType::kFP32: return "fp32";
+    case DType::kFP32:
+      return "fp32";
     case DType::kBF16:
-    case DType::kFP16: return "bf16";
+    case DType::kFP16:
+      return "bf16";
     case DType::kFP8:
     case DType::kMXFP8:
     case DType::kMXFP4:
-    case DType::kNVFP4: return "fp8";
+    case DType::kNVFP4:
+      return "fp8";
   }
   return "bf16";
 }
@@ -70,8 +73,7 @@ double CalibratedCostModel::seconds(const OpWork& work) const {
       if (s >= 0) num_proxy_.fetch_add(1, std::memory_order_relaxed);
       break;
     default:
-      s = fitted_seconds(op_kind_name(work.kind), dtype, work.flops, work.bytes, tokens,
-                         &in_range);
+      s = fitted_seconds(op_kind_name(work.kind), dtype, work.flops, work.bytes, tokens, &in_range);
       break;
   }
   if (s < 0) {

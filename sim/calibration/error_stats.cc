@@ -17,7 +17,8 @@ double quantile(std::span<const double> values, double q) {
   return v[std::min(idx, v.size() - 1)];
 }
 
-ErrorStats compute_error_stats(std::span<const double> measured, std::span<const double> simulated) {
+ErrorStats compute_error_stats(std::span<const double> measured,
+                               std::span<const double> simulated) {
   MOESIM_CHECK(measured.size() == simulated.size(), "error stats: size mismatch");
   ErrorStats e;
   const size_t n = measured.size();

@@ -12,13 +12,13 @@ struct ErrorStats {
   double mape = 0;               // mean |relative error| (a fraction: 0.05 = 5%)
   double p50_abs_rel_error = 0;  // median |relative error|
   double p99_abs_rel_error = 0;
-  double p50_abs_error_s = 0;    // median |simulated - measured|, seconds
+  double p50_abs_error_s = 0;  // median |simulated - measured|, seconds
   double p99_abs_error_s = 0;
   double rms_abs_error_s = 0;
   double max_abs_error_s = 0;
-  double mean_rel_error = 0;     // signed: > 0 means the simulation is slow
-  double pearson_r = 0;          // 0 when either side is constant
-  double r2 = 0;                 // 1 - SS_res / SS_tot of measured; 0 when measured is constant
+  double mean_rel_error = 0;  // signed: > 0 means the simulation is slow
+  double pearson_r = 0;       // 0 when either side is constant
+  double r2 = 0;              // 1 - SS_res / SS_tot of measured; 0 when measured is constant
   double measured_sum = 0;
   double simulated_sum = 0;
 };

@@ -1,7 +1,6 @@
 #include "sim/calibration/measurement_reader.h"
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "sim/config/config_error.h"
@@ -13,7 +12,8 @@ using nlohmann::json;
 
 class RecordReader {
  public:
-  RecordReader(const std::string& file, int line, const json& j) : file_(file), line_(line), j_(j) {}
+  RecordReader(const std::string& file, int line, const json& j)
+      : file_(file), line_(line), j_(j) {}
 
   [[noreturn]] void fail(const std::string& field, const std::string& reason) const {
     throw ConfigError(file_, line_, 0, field, reason);

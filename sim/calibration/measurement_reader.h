@@ -49,10 +49,10 @@ struct StepSample {
 
 struct MeasurementSet {
   std::string file;
-  std::string mode;            // "replay" or "bench"
-  std::string backend;         // "cpu", "cuda"
+  std::string mode;     // "replay" or "bench"
+  std::string backend;  // "cpu", "cuda"
   std::string device;
-  std::string trace_file;      // the step trace the replay played (replay mode)
+  std::string trace_file;  // the step trace the replay played (replay mode)
   std::string scenario;
   std::string model;
   std::string replay_profile;  // "all", "sample", ...

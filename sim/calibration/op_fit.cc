@@ -1,11 +1,10 @@
 #include "sim/calibration/op_fit.h"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
-
-#include <Eigen/Dense>
 
 #include "sim/calibration/error_stats.h"
 
@@ -14,9 +13,12 @@ namespace {
 
 double feature_value(FitFeature f, const FitSample& s) {
   switch (f) {
-    case FitFeature::kFlops: return s.flops;
-    case FitFeature::kBytes: return s.bytes;
-    case FitFeature::kTokens: return s.tokens;
+    case FitFeature::kFlops:
+      return s.flops;
+    case FitFeature::kBytes:
+      return s.bytes;
+    case FitFeature::kTokens:
+      return s.tokens;
   }
   return 0;
 }
@@ -63,14 +65,21 @@ SegmentSolution solve_segment(std::span<const FitSample> samples,
     if (sse < best.weighted_sse) {
       best.weighted_sse = sse;
       std::fill(coef.begin(), coef.end(), 0.0);
-      for (size_t j = 0; j < cols.size(); ++j) coef[cols[j]] = x(static_cast<int>(j)) / col_scale[cols[j]];
+      for (size_t j = 0; j < cols.size(); ++j)
+        coef[cols[j]] = x(static_cast<int>(j)) / col_scale[cols[j]];
       best.segment = FitSegment{};
       best.segment.intercept_s = coef[0];
       for (int c = 1; c < num_cols; ++c) {
         switch (features[c - 1]) {
-          case FitFeature::kFlops: best.segment.s_per_flop = coef[c]; break;
-          case FitFeature::kBytes: best.segment.s_per_byte = coef[c]; break;
-          case FitFeature::kTokens: best.segment.s_per_token = coef[c]; break;
+          case FitFeature::kFlops:
+            best.segment.s_per_flop = coef[c];
+            break;
+          case FitFeature::kBytes:
+            best.segment.s_per_byte = coef[c];
+            break;
+          case FitFeature::kTokens:
+            best.segment.s_per_token = coef[c];
+            break;
         }
       }
     }
@@ -106,9 +115,12 @@ std::vector<size_t> split_candidates(std::span<const FitSample> sorted, const Pa
 
 const char* fit_feature_name(FitFeature f) {
   switch (f) {
-    case FitFeature::kFlops: return "flops";
-    case FitFeature::kBytes: return "bytes";
-    case FitFeature::kTokens: return "tokens";
+    case FitFeature::kFlops:
+      return "flops";
+    case FitFeature::kBytes:
+      return "bytes";
+    case FitFeature::kTokens:
+      return "tokens";
   }
   return "?";
 }

@@ -51,9 +51,9 @@ struct FitRange {
 // Relative errors are (predicted - measured) / measured.
 struct FitQuality {
   int64_t num_samples = 0;
-  double r2 = 0;                  // of seconds, 1 - SS_res / SS_tot (unweighted)
-  double mape = 0;                // mean |relative error|
-  double p50_abs_rel_error = 0;   // median |relative error|
+  double r2 = 0;                 // of seconds, 1 - SS_res / SS_tot (unweighted)
+  double mape = 0;               // mean |relative error|
+  double p50_abs_rel_error = 0;  // median |relative error|
   double p99_abs_rel_error = 0;
   double rms_residual_s = 0;
   double max_abs_residual_s = 0;
@@ -66,8 +66,8 @@ struct FitOptions {
 };
 
 struct OpFit {
-  std::string kind;   // cost-model op kind name (op_kind_name) or "unpermute"
-  std::string dtype;  // e.g. "bf16"
+  std::string kind;                     // cost-model op kind name (op_kind_name) or "unpermute"
+  std::string dtype;                    // e.g. "bf16"
   std::vector<std::string> engine_ops;  // measurement op names the fit was made from
   std::vector<FitFeature> features;
   std::vector<FitSegment> segments;  // ascending tokens_max, the last one +inf

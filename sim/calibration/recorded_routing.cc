@@ -16,9 +16,9 @@ RecordedRoutingModel::RecordedRoutingModel(const StepTraceFile& trace, int32_t r
   auto local = [&](int64_t global, const TraceStep& s) {
     auto it = std::find(gpus.begin(), gpus.end(), static_cast<int32_t>(global));
     if (it == gpus.end()) {
-      throw ConfigError(trace.file, 0, 0, "step " + std::to_string(s.step) + ".layers.routing",
-                        "GPU " + std::to_string(global) + " is not in replica " +
-                            std::to_string(replica));
+      throw ConfigError(
+          trace.file, 0, 0, "step " + std::to_string(s.step) + ".layers.routing",
+          "GPU " + std::to_string(global) + " is not in replica " + std::to_string(replica));
     }
     return static_cast<int32_t>(it - gpus.begin());
   };
@@ -52,9 +52,9 @@ const RecordedRoutingModel::Recorded& RecordedRoutingModel::find(const RoutingQu
   MOESIM_CHECK(static_cast<int32_t>(q.tokens_per_src.size()) == num_gpus_,
                "recorded routing: source count differs from the replica's GPUs");
   for (int32_t s = 0; s < num_gpus_; ++s) {
-    MOESIM_CHECK(it->second.src_dst.row_sum(s) ==
-                     static_cast<int64_t>(q.tokens_per_src[s]) * shape_.top_k,
-                 "recorded routing: a source's selections differ from tokens x top_k");
+    MOESIM_CHECK(
+        it->second.src_dst.row_sum(s) == static_cast<int64_t>(q.tokens_per_src[s]) * shape_.top_k,
+        "recorded routing: a source's selections differ from tokens x top_k");
   }
   return it->second;
 }

@@ -1,7 +1,6 @@
 #include "sim/calibration/step_trace_reader.h"
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "sim/config/config_error.h"
@@ -103,7 +102,8 @@ TraceStep read_step(const Ctx& c, const json& j, const StepTraceFile& t) {
     const json& r = c.at(l, "routing");
     if (!r.is_array()) c.fail("layers.routing", "must be an array");
     for (const json& e : r) {
-      if (!e.is_array() || e.size() != 4) c.fail("layers.routing", "entries are [src, expert, dst, count]");
+      if (!e.is_array() || e.size() != 4)
+        c.fail("layers.routing", "entries are [src, expert, dst, count]");
       std::array<int64_t, 4> v{};
       for (size_t k = 0; k < 4; ++k) {
         if (!e[k].is_number_integer()) c.fail("layers.routing", "entries must be integers");

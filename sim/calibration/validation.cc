@@ -4,10 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/calibration/calibrate.h"
 #include "sim/core/check.h"
@@ -90,7 +89,8 @@ double compose_step_s(const ResimulatedStep& s,
     }
     if (!is_moe[l]) continue;
     double ready = *std::max_element(clock.begin(), clock.end()) + s.dispatch_s[l];
-    for (size_t g = 0; g < n; ++g) clock[g] = ready + phase_s[g][l][static_cast<int>(Phase::kExperts)];
+    for (size_t g = 0; g < n; ++g)
+      clock[g] = ready + phase_s[g][l][static_cast<int>(Phase::kExperts)];
     double ready2 = *std::max_element(clock.begin(), clock.end()) + s.combine_s[l];
     std::fill(clock.begin(), clock.end(), ready2);
   }
@@ -151,10 +151,14 @@ std::vector<Row> all_rows(const ValidationReport& r) {
 
 const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::kAttention: return "attention";
-    case Phase::kDenseFfn: return "dense_ffn";
-    case Phase::kRouter: return "router";
-    case Phase::kExperts: return "experts";
+    case Phase::kAttention:
+      return "attention";
+    case Phase::kDenseFfn:
+      return "dense_ffn";
+    case Phase::kRouter:
+      return "router";
+    case Phase::kExperts:
+      return "experts";
   }
   return "?";
 }
@@ -255,7 +259,8 @@ ValidationReport validate(const ValidationInput& in) {
           meas_total += mp[p];
           sim_total += sp;
           if (mp[p] > 0 || sp > 0) {
-            r.phases.push_back({s.step, gpu, static_cast<int32_t>(l), static_cast<Phase>(p), mp[p], sp});
+            r.phases.push_back(
+                {s.step, gpu, static_cast<int32_t>(l), static_cast<Phase>(p), mp[p], sp});
             phase_v[p].first.push_back(mp[p]);
             phase_v[p].second.push_back(sp);
           }
@@ -363,8 +368,8 @@ void write_validation_markdown(std::ostream& os, const ValidationReport& r) {
     const ErrorStats& e = *row.e;
     os << "| " << row.name << " | " << e.num_samples << " | " << pct(e.mape) << " | "
        << pct(e.p50_abs_rel_error) << " | " << pct(e.p99_abs_rel_error) << " | "
-       << us(e.p50_abs_error_s) << " | " << us(e.p99_abs_error_s) << " | "
-       << pct(e.mean_rel_error) << " | " << num(e.pearson_r, "%.3f") << " |\n";
+       << us(e.p50_abs_error_s) << " | " << us(e.p99_abs_error_s) << " | " << pct(e.mean_rel_error)
+       << " | " << num(e.pearson_r, "%.3f") << " |\n";
   }
   os << "\n## End to end\n\nCollectives and the output head are not timed by a single-rank "
         "replay; both columns take them from the simulation.\n\n";

@@ -96,16 +96,16 @@ struct EndToEndMetric {
 struct ValidationReport {
   std::string measurement_file, profile_name, trace_file;  // file names without directories
   std::vector<OpComparison> ops;
-  std::map<std::string, ErrorStats> by_op;     // engine op name -> stats
-  int64_t num_ops_without_fit = 0;             // measured records whose kind/dtype has no fit
-  int64_t num_ops_out_of_range = 0;            // priced outside their fit's range
+  std::map<std::string, ErrorStats> by_op;  // engine op name -> stats
+  int64_t num_ops_without_fit = 0;          // measured records whose kind/dtype has no fit
+  int64_t num_ops_out_of_range = 0;         // priced outside their fit's range
   std::vector<PhaseComparison> phases;
   std::array<ErrorStats, kNumPhases> by_phase;
   std::vector<StepComparison> steps;
-  ErrorStats per_step;                         // per (step, GPU) compute
+  ErrorStats per_step;                                // per (step, GPU) compute
   std::vector<std::array<double, 3>> step_durations;  // (step, measured_s, simulated_s)
-  ErrorStats step_duration;                    // composed step durations
-  double max_composition_error_s = 0;          // |composed simulated - StepModel duration|
+  ErrorStats step_duration;                           // composed step durations
+  double max_composition_error_s = 0;                 // |composed simulated - StepModel duration|
   std::vector<EndToEndMetric> end_to_end;
   std::string end_to_end_note;  // why end-to-end metrics are missing, when they are
   int64_t num_out_of_range_queries = 0;

@@ -2,26 +2,36 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 namespace moesim::sim {
 namespace {
 
 std::string type_name(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::table: return "table";
-    case toml::node_type::array: return "array";
-    case toml::node_type::string: return "string";
-    case toml::node_type::integer: return "integer";
-    case toml::node_type::floating_point: return "float";
-    case toml::node_type::boolean: return "boolean";
-    case toml::node_type::date: return "date";
-    case toml::node_type::time: return "time";
-    case toml::node_type::date_time: return "date-time";
-    default: return "nothing";
+    case toml::node_type::table:
+      return "table";
+    case toml::node_type::array:
+      return "array";
+    case toml::node_type::string:
+      return "string";
+    case toml::node_type::integer:
+      return "integer";
+    case toml::node_type::floating_point:
+      return "float";
+    case toml::node_type::boolean:
+      return "boolean";
+    case toml::node_type::date:
+      return "date";
+    case toml::node_type::time:
+      return "time";
+    case toml::node_type::date_time:
+      return "date-time";
+    default:
+      return "nothing";
   }
 }
 
@@ -193,8 +203,8 @@ std::string TomlTable::get_enum_or(std::string_view key,
 namespace {
 
 template <class T, class Convert>
-std::vector<T> read_array(TomlTable& t, const toml::node* n, std::string_view key,
-                          const char* what, Convert convert) {
+std::vector<T> read_array(TomlTable& t, const toml::node* n, std::string_view key, const char* what,
+                          Convert convert) {
   if (!n->is_array()) t.fail(key, std::string("expected an array of ") + what);
   std::vector<T> out;
   const toml::array& arr = *n->as_array();
@@ -282,7 +292,8 @@ std::vector<TomlTable> TomlTable::get_table_array(std::string_view key, bool req
     if (required) fail(key, "missing required array of tables");
     return out;
   }
-  if (!n->is_array_of_tables()) fail(key, "expected an array of tables ([[" + key_path(key) + "]])");
+  if (!n->is_array_of_tables())
+    fail(key, "expected an array of tables ([[" + key_path(key) + "]])");
   const toml::array& arr = *n->as_array();
   for (size_t i = 0; i < arr.size(); ++i) {
     out.emplace_back(arr[i].as_table(), file_, key_path(key) + "[" + std::to_string(i) + "]");

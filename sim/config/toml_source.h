@@ -7,6 +7,8 @@
 // Nothing is clamped: range checks raise errors.
 #pragma once
 
+#include <toml++/toml.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -16,10 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include "sim/config/config_error.h"
-
 
 namespace moesim::sim {
 

@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define MOESIM_CHECK(cond, msg)                                                         \
-  do {                                                                                  \
-    if (!(cond)) {                                                                      \
-      std::fprintf(stderr, "%s:%d: invariant violated: %s (%s)\n", __FILE__, __LINE__, \
-                   #cond, (msg));                                                       \
-      std::abort();                                                                     \
-    }                                                                                   \
+#define MOESIM_CHECK(cond, msg)                                                               \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
+      std::fprintf(stderr, "%s:%d: invariant violated: %s (%s)\n", __FILE__, __LINE__, #cond, \
+                   (msg));                                                                    \
+      std::abort();                                                                           \
+    }                                                                                         \
   } while (0)

@@ -13,9 +13,9 @@ using EventKind = uint32_t;
 
 struct Event {
   SimTime time = 0;
-  uint64_t seq = 0;     // insertion sequence, assigned by EventQueue::push
+  uint64_t seq = 0;  // insertion sequence, assigned by EventQueue::push
   EventKind kind = 0;
-  int64_t id0 = 0;      // meaning depends on kind (e.g. replica, request)
+  int64_t id0 = 0;  // meaning depends on kind (e.g. replica, request)
   int64_t id1 = 0;
 };
 

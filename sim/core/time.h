@@ -21,7 +21,9 @@ inline constexpr SimTime kSimTimeMax = std::numeric_limits<SimTime>::max();
 inline SimTime from_seconds(double seconds) {
   return static_cast<SimTime>(std::llround(seconds * static_cast<double>(kNsPerS)));
 }
-inline double to_seconds(SimTime t) { return static_cast<double>(t) / static_cast<double>(kNsPerS); }
+inline double to_seconds(SimTime t) {
+  return static_cast<double>(t) / static_cast<double>(kNsPerS);
+}
 inline double to_ms(SimTime t) { return static_cast<double>(t) / static_cast<double>(kNsPerMs); }
 inline double to_us(SimTime t) { return static_cast<double>(t) / static_cast<double>(kNsPerUs); }
 

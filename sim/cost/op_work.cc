@@ -4,9 +4,10 @@ namespace moesim::sim {
 namespace {
 
 constexpr std::string_view kNames[kNumOpKinds] = {
-    "rmsnorm",  "attn_mla_prefill", "attn_mla_decode", "attn_gqa_prefill", "attn_gqa_decode",
-    "attn_kda_prefill", "attn_kda_decode", "router",           "permute",         "expert_ffn",       "shared_expert",
-    "dense_ffn", "combine",         "lm_head",         "dispatch_a2a",     "combine_a2a"};
+    "rmsnorm",         "attn_mla_prefill", "attn_mla_decode", "attn_gqa_prefill",
+    "attn_gqa_decode", "attn_kda_prefill", "attn_kda_decode", "router",
+    "permute",         "expert_ffn",       "shared_expert",   "dense_ffn",
+    "combine",         "lm_head",          "dispatch_a2a",    "combine_a2a"};
 
 }  // namespace
 

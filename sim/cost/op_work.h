@@ -33,8 +33,8 @@ enum class OpKind : uint8_t {
 inline constexpr int kNumOpKinds = 16;
 
 // "rmsnorm", "attn_mla_prefill", "attn_mla_decode", "attn_gqa_prefill", "attn_gqa_decode",
-// "attn_kda_prefill", "attn_kda_decode", "router", "permute", "expert_ffn", "shared_expert", "dense_ffn", "combine",
-// "lm_head", "dispatch_a2a", "combine_a2a".
+// "attn_kda_prefill", "attn_kda_decode", "router", "permute", "expert_ffn", "shared_expert",
+// "dense_ffn", "combine", "lm_head", "dispatch_a2a", "combine_a2a".
 std::string_view op_kind_name(OpKind kind);
 std::optional<OpKind> op_kind_from_name(std::string_view name);
 
@@ -42,8 +42,8 @@ struct OpWork {
   OpKind kind = OpKind::kRmsNorm;
   // Dtype of the operation's weights / main operands (chooses the peak FLOP/s).
   DType dtype = DType::kBF16;
-  double flops = 0;  // 2 per multiply-accumulate
-  double bytes = 0;  // HBM bytes read + written (weights, activations, cache)
+  double flops = 0;            // 2 per multiply-accumulate
+  double bytes = 0;            // HBM bytes read + written (weights, activations, cache)
   int64_t tokens = 0;          // tokens processed (new tokens; for experts, token-expert pairs)
   int64_t num_seqs = 0;        // sequences (attention)
   int64_t context_tokens = 0;  // sum over sequences of attended tokens (attention)

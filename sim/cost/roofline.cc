@@ -47,7 +47,8 @@ RooflineParams parse_roofline_params(TomlTable& roofline) {
     }
     TomlTable t = roofline.get_table(key);
     OpEfficiency& e = p.ops[static_cast<int>(*kind)];
-    e.compute_efficiency = t.get_double_in_or("compute_efficiency", 1e-6, 1.0, e.compute_efficiency);
+    e.compute_efficiency =
+        t.get_double_in_or("compute_efficiency", 1e-6, 1.0, e.compute_efficiency);
     e.bandwidth_efficiency =
         t.get_double_in_or("bandwidth_efficiency", 1e-6, 1.0, e.bandwidth_efficiency);
     e.overhead_us = t.get_double_in_or("overhead_us", 0.0, 1e6, e.overhead_us);
@@ -67,12 +68,20 @@ double compute_peak_flops_per_s(const GpuSpec& gpu, DType dtype) {
   std::span<const GpuDtype> order;
   switch (dtype) {
     case DType::kMXFP4:
-    case DType::kNVFP4: order = kFp4Order; break;
+    case DType::kNVFP4:
+      order = kFp4Order;
+      break;
     case DType::kFP8:
-    case DType::kMXFP8: order = kFp8Order; break;
+    case DType::kMXFP8:
+      order = kFp8Order;
+      break;
     case DType::kBF16:
-    case DType::kFP16: order = kBf16Order; break;
-    case DType::kFP32: order = kFp32Order; break;
+    case DType::kFP16:
+      order = kBf16Order;
+      break;
+    case DType::kFP32:
+      order = kFp32Order;
+      break;
   }
   for (GpuDtype d : order) {
     double peak = gpu.peak_flops_per_s(d);

@@ -103,9 +103,9 @@ GpuMemoryLayout compute_gpu_memory_layout(const ModelCard& card, const GpuMemory
       m.state_bytes_per_sequence > 0
           ? static_cast<int64_t>(std::ceil(m.state_bytes_per_sequence / m.kv_block_bytes))
           : 0;
-  MOESIM_CHECK(m.weight_bytes() + m.workspace_bytes + m.reserve_bytes + m.kv_pool_bytes <=
-                   hbm * (1 + 1e-12),
-               "memory sections exceed HBM");
+  MOESIM_CHECK(
+      m.weight_bytes() + m.workspace_bytes + m.reserve_bytes + m.kv_pool_bytes <= hbm * (1 + 1e-12),
+      "memory sections exceed HBM");
   MOESIM_CHECK(static_cast<double>(m.num_kv_blocks) * m.kv_block_bytes <= m.kv_pool_bytes + 1,
                "KV blocks exceed the pool");
   if (error) error->clear();

@@ -23,18 +23,18 @@ struct GpuMemoryInputs {
 };
 
 struct GpuMemoryLayout {
-  double attention_weight_bytes = 0;   // attention projections and norms (divided by TP)
-  double dense_ffn_weight_bytes = 0;   // dense layers' FFNs (replicated on every GPU)
+  double attention_weight_bytes = 0;      // attention projections and norms (divided by TP)
+  double dense_ffn_weight_bytes = 0;      // dense layers' FFNs (replicated on every GPU)
   double shared_expert_weight_bytes = 0;  // shared experts and routers (every GPU)
   double routed_expert_weight_bytes = 0;  // this GPU's expert slots
-  double embedding_weight_bytes = 0;   // embedding and head (every GPU)
-  double workspace_bytes = 0;          // activations, communication buffers
-  double reserve_bytes = 0;            // kept free
-  double kv_pool_bytes = 0;            // the rest: paged KV / latent blocks and recurrent state
-  double kv_bytes_per_token = 0;       // per token on this GPU, all layers
-  double state_bytes_per_sequence = 0;  // KDA recurrent state per sequence on this GPU
-  double kv_block_bytes = 0;           // kv_block_tokens * kv_bytes_per_token
-  int64_t num_kv_blocks = 0;           // floor(kv_pool_bytes / block bytes)
+  double embedding_weight_bytes = 0;      // embedding and head (every GPU)
+  double workspace_bytes = 0;             // activations, communication buffers
+  double reserve_bytes = 0;               // kept free
+  double kv_pool_bytes = 0;               // the rest: paged KV / latent blocks and recurrent state
+  double kv_bytes_per_token = 0;          // per token on this GPU, all layers
+  double state_bytes_per_sequence = 0;    // KDA recurrent state per sequence on this GPU
+  double kv_block_bytes = 0;              // kv_block_tokens * kv_bytes_per_token
+  int64_t num_kv_blocks = 0;              // floor(kv_pool_bytes / block bytes)
   // Blocks one sequence's recurrent state occupies (ceil(state / block bytes); 0 without KDA).
   int64_t state_blocks_per_sequence = 0;
 

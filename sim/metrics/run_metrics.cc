@@ -7,9 +7,12 @@ namespace moesim::sim {
 
 const char* request_outcome_name(RequestOutcome o) {
   switch (o) {
-    case RequestOutcome::kCompleted: return "completed";
-    case RequestOutcome::kRejected: return "rejected";
-    case RequestOutcome::kInFlight: return "in_flight";
+    case RequestOutcome::kCompleted:
+      return "completed";
+    case RequestOutcome::kRejected:
+      return "rejected";
+    case RequestOutcome::kInFlight:
+      return "in_flight";
   }
   return "?";
 }
@@ -49,9 +52,15 @@ RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vect
   for (const RequestRecord& r : requests) {
     ++s.num_arrived;
     switch (r.outcome) {
-      case RequestOutcome::kCompleted: ++s.num_completed; break;
-      case RequestOutcome::kRejected: ++s.num_rejected; break;
-      case RequestOutcome::kInFlight: ++s.num_in_flight; break;
+      case RequestOutcome::kCompleted:
+        ++s.num_completed;
+        break;
+      case RequestOutcome::kRejected:
+        ++s.num_rejected;
+        break;
+      case RequestOutcome::kInFlight:
+        ++s.num_in_flight;
+        break;
     }
     if (r.queueing_ns() >= 0) q.push_back(to_ms(r.queueing_ns()));
     if (r.ttft_ns() >= 0) {
@@ -77,14 +86,13 @@ RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vect
     s.requests_per_s = static_cast<double>(s.num_completed) / s.duration_s;
     s.slo.goodput_req_per_s = static_cast<double>(s.slo.num_met) / s.duration_s;
   }
-  s.slo.attainment =
-      s.num_completed > 0 ? static_cast<double>(s.slo.num_met) / static_cast<double>(s.num_completed)
-                          : 0.0;
-  s.prefix_cache_hit_rate =
-      counters.prompt_tokens_total > 0
-          ? static_cast<double>(counters.prompt_tokens_cached) /
-                static_cast<double>(counters.prompt_tokens_total)
-          : 0.0;
+  s.slo.attainment = s.num_completed > 0
+                         ? static_cast<double>(s.slo.num_met) / static_cast<double>(s.num_completed)
+                         : 0.0;
+  s.prefix_cache_hit_rate = counters.prompt_tokens_total > 0
+                                ? static_cast<double>(counters.prompt_tokens_cached) /
+                                      static_cast<double>(counters.prompt_tokens_total)
+                                : 0.0;
   if (!gpus.empty() && duration_ns > 0) {
     double c = 0, m = 0, w = 0;
     for (const GpuRecord& g : gpus) {

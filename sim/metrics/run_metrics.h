@@ -22,7 +22,7 @@ struct RequestRecord {
   int32_t session_id = -1;  // -1: not part of an agent session
   int32_t turn_idx = 0;
   int32_t attempt_idx = 0;
-  int32_t replica = -1;     // replica that served (decode replica with P/D), -1 when rejected
+  int32_t replica = -1;  // replica that served (decode replica with P/D), -1 when rejected
   std::string domain;
   RequestOutcome outcome = RequestOutcome::kInFlight;
   std::string reject_reason;  // kRejected only
@@ -31,8 +31,8 @@ struct RequestRecord {
   SimTime first_token_ns = -1;
   SimTime done_ns = -1;
   int64_t prompt_tokens = 0;
-  int64_t output_tokens = 0;     // requested
-  int64_t generated_tokens = 0;  // produced by the end of the run
+  int64_t output_tokens = 0;         // requested
+  int64_t generated_tokens = 0;      // produced by the end of the run
   int64_t cached_prompt_tokens = 0;  // prefix-cache hits (first admission)
   int32_t num_preemptions = 0;
 
@@ -44,7 +44,8 @@ struct RequestRecord {
   // Mean time per output token after the first; -1 with fewer than two tokens.
   double tpot_ns() const {
     if (done_ns < 0 || generated_tokens < 2) return -1;
-    return static_cast<double>(done_ns - first_token_ns) / static_cast<double>(generated_tokens - 1);
+    return static_cast<double>(done_ns - first_token_ns) /
+           static_cast<double>(generated_tokens - 1);
   }
 };
 
@@ -71,16 +72,16 @@ Percentiles percentiles(std::vector<double> values);
 struct RunCounters {
   int64_t num_steps = 0;
   int64_t num_preemptions = 0;
-  int64_t prompt_tokens_total = 0;     // prompt tokens of admitted requests (first admission)
-  int64_t prompt_tokens_cached = 0;    // of which served from the prefix cache
+  int64_t prompt_tokens_total = 0;   // prompt tokens of admitted requests (first admission)
+  int64_t prompt_tokens_cached = 0;  // of which served from the prefix cache
   int64_t kv_evictions = 0;
-  int64_t kv_transfers = 0;            // P/D disaggregation
+  int64_t kv_transfers = 0;  // P/D disaggregation
   double kv_transfer_bytes = 0;
   // Cost-model queries outside the range a calibrated profile was fitted on (0 for roofline).
   int64_t cost_out_of_range_queries = 0;
   double dispatch_bytes = 0;
   double combine_bytes = 0;
-  double max_gpu_selections_sum = 0;   // imbalance: sum over steps and MoE layers
+  double max_gpu_selections_sum = 0;  // imbalance: sum over steps and MoE layers
   double mean_gpu_selections_sum = 0;
   // Policy and workload actions by name (e.g. "rollback", "reject:too_long"), ordered.
   std::map<std::string, int64_t> actions;
@@ -90,9 +91,9 @@ struct RunCounters {
 
 struct SloSummary {
   double ttft_ms = 0, tpot_ms = 0;
-  int64_t num_met = 0;            // completed requests meeting both
-  double goodput_req_per_s = 0;   // num_met / duration
-  double attainment = 0;          // num_met / completed
+  int64_t num_met = 0;           // completed requests meeting both
+  double goodput_req_per_s = 0;  // num_met / duration
+  double attainment = 0;         // num_met / completed
 };
 
 struct RunSummary {

@@ -23,28 +23,27 @@ WireDtype parse_wire(TomlTable& t, std::string_view key, WireDtype dflt) {
 DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
   DeploymentSpec d;
   d.num_replicas = static_cast<int32_t>(t.get_int_in("replicas", 1, 1 << 20));
-  d.gpus_per_replica =
-      static_cast<int32_t>(t.get_int_in("gpus_per_replica", 1, topo.num_gpus()));
+  d.gpus_per_replica = static_cast<int32_t>(t.get_int_in("gpus_per_replica", 1, topo.num_gpus()));
   if (static_cast<int64_t>(d.num_replicas) * d.gpus_per_replica > topo.num_gpus()) {
     t.fail("replicas", std::to_string(d.num_replicas) + " replicas x " +
                            std::to_string(d.gpus_per_replica) + " GPUs exceed the topology's " +
                            std::to_string(topo.num_gpus()) + " GPUs");
   }
   d.attention = t.get_enum_or("attention", {"dp", "tp"}, "dp") == "dp" ? AttentionParallel::kData
-                                                                      : AttentionParallel::kTensor;
+                                                                       : AttentionParallel::kTensor;
   d.attention_tp = static_cast<int32_t>(t.get_int_in_or("attention_tp", 1, 1024, 1));
   if (d.attention == AttentionParallel::kData && d.attention_tp != 1) {
     t.fail("attention_tp", "must be 1 with attention = \"dp\"");
   }
   if (d.gpus_per_replica % d.attention_tp != 0) {
-    t.fail("attention_tp", "must divide gpus_per_replica (" + std::to_string(d.gpus_per_replica) +
-                               ")");
+    t.fail("attention_tp",
+           "must divide gpus_per_replica (" + std::to_string(d.gpus_per_replica) + ")");
   }
   d.placement = t.get_enum_or("placement", {"contiguous", "strided"}, "contiguous") == "contiguous"
                     ? PlacementLayout::kContiguous
                     : PlacementLayout::kStrided;
-  d.dispatch = *parse_dispatch_algorithm(
-      t.get_enum_or("dispatch", {"direct", "hierarchical"}, "direct"));
+  d.dispatch =
+      *parse_dispatch_algorithm(t.get_enum_or("dispatch", {"direct", "hierarchical"}, "direct"));
   d.dispatch_dtype = parse_wire(t, "dispatch_dtype", WireDtype::kFp8);
   d.combine_dtype = parse_wire(t, "combine_dtype", WireDtype::kBf16);
   d.microbatch_overlap = t.get_bool_or("microbatch_overlap", false);
@@ -105,9 +104,12 @@ SchedulerSpec parse_scheduler(TomlTable& t) {
 
 const char* router_policy_name(RouterPolicy p) {
   switch (p) {
-    case RouterPolicy::kRoundRobin: return "round_robin";
-    case RouterPolicy::kLeastOutstanding: return "least_outstanding";
-    case RouterPolicy::kSessionAffinity: return "session_affinity";
+    case RouterPolicy::kRoundRobin:
+      return "round_robin";
+    case RouterPolicy::kLeastOutstanding:
+      return "least_outstanding";
+    case RouterPolicy::kSessionAffinity:
+      return "session_affinity";
   }
   return "?";
 }

@@ -34,10 +34,10 @@ struct PoolSpec {
 };
 
 struct DeploymentSpec {
-  int32_t num_replicas = 1;        // data-parallel replicas, >= 1
-  int32_t gpus_per_replica = 1;    // GPUs each replica spans (consecutive GPU ids), >= 1
+  int32_t num_replicas = 1;      // data-parallel replicas, >= 1
+  int32_t gpus_per_replica = 1;  // GPUs each replica spans (consecutive GPU ids), >= 1
   AttentionParallel attention = AttentionParallel::kData;
-  int32_t attention_tp = 1;        // TP degree of attention (kTensor), divides gpus_per_replica
+  int32_t attention_tp = 1;  // TP degree of attention (kTensor), divides gpus_per_replica
   PlacementLayout placement = PlacementLayout::kContiguous;
   DispatchAlgorithm dispatch = DispatchAlgorithm::kDirect;
   WireDtype dispatch_dtype = WireDtype::kFp8;
@@ -50,12 +50,12 @@ struct DeploymentSpec {
 
 struct SchedulerSpec {
   RouterPolicy router = RouterPolicy::kLeastOutstanding;
-  int32_t max_seqs = 256;                 // in-flight sequences per replica
+  int32_t max_seqs = 256;                   // in-flight sequences per replica
   int64_t max_batch_tokens_per_gpu = 8192;  // tokens per attention rank per step
-  int64_t kv_block_tokens = 64;           // divides 512 (the prefix-block size)
+  int64_t kv_block_tokens = 64;             // divides 512 (the prefix-block size)
   bool prefix_caching = true;
-  double workspace_gib = 4.0;             // per GPU
-  double hbm_reserve_fraction = 0.05;     // of HBM kept free
+  double workspace_gib = 4.0;          // per GPU
+  double hbm_reserve_fraction = 0.05;  // of HBM kept free
   // Background weight transfers (replication) send at most this much per GPU pair alongside
   // each dispatch collective.
   double weight_transfer_chunk_mib = 8.0;

@@ -68,10 +68,10 @@ struct Replica {
   bool decode_only = false;
   bool busy = false;
   int64_t step_idx = 0;
-  int32_t num_in_flight = 0;  // admitted (running) sequences
-  int32_t max_seqs = 0;           // in-flight cap (scheduler max_seqs unless a policy sets it)
-  int64_t max_step_tokens = 0;    // tokens per step, all ranks (0 = no cap beyond per-rank budgets)
-  int32_t outstanding = 0;    // routed here and not finished (waiting + running + transfer)
+  int32_t num_in_flight = 0;    // admitted (running) sequences
+  int32_t max_seqs = 0;         // in-flight cap (scheduler max_seqs unless a policy sets it)
+  int64_t max_step_tokens = 0;  // tokens per step, all ranks (0 = no cap beyond per-rank budgets)
+  int32_t outstanding = 0;      // routed here and not finished (waiting + running + transfer)
   SimTime step_start_ns = 0;
   std::vector<std::pair<int32_t, SeqSlice>> batch;  // (seq id, slice) of the running step
 };
@@ -107,7 +107,8 @@ class RecordObserver final : public StepObserver {
   }
   void on_routing(int32_t layer_idx, int32_t moe_layer_idx, const CountMatrix& src_dst,
                   double dispatch_bytes, double combine_bytes) override {
-    if (chained) chained->on_routing(layer_idx, moe_layer_idx, src_dst, dispatch_bytes, combine_bytes);
+    if (chained)
+      chained->on_routing(layer_idx, moe_layer_idx, src_dst, dispatch_bytes, combine_bytes);
     StepRecord::Layer layer;
     layer.layer = layer_idx;
     layer.dispatch_bytes = dispatch_bytes;
@@ -164,8 +165,8 @@ class RecordObserver final : public StepObserver {
       }
       for (int32_t e = 0; e < placement_->num_experts(); ++e) {
         if (by_expert[e] == 0) continue;
-        layer.routing.push_back({replica_.gpus[s].value, e, replica_.gpus[dst_of[e]].value,
-                                 by_expert[e]});
+        layer.routing.push_back(
+            {replica_.gpus[s].value, e, replica_.gpus[dst_of[e]].value, by_expert[e]});
       }
     }
     rec_->layers.push_back(std::move(layer));
@@ -188,7 +189,8 @@ class ClusterSim final : public PolicyContext {
         card_(*sc.model),
         topo_(*sc.topology),
         policies_(std::move(policies)) {
-    k_arrival_ = sim_.register_kind("arrival", [this](const Event& e, Scheduler&) { on_arrival(e); });
+    k_arrival_ =
+        sim_.register_kind("arrival", [this](const Event& e, Scheduler&) { on_arrival(e); });
     k_step_done_ =
         sim_.register_kind("step_done", [this](const Event& e, Scheduler&) { on_step_done(e); });
     k_transfer_ = sim_.register_kind("kv_transfer_done",
@@ -347,7 +349,8 @@ void ClusterSim::build() {
   for (int32_t ri = 0; ri < d.num_replicas; ++ri) {
     Replica r;
     r.idx = ri;
-    for (int32_t g = 0; g < d.gpus_per_replica; ++g) r.gpus.emplace_back(ri * d.gpus_per_replica + g);
+    for (int32_t g = 0; g < d.gpus_per_replica; ++g)
+      r.gpus.emplace_back(ri * d.gpus_per_replica + g);
     r.layout = layout;
     r.max_seqs = sc_.scheduler.max_seqs;
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
@@ -381,8 +384,7 @@ void ClusterSim::build() {
   }
   // Pointers into replicas_ are taken only now that the vector is complete.
   for (Replica& r : replicas_) {
-    r.step_model->set_background(&r.transfers,
-                                 sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
+    r.step_model->set_background(&r.transfers, sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
   }
   workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
   if (d.pools.empty()) {
@@ -669,9 +671,8 @@ bool ClusterSim::try_admit(Replica& r, int32_t sid, std::vector<int64_t>& budget
   s.owned_blocks = best_need;
   s.num_hit_blocks = best_hits;
   s.num_inserted_blocks = 0;
-  s.capacity_tokens =
-      (best_need - lay.state_blocks_per_sequence) * sc_.scheduler.kv_block_tokens +
-      best_hits * kPrefixBlock;
+  s.capacity_tokens = (best_need - lay.state_blocks_per_sequence) * sc_.scheduler.kv_block_tokens +
+                      best_hits * kPrefixBlock;
   RequestRecord& rec = records_[sid];
   if (!s.first_admission_done) {
     s.first_admission_done = true;
@@ -706,7 +707,8 @@ void ClusterSim::release_seq_memory(Replica& r, Seq& s) {
   s.owned_blocks = 0;
   s.num_hit_blocks = s.num_inserted_blocks = 0;
   s.capacity_tokens = 0;
-  auto it = std::find(rank.running.begin(), rank.running.end(), static_cast<int32_t>(&s - seqs_.data()));
+  auto it =
+      std::find(rank.running.begin(), rank.running.end(), static_cast<int32_t>(&s - seqs_.data()));
   MOESIM_CHECK(it != rank.running.end(), "sequence not running on its rank");
   rank.running.erase(it);
   r.num_in_flight--;
@@ -809,8 +811,8 @@ void ClusterSim::try_start_step(Replica& r) {
     }
   }
   if (r.batch.empty()) return;
-  bool in_window = opt_.chrome_trace && sim_.now() >= opt_.trace_start_ns &&
-                   sim_.now() < opt_.trace_end_ns;
+  bool in_window =
+      opt_.chrome_trace && sim_.now() >= opt_.trace_start_ns && sim_.now() < opt_.trace_end_ns;
   bool record = opt_.record_steps && recorded_steps_ < opt_.record_max_steps;
   TraceObserver tracer(&trace_, r, sim_.now());
   StepRecord rec;
@@ -861,10 +863,11 @@ void ClusterSim::finish_prefill(Replica& r, Seq& s) {
   if (!sc_.scheduler.prefix_caching) return;
   Rank& rank = r.ranks[s.rank];
   const auto& h = s.req.prefix_block_hashes;
-  int64_t full = std::min<int64_t>(s.req.prompt_tokens / kPrefixBlock, static_cast<int64_t>(h.size()));
+  int64_t full =
+      std::min<int64_t>(s.req.prompt_tokens / kPrefixBlock, static_cast<int64_t>(h.size()));
   int64_t next = s.num_hit_blocks + s.num_inserted_blocks;
-  while (next < full && !rank.kv->contains(h[next]) && s.owned_blocks >= blocks_per_prefix() +
-                                                                          r.layout.state_blocks_per_sequence) {
+  while (next < full && !rank.kv->contains(h[next]) &&
+         s.owned_blocks >= blocks_per_prefix() + r.layout.state_blocks_per_sequence) {
     rank.kv->insert_pinned(h[next], blocks_per_prefix(), kPrefixBlock, ++lru_tick_);
     s.owned_blocks -= blocks_per_prefix();
     s.num_inserted_blocks++;
@@ -883,8 +886,9 @@ void ClusterSim::complete(Replica& r, int32_t sid) {
   if (next && sc_.scheduler.prefix_caching) {
     // The context of this turn is the next turn's re-used prefix: keep its full blocks cached.
     Rank& rank = r.ranks[s.rank];
-    int64_t reuse_blocks = std::min<int64_t>(next->reused_prefix_tokens / kPrefixBlock,
-                                             static_cast<int64_t>(next->prefix_block_hashes.size()));
+    int64_t reuse_blocks =
+        std::min<int64_t>(next->reused_prefix_tokens / kPrefixBlock,
+                          static_cast<int64_t>(next->prefix_block_hashes.size()));
     for (int64_t b = 0; b < reuse_blocks; ++b) {
       uint64_t key = next->prefix_block_hashes[b];
       if (rank.kv->contains(key)) continue;
@@ -932,11 +936,13 @@ void ClusterSim::on_step_done(const Event& e) {
     // P/D: move the KV to a decode replica over the network, then free it here.
     Seq& s = seqs_[sid];
     int32_t dst = pick_replica(s.req, true);
-    GpuId src_gpu = r.gpus[s.rank * (static_cast<int32_t>(r.gpus.size()) / static_cast<int32_t>(r.ranks.size()))];
+    GpuId src_gpu = r.gpus[s.rank * (static_cast<int32_t>(r.gpus.size()) /
+                                     static_cast<int32_t>(r.ranks.size()))];
     Replica& dr = replicas_[dst];
     GpuId dst_gpu = dr.gpus[s.rank % dr.gpus.size()];
-    double bytes = r.layout.kv_bytes_per_token * static_cast<double>(s.req.prompt_tokens + s.generated - 1) +
-                   r.layout.state_bytes_per_sequence;
+    double bytes =
+        r.layout.kv_bytes_per_token * static_cast<double>(s.req.prompt_tokens + s.generated - 1) +
+        r.layout.state_bytes_per_sequence;
     double min_cap = 0;
     for (int32_t link : topo_.route(src_gpu, dst_gpu)) {
       double c = topo_.links()[link].capacity_bytes_per_s;
@@ -981,9 +987,15 @@ RunOutput ClusterSim::run() {
     RequestRecord& rec = records_[i];
     if (rec.outcome == RequestOutcome::kInFlight) rec.generated_tokens = seqs_[i].generated;
     switch (rec.outcome) {
-      case RequestOutcome::kCompleted: ++completed; break;
-      case RequestOutcome::kRejected: ++rejected; break;
-      case RequestOutcome::kInFlight: ++in_flight; break;
+      case RequestOutcome::kCompleted:
+        ++completed;
+        break;
+      case RequestOutcome::kRejected:
+        ++rejected;
+        break;
+      case RequestOutcome::kInFlight:
+        ++in_flight;
+        break;
     }
   }
   int64_t live = 0;
@@ -998,11 +1010,10 @@ RunOutput ClusterSim::run() {
   (void)in_transfer;
   out.conservation_ok = completed + rejected + in_flight == static_cast<int64_t>(records_.size()) &&
                         live == in_flight;
-  out.conservation_message = "arrived " + std::to_string(records_.size()) + " = completed " +
-                             std::to_string(completed) + " + rejected " + std::to_string(rejected) +
-                             " + in flight " + std::to_string(in_flight) +
-                             (live == in_flight ? "" : " (MISMATCH: replicas hold " +
-                                                           std::to_string(live) + ")");
+  out.conservation_message =
+      "arrived " + std::to_string(records_.size()) + " = completed " + std::to_string(completed) +
+      " + rejected " + std::to_string(rejected) + " + in flight " + std::to_string(in_flight) +
+      (live == in_flight ? "" : " (MISMATCH: replicas hold " + std::to_string(live) + ")");
   for (Replica& r : replicas_) {
     for (size_t k = 0; k < r.ranks.size(); ++k) {
       const int32_t tp = static_cast<int32_t>(r.gpus.size() / r.ranks.size());
@@ -1019,8 +1030,8 @@ RunOutput ClusterSim::run() {
   out.requests = std::move(records_);
   out.gpus = std::move(gpu_records_);
   out.counters = counters_;
-  out.summary = summarize(out.requests, out.gpus, out.counters, out.end_ns, sc_.slo.ttft_ms,
-                          sc_.slo.tpot_ms);
+  out.summary =
+      summarize(out.requests, out.gpus, out.counters, out.end_ns, sc_.slo.ttft_ms, sc_.slo.tpot_ms);
   out.digest = sim_.digest().value();
   out.digest_hex = sim_.digest().hex();
   out.num_events = sim_.num_events_executed();

@@ -63,8 +63,8 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
   for (int32_t g = 0; g < d.gpus_per_replica; ++g) gpus.emplace_back(g);
   auto cost = make_cost_model(sc.cost, sc.topology->gpu_spec());
   NetworkModelRegistry registry;
-  auto network = registry.make(sc.network_model == "simgrid" ? "bottleneck" : sc.network_model,
-                               *sc.topology);
+  auto network =
+      registry.make(sc.network_model == "simgrid" ? "bottleneck" : sc.network_model, *sc.topology);
   const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
   const int32_t num_ranks = d.gpus_per_replica / tp;
   std::vector<LayerStudyRow> rows;
@@ -74,7 +74,8 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
       SyntheticRoutingModel routing(shape, spec, seed);
       StepModel model(card, *sc.topology, d, gpus, &placement, *cost, network.get(), &routing);
       std::vector<std::vector<SeqSlice>> ranks(num_ranks);
-      for (auto& r : ranks) r.assign(static_cast<size_t>(n * tp), SeqSlice{1, context_tokens, false});
+      for (auto& r : ranks)
+        r.assign(static_cast<size_t>(n * tp), SeqSlice{1, context_tokens, false});
       SpanTotals spans(d.gpus_per_replica);
       const StepResult& res = model.run(0, ranks, &spans);
       LayerStudyRow row;

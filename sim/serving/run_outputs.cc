@@ -15,8 +15,8 @@ namespace {
 using nlohmann::json;
 
 json pct_json(const Percentiles& p) {
-  return json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"max", p.max},
-              {"count", p.count}};
+  return json{{"p50", p.p50},   {"p90", p.p90}, {"p99", p.p99},
+              {"mean", p.mean}, {"max", p.max}, {"count", p.count}};
 }
 
 std::string fmt(const char* f, double v) {
@@ -54,8 +54,9 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
               {"num_met", s.slo.num_met},
               {"attainment", s.slo.attainment},
               {"goodput_requests_per_s", s.slo.goodput_req_per_s}};
-  j["gpu_time_fraction"] = {
-      {"compute", s.compute_fraction}, {"communication", s.comm_fraction}, {"barrier_wait", s.wait_fraction}};
+  j["gpu_time_fraction"] = {{"compute", s.compute_fraction},
+                            {"communication", s.comm_fraction},
+                            {"barrier_wait", s.wait_fraction}};
   j["kv_high_water_fraction"] = s.kv_high_water_fraction;
   j["prefix_cache_hit_rate"] = s.prefix_cache_hit_rate;
   j["expert_gpu_imbalance"] = s.expert_imbalance;
@@ -83,8 +84,7 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
   return j;
 }
 
-void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& out,
-                        uint64_t seed) {
+void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed) {
   const RunSummary& s = out.summary;
   os << "moesim run: " << sc.name << "\n";
   os << "  model " << sc.model->name << ", topology " << sc.topology->name() << ", "
@@ -94,8 +94,8 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
      << s.counters.num_steps << " steps\n\n";
   os << "  requests   arrived " << s.num_arrived << "  completed " << s.num_completed
      << "  rejected " << s.num_rejected << "  in flight " << s.num_in_flight << "\n";
-  os << "  conservation " << (out.conservation_ok ? "ok: " : "BROKEN: ")
-     << out.conservation_message << "\n\n";
+  os << "  conservation " << (out.conservation_ok ? "ok: " : "BROKEN: ") << out.conservation_message
+     << "\n\n";
   os << "  latency (ms)         p50        p90        p99       mean\n";
   auto row = [&os](const char* name, const Percentiles& p) {
     os << "  " << std::left << std::setw(14) << name << std::right << std::setw(10)
@@ -109,9 +109,10 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
   os << "\n  throughput  " << fmt("%.1f", s.input_tokens_per_s) << " input tok/s, "
      << fmt("%.1f", s.output_tokens_per_s) << " output tok/s, " << fmt("%.2f", s.requests_per_s)
      << " req/s\n";
-  os << "  SLO (TTFT <= " << fmt("%.0f", s.slo.ttft_ms) << " ms, TPOT <= "
-     << fmt("%.0f", s.slo.tpot_ms) << " ms): " << fmt("%.1f", 100 * s.slo.attainment)
-     << "% of completed, goodput " << fmt("%.2f", s.slo.goodput_req_per_s) << " req/s\n";
+  os << "  SLO (TTFT <= " << fmt("%.0f", s.slo.ttft_ms)
+     << " ms, TPOT <= " << fmt("%.0f", s.slo.tpot_ms)
+     << " ms): " << fmt("%.1f", 100 * s.slo.attainment) << "% of completed, goodput "
+     << fmt("%.2f", s.slo.goodput_req_per_s) << " req/s\n";
   os << "  GPU time    compute " << fmt("%.1f", 100 * s.compute_fraction) << "%, communication "
      << fmt("%.1f", 100 * s.comm_fraction) << "%, barrier wait "
      << fmt("%.1f", 100 * s.wait_fraction) << "%\n";
@@ -173,13 +174,20 @@ void write_chrome_trace(std::ostream& os, const RunOutput& out) {
   std::map<std::pair<int32_t, int32_t>, bool> named;
   for (const TraceSlice& t : out.trace) {
     if (t.gpu < 0) {
-      events.push_back({{"ph", "i"}, {"s", "p"}, {"name", t.name}, {"pid", t.replica},
-                        {"tid", 0}, {"ts", static_cast<double>(t.start_ns) / 1e3}});
+      events.push_back({{"ph", "i"},
+                        {"s", "p"},
+                        {"name", t.name},
+                        {"pid", t.replica},
+                        {"tid", 0},
+                        {"ts", static_cast<double>(t.start_ns) / 1e3}});
       continue;
     }
     if (!named[{t.replica, t.gpu}]) {
       named[{t.replica, t.gpu}] = true;
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", t.replica}, {"tid", t.gpu},
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", t.replica},
+                        {"tid", t.gpu},
                         {"args", {{"name", "gpu " + std::to_string(t.gpu)}}}});
     }
     json e{{"ph", "X"},
@@ -216,9 +224,12 @@ json model_shapes_json(const ModelCard& card, const DeploymentSpec& d) {
     switch (l.attention.kind) {
       case AttentionKind::kMLA: {
         const MlaSpec& x = l.attention.mla;
-        a = {{"kind", "mla"},          {"num_heads", x.num_heads},
-             {"q_lora_rank", x.q_lora_rank}, {"kv_lora_rank", x.kv_lora_rank},
-             {"qk_nope_head_dim", x.qk_nope_head_dim}, {"qk_rope_head_dim", x.qk_rope_head_dim},
+        a = {{"kind", "mla"},
+             {"num_heads", x.num_heads},
+             {"q_lora_rank", x.q_lora_rank},
+             {"kv_lora_rank", x.kv_lora_rank},
+             {"qk_nope_head_dim", x.qk_nope_head_dim},
+             {"qk_rope_head_dim", x.qk_rope_head_dim},
              {"v_head_dim", x.v_head_dim}};
         break;
       }

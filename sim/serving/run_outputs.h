@@ -6,10 +6,9 @@
 //   step trace     JSONL, docs/schemas/step_trace.md (what the engine replays)
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"

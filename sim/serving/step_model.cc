@@ -31,8 +31,8 @@ double BackgroundTransfer::remaining_total() const {
 
 StepModel::StepModel(const ModelCard& card, const Topology& topology,
                      const DeploymentSpec& deployment, std::vector<GpuId> gpus,
-                     const ExpertPlacement* placement, const CostModel& cost,
-                     NetworkModel* network, RoutingModel* routing)
+                     const ExpertPlacement* placement, const CostModel& cost, NetworkModel* network,
+                     RoutingModel* routing)
     : card_(card),
       topology_(topology),
       deployment_(deployment),
@@ -194,7 +194,8 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     rank_tokens_[r] = tokens;
     for (int32_t c = 0; c < num_classes; ++c) {
       double s = attention_seconds(c, ranks[r], tokens);
-      for (int32_t j = 0; j < tp_; ++j) attn_s_[static_cast<size_t>(r * tp_ + j) * num_classes + c] = s;
+      for (int32_t j = 0; j < tp_; ++j)
+        attn_s_[static_cast<size_t>(r * tp_ + j) * num_classes + c] = s;
     }
     for (int32_t j = 0; j < tp_; ++j) {
       // With TP attention the rank's tokens are split over its GPUs for the MoE part.
@@ -289,7 +290,8 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
         double qsd = static_cast<double>(sel) / (ts * static_cast<double>(k));
         double uniq = ts * (1.0 - ipow(1.0 - std::min(qsd, 1.0), k));
         int64_t u = std::llround(uniq);
-        u = std::clamp<int64_t>(u, (sel + experts_per_gpu_[d] - 1) / std::max(1, experts_per_gpu_[d]),
+        u = std::clamp<int64_t>(u,
+                                (sel + experts_per_gpu_[d] - 1) / std::max(1, experts_per_gpu_[d]),
                                 std::min<int64_t>(sel, gpu_tokens_[s]));
         token_counts_.tokens[static_cast<size_t>(s) * n + d] = u;
       }
@@ -351,12 +353,12 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
       // Combine of t rows: reads t k expert outputs (and t shared-expert rows), writes t rows,
       // reads t k FP32 gate weights (engine/op_cost.h, combine_cost).
       const double cmb_rows = static_cast<double>(t * k + t * (m.num_shared_experts > 0 ? 2 : 1));
-      double cmb = t > 0 ? seconds(OpKind::kCombine, DType::kBF16,
-                                   static_cast<double>(t * k * hidden) * 2.0,
-                                   cmb_rows * static_cast<double>(hidden) * 2.0 +
-                                       4.0 * static_cast<double>(t * k),
-                                   t)
-                         : 0.0;
+      double cmb =
+          t > 0 ? seconds(OpKind::kCombine, DType::kBF16, static_cast<double>(t * k * hidden) * 2.0,
+                          cmb_rows * static_cast<double>(hidden) * 2.0 +
+                              4.0 * static_cast<double>(t * k),
+                          t)
+                : 0.0;
       ffn_s_[g] = e + sh + cmb;
     }
     result_.max_gpu_selections += max_sel;

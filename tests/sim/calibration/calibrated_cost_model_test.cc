@@ -1,16 +1,16 @@
 #include "sim/calibration/calibrated_cost_model.h"
 
-#include <memory>
-
 #include <gtest/gtest.h>
+
+#include <memory>
 
 #include "sim/calibration/cost_model_factory.h"
 
 namespace moesim::sim {
 namespace {
 
-OpFit linear_fit(const std::string& kind, double intercept_s, double s_per_byte,
-                 double s_per_flop, double max_value) {
+OpFit linear_fit(const std::string& kind, double intercept_s, double s_per_byte, double s_per_flop,
+                 double max_value) {
   OpFit f;
   f.kind = kind;
   f.dtype = "bf16";

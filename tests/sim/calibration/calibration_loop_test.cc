@@ -5,14 +5,14 @@
 // is checked; the per-step (per GPU) compute error and the composed step duration error out of
 // sample must stay below 15% (the targets are 5% per op and per step; docs/calibration.md reports
 // the measured numbers).
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <string>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace {
 

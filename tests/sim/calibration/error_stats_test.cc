@@ -1,8 +1,8 @@
 #include "sim/calibration/error_stats.h"
 
-#include <vector>
-
 #include <gtest/gtest.h>
+
+#include <vector>
 
 namespace moesim::sim {
 namespace {

@@ -1,8 +1,8 @@
 #include "sim/calibration/measurement_reader.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "sim/config/config_error.h"
 

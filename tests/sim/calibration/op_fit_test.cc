@@ -1,10 +1,10 @@
 #include "sim/calibration/op_fit.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace moesim::sim {
 namespace {

@@ -1,10 +1,10 @@
 #include "sim/calibration/profile.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "sim/config/config_error.h"
 

@@ -1,9 +1,9 @@
 #include "sim/calibration/recorded_routing.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "sim/config/config_error.h"
 

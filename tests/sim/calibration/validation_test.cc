@@ -3,10 +3,10 @@
 // statistic has a value worked out by hand below.
 #include "sim/calibration/validation.h"
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace moesim::sim {
 namespace {
@@ -39,13 +39,13 @@ struct Case {
 // experts 30 | 50. Simulated: attention 33 | 11, router 5 | 5, experts 30 | 60.
 // Collectives (simulated on both sides): dispatch 2, combine 3; lm_head 1 per GPU.
 void build(Case& c) {
-  c.trace = read_step_trace(std::string(MOESIM_SOURCE_DIR) +
-                            "/tests/data/calibration/trace_small.jsonl");
+  c.trace =
+      read_step_trace(std::string(MOESIM_SOURCE_DIR) + "/tests/data/calibration/trace_small.jsonl");
   c.meas.file = "/scratch/dir/meas.jsonl";
-  c.meas.ops = {op(0, 0, "rmsnorm", 10),    op(0, 0, "attn_mla_prefill", 20),
-                op(0, 1, "router", 5),      op(0, 1, "expert_ffn", 30),
-                op(1, 0, "rmsnorm", 4),     op(1, 0, "attn_mla_decode", 6),
-                op(1, 1, "router", 5),      op(1, 1, "expert_ffn", 50)};
+  c.meas.ops = {op(0, 0, "rmsnorm", 10), op(0, 0, "attn_mla_prefill", 20),
+                op(0, 1, "router", 5),   op(0, 1, "expert_ffn", 30),
+                op(1, 0, "rmsnorm", 4),  op(1, 0, "attn_mla_decode", 6),
+                op(1, 1, "router", 5),   op(1, 1, "expert_ffn", 50)};
   OpSample a2a = op(0, 1, "dispatch_a2a", 0);
   a2a.measured = false;
   a2a.measured_ns = 0;

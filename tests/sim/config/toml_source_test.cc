@@ -15,8 +15,8 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 TEST(TomlSource, ReadsValuesAndRejectsUnknownKeysWithSuggestion) {
-  auto doc = TomlDocument::parse_string("name = 'x'\nnum_gpus = 8\n[hw]\nflops = 1e15\nhbm_gbs = 3\n",
-                                        "t.toml");
+  auto doc = TomlDocument::parse_string(
+      "name = 'x'\nnum_gpus = 8\n[hw]\nflops = 1e15\nhbm_gbs = 3\n", "t.toml");
   TomlTable root = doc.root();
   EXPECT_EQ(root.get_string("name"), "x");
   EXPECT_EQ(root.get_int_in("num_gpus", 1, 64), 8);
@@ -53,7 +53,9 @@ TEST(TomlSource, SyntaxErrorHasLineAndColumn) {
 TEST(TomlSource, EnumListsValidValues) {
   auto doc = TomlDocument::parse_string("kind = 'mla2'\n", "t.toml");
   TomlTable root = doc.root();
-  EXPECT_EQ(error_of([&] { root.get_enum("kind", {"mla", "gqa"}); }),
+  EXPECT_EQ(error_of([&] {
+              root.get_enum("kind", {"mla", "gqa"});
+            }),
             "t.toml:1:8: kind: unknown value 'mla2' (valid: mla, gqa)");
 }
 

@@ -8,7 +8,8 @@ namespace {
 // The all-to-all grows with the batch faster than expert compute (weight reads dominate small
 // decode batches), so a crossover emerges; skew moves it to smaller batches.
 TEST(LayerStudy, CrossoverEmergesAndSkewMovesItEarlier) {
-  Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/teaching-crossover.toml");
+  Scenario sc =
+      load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/teaching-crossover.toml");
   auto rows = run_layer_study(sc, {4, 8, 16, 32, 64, 128}, 4096, 1);
   ASSERT_EQ(rows.size(), 12u);
   auto crossover = [&](bool skewed) {
@@ -18,7 +19,7 @@ TEST(LayerStudy, CrossoverEmergesAndSkewMovesItEarlier) {
     return int64_t{-1};
   };
   int64_t skewed = crossover(true), uniform = crossover(false);
-  ASSERT_GT(skewed, 4);    // small batches: expert weight reads dominate
+  ASSERT_GT(skewed, 4);  // small batches: expert weight reads dominate
   ASSERT_GT(uniform, 4);
   EXPECT_LT(skewed, uniform);
   for (size_t i = 1; i < 6; ++i) {
