@@ -106,9 +106,9 @@ const std::map<std::string, std::string>& expected_messages() {
 }
 
 std::string substitute_dir(std::string message) {
-  const std::string placeholder = "{dir}";
-  for (size_t pos; (pos = message.find(placeholder)) != std::string::npos;) {
-    message.replace(pos, placeholder.size(), kDir);
+  const std::string dir_token = "{dir}";
+  for (size_t pos; (pos = message.find(dir_token)) != std::string::npos;) {
+    message.replace(pos, dir_token.size(), kDir);
   }
   return message;
 }
