@@ -30,8 +30,8 @@ format:
 clean:
 	rm -rf $(BUILD)
 
-# Record -> CPU replay -> calibrate -> validate on the tiny model (docs/calibration.md); writes
-# profiles/cpu-<machine>.toml and its validation reports.
+# Record -> CPU replay -> calibrate -> validate on the tiny model and a reduced DeepSeek-V3 slice
+# (docs/calibration.md); writes profiles/cpu-<machine>.toml and its validation reports.
 .PHONY: calibrate-cpu
 calibrate-cpu: build
 	./scripts/calibrate_cpu.sh $(BUILD)

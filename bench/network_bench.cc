@@ -2,20 +2,25 @@
 // top-8 of 256 experts, FP8 dispatch) per iteration.
 //   bottleneck at 64 GPUs (topologies/h800-8x8.toml) and 1,024 GPUs (h800-128x8.toml): the hot
 //     path; target tens of microseconds and a few milliseconds;
+//   bottleneck_factored (leaf <-> spine loads spread evenly, an opt-in approximation) at 64 and
+//     1,024 GPUs, next to the exact cases;
 //   fluid at 64 GPUs; SimGrid at 16 and 64 GPUs (few iterations; validation only);
 //   building the traffic matrix (direct and hierarchical) at 64 and 1,024 GPUs;
 //   the per-route reference path of the bottleneck model (bit-identical results) for comparison,
-//     and the EP32 hierarchical collective of the shipped 64-GPU scenarios.
+//     and the EP32 hierarchical collective of the shipped 64-GPU scenarios (relay rows estimated,
+//     hence non-integral bytes, and rounded to whole bytes).
 // Counter sim_us: the simulated collective duration. SimGrid allows one engine per process, so
 // both SimGrid benchmarks share one model on the 64-GPU topology (16 GPUs = its first 2 nodes).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <string>
 
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/collective_study.h"
+#include "sim/network/factored_bottleneck_model.h"
 #include "sim/network/fluid_model.h"
 #include "sim/topology/topology_parser.h"
 #if defined(MOESIM_HAVE_SIMGRID)
@@ -107,6 +112,22 @@ void BM_Bottleneck1024(benchmark::State& state) {
 }
 BENCHMARK(BM_Bottleneck1024)->Unit(benchmark::kMillisecond);
 
+void BM_Factored64(benchmark::State& state, const char* skew) {
+  const Topology& topo = topology(8);
+  FactoredBottleneckModel model(topo);
+  run_model(state, model, dispatch_traffic(topo, 64, skew));
+}
+BENCHMARK_CAPTURE(BM_Factored64, uniform, "uniform")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Factored64, zipf_1_2, "zipf:1.2")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Factored64, hot_0_5, "hot:0.5")->Unit(benchmark::kMicrosecond);
+
+void BM_Factored1024(benchmark::State& state) {
+  const Topology& topo = topology(128);
+  FactoredBottleneckModel model(topo);
+  run_model(state, model, dispatch_traffic(topo, 1024, "uniform"));
+}
+BENCHMARK(BM_Factored1024)->Unit(benchmark::kMillisecond);
+
 // The per-route reference computation (same results bit for bit) on the same inputs.
 void BM_BottleneckReference(benchmark::State& state, int32_t num_nodes) {
   const Topology& topo = topology(num_nodes);
@@ -125,8 +146,8 @@ BENCHMARK_CAPTURE(BM_BottleneckReference, uniform_1024, 128)->Unit(benchmark::kM
 
 // The shipped 64-GPU scenarios' collective: EP32 (GPUs 0-31 of h800-8x8) with hierarchical
 // dispatch; decode-sized (128 tokens per GPU) and prefill-sized (4,096) layers, dispatch.
-void BM_BottleneckEp32Hierarchical(benchmark::State& state, int64_t tokens_per_gpu,
-                                   bool reference) {
+void BM_BottleneckEp32Hierarchical(benchmark::State& state, int64_t tokens_per_gpu, bool reference,
+                                   bool integral = false) {
   const Topology& topo = topology(8);
   CollectiveStudySpec spec = layer_spec(32, "zipf:1.2");
   spec.tokens_per_gpu = tokens_per_gpu;
@@ -134,6 +155,14 @@ void BM_BottleneckEp32Hierarchical(benchmark::State& state, int64_t tokens_per_g
   build_dispatch_traffic(topo, draw_token_counts(topo, spec),
                          token_bytes(spec.hidden, spec.dispatch_dtype),
                          DispatchAlgorithm::kHierarchical, traffic);
+  if (integral) {
+    // Whole bytes, as with exact unique (token, node) counts: the per-class path.
+    for (int32_t s = 0; s < traffic.size(); ++s) {
+      for (int32_t d = 0; d < traffic.size(); ++d) {
+        traffic.set_bytes(s, d, std::round(traffic.bytes(s, d)));
+      }
+    }
+  }
   BottleneckModel model(topo);
   CollectiveResult result;
   for (auto _ : state) {
@@ -145,6 +174,8 @@ void BM_BottleneckEp32Hierarchical(benchmark::State& state, int64_t tokens_per_g
 }
 BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode, 128, false)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode_reference, 128, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode_integral, 128, false, true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, prefill, 4096, false)
     ->Unit(benchmark::kMicrosecond);

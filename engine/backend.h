@@ -36,6 +36,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/communicator.h"
 #include "engine/dtype.h"
 #include "engine/tensor.h"
 
@@ -230,8 +231,11 @@ struct FfnWeights {
   Tensor down_scale;     // [num_experts] FP32; empty unless FP8
 };
 
-// How a multi-rank backend finds its peers (NCCL). The CUDA backend creates its communicator
-// from this; the CPU backend supports world_size 1 only.
+// How a multi-rank backend finds its peers.
+//   communicator: an in-process group (engine/cpu/thread_communicator.h) whose rank() and
+//     world_size() equal rank and world_size. The CPU backend's only multi-rank mode; the
+//     other fields below are then unused.
+//   Otherwise (NCCL, the CUDA backend):
 //   unique_id_file: shared-file bootstrap. Rank 0 writes the NCCL unique id to this path
 //     (atomically: write a temporary file, then rename); other ranks poll for it up to
 //     timeout_s. Empty: the launcher (MPI) provides rank and world size and the id is broadcast
@@ -242,6 +246,7 @@ struct DistributedConfig {
   int local_device_idx = 0;  // device ordinal on this host
   std::string unique_id_file;
   double timeout_s = 120.0;
+  std::shared_ptr<Communicator> communicator;  // shared with the other ranks' copies
 };
 
 // Measures elapsed device time between start() and stop() (CUDA events on GPUs,
@@ -334,7 +339,7 @@ class Backend {
 
   // ---- Collectives ----
   // Joins a group of ranks. Throws BackendUnavailableError when the backend cannot (the CPU
-  // backend with world_size > 1).
+  // backend with world_size > 1 and no in-process communicator; a CUDA build without NCCL).
   virtual void init_distributed(const DistributedConfig& config) = 0;
   virtual int world_size() const = 0;
   virtual int rank() const = 0;

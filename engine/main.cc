@@ -3,6 +3,7 @@
 // cannot write output); 2 usage or input error (bad flags, malformed or mismatched trace).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -12,11 +13,18 @@
 
 #include "engine/backend.h"
 #include "engine/bench.h"
+#include "engine/cpu/cpu_backend.h"
+#include "engine/in_process_replay.h"
 #include "engine/input_error.h"
+#include "engine/launch_ranks.h"
 #include "engine/measurement.h"
 #include "engine/replay.h"
 #include "engine/step_trace.h"
 #include "moesim_version.h"
+
+#if defined(MOESIM_HAVE_MPI)
+#include <mpi.h>
+#endif
 
 namespace moesim::engine {
 namespace {
@@ -36,12 +44,27 @@ common options:
   --peak-gbps X
 
 replay options:
-  --gpus G,G,...            simulated GPUs to play (default: hottest and coldest by routed
-                            tokens, or all when the trace has at most 2 GPUs)
+  --gpus G,G,...            simulated GPUs this single rank plays in turn (default: hottest and
+  --ranks G,G,...           coldest by routed tokens, or all when the trace has at most 2 GPUs);
+                            --ranks is the same flag
   --layers PROFILE          all | sample | every:N | I,J,... (default all)
   --expert-dtype bf16|fp8   override the routed experts' dtype from the trace
   --max-steps N             replay only the first N steps
   --seed N                  seed of the synthetic weights (default 1)
+
+multi-rank replay (rank r plays GPU r of one replica; the all-to-alls are real and measured):
+  --nranks N                number of ranks = GPUs of the replica. With --backend cpu: N threads
+                            of this process, one merged --out file. With cuda: one process per
+                            rank, each given --rank (or launched by mpirun -np N)
+  --rank R                  this process's rank in [0, N) (default: from OMPI_COMM_WORLD_RANK or
+                            PMI_RANK when launched by mpirun)
+  --nccl-id-file PATH       shared-file NCCL bootstrap: rank 0 writes the id there, the others
+                            wait for it (a fresh path per job, on a file system all ranks see);
+                            without it the id goes over MPI (builds with MPI only)
+  --local-device D          device ordinal of this rank (default: the launcher's local rank,
+                            else R)
+  --replica R               the replica the ranks play (default: the trace's first)
+  --out PATH                with one process per rank, PATH must contain {rank}
 
 bench options:
   --shapes tiny|dsv3        layer shapes (default tiny on cpu, dsv3 otherwise)
@@ -67,11 +90,37 @@ struct Args {
   }
 };
 
-const std::vector<std::string> kFlags = {
-    "--backend",          "--warmup",          "--repeats",   "--memory-limit-gib",
-    "--peak-bf16-tflops", "--peak-fp8-tflops", "--peak-gbps", "--gpus",
-    "--layers",           "--expert-dtype",    "--max-steps", "--seed",
-    "--shapes",           "--tokens",          "--contexts",  "--out"};
+const std::vector<std::string> kFlags = {"--backend",
+                                         "--warmup",
+                                         "--repeats",
+                                         "--memory-limit-gib",
+                                         "--peak-bf16-tflops",
+                                         "--peak-fp8-tflops",
+                                         "--peak-gbps",
+                                         "--gpus",
+                                         "--layers",
+                                         "--expert-dtype",
+                                         "--max-steps",
+                                         "--seed",
+                                         "--shapes",
+                                         "--tokens",
+                                         "--contexts",
+                                         "--out",
+                                         "--ranks",
+                                         "--rank",
+                                         "--nranks",
+                                         "--nccl-id-file",
+                                         "--local-device",
+                                         "--replica"};
+
+#if defined(MOESIM_HAVE_MPI)
+constexpr bool kHaveMpiBootstrap = true;
+#else
+constexpr bool kHaveMpiBootstrap = false;
+#endif
+
+const std::vector<std::string> kMultiRankFlags = {"--rank",         "--nranks",  "--nccl-id-file",
+                                                  "--local-device", "--replica", "--ranks"};
 
 Args parse_args(int argc, char** argv) {
   Args a;
@@ -128,11 +177,18 @@ std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& 
   return out;
 }
 
-std::unique_ptr<Backend> backend_from(const Args& a) {
+// The backend named by --backend. `num_ranks_sharing_memory` ranks in this process split the
+// CPU backend's memory limit (--memory-limit-gib or 80% of MemAvailable) equally.
+std::unique_ptr<Backend> backend_from(const Args& a, int num_ranks_sharing_memory = 1) {
   BackendOptions options;
   if (a.has("--memory-limit-gib")) {
     options.memory_limit_bytes = static_cast<int64_t>(
         parse_positive("--memory-limit-gib", a.get("--memory-limit-gib", "")) * (1ll << 30));
+  }
+  if (num_ranks_sharing_memory > 1) {
+    options.memory_limit_bytes =
+        options.memory_limit_bytes.value_or(cpu::host_available_memory_bytes() / 10 * 8) /
+        num_ranks_sharing_memory;
   }
   try {
     return make_backend(a.get("--backend", "cpu"), options);
@@ -156,15 +212,66 @@ DevicePeaks peaks_from(const Args& a, const Backend& backend) {
   return p;
 }
 
+// The rank flags of a replay, from the command line.
+RankFlags rank_flags_from(const Args& a) {
+  RankFlags f;
+  f.backend = a.get("--backend", "cpu");
+  if (a.has("--rank")) f.rank = parse_int("--rank", a.get("--rank", ""), 0);
+  if (a.has("--nranks")) f.nranks = parse_int("--nranks", a.get("--nranks", ""), 1);
+  if (a.has("--local-device")) {
+    f.local_device = parse_int("--local-device", a.get("--local-device", ""), 0);
+  }
+  f.nccl_id_file = a.get("--nccl-id-file", "");
+  if (a.has("--nccl-id-file") && f.nccl_id_file.empty()) {
+    throw UsageError("--nccl-id-file: empty path");
+  }
+  f.gpus_given = a.has("--gpus") || a.has("--ranks");
+  f.replica_given = a.has("--replica");
+  return f;
+}
+
+// MPI for the NCCL id broadcast, initialised only for that and finalised on exit.
+class MpiSession {
+ public:
+  explicit MpiSession(bool needed) {
+#if defined(MOESIM_HAVE_MPI)
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (needed && !initialized) {
+      MPI_Init(nullptr, nullptr);
+      owned_ = true;
+    }
+#else
+    (void)needed;
+#endif
+  }
+  ~MpiSession() {
+#if defined(MOESIM_HAVE_MPI)
+    if (owned_) MPI_Finalize();
+#endif
+  }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+ private:
+  bool owned_ = false;
+};
+
 int run_replay(const Args& a) {
   if (a.trace_path.empty()) throw UsageError("replay needs a STEPS.jsonl argument");
   if (!a.has("--out")) throw UsageError("replay needs --out MEAS.jsonl");
   for (const char* f : {"--shapes", "--tokens", "--contexts"}) {
     if (a.has(f)) throw UsageError(std::string(f) + " is a bench option");
   }
+  if (a.has("--gpus") && a.has("--ranks")) {
+    throw UsageError("--gpus and --ranks are the same option; give one");
+  }
+  const RankPlan plan =
+      plan_ranks(rank_flags_from(a), launcher_rank_from_env(std::getenv), kHaveMpiBootstrap);
   ReplayOptions o;
-  if (a.has("--gpus")) {
-    for (int64_t g : parse_int_list("--gpus", a.get("--gpus", ""), 0)) {
+  const std::string gpu_flag = a.has("--ranks") ? "--ranks" : "--gpus";
+  if (a.has(gpu_flag)) {
+    for (int64_t g : parse_int_list(gpu_flag, a.get(gpu_flag, ""), 0)) {
       o.gpus.push_back(static_cast<int32_t>(g));
     }
   }
@@ -174,31 +281,57 @@ int run_replay(const Args& a) {
   o.seed = static_cast<uint64_t>(parse_int("--seed", a.get("--seed", "1"), 0));
   o.expert_dtype = a.get("--expert-dtype", "");
   o.max_steps = a.has("--max-steps") ? parse_int("--max-steps", a.get("--max-steps", ""), 0) : -1;
+  o.replica_idx = a.has("--replica") ? parse_int("--replica", a.get("--replica", ""), 0) : -1;
   o.engine_version = MOESIM_VERSION;
   const StepTrace trace = read_step_trace(a.trace_path);
-  std::unique_ptr<Backend> backend = backend_from(a);
-  const std::string out_path = a.get("--out", "");
+  const std::string out_path = rank_output_path(a.get("--out", ""), plan);
+
+  // Threads: every rank's backend is created on its thread; nothing to open before the file.
+  MpiSession mpi(plan.use_mpi_bootstrap);  // outlives the backend (declared first)
+  std::unique_ptr<Backend> backend;
+  if (plan.mode != RankMode::kThreads) {
+    backend = backend_from(a);
+    if (plan.mode == RankMode::kProcessPerRank) backend->init_distributed(plan.config);
+  }
   std::ofstream out(out_path);
   if (!out) {
     std::cerr << "moesim-engine: cannot write " << out_path << "\n";
     return 1;
   }
   MeasurementWriter writer(out);
-  const ReplaySummary s = replay_trace(*backend, trace, o, writer);
+  ReplaySummary s;
+  std::string where;
+  if (plan.mode == RankMode::kThreads) {
+    s = replay_trace_in_process(
+        trace, o, plan.config.world_size,
+        [&](int) { return backend_from(a, plan.config.world_size); }, writer);
+    where = std::to_string(plan.config.world_size) + " in-process ranks on " +
+            a.get("--backend", "cpu");
+  } else {
+    s = replay_trace(*backend, trace, o, writer);
+    where = backend->name() + " (" + backend->device_name() + ")";
+    if (plan.mode == RankMode::kProcessPerRank) {
+      where = "rank " + std::to_string(backend->rank()) + "/" +
+              std::to_string(backend->world_size()) + " on " + where;
+    }
+  }
   out.close();
   if (!out) {
     std::cerr << "moesim-engine: error writing " << out_path << "\n";
     return 1;
   }
   std::cout << "replayed " << s.num_steps << " steps x " << s.gpus.size() << " GPUs x "
-            << s.layers.size() << " layers on " << backend->name() << " (" << backend->device_name()
-            << "): " << s.num_op_records << " op records -> " << out_path << "\n";
+            << s.layers.size() << " layers on " << where << ": " << s.num_op_records
+            << " op records -> " << out_path << "\n";
   return 0;
 }
 
 int run_bench_command(const Args& a) {
   for (const char* f : {"--gpus", "--layers", "--expert-dtype", "--max-steps", "--seed"}) {
     if (a.has(f)) throw UsageError(std::string(f) + " is a replay option");
+  }
+  for (const std::string& f : kMultiRankFlags) {
+    if (a.has(f)) throw UsageError(f + " is a replay option");
   }
   std::unique_ptr<Backend> backend = backend_from(a);
   const bool cpu = backend->name() == "cpu";
@@ -254,6 +387,10 @@ int main_impl(int argc, char** argv) {
     return 1;
   } catch (const BackendUnavailableError& e) {
     std::cerr << "moesim-engine: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    // Device and library failures (CudaError: file:line, call, error name) and the like.
+    std::cerr << "moesim-engine: error: " << e.what() << "\n";
     return 1;
   }
 }

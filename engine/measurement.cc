@@ -91,4 +91,9 @@ void MeasurementWriter::write_step(const StepRecord& r) {
   ++num_records_;
 }
 
+void MeasurementWriter::append_records(std::string_view records_jsonl) {
+  for (char c : records_jsonl) num_records_ += c == '\n' ? 1 : 0;
+  out_ << records_jsonl;
+}
+
 }  // namespace moesim::engine

@@ -80,6 +80,9 @@ class MeasurementWriter {
   // Op records repeat the header's backend and device (write_header first).
   void write_op(const OpRecord& record);
   void write_step(const StepRecord& record);
+  // Appends the op and step records another writer produced (its output without the header line:
+  // complete lines, one record each), e.g. one rank's share of a multi-rank replay.
+  void append_records(std::string_view records_jsonl);
   int64_t num_records() const { return num_records_; }
 
  private:

@@ -10,7 +10,7 @@ constexpr OpKind kAllKinds[] = {
     OpKind::kAttnKdaDecode,  OpKind::kDenseFfn,       OpKind::kRouter,
     OpKind::kPermute,        OpKind::kExpertFfn,      OpKind::kSharedExpert,
     OpKind::kUnpermute,      OpKind::kCombine,        OpKind::kDispatchA2a,
-    OpKind::kCombineA2a};
+    OpKind::kCombineA2a,     OpKind::kLmHead};
 
 double bytes_of(DType dtype) { return static_cast<double>(dtype_size_bytes(dtype)); }
 
@@ -50,6 +50,8 @@ std::string_view op_kind_name(OpKind kind) {
       return "dispatch_a2a";
     case OpKind::kCombineA2a:
       return "combine_a2a";
+    case OpKind::kLmHead:
+      return "lm_head";
   }
   return "?";
 }
@@ -196,6 +198,10 @@ OpCost combine_cost(int64_t num_tokens, int64_t top_k, int64_t hidden, bool has_
   c.activation_bytes =
       (t * k + t * (has_shared ? 2 : 1)) * static_cast<double>(hidden) * bytes_of(act) + 4 * t * k;
   return c;
+}
+
+OpCost lm_head_cost(int64_t num_rows, int64_t hidden, int64_t vocab, DType weight, DType act) {
+  return router_cost(num_rows, hidden, vocab, 1, weight, act);
 }
 
 OpCost all_to_all_cost(double send_bytes, double recv_bytes) {

@@ -36,11 +36,12 @@ enum class OpKind {
   kCombine,
   kDispatchA2a,
   kCombineA2a,
+  kLmHead,  // output head: logits GEMM + softmax + greedy pick, once per step (layer -1)
 };
 
 // "rmsnorm", "attn_mla_prefill", "attn_mla_decode", "attn_gqa_prefill", "attn_gqa_decode",
 // "attn_kda_prefill", "attn_kda_decode", "dense_ffn", "router", "permute", "expert_ffn",
-// "shared_expert", "unpermute", "combine", "dispatch_a2a", "combine_a2a".
+// "shared_expert", "unpermute", "combine", "dispatch_a2a", "combine_a2a", "lm_head".
 std::string_view op_kind_name(OpKind kind);
 std::optional<OpKind> op_kind_from_name(std::string_view name);
 // Every kind, in declaration order.
@@ -96,6 +97,12 @@ OpCost ffn_cost(const std::vector<int64_t>& tokens_per_expert, int64_t hidden, i
 // Weighted combine: 2 T top_k hidden; activations (T top_k + T (1 + has_shared)) hidden act +
 // 4 T top_k.
 OpCost combine_cost(int64_t num_tokens, int64_t top_k, int64_t hidden, bool has_shared, DType act);
+
+// Output head over num_rows rows (one per sequence of the GPU) and a vocabulary shard of `vocab`
+// columns: logits GEMM 2 rows hidden vocab; weights hidden vocab; activations rows hidden act +
+// 8 rows (the picked token id and its probability; the logits stay on chip in a fused GEMM +
+// sampling kernel). The router's formula with E = vocab and top_k = 1.
+OpCost lm_head_cost(int64_t num_rows, int64_t hidden, int64_t vocab, DType weight, DType act);
 
 // All-to-all: FLOPs 0; activations = bytes this rank sends plus bytes it receives.
 OpCost all_to_all_cost(double send_bytes, double recv_bytes);

@@ -2,6 +2,7 @@
 #include "engine/replay.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "engine/check.h"
@@ -124,6 +125,57 @@ GpuBuffers allocate_buffers(Backend& backend, const StepTrace& trace, const GpuE
   return b;
 }
 
+// The output head runs as the backend's router op (logits GEMM + softmax + top-1 pick: greedy
+// sampling) over column tiles of the vocabulary shard, at most this many columns each: the CUDA
+// router's top-k kernel handles up to 1024 columns, and no other backend op is a plain GEMM.
+constexpr int64_t kLmHeadTileColumns = 1024;
+
+// The record of the output head: one op per step after the last layer, layer -1, scale 1.
+const LayerRun kLmHeadRun{-1, 1};
+
+// Vocabulary columns of the output head on `gpu`: vocab / attention_tp of its replica (the
+// simulator's StepModel splits the head the same way), 0 when the trace has no vocabulary.
+int64_t lm_head_vocab(const StepTrace& trace, int32_t gpu) {
+  int64_t tp = 1;
+  for (const TraceReplica& r : trace.replicas) {
+    if (std::find(r.gpus.begin(), r.gpus.end(), gpu) != r.gpus.end() && r.attention == "tp") {
+      tp = std::max<int64_t>(1, r.attention_tp);
+    }
+  }
+  return trace.model.vocab_size / tp;
+}
+
+struct LmHead {
+  std::vector<DeviceTensor> storage;
+  std::vector<RouterWeights> tiles;  // w_gate [hidden, tile columns]
+  std::vector<RouterConfig> configs;
+  Tensor ids, probs;  // [max tokens, 1] I32 / FP32
+  int64_t vocab = 0;
+};
+
+LmHead build_lm_head(Backend& backend, const StepTrace& trace, int32_t gpu, int64_t max_rows,
+                     DType dtype, uint64_t seed) {
+  LmHead h;
+  h.vocab = lm_head_vocab(trace, gpu);
+  if (h.vocab <= 0) return h;
+  const int64_t hidden = trace.model.hidden_size;
+  uint64_t id = 1u << 24;
+  for (int64_t col = 0; col < h.vocab; col += kLmHeadTileColumns) {
+    const int64_t cols = std::min(kLmHeadTileColumns, h.vocab - col);
+    h.storage.push_back(backend.allocate(dtype, {hidden, cols}, "output head"));
+    backend.fill_synthetic(h.storage.back().view, synthetic_seed(seed, id++),
+                           1.0f / std::sqrt(static_cast<float>(hidden)));
+    h.tiles.push_back(RouterWeights{h.storage.back().view, Tensor{}});
+    h.configs.push_back(RouterConfig{cols, 1, ScoringFunc::kSoftmax, false, 1.0f});
+  }
+  const int64_t rows = std::max<int64_t>(max_rows, 1);
+  h.storage.push_back(backend.allocate(DType::kI32, {rows, 1}, "output head ids"));
+  h.ids = h.storage.back().view;
+  h.storage.push_back(backend.allocate(DType::kF32, {rows, 1}, "output head probabilities"));
+  h.probs = h.storage.back().view;
+  return h;
+}
+
 struct ContextStats {
   int64_t sum = 0;
   int64_t max = 0;
@@ -162,12 +214,45 @@ class GpuReplay {
       weights_.push_back(build_layer_weights(backend_, trace_.model.layers[r.layer_idx], local,
                                              dtypes_, options_.seed));
     }
-    buffers_ = allocate_buffers(backend_, trace_, gpu_extents(trace_, gpu_),
-                                state_sizes(trace_, layers_), dtypes_, options_.seed);
-    for (int64_t i = 0; i < num_steps; ++i) run_step(trace_.steps[i]);
+    const GpuExtents extents = gpu_extents(trace_, gpu_);
+    buffers_ = allocate_buffers(backend_, trace_, extents, state_sizes(trace_, layers_), dtypes_,
+                                options_.seed);
+    lm_head_ = build_lm_head(backend_, trace_, gpu_, extents.max_tokens, dtypes_.activations,
+                             options_.seed);
+    for (int64_t i = 0; i < num_steps; ++i) {
+      if (plays_step(trace_.steps[i])) run_step(trace_.steps[i]);
+    }
   }
 
+  // Multi-rank: only the ranks' replica. Single rank: the steps of the replica holding the GPU.
+  void set_multi_rank_replica(int64_t replica_idx) { multi_rank_replica_ = replica_idx; }
+
  private:
+  bool plays_step(const TraceStep& step) const {
+    if (multi_rank_replica_ >= 0) return step.replica_idx == multi_rank_replica_;
+    const TraceReplica& replica = step_replica(step);
+    return std::find(replica.gpus.begin(), replica.gpus.end(), gpu_) != replica.gpus.end();
+  }
+
+  const TraceReplica& step_replica(const TraceStep& step) const {
+    const TraceReplica* replica = nullptr;
+    for (const TraceReplica& r : trace_.replicas) {
+      if (r.replica_idx == step.replica_idx) replica = &r;
+    }
+    MOESIM_ENGINE_CHECK(replica != nullptr, "step replica validated by the reader");
+    return *replica;
+  }
+
+  // Whether any two GPUs exchange tokens in `routing` (multi-rank: then every rank enters the
+  // layer's all-to-alls, its own share possibly empty).
+  static bool has_remote_traffic(const TraceMoeLayer* routing) {
+    if (routing == nullptr) return false;
+    for (const RoutingEntry& e : routing->routing) {
+      if (e.src_gpu != e.dst_gpu) return true;
+    }
+    return false;
+  }
+
   void run_step(const TraceStep& step) {
     step_ = &step;
     step_record_ = StepRecord{step.step_idx, step.replica_idx, gpu_, 0, 0, 0, 0, step.sim_step_ns};
@@ -186,6 +271,7 @@ class GpuReplay {
                                decode_.context_tokens.end());
     tokens_ = all_.total_new_tokens();
     for (size_t i = 0; i < layers_.size(); ++i) run_layer(layers_[i], weights_[i]);
+    run_lm_head();
     writer_.write_step(step_record_);
     ++summary_.num_step_records;
   }
@@ -217,6 +303,25 @@ class GpuReplay {
       return;
     }
     run_moe(l, w, normed);
+  }
+
+  // The output head on one row per sequence of the GPU (every scheduled sequence, as the
+  // simulator prices it), after the last layer; the input rows stand for the final hidden states.
+  void run_lm_head() {
+    const int64_t rows = all_.num_sequences();
+    if (lm_head_.tiles.empty() || rows == 0) return;
+    const int64_t hidden = trace_.model.hidden_size;
+    const DType act = dtypes_.activations;
+    run_ = &kLmHeadRun;
+    const Tensor in = rows_view(buffers_.normed, 0, rows, hidden);
+    const Tensor ids = rows_view(lm_head_.ids, 0, rows, 1);
+    const Tensor probs = rows_view(lm_head_.probs, 0, rows, 1);
+    time(OpKind::kLmHead, rows, all_, lm_head_cost(rows, hidden, lm_head_.vocab, act, act), act,
+         std::string(dtype_name(act)), [&] {
+           for (size_t i = 0; i < lm_head_.tiles.size(); ++i) {
+             backend_.router(in, lm_head_.tiles[i], lm_head_.configs[i], ids, probs);
+           }
+         });
   }
 
   void run_attention(const TraceLayer& l, const LayerWeights& w, const AttentionBatch& batch,
@@ -279,7 +384,7 @@ class GpuReplay {
     const DType act = dtypes_.activations;
     const TraceDtypes& td = trace_.model.dtypes;
     const TraceMoeLayer* routing = step_->moe_layer(l.layer_idx);
-    const TracePlacement& placement = trace_.placement_at(step_->step_idx);
+    const TracePlacement& placement = trace_.placement_at(step_->replica_idx, step_->step_idx);
     const int64_t sent = tokens_ * k;
 
     // Forced routing of this GPU's tokens, and its send / receive row counts per GPU.
@@ -377,11 +482,7 @@ class GpuReplay {
   void all_to_all(OpKind kind, const std::map<int32_t, int64_t>& send,
                   const std::map<int32_t, int64_t>& recv, const std::string& trace_dtype) {
     const int64_t hidden = trace_.model.hidden_size;
-    const TraceReplica* replica = nullptr;
-    for (const TraceReplica& r : trace_.replicas) {
-      if (r.replica_idx == step_->replica_idx) replica = &r;
-    }
-    MOESIM_ENGINE_CHECK(replica != nullptr, "step replica validated by the reader");
+    const TraceReplica* replica = &step_replica(*step_);
     std::vector<int64_t> send_rows, recv_rows;
     int64_t send_total = 0, recv_total = 0, remote_send = 0, remote_recv = 0;
     for (int32_t g : replica->gpus) {
@@ -396,7 +497,9 @@ class GpuReplay {
         remote_recv += r;
       }
     }
-    if (remote_send == 0 && remote_recv == 0) return;
+    const bool own_traffic = remote_send > 0 || remote_recv > 0;
+    const bool multi_rank = backend_.world_size() > 1;
+    if (multi_rank ? !has_remote_traffic(step_->moe_layer(run_->layer_idx)) : !own_traffic) return;
     const double row_bytes = static_cast<double>(hidden * dtype_size_bytes(dtypes_.dispatch));
     const OpCost cost = all_to_all_cost(remote_send * row_bytes, remote_recv * row_bytes);
     const Tensor send_buf = kind == OpKind::kDispatchA2a
@@ -406,7 +509,7 @@ class GpuReplay {
                                 ? rows_view(buffers_.a2a_recv, 0, recv_total, hidden)
                                 : rows_view(buffers_.a2a_send, 0, recv_total, hidden);
     const bool available =
-        backend_.world_size() > 1 && backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
+        multi_rank && backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
     OpRecord r = base_record(kind, remote_send, all_, cost, dtypes_.dispatch, trace_dtype);
     if (available) {
       const TimingStats t = time_op(backend_, options_.warmup, options_.repeats, [&] {
@@ -414,7 +517,7 @@ class GpuReplay {
       });
       set_timing(r, t);
     }
-    write(r);
+    if (own_traffic) write(r);
   }
 
   OpRecord base_record(OpKind op, int64_t tokens, const AttentionBatch& batch, const OpCost& cost,
@@ -472,11 +575,13 @@ class GpuReplay {
   const std::vector<LayerRun>& layers_;
   const ReplayDtypes& dtypes_;
   int32_t gpu_;
+  int64_t multi_rank_replica_ = -1;  // -1: single rank
   MeasurementWriter& writer_;
   ReplaySummary& summary_;
 
   std::vector<LayerWeights> weights_;
   GpuBuffers buffers_;
+  LmHead lm_head_;
   const TraceStep* step_ = nullptr;
   const LayerRun* run_ = nullptr;
   AttentionBatch prefill_, decode_, all_;
@@ -485,29 +590,39 @@ class GpuReplay {
   OpRecord last_;
 };
 
+// The replica a multi-rank replay plays (checked against the options and the rank count).
+const TraceReplica& ranks_replica(const StepTrace& trace, const ReplayOptions& options,
+                                  int world_size) {
+  if (!options.gpus.empty()) {
+    throw InputError("--gpus/--ranks choose the GPUs of a single-rank replay; with " +
+                     std::to_string(world_size) + " ranks, rank r plays GPU r of the replica");
+  }
+  const TraceReplica* replica = &trace.replicas.front();
+  if (options.replica_idx >= 0) {
+    replica = nullptr;
+    std::string valid;
+    for (const TraceReplica& r : trace.replicas) {
+      if (r.replica_idx == options.replica_idx) replica = &r;
+      valid += (valid.empty() ? "" : ", ") + std::to_string(r.replica_idx);
+    }
+    if (replica == nullptr) {
+      throw InputError("--replica " + std::to_string(options.replica_idx) + ": " + trace.file +
+                       " has no such replica (replicas: " + valid + ")");
+    }
+  }
+  if (static_cast<int>(replica->gpus.size()) != world_size) {
+    throw InputError(trace.file + ": topology mismatch: replica " +
+                     std::to_string(replica->replica_idx) + " has " +
+                     std::to_string(replica->gpus.size()) + " GPUs but " +
+                     std::to_string(world_size) + " ranks are running (one rank per GPU)");
+  }
+  return *replica;
+}
+
 }  // namespace
 
-ReplaySummary replay_trace(Backend& backend, const StepTrace& trace, const ReplayOptions& options,
-                           MeasurementWriter& writer) {
-  if (options.repeats < 1) throw InputError("--repeats must be >= 1");
-  if (options.warmup < 0) throw InputError("--warmup must be >= 0");
-  ReplaySummary summary;
-  summary.layers = select_layers(options.layers, trace.model);
-  if (backend.world_size() > 1) {
-    const TraceReplica& replica = trace.replicas.front();
-    if (static_cast<int>(replica.gpus.size()) != backend.world_size()) {
-      throw InputError(trace.file + ": replica " + std::to_string(replica.replica_idx) + " has " +
-                       std::to_string(replica.gpus.size()) + " GPUs but " +
-                       std::to_string(backend.world_size()) + " ranks are running");
-    }
-    summary.gpus = {replica.gpus[backend.rank()]};
-  } else {
-    summary.gpus = select_gpus(trace, options.gpus);
-  }
-  const ReplayDtypes dtypes = resolve_dtypes(trace.model.dtypes, backend, options.expert_dtype);
-  summary.num_steps = static_cast<int64_t>(trace.steps.size());
-  if (options.max_steps >= 0) summary.num_steps = std::min(summary.num_steps, options.max_steps);
-
+MeasurementHeader make_replay_header(const Backend& backend, const StepTrace& trace,
+                                     const ReplayOptions& options, const ReplaySummary& summary) {
   MeasurementHeader header;
   header.backend = backend.name();
   header.device = backend.device_name();
@@ -522,20 +637,45 @@ ReplaySummary replay_trace(Backend& backend, const StepTrace& trace, const Repla
   header.warmup = options.warmup;
   header.repeats = options.repeats;
   header.seed = options.seed;
-  writer.write_header(header);
+  return header;
+}
+
+ReplaySummary replay_trace(Backend& backend, const StepTrace& trace, const ReplayOptions& options,
+                           MeasurementWriter& writer) {
+  if (options.repeats < 1) throw InputError("--repeats must be >= 1");
+  if (options.warmup < 0) throw InputError("--warmup must be >= 0");
+  ReplaySummary summary;
+  summary.layers = select_layers(options.layers, trace.model);
+  const TraceReplica* multi_rank_replica = nullptr;
+  if (backend.world_size() > 1) {
+    multi_rank_replica = &ranks_replica(trace, options, backend.world_size());
+    summary.gpus = {multi_rank_replica->gpus[backend.rank()]};
+  } else {
+    summary.gpus = select_gpus(trace, options.gpus);
+  }
+  const ReplayDtypes dtypes = resolve_dtypes(trace.model.dtypes, backend, options.expert_dtype);
+  summary.num_steps = static_cast<int64_t>(trace.steps.size());
+  if (options.max_steps >= 0) summary.num_steps = std::min(summary.num_steps, options.max_steps);
+
+  writer.write_header(make_replay_header(backend, trace, options, summary));
 
   for (int32_t gpu : summary.gpus) {
     const ReplayMemoryPlan plan = plan_memory(trace, summary.layers, gpu, dtypes);
+    const int64_t head_bytes =
+        trace.model.hidden_size * lm_head_vocab(trace, gpu) * dtype_size_bytes(dtypes.activations);
     const MemoryInfo mem = backend.memory_info();
-    if (plan.total_bytes() > mem.available_bytes) {
+    if (plan.total_bytes() + head_bytes > mem.available_bytes) {
       throw OutOfMemoryError("the replay of simulated GPU " + std::to_string(gpu) + " (weights " +
-                                 std::to_string(plan.weight_bytes) + " B, caches " +
+                                 std::to_string(plan.weight_bytes) + " B, output head " +
+                                 std::to_string(head_bytes) + " B, caches " +
                                  std::to_string(plan.cache_bytes) + " B, activations " +
                                  std::to_string(plan.activation_bytes) + " B)",
-                             plan.total_bytes(), mem.available_bytes);
+                             plan.total_bytes() + head_bytes, mem.available_bytes);
     }
-    GpuReplay(backend, trace, options, summary.layers, dtypes, gpu, writer, summary)
-        .run(summary.num_steps);
+    GpuReplay replay(backend, trace, options, summary.layers, dtypes, gpu, writer, summary);
+    if (multi_rank_replica != nullptr)
+      replay.set_multi_rank_replica(multi_rank_replica->replica_idx);
+    replay.run(summary.num_steps);
   }
   return summary;
 }

@@ -3,9 +3,15 @@
 // replays" in docs/schemas/step_trace.md) with routing forced from the trace, timing each
 // operation and writing measurement records (docs/schemas/measurement.md).
 //
+// A GPU plays only the steps of the replica it belongs to.
+//
 // Multi-rank backends: when backend.world_size() > 1 each rank plays the GPU at index rank() of
-// the step's replica (the --gpus choice is ignored) and the all-to-alls are real collectives;
-// with one rank they are skipped and recorded as not measured.
+// one replica (ReplayOptions::replica_idx, default the first; it must have exactly world_size()
+// GPUs) and the all-to-alls are real collectives, measured. Every rank enters every all-to-all
+// of a layer in which any two GPUs of the replica exchange tokens (a collective), and writes a
+// record only when it sends or receives remote rows itself, so N ranks write the same records
+// as N single-rank replays of one GPU each, the all-to-alls then measured. With one rank the
+// all-to-alls are skipped and recorded as not measured.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +33,8 @@ struct ReplayOptions {
   std::string expert_dtype;    // "" = from the trace; "bf16" or "fp8" overrides
   int64_t max_steps = -1;      // replay only the first max_steps steps; -1 = all
   std::string engine_version;  // written to the header
+  int64_t replica_idx = -1;    // multi-rank only: the replica whose GPUs the ranks play; -1 =
+                               // the trace's first replica
 };
 
 struct ReplaySummary {
@@ -38,10 +46,16 @@ struct ReplaySummary {
 };
 
 // Replays `trace` and writes the header and all records to `writer`. Throws InputError when the
-// trace does not fit the options (unknown layers or GPUs, unsupported dtypes) and
+// trace does not fit the options (unknown layers or GPUs, unsupported dtypes, a replica whose GPU
+// count differs from the number of ranks, GPUs chosen for a multi-rank replay) and
 // OutOfMemoryError when a GPU's plan (weights + caches + activations) exceeds the backend's
 // available memory, before allocating anything for that GPU.
 ReplaySummary replay_trace(Backend& backend, const StepTrace& trace, const ReplayOptions& options,
                            MeasurementWriter& writer);
+
+// The header replay_trace writes for a replay on `backend` that played summary.gpus and
+// summary.layers.
+MeasurementHeader make_replay_header(const Backend& backend, const StepTrace& trace,
+                                     const ReplayOptions& options, const ReplaySummary& summary);
 
 }  // namespace moesim::engine

@@ -40,10 +40,10 @@ const TraceMoeLayer* TraceStep::moe_layer(int64_t layer_idx) const {
   return nullptr;
 }
 
-const TracePlacement& StepTrace::placement_at(int64_t step_idx) const {
+const TracePlacement& StepTrace::placement_at(int64_t replica_idx, int64_t step_idx) const {
   const TracePlacement* found = &placements.front();
   for (const TracePlacement& p : placements) {
-    if (p.from_step <= step_idx) found = &p;
+    if ((p.replica_idx < 0 || p.replica_idx == replica_idx) && p.from_step <= step_idx) found = &p;
   }
   return *found;
 }
@@ -374,7 +374,7 @@ void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep
   }
 
   const json& layers = array_field(w, j, "", "layers");
-  const TracePlacement& placement = trace.placement_at(step.step_idx);
+  const TracePlacement& placement = trace.placement_at(step.replica_idx, step.step_idx);
   const int64_t num_gpus = trace.topology.num_gpus;
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string lp = index("layers", i);
@@ -406,6 +406,11 @@ void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep
       e.count = as_int(w, routing[k][3], index(ep, 3), 1);
       if (src >= num_gpus) w.fail(index(ep, 0), "GPU " + std::to_string(src) + " out of range");
       if (dst >= num_gpus) w.fail(index(ep, 2), "GPU " + std::to_string(dst) + " out of range");
+      if (!on_replica(src) || !on_replica(dst)) {
+        w.fail(index(ep, on_replica(src) ? 2 : 0),
+               "GPU " + std::to_string(on_replica(src) ? dst : src) + " is not a GPU of replica " +
+                   std::to_string(step.replica_idx) + " (tokens move within a replica)");
+      }
       if (expert >= spec.num_routed_experts) {
         w.fail(index(ep, 1), "expert " + std::to_string(expert) + " out of range (" +
                                  std::to_string(spec.num_routed_experts) + " routed experts)");
@@ -492,8 +497,16 @@ StepTrace parse_step_trace(std::string_view text, const std::string& file_name) 
       if (num_experts == 0) w.fail("record", "placement record in a model without MoE layers");
       TracePlacement p = parse_placement(w, j, "", num_experts, trace.topology.num_gpus);
       p.from_step = int_field(w, j, "", "step", 0);
-      if (p.from_step < trace.placements.back().from_step) {
-        w.fail("step", "placement records must come in step order");
+      p.replica_idx = int_field_or(w, j, "", "replica", 0, -1);  // absent: every replica
+      if (p.replica_idx >= static_cast<int64_t>(trace.replicas.size())) {
+        w.fail("replica", "replica " + std::to_string(p.replica_idx) +
+                              " does not exist (the header has " +
+                              std::to_string(trace.replicas.size()) + ")");
+      }
+      for (const TracePlacement& earlier : trace.placements) {
+        if (earlier.replica_idx == p.replica_idx && p.from_step < earlier.from_step) {
+          w.fail("step", "placement records of a replica must come in step order");
+        }
       }
       trace.placements.push_back(std::move(p));
     } else if (kind == "header") {

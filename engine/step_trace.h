@@ -75,9 +75,11 @@ struct TraceReplica {
   int64_t ep_size = 1;
 };
 
-// Expert -> GPUs holding a replica of it, valid from `from_step` on.
+// Expert -> GPUs holding a replica of it, valid from `from_step` on: for every replica (the
+// header's placement, replica_idx -1) or for one replica's steps (a placement record naming it).
 struct TracePlacement {
   int64_t from_step = 0;
+  int64_t replica_idx = -1;
   int64_t num_slots_per_gpu = 0;
   std::vector<std::vector<int32_t>> expert_gpus;
 };
@@ -130,11 +132,13 @@ struct StepTrace {
   TraceModel model;
   TraceTopology topology;
   std::vector<TraceReplica> replicas;
-  std::vector<TracePlacement> placements;  // ascending from_step; the first from step 0
-  std::vector<TraceStep> steps;            // file order
+  // The header's placement first, then placement records (ascending from_step per replica).
+  std::vector<TracePlacement> placements;
+  std::vector<TraceStep> steps;  // file order
 
-  // The placement in force at `step_idx`.
-  const TracePlacement& placement_at(int64_t step_idx) const;
+  // The placement in force at step `step_idx` of replica `replica_idx`: the last placement
+  // record for that replica (or for all replicas) from that step or earlier.
+  const TracePlacement& placement_at(int64_t replica_idx, int64_t step_idx) const;
 };
 
 // Reads and validates a trace file. Throws InputError (see above); a missing file is

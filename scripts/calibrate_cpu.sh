@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # The CPU calibration loop (docs/calibration.md): record -> CPU replay -> calibrate -> validate.
 #   scripts/calibrate_cpu.sh BUILD_DIR [OUT_DIR]
-# Records the steps of the two tiny-model workloads (scenarios/calibration/), replays them on the
-# CPU engine (every layer, 7 timed repeats, median), then
+# Records the steps of the two tiny-model workloads and of the reduced DeepSeek-V3
+# (scenarios/calibration/), replays them on the CPU engine (every layer, timed repeats, median),
+# then
 #   1. cross-validation: fits on workload A (chat), validates on workload B (burst, held out),
 #      and the reverse;
-#   2. the shipped profile: fits on both, writes profiles/cpu-<machine>.toml and validates it on
-#      each workload (in-sample) into profiles/cpu-<machine>.validation/.
-# Environment: STEPS (steps recorded per workload, default 60), REPEATS (default 7),
-# MACHINE (profile suffix, default the CPU model, lower-case, dashes), PROFILE_DIR (where the
-# profile and its reports go, default profiles).
+#   2. the shipped profile: fits on all three, writes profiles/cpu-<machine>.toml and validates
+#      it on each workload (in-sample) into profiles/cpu-<machine>.validation/.
+# Environment: STEPS (steps recorded per tiny workload, default 60), REPEATS (default 7),
+# SLICE_STEPS (steps of the DeepSeek-V3 slice, default 8; 0 leaves it out), SLICE_REPEATS
+# (default 2, no warmup run: each of its ops converts DeepSeek-V3-sized BF16 weights to FP32,
+# 0.1-3 s per op on one thread, so its replay costs ~10 s of CPU per step and GPU), MACHINE (profile suffix,
+# default the CPU model, lower-case, dashes), PROFILE_DIR (where the profile and its reports go,
+# default profiles).
 set -euo pipefail
 BUILD=${1:?usage: scripts/calibrate_cpu.sh BUILD_DIR [OUT_DIR]}
 OUT=${2:-$BUILD/calibration}
 STEPS=${STEPS:-60}
 REPEATS=${REPEATS:-7}
+SLICE_STEPS=${SLICE_STEPS:-8}
+SLICE_REPEATS=${SLICE_REPEATS:-2}
 PROFILE_DIR=${PROFILE_DIR:-profiles}
 MOESIM=$BUILD/apps/moesim
 ENGINE=$BUILD/engine/moesim-engine
@@ -33,15 +39,26 @@ for w in chat burst; do
   "$MOESIM" run scenarios/calibration/tiny-cpu-$w.toml --record "$OUT/$w.steps.jsonl" \
       --record-steps "$STEPS" > "$OUT/$w.run.txt"
 done
+if (( SLICE_STEPS > 0 )); then
+  "$MOESIM" run scenarios/calibration/dsv3-slice-cpu.toml --record "$OUT/slice.steps.jsonl" \
+      --record-steps "$SLICE_STEPS" > "$OUT/slice.run.txt"
+fi
 # The two replays run at the same time, so that both workloads are measured under the same
 # machine conditions: on a shared machine the load (other processes on the same cores and
 # caches) drifts between sequential runs by ~10%, which would read as an out-of-sample error.
+# The slice's replay (the longest, a few minutes) runs beside them; it is fitted and validated in
+# sample only.
 pids=()
 for w in chat burst; do
   "$ENGINE" replay "$OUT/$w.steps.jsonl" --out "$OUT/$w.meas.jsonl" --backend cpu \
       --layers all --warmup 2 --repeats "$REPEATS" > "$OUT/$w.replay.txt" &
   pids+=($!)
 done
+if (( SLICE_STEPS > 0 )); then
+  "$ENGINE" replay "$OUT/slice.steps.jsonl" --out "$OUT/slice.meas.jsonl" --backend cpu \
+      --layers all --warmup 0 --repeats "$SLICE_REPEATS" > "$OUT/slice.replay.txt" &
+  pids+=($!)
+fi
 for p in "${pids[@]}"; do wait "$p"; done
 
 # 1. Cross-validation (out of sample).
@@ -52,16 +69,23 @@ for p in "${pids[@]}"; do wait "$p"; done
 "$MOESIM" validate scenarios/calibration/tiny-cpu-chat.toml --profile "$OUT/fit-burst.toml" \
     --measurements "$OUT/chat.meas.jsonl" --out "$OUT/xval-burst-to-chat"
 
-# 2. The shipped profile, fitted on both workloads.
+# 2. The shipped profile, fitted on every workload.
 PROFILE=$PROFILE_DIR/cpu-$MACHINE.toml
 REPORT=$PROFILE_DIR/cpu-$MACHINE.validation
-"$MOESIM" calibrate "$OUT/chat.meas.jsonl" "$OUT/burst.meas.jsonl" -o "$PROFILE" \
-    --name "cpu-$MACHINE"
+fitted=("$OUT/chat.meas.jsonl" "$OUT/burst.meas.jsonl")
+if (( SLICE_STEPS > 0 )); then fitted+=("$OUT/slice.meas.jsonl"); fi
+"$MOESIM" calibrate "${fitted[@]}" -o "$PROFILE" --name "cpu-$MACHINE" > "$OUT/calibrate.txt"
+cat "$OUT/calibrate.txt"
 mkdir -p "$REPORT"
 for w in chat burst; do
   "$MOESIM" validate scenarios/calibration/tiny-cpu-$w.toml --profile "$PROFILE" \
       --measurements "$OUT/$w.meas.jsonl" --out "$REPORT/in-sample-$w"
 done
+rm -rf "${REPORT:?}/in-sample-slice"
+if (( SLICE_STEPS > 0 )); then
+  "$MOESIM" validate scenarios/calibration/dsv3-slice-cpu.toml --profile "$PROFILE" \
+      --measurements "$OUT/slice.meas.jsonl" --out "$REPORT/in-sample-slice"
+fi
 for d in xval-chat-to-burst xval-burst-to-chat; do
   rm -rf "${REPORT:?}/$d"
   cp -r "$OUT/$d" "$REPORT/$d"

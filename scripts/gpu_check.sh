@@ -1,36 +1,108 @@
 #!/usr/bin/env bash
 # GPU check for a machine with only the CUDA toolkit (no package registry): configure the engine
-# alone, build it, run the CUDA-vs-CPU tests, replay one shipped step trace on the GPU, run the
-# GPU bench, and write every log and result to OUT_DIR. Bounded to ~8 minutes in total; every
-# step has its own timeout and failures are reported (nonzero exit), never hung on.
+# alone (MOESIM_ENGINE_ONLY) against the header-only dependencies and GoogleTest sources carried
+# in a folder, build it, run the CUDA-vs-CPU tests, replay the shipped step trace on the GPU
+# (single rank) and on two in-process CPU ranks (the multi-rank path), run the GPU bench, and
+# write every log and result to OUT_DIR. Bounded to 8 minutes in total; every step has its own
+# timeout and failures are reported (nonzero exit), never hung on.
 #
-# Usage: scripts/gpu_check.sh OUT_DIR
-# Header-only dependencies and GoogleTest sources come from $MOESIM_THIRD_PARTY (default
-# ./third_party), prepared on a Debian machine as described in docs/cuda.md:
-#   third_party/include/{eigen3,nlohmann,toml++}   third_party/googletest
+# Usage:
+#   scripts/gpu_check.sh OUT_DIR              GPU run when a device is visible, else the CPU parts
+#   scripts/gpu_check.sh --cpu OUT_DIR        the CPU parts only: the same configure with the same
+#                                             carried dependencies, CUDA off, the CPU engine tests,
+#                                             replays and bench (a self-check on a machine without
+#                                             GPUs)
+#   scripts/gpu_check.sh --dry-run [--cpu] OUT_DIR
+#                                             check the arguments and the carried dependencies,
+#                                             write the plan of the GPU run (or of --cpu: every
+#                                             command and its timeout) to OUT_DIR/summary.txt,
+#                                             run nothing
+#   scripts/gpu_check.sh --prepare-third-party copy the dependencies from this Debian machine's
+#                                             packages into $MOESIM_THIRD_PARTY (default
+#                                             ./third_party), to carry to the GPU machine
+# Environment: MOESIM_THIRD_PARTY (default ./third_party), MOESIM_GPU_BUILD_DIR (default
+# ./build-gpu-check), MOESIM_CUDA_ARCHS (default 90: H100/H200).
+# Layout of the carried folder (docs/cuda.md):
+#   include/{eigen3,nlohmann,toml++}  share/eigen3/cmake  share/cmake/nlohmann_json  googletest/
+# Exit: 0 every step passed; 1 a step failed or timed out (summary.txt has the tail of its log);
+# 2 usage error or missing dependencies.
 set -uo pipefail
 
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+THIRD_PARTY=${MOESIM_THIRD_PARTY:-$ROOT/third_party}
+
+prepare_third_party() {
+  local tp=$THIRD_PARTY
+  local src
+  for src in /usr/include/eigen3 /usr/include/nlohmann /usr/include/toml++ /usr/share/eigen3 \
+    /usr/share/cmake/nlohmann_json /usr/src/googletest; do
+    if [[ ! -e $src ]]; then
+      echo "gpu_check: $src missing: apt-get install libeigen3-dev nlohmann-json3-dev" \
+        "libtomlplusplus-dev googletest" >&2
+      return 2
+    fi
+  done
+  mkdir -p "$tp/include" "$tp/share/cmake" || return 2
+  cp -rL /usr/include/eigen3 /usr/include/nlohmann /usr/include/toml++ "$tp/include/" &&
+    cp -rL /usr/share/eigen3 "$tp/share/" &&
+    cp -rL /usr/share/cmake/nlohmann_json "$tp/share/cmake/" &&
+    rm -rf "$tp/googletest" && cp -rL /usr/src/googletest "$tp/googletest" || return 2
+  echo "gpu_check: dependencies copied to $tp ($(du -sh "$tp" | cut -f1))"
+}
+
+MODE=auto # gpu | cpu: what runs (auto: gpu when a device is visible)
+DRY_RUN=0
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --cpu) MODE=cpu ;;
+    --dry-run) DRY_RUN=1 ;;
+    --prepare-third-party)
+      prepare_third_party
+      exit $?
+      ;;
+    *)
+      echo "gpu_check: unknown option $1" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
 if [[ $# -ne 1 ]]; then
-  echo "usage: $0 OUT_DIR" >&2
+  echo "usage: $0 [--cpu] [--dry-run] OUT_DIR  |  $0 --prepare-third-party" >&2
   exit 2
 fi
 OUT_DIR=$1
-mkdir -p "$OUT_DIR" || { echo "gpu_check: cannot create $OUT_DIR" >&2; exit 2; }
+mkdir -p "$OUT_DIR" || {
+  echo "gpu_check: cannot create $OUT_DIR" >&2
+  exit 2
+}
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-THIRD_PARTY=${MOESIM_THIRD_PARTY:-$ROOT/third_party}
 BUILD=${MOESIM_GPU_BUILD_DIR:-$ROOT/build-gpu-check}
 JOBS=$(nproc 2>/dev/null || echo 4)
 START=$(date +%s)
-BUDGET_S=470  # leave a margin under 8 minutes
+BUDGET_S=470 # leave a margin under 8 minutes
 STATUS=0
 
+if [[ $MODE == auto ]]; then
+  if ((DRY_RUN)) || [[ -e /dev/nvidia0 ]] || nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    MODE=gpu
+  else
+    MODE=cpu
+  fi
+fi
+
+: >"$OUT_DIR/summary.txt"
 log() { echo "[gpu_check $(($(date +%s) - START))s] $*" | tee -a "$OUT_DIR/summary.txt"; }
 remaining() { echo $((BUDGET_S - ($(date +%s) - START))); }
-# run NAME MAX_SECONDS CMD...: runs with a timeout bounded by the remaining budget.
+# run NAME MAX_SECONDS CMD...: runs CMD with its output in OUT_DIR/NAME.log, under a timeout
+# bounded by the remaining budget. --dry-run only records the command.
 run() {
   local name=$1 max=$2
   shift 2
+  if ((DRY_RUN)); then
+    log "PLAN $name (timeout ${max}s): $*"
+    return 0
+  fi
   local left
   left=$(remaining)
   if ((left <= 5)); then
@@ -45,51 +117,85 @@ run() {
   if ((rc == 0)); then
     log "OK   $name"
   else
-    [[ $rc -eq 124 || $rc -eq 137 ]] && log "FAIL $name: timed out" || log "FAIL $name: exit $rc"
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+      log "FAIL $name: timed out"
+    else
+      log "FAIL $name: exit $rc"
+    fi
     tail -n 20 "$OUT_DIR/$name.log" | sed 's/^/     | /' | tee -a "$OUT_DIR/summary.txt"
     STATUS=1
   fi
   return $rc
 }
 
-: >"$OUT_DIR/summary.txt"
-log "repo $ROOT, third_party $THIRD_PARTY, out $OUT_DIR"
-command -v nvidia-smi >/dev/null && nvidia-smi >"$OUT_DIR/nvidia-smi.txt" 2>&1
-for need in include/eigen3/Eigen include/nlohmann/json.hpp include/toml++/toml.h googletest/CMakeLists.txt; do
+log "mode $MODE$( ((DRY_RUN)) && echo ' (dry run)'), repo $ROOT, third_party $THIRD_PARTY, build $BUILD, out $OUT_DIR"
+if [[ $MODE == gpu ]] && ((!DRY_RUN)); then
+  nvidia-smi >"$OUT_DIR/nvidia-smi.txt" 2>&1 || log "note: nvidia-smi unavailable"
+fi
+missing=0
+for need in include/eigen3/Eigen include/nlohmann/json.hpp include/toml++/toml.h \
+  share/eigen3/cmake share/cmake/nlohmann_json googletest/CMakeLists.txt; do
   if [[ ! -e "$THIRD_PARTY/$need" ]]; then
-    log "FAIL missing $THIRD_PARTY/$need (see docs/cuda.md, 'Preparing third_party')"
-    exit 2
+    log "FAIL missing $THIRD_PARTY/$need (run $0 --prepare-third-party on a Debian machine; see docs/cuda.md)"
+    missing=1
   fi
 done
+((missing)) && exit 2
+TRACE=$(find "$ROOT/tests/data/engine" -maxdepth 1 -name '*.jsonl' 2>/dev/null | sort | head -n 1)
+if [[ -z $TRACE ]]; then
+  log "FAIL no tests/data/engine/*.jsonl trace shipped"
+  exit 2
+fi
 
+if [[ $MODE == gpu ]]; then
+  BACKEND=cuda
+  CUDA_ARGS=(-DMOESIM_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${MOESIM_CUDA_ARCHS:-90}")
+  TEST_TARGET=moesim_engine_cuda_tests
+  TEST_BINARY=$BUILD/tests/engine/cuda/moesim_engine_cuda_tests
+  BENCH_ARGS=(--backend cuda)
+else
+  BACKEND=cpu
+  CUDA_ARGS=(-DMOESIM_WITH_CUDA=OFF)
+  TEST_TARGET=moesim_engine_tests
+  TEST_BINARY=$BUILD/tests/engine/moesim_engine_tests
+  BENCH_ARGS=(--backend cpu --tokens "1,16" --contexts 256)
+fi
+# Only the carried dependencies: packages installed on this machine are not looked up (so the
+# CPU self-check configures exactly as the GPU machine will).
 CMAKE_ARGS=(-S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DMOESIM_ENGINE_ONLY=ON
-  -DMOESIM_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-  -DCMAKE_PREFIX_PATH="$THIRD_PARTY"
+  -DMOESIM_BENCHMARKS=OFF "${CUDA_ARGS[@]}"
+  -DCMAKE_DISABLE_FIND_PACKAGE_GTest=ON -DCMAKE_DISABLE_FIND_PACKAGE_tomlplusplus=ON
   -DEigen3_DIR="$THIRD_PARTY/share/eigen3/cmake"
   -Dnlohmann_json_DIR="$THIRD_PARTY/share/cmake/nlohmann_json"
   -DMOESIM_TOMLPP_INCLUDE="$THIRD_PARTY/include"
   -DMOESIM_GTEST_SOURCE_DIR="$THIRD_PARTY/googletest")
-# cmake can exit 0 from a half-generated tree only at make time; check configure's own status.
-run configure 120 cmake "${CMAKE_ARGS[@]}" || { log "configure failed; stopping"; exit 1; }
-run build 300 cmake --build "$BUILD" -j "$JOBS" --target moesim_engine_cuda_tests moesim-engine \
-  || { log "build failed; stopping"; exit 1; }
+ENGINE=$BUILD/engine/moesim-engine
 
-run cuda_tests 120 "$BUILD/tests/engine/cuda/moesim_engine_cuda_tests" \
-  --gtest_output="xml:$OUT_DIR/cuda_tests.xml"
-if grep -q "SKIPPED" "$OUT_DIR/cuda_tests.log" && ! grep -q "PASSED" "$OUT_DIR/cuda_tests.log"; then
+# cmake's own exit status is checked: a half-generated tree still builds with exit 0.
+run configure 120 cmake "${CMAKE_ARGS[@]}" || {
+  log "configure failed; stopping"
+  exit 1
+}
+run build 300 cmake --build "$BUILD" -j "$JOBS" --target "$TEST_TARGET" moesim-engine || {
+  log "build failed; stopping"
+  exit 1
+}
+run "${BACKEND}_tests" 120 "$TEST_BINARY" --gtest_output="xml:$OUT_DIR/${BACKEND}_tests.xml"
+if [[ $MODE == gpu ]] && ((!DRY_RUN)) && grep -q "SKIPPED" "$OUT_DIR/cuda_tests.log" &&
+  ! grep -q "PASSED" "$OUT_DIR/cuda_tests.log"; then
   log "FAIL cuda_tests: every test skipped (no device visible?)"
   STATUS=1
 fi
+run "replay_$BACKEND" 90 "$ENGINE" replay "$TRACE" --backend "$BACKEND" \
+  --out "$OUT_DIR/replay_$BACKEND.jsonl"
+# The multi-rank path (ranks as CPU threads, real all-to-alls); NCCL with one rank is covered by
+# the CUDA tests (NcclCommunicatorTest), a single H200 cannot host two NCCL ranks.
+run replay_cpu_2ranks 60 "$ENGINE" replay "$TRACE" --backend cpu --nranks 2 \
+  --out "$OUT_DIR/replay_cpu_2ranks.jsonl"
+run "bench_$BACKEND" 90 "$ENGINE" bench "${BENCH_ARGS[@]}" --out "$OUT_DIR/bench_$BACKEND.jsonl"
 
-ENGINE="$BUILD/engine/moesim-engine"
-TRACE=$(ls "$ROOT"/tests/data/engine/*.jsonl 2>/dev/null | head -n 1)
-if [[ -n "$TRACE" ]]; then
-  run replay 90 "$ENGINE" replay "$TRACE" --backend cuda
-else
-  log "FAIL replay: no tests/data/engine/*.jsonl trace shipped"
-  STATUS=1
+if [[ $MODE == cpu ]]; then
+  log "note: no GPU used (mode cpu): CUDA was not built and no GPU test ran"
 fi
-run bench 90 "$ENGINE" bench --backend cuda
-
 log "done: status $STATUS"
 exit $STATUS

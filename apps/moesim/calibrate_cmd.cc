@@ -4,18 +4,24 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "apps/moesim/cli.h"
 #include "sim/calibration/calibrate.h"
+#include "sim/calibration/collective_reader.h"
 #include "sim/calibration/measurement_reader.h"
 #include "sim/calibration/profile.h"
+#include "sim/topology/topology_parser.h"
 
 namespace moesim::cli {
 namespace {
 
 constexpr const char* kUsage =
     "usage: moesim calibrate MEAS.jsonl [MEAS.jsonl ...] -o PROFILE.toml [--name NAME]\n"
-    "                        [--max-segments N] [--min-samples N] [--max-spread X] [--json]\n\n"
+    "                        [--max-segments N] [--min-samples N] [--max-spread X]\n"
+    "                        [--min-size-gap X]\n"
+    "                        [--topology FILE [--nccl-tests FILE[,FILE...]] [--nccl-ranks N]]\n"
+    "                        [--json]\n\n"
     "Fits time = a + b*FLOPs + c*bytes per op kind and dtype (non-negative least squares on\n"
     "relative error, with token-count regimes where the data shows them) from engine\n"
     "measurements (moesim-engine replay/bench --out) and writes a calibration profile.\n"
@@ -23,8 +29,17 @@ constexpr const char* kUsage =
     "  --name NAME         profile name (default: BACKEND-DEVICE)\n"
     "  --max-segments N    regimes per fit, >= 1 (default 3)\n"
     "  --min-samples N     fewer measured records of a kind: not fitted (default 6)\n"
+    "  --min-size-gap X    fit a kind's samples separately on each side of a jump in bytes by\n"
+    "                      X or more (models of very different sizes; default 4, 0: never)\n"
     "  --max-spread X      drop records whose (max - min) / median over the repeats exceeds X\n"
     "                      (default: keep all)\n"
+    "  --topology FILE     fit the network: measured all-to-alls (multi-rank engine replays,\n"
+    "                      `collective` records, --nccl-tests) against this topology's nominal\n"
+    "                      model give per link class (nvlink, network) an efficiency and a\n"
+    "                      latency, stored in the profile's [network] section\n"
+    "  --nccl-tests FILES  nccl-tests alltoall_perf outputs (comma-separated; needs --topology;\n"
+    "                      MEAS.jsonl may then be omitted for a network-only profile)\n"
+    "  --nccl-ranks N      ranks of those runs (default: counted from their \"# Rank\" lines)\n"
     "  --json              print the fit summary as JSON\n"
     "exit codes: 0 success, 2 bad input\n";
 
@@ -35,7 +50,8 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
   for (std::string& a : argv) {
     if (a == "-o") a = "--out";
   }
-  Args args(argv, {"--out", "--name", "--max-segments", "--min-samples", "--max-spread"});
+  Args args(argv, {"--out", "--name", "--max-segments", "--min-samples", "--max-spread",
+                   "--topology", "--nccl-tests", "--nccl-ranks", "--min-size-gap"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -51,20 +67,52 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
     if (*v < 2) throw UsageError{"--min-samples must be >= 2"};
     opt.min_samples = static_cast<int32_t>(*v);
   }
+  if (auto v = args.double_value("--min-size-gap")) {
+    if (*v != 0 && *v <= 1) throw UsageError{"--min-size-gap must be > 1, or 0 to disable"};
+    opt.min_size_gap = *v;
+  }
   if (auto v = args.double_value("--max-spread")) {
     if (*v <= 0) throw UsageError{"--max-spread must be > 0"};
     opt.max_repeat_spread = *v;
   }
+  const auto topology_path = args.value("--topology");
+  const auto nccl_tests = args.value("--nccl-tests");
+  int32_t nccl_ranks = 0;
+  if (auto v = args.int_value("--nccl-ranks")) {
+    if (*v < 2) throw UsageError{"--nccl-ranks must be >= 2"};
+    nccl_ranks = static_cast<int32_t>(*v);
+  }
   bool json = args.flag("--json");
   args.finish(1000);
-  if (args.positionals().empty()) throw UsageError{"missing argument: MEAS.jsonl"};
+  if (nccl_tests && !topology_path) throw UsageError{"--nccl-tests needs --topology"};
+  if (args.positionals().empty() && !nccl_tests) {
+    throw UsageError{"missing argument: MEAS.jsonl"};
+  }
   if (!out) throw UsageError{"missing -o PROFILE.toml"};
 
   std::vector<sim::MeasurementSet> sets;
   for (const std::string& p : args.positionals()) sets.push_back(sim::read_measurements(p));
+  std::optional<sim::Topology> topology;
+  if (topology_path) {
+    topology.emplace(sim::load_topology(*topology_path));
+    opt.topology = &*topology;
+  }
+  if (nccl_tests) {
+    std::string list = *nccl_tests;
+    for (size_t begin = 0; begin <= list.size();) {
+      size_t end = list.find(',', begin);
+      if (end == std::string::npos) end = list.size();
+      const std::string file = list.substr(begin, end - begin);
+      if (!file.empty()) {
+        auto samples = sim::read_nccl_tests_alltoall(file, nccl_ranks);
+        opt.collective_samples.insert(opt.collective_samples.end(), samples.begin(), samples.end());
+      }
+      begin = end + 1;
+    }
+  }
   sim::CalibrateReport rep = sim::calibrate(sets, opt);
-  if (rep.profile.ops.empty()) {
-    throw UsageError{"no op kind had enough measured records to fit"};
+  if (rep.profile.ops.empty() && rep.profile.network.empty()) {
+    throw UsageError{"no op kind (and no link class) had enough measured records to fit"};
   }
   {
     std::ofstream f(*out);
@@ -88,6 +136,14 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
                            {"mape", f.quality.mape},
                            {"p99_abs_rel_error", f.quality.p99_abs_rel_error}});
     }
+    for (const sim::LinkClassFit& f : rep.profile.network.link_classes) {
+      j["network"].push_back({{"link_class", f.link_class},
+                              {"efficiency", f.efficiency},
+                              {"latency_s", f.latency_s},
+                              {"samples", f.quality.num_samples},
+                              {"mape", f.quality.mape},
+                              {"p99_abs_rel_error", f.quality.p99_abs_rel_error}});
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -106,6 +162,14 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
     std::printf("  %-18s %-7s latency %.2f us, %.1f GB/s, MAPE %.1f%%\n", c.op.c_str(),
                 c.link_class.c_str(), 1e6 * c.latency_s, 1e-9 * c.bytes_per_s,
                 100 * c.quality.mape);
+  }
+  for (const sim::LinkClassFit& f : rep.profile.network.link_classes) {
+    std::printf(
+        "  network %-10s efficiency %.3f, latency %.2f us (%lld all-to-alls, EP %d-%d, "
+        "MAPE %.1f%%, p99 %.1f%%)\n",
+        f.link_class.c_str(), f.efficiency, 1e6 * f.latency_s,
+        static_cast<long long>(f.quality.num_samples), f.ep_size_min, f.ep_size_max,
+        100 * f.quality.mape, 100 * f.quality.p99_abs_rel_error);
   }
   for (const std::string& s : rep.skipped) std::printf("  skipped: %s\n", s.c_str());
   return 0;

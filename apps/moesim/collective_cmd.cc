@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "apps/moesim/cli.h"
+#include "sim/calibration/network_fit.h"
+#include "sim/calibration/profile.h"
 #include "sim/config/config_error.h"
 #include "sim/network/collective_study.h"
 #include "sim/network/network_model.h"
@@ -24,7 +26,7 @@ const char kUsage[] =
     "usage: moesim collective --topology FILE --ep N --tokens-per-gpu T --hidden H --top-k K\n"
     "         [--experts E] [--dispatch-dtype fp8|bf16] [--combine-dtype bf16|fp8]\n"
     "         [--skew uniform|zipf:S|hot:F] [--algorithm direct|hierarchical]\n"
-    "         [--model bottleneck|fluid|simgrid] [--seed N] [--json]\n"
+    "         [--model bottleneck|fluid|simgrid] [--seed N] [--profile PROFILE.toml] [--json]\n"
     "\n"
     "Runs one MoE dispatch and its combine over the first N GPUs of the topology and prints, for\n"
     "each: latency, bytes sent / received per GPU (min / mean / max), barrier wait per GPU, and\n"
@@ -44,6 +46,9 @@ const char kUsage[] =
     "                      network to the same-rail GPU, then NVLink) (default direct)\n"
     "  --model             network model (default bottleneck)\n"
     "  --seed N            routing seed (default 1)\n"
+    "  --profile FILE      apply a calibration profile's [network] section (per link class\n"
+    "                      efficiency and latency, `moesim calibrate --topology`) to the\n"
+    "                      topology, as a scenario with that profile does\n"
     "  --json              one JSON document, units in key names\n";
 
 int64_t required_int(Args& args, const std::string& name) {
@@ -118,9 +123,9 @@ void print_phase(const char* label, const sim::Topology& topology,
 }  // namespace
 
 int collective_command(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {"--topology", "--ep", "--tokens-per-gpu", "--hidden", "--top-k", "--experts",
-             "--dispatch-dtype", "--combine-dtype", "--skew", "--algorithm", "--model", "--seed"});
+  Args args(argv, {"--topology", "--ep", "--tokens-per-gpu", "--hidden", "--top-k", "--experts",
+                   "--dispatch-dtype", "--combine-dtype", "--skew", "--algorithm", "--model",
+                   "--seed", "--profile"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -151,10 +156,19 @@ int collective_command(const std::vector<std::string>& argv) {
   if (seed && *seed < 0) throw UsageError{"--seed: must be >= 0"};
   spec.seed = static_cast<uint64_t>(seed.value_or(1));
   const std::string model_name = args.value_or("--model", "bottleneck");
+  const std::optional<std::string> profile_path = args.value("--profile");
   const bool json = args.flag("--json");
   args.finish(0);
 
-  const sim::Topology topology = sim::load_topology(*topology_path);
+  const sim::Topology topology = [&] {
+    sim::Topology nominal = sim::load_topology(*topology_path);
+    if (!profile_path) return nominal;
+    const sim::CalibrationProfile profile = sim::load_profile(*profile_path);
+    if (profile.network.empty()) {
+      throw UsageError{"--profile: " + *profile_path + " has no [network] section"};
+    }
+    return sim::Topology(sim::apply_network_calibration(nominal.spec(), profile.network));
+  }();
   if (const std::string problem = sim::check_collective_study_spec(spec, topology);
       !problem.empty()) {
     throw UsageError{problem};
@@ -185,6 +199,7 @@ int collective_command(const std::vector<std::string>& argv) {
     j["algorithm"] = sim::dispatch_algorithm_name(spec.algorithm);
     j["model"] = model_name;
     j["seed"] = spec.seed;
+    j["profile"] = profile_path ? nlohmann::json(*profile_path) : nlohmann::json(nullptr);
     j["dispatch"] = phase_json(topology, study.dispatch);
     j["combine"] = phase_json(topology, study.combine);
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
@@ -192,12 +207,13 @@ int collective_command(const std::vector<std::string>& argv) {
   }
   std::printf(
       "collective on %s: EP %d (GPUs 0-%d of %d), %lld tokens/GPU, hidden %lld, top-%d of %d "
-      "experts, skew %s, %s, model %s, seed %llu\n",
+      "experts, skew %s, %s, model %s, seed %llu%s\n",
       topology.name().c_str(), spec.ep_size, spec.ep_size - 1, topology.num_gpus(),
       static_cast<long long>(spec.tokens_per_gpu), static_cast<long long>(spec.hidden), spec.top_k,
       spec.num_experts, sim::expert_skew_name(spec.skew).c_str(),
       sim::dispatch_algorithm_name(spec.algorithm), model_name.c_str(),
-      static_cast<unsigned long long>(spec.seed));
+      static_cast<unsigned long long>(spec.seed),
+      profile_path ? (", network calibrated by " + *profile_path).c_str() : "");
   print_phase(("dispatch (" + std::string(sim::wire_dtype_name(spec.dispatch_dtype)) + ")").c_str(),
               topology, study.dispatch);
   print_phase(("combine (" + std::string(sim::wire_dtype_name(spec.combine_dtype)) + ")").c_str(),

@@ -2,6 +2,7 @@
 // study (sim/policy/expert_pruning.h): for each fraction, experts kept per layer, weight memory,
 // decode step latency and routing mass lost.
 #include <cstdio>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ namespace {
 const char kUsage[] =
     "usage: moesim prune SCENARIO [--batch-per-gpu N] [--context TOKENS] [--fractions F,...]\n"
     "                    [--profile-steps N] [--tokens-per-step N] [--json]\n"
+    "                    [--write-plan FILE]\n"
     "\n"
     "Profiles the scenario's expert routing (exact per-token top-k sets), prunes the least-\n"
     "activated fraction of experts in every MoE layer, and prints per fraction: experts kept per\n"
@@ -29,7 +31,9 @@ const char kUsage[] =
     "  --fractions F,...     pruned fractions, each in [0, 1) (default 0,0.2,0.4,0.6)\n"
     "  --profile-steps N     steps profiled, and held out for the mass lost (default 8)\n"
     "  --tokens-per-step N   tokens sampled per step and layer (default 4096)\n"
-    "  --json                one JSON document, units in key names\n";
+    "  --json                one JSON document, units in key names\n"
+    "  --write-plan FILE     write the plan of the (single) fraction as JSON, for\n"
+    "                        [policies.expert_pruning] plan_file = FILE in a scenario\n";
 
 std::vector<double> parse_fractions(const std::string& text) {
   std::vector<double> out;
@@ -50,7 +54,7 @@ std::vector<double> parse_fractions(const std::string& text) {
 
 int prune_command(const std::vector<std::string>& argv) {
   Args args(argv, {"--batch-per-gpu", "--context", "--fractions", "--profile-steps",
-                   "--tokens-per-step"});
+                   "--tokens-per-step", "--write-plan"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -65,6 +69,7 @@ int prune_command(const std::vector<std::string>& argv) {
   const int64_t tokens_per_step =
       args.int_value("--tokens-per-step").value_or(opt.profile.tokens_per_step);
   const bool json = args.flag("--json");
+  const std::optional<std::string> write_plan = args.value("--write-plan");
   args.finish(1);
   if (opt.batch_per_gpu < 1 || opt.batch_per_gpu > (1 << 20)) {
     throw UsageError{"--batch-per-gpu must be in [1, 1048576]"};
@@ -78,6 +83,9 @@ int prune_command(const std::vector<std::string>& argv) {
   }
   opt.profile.profile_steps = static_cast<int32_t>(profile_steps);
   opt.profile.tokens_per_step = static_cast<int32_t>(tokens_per_step);
+  if (write_plan && opt.fractions.size() != 1) {
+    throw UsageError{"--write-plan needs exactly one value in --fractions"};
+  }
 
   const sim::Scenario scenario = sim::load_scenario(path);
   if (opt.context_tokens > scenario.model->max_context_tokens) {
@@ -89,6 +97,12 @@ int prune_command(const std::vector<std::string>& argv) {
   const std::string out =
       json ? sim::format_pruning_study_json(study) : sim::format_pruning_study_text(study);
   std::fputs(out.c_str(), stdout);
+  if (write_plan) {
+    std::ofstream file(*write_plan);
+    file << sim::format_pruning_plan_json(study.plans.front(), study.model_name,
+                                          opt.fractions.front());
+    if (!file) throw UsageError{"--write-plan: cannot write " + *write_plan};
+  }
   return 0;
 }
 

@@ -120,7 +120,10 @@ int validate_command(const std::vector<std::string>& argv) {
   if (trace_path.empty()) throw UsageError{"the measurements name no trace_file: give --trace"};
   sim::StepTraceFile trace = sim::read_step_trace(trace_path);
   const sim::ModelCard& card = *sc.model;
-  const sim::Topology& topo = *sc.topology;
+  // The profile's [network] calibration, when it has one, applies to the re-simulation.
+  const std::shared_ptr<const sim::Topology> net_topology =
+      sim::make_network_topology(profile, sc.topology);
+  const sim::Topology& topo = *net_topology;
   const sim::DeploymentSpec& dep = sc.deployment;
   if (!trace.model.empty() && trace.model != card.name) {
     throw sim::ConfigError(

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <string>
 
 #include "engine/check.h"
@@ -173,16 +174,38 @@ class CpuBackend : public Backend {
   }
 
   void init_distributed(const DistributedConfig& config) override {
-    if (config.world_size != 1) {
-      throw BackendUnavailableError("the cpu backend runs a single rank (world_size 1), got " +
-                                    std::to_string(config.world_size));
+    if (config.communicator != nullptr) {
+      MOESIM_ENGINE_CHECK(config.communicator->rank() == config.rank &&
+                              config.communicator->world_size() == config.world_size,
+                          "DistributedConfig: communicator disagrees with rank / world_size");
+      communicator_ = config.communicator;
+      return;
     }
+    if (config.world_size != 1) {
+      throw BackendUnavailableError(
+          "the cpu backend runs several ranks only as threads of one process (moesim-engine "
+          "replay --backend cpu --nranks N), got world_size " +
+          std::to_string(config.world_size) + " without an in-process communicator");
+    }
+    communicator_.reset();
   }
-  int world_size() const override { return 1; }
-  int rank() const override { return 0; }
-  bool all_to_all(const Tensor&, const std::vector<int64_t>&, const Tensor&,
-                  const std::vector<int64_t>&) override {
-    return false;
+  int world_size() const override { return communicator_ ? communicator_->world_size() : 1; }
+  int rank() const override { return communicator_ ? communicator_->rank() : 0; }
+  bool all_to_all(const Tensor& send, const std::vector<int64_t>& send_rows_per_rank,
+                  const Tensor& recv, const std::vector<int64_t>& recv_rows_per_rank) override {
+    if (communicator_ == nullptr || communicator_->world_size() < 2) return false;
+    MOESIM_ENGINE_CHECK(send.dtype == recv.dtype && send.cols() == recv.cols(),
+                        "all_to_all: send and recv rows differ");
+    const int64_t row_bytes = dtype_size_bytes(send.dtype) * send.cols();
+    std::vector<int64_t> send_bytes, recv_bytes;
+    for (int64_t rows : send_rows_per_rank) send_bytes.push_back(rows * row_bytes);
+    for (int64_t rows : recv_rows_per_rank) recv_bytes.push_back(rows * row_bytes);
+    MOESIM_ENGINE_CHECK(
+        std::accumulate(send_bytes.begin(), send_bytes.end(), int64_t{0}) <= send.size_bytes() &&
+            std::accumulate(recv_bytes.begin(), recv_bytes.end(), int64_t{0}) <= recv.size_bytes(),
+        "all_to_all: row counts exceed the buffers");
+    communicator_->all_to_all_bytes(send.data, send_bytes, recv.data, recv_bytes);
+    return true;
   }
 
   void synchronize() override {}
@@ -192,6 +215,7 @@ class CpuBackend : public Backend {
   int64_t limit_bytes_;
   std::shared_ptr<int64_t> allocated_bytes_;
   std::string device_name_;
+  std::shared_ptr<Communicator> communicator_;  // null: a single rank
 };
 
 }  // namespace

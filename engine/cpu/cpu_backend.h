@@ -18,7 +18,9 @@ struct CpuBackendOptions {
   std::optional<int64_t> memory_limit_bytes;
 };
 
-// A fresh CPU backend (world size 1; all_to_all returns false).
+// A fresh CPU backend: world size 1 (all_to_all returns false) until init_distributed gives it
+// an in-process communicator (engine/cpu/thread_communicator.h), through which all_to_all then
+// copies rows between the ranks' host buffers.
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options);
 
 // What the CPU backend's Timer measures. kThreadCpu: CPU time of the calling thread

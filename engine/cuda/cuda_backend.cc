@@ -222,6 +222,7 @@ class CudaBackend : public Backend {
           "cuda: no unique_id_file given and this build has no MPI bootstrap");
 #endif
     }
+    comm_->set_stream(stream_);
     rank_ = comm_->rank();
     world_size_ = comm_->world_size();
 #else

@@ -9,6 +9,9 @@
 //     MPI_COMM_WORLD; MPI must already be initialised by the program.
 // The all-to-all is grouped point-to-point: ncclGroupStart, one ncclSend and one ncclRecv per
 // peer with a non-zero count, ncclGroupEnd — per-peer counts may differ (skewed routing).
+// NcclCommunicator implements the engine's Communicator interface (engine/communicator.h), the
+// one the CPU backend's in-process group implements too; the interface's all_to_all_bytes runs
+// on the stream given to set_stream (default: the legacy default stream).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,13 +22,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/communicator.h"
+
 namespace moesim::engine::cuda {
 
 // Throws CudaError when `result` is not ncclSuccess (message: file:line, call, error name and
 // NCCL's last error string).
 void check_nccl(ncclResult_t result, const char* call, const char* file, int line);
 
-class NcclCommunicator {
+class NcclCommunicator : public Communicator {
  public:
   // Shared-file bootstrap (see above). The current CUDA device must be set by the caller.
   static std::unique_ptr<NcclCommunicator> create_with_file(const std::string& path, int rank,
@@ -34,12 +39,20 @@ class NcclCommunicator {
   // MPI bootstrap: rank and world size from MPI_COMM_WORLD.
   static std::unique_ptr<NcclCommunicator> create_with_mpi();
 #endif
-  ~NcclCommunicator();
+  ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
-  int rank() const { return rank_; }
-  int world_size() const { return world_size_; }
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+
+  // The stream the Communicator-interface all_to_all_bytes enqueues on.
+  void set_stream(cudaStream_t stream) { stream_ = stream; }
+  // Communicator interface: all_to_all_bytes(..., stream) below on the set_stream stream.
+  void all_to_all_bytes(const void* send, const std::vector<int64_t>& send_bytes_per_rank,
+                        void* recv, const std::vector<int64_t>& recv_bytes_per_rank) override {
+    all_to_all_bytes(send, send_bytes_per_rank, recv, recv_bytes_per_rank, stream_);
+  }
 
   // Sends send_bytes_per_rank[r] bytes starting at send + send offset of r (prefix sum) to rank
   // r and receives recv_bytes_per_rank[r] bytes into recv at its prefix-sum offset, on `stream`.
@@ -55,6 +68,7 @@ class NcclCommunicator {
   ncclComm_t comm_;
   int rank_;
   int world_size_;
+  cudaStream_t stream_ = nullptr;
 };
 
 }  // namespace moesim::engine::cuda

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "moesim_version.h"
+#include "sim/calibration/collective_reader.h"
 
 namespace moesim::sim {
 
@@ -15,7 +16,7 @@ std::string cost_kind_of_engine_op(const std::string& engine_op) {
                                 "attn_gqa_prefill", "attn_gqa_decode",  "attn_kda_prefill",
                                 "attn_kda_decode",  "router",           "permute",
                                 "unpermute",        "expert_ffn",       "shared_expert",
-                                "dense_ffn",        "combine"};
+                                "dense_ffn",        "combine",          "lm_head"};
   for (const char* k : kSame) {
     if (engine_op == k) return engine_op;
   }
@@ -25,6 +26,36 @@ std::string cost_kind_of_engine_op(const std::string& engine_op) {
 std::vector<FitFeature> fit_features_of_kind(const std::string& kind) {
   if (kind == "rmsnorm" || kind == "permute" || kind == "unpermute") return {FitFeature::kBytes};
   return {FitFeature::kFlops, FitFeature::kBytes};
+}
+
+namespace {
+
+// The samples split into size groups (CalibrateOptions::min_size_gap), ascending in bytes.
+std::vector<std::vector<FitSample>> size_groups(std::vector<FitSample> samples,
+                                                const CalibrateOptions& options) {
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const FitSample& a, const FitSample& b) { return a.bytes < b.bytes; });
+  std::vector<std::vector<FitSample>> out;
+  const size_t min_n = static_cast<size_t>(std::max(options.min_samples, 2));
+  size_t begin = 0;
+  for (size_t i = 1; i <= samples.size(); ++i) {
+    bool cut = i == samples.size();
+    if (!cut && options.min_size_gap > 0 && samples[i - 1].bytes > 0 &&
+        samples[i].bytes >= options.min_size_gap * samples[i - 1].bytes) {
+      cut = i - begin >= min_n && samples.size() - i >= min_n;
+    }
+    if (cut) {
+      out.emplace_back(samples.begin() + begin, samples.begin() + i);
+      begin = i;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+double fit_bytes_of(const OpSample& sample) {
+  return sample.op == "lm_head" ? sample.weight_bytes : sample.bytes;
 }
 
 CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
@@ -54,7 +85,7 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
         ++report.num_noisy;
         continue;
       }
-      FitSample f{s.flops, s.bytes, static_cast<double>(s.tokens), 1e-9 * s.measured_ns};
+      FitSample f{s.flops, fit_bytes_of(s), static_cast<double>(s.tokens), 1e-9 * s.measured_ns};
       if (s.op == "dispatch_a2a" || s.op == "combine_a2a") {
         collectives[s.op].push_back(f);
         ++report.num_used;
@@ -72,7 +103,11 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
       ++report.num_used;
     }
   }
-  p.name = options.name.empty() ? p.backend + "-" + p.device : options.name;
+  if (!options.name.empty()) {
+    p.name = options.name;
+  } else {
+    p.name = p.backend.empty() ? "network" : p.backend + "-" + p.device;  // network-only
+  }
   for (auto& [key, samples] : groups) {
     if (static_cast<int32_t>(samples.size()) < options.min_samples) {
       report.skipped.push_back(key.first + "/" + key.second + ": " +
@@ -81,11 +116,13 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
       report.num_used -= static_cast<int64_t>(samples.size());
       continue;
     }
-    OpFit fit = fit_op(samples, fit_features_of_kind(key.first), options.fit);
-    fit.kind = key.first;
-    fit.dtype = key.second;
-    fit.engine_ops = engine_ops[key];
-    p.ops.push_back(std::move(fit));
+    for (const std::vector<FitSample>& group : size_groups(std::move(samples), options)) {
+      OpFit fit = fit_op(group, fit_features_of_kind(key.first), options.fit);
+      fit.kind = key.first;
+      fit.dtype = key.second;
+      fit.engine_ops = engine_ops[key];
+      p.ops.push_back(std::move(fit));
+    }
   }
   for (auto& [op, samples] : collectives) {
     if (static_cast<int32_t>(samples.size()) < options.min_samples) {
@@ -108,6 +145,17 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
     c.range = fit.range;
     c.quality = fit.quality;
     p.collectives.push_back(c);
+  }
+  std::vector<CollectiveSample> coll = collective_samples_of(sets);
+  coll.insert(coll.end(), options.collective_samples.begin(), options.collective_samples.end());
+  report.num_collective_samples = static_cast<int64_t>(coll.size());
+  if (!coll.empty() && options.topology == nullptr) {
+    report.skipped.push_back("network: " + std::to_string(coll.size()) +
+                             " measured all-to-alls but no topology to fit them on");
+  } else if (!coll.empty()) {
+    report.network = fit_network(coll, *options.topology);
+    p.network = report.network.calibration;
+    for (const std::string& s : report.network.skipped) report.skipped.push_back("network " + s);
   }
   return report;
 }

@@ -5,18 +5,22 @@
 // simulator's query (calibrated_cost_model.h) so that both sides mean the same work:
 //   rmsnorm                         -> rmsnorm (the engine times both norms of a layer together)
 //   attn_{mla,gqa,kda}_{prefill,decode} -> the same names
-//   router, permute, expert_ffn, shared_expert, dense_ffn, combine -> the same names
+//   router, permute, expert_ffn, shared_expert, dense_ffn, combine, lm_head -> the same names
 //   unpermute                       -> "unpermute" (no simulator kind: priced with permute)
 //   dispatch_a2a, combine_a2a       -> collective fits (latency + bytes / bandwidth), measured
 //                                      records only (multi-rank NCCL replays)
 // Features per kind are those on which both conventions agree (docs/calibration.md):
-// rmsnorm, permute, unpermute: bytes; every other kind: flops and bytes.
+// rmsnorm, permute, unpermute: bytes; every other kind: flops and bytes. lm_head's bytes are the
+// record's weight bytes only (fit_bytes_of): the simulator counts the output head's weights and
+// not its activations, whose traffic grows with the rows like the FLOPs.
+// Measured all-to-alls also feed the network fit (network_fit.h) when a topology is given.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "sim/calibration/measurement_reader.h"
+#include "sim/calibration/network_fit.h"
 #include "sim/calibration/op_fit.h"
 #include "sim/calibration/profile.h"
 
@@ -30,21 +34,36 @@ struct CalibrateOptions {
   double max_repeat_spread = 0.0;
   // Kinds with fewer usable samples are not fitted (and reported as skipped).
   int32_t min_samples = 6;
+  // Size groups: the samples of one (kind, dtype), sorted by the bytes they fit on, are split
+  // wherever one sample's bytes exceed the previous one's by at least this factor and both
+  // sides keep min_samples; each group gets its own fit (its own ranges, regimes, quality).
+  // Models of very different sizes (the tiny model and the DeepSeek-V3 slice) run at different
+  // efficiencies on the same kernels, and one linear law across both fits neither. 0 disables.
+  double min_size_gap = 4.0;
+  // The network fit: measured all-to-alls (the sets' `collective` and engine all-to-all records,
+  // plus `collective_samples`, e.g. from nccl-tests) against this topology's nominal model.
+  // Null: no network fit (samples are then reported as skipped).
+  const Topology* topology = nullptr;
+  std::vector<CollectiveSample> collective_samples;
 };
 
 struct CalibrateReport {
   CalibrationProfile profile;
-  int64_t num_records = 0;           // op records read
-  int64_t num_used = 0;              // records that entered a fit
-  int64_t num_unmeasured = 0;        // measured == false (single-rank all-to-alls)
-  int64_t num_noisy = 0;             // dropped by max_repeat_spread
-  std::vector<std::string> skipped;  // "kind/dtype: reason"
+  int64_t num_records = 0;             // op records read
+  int64_t num_used = 0;                // records that entered a fit
+  int64_t num_unmeasured = 0;          // measured == false (single-rank all-to-alls)
+  int64_t num_noisy = 0;               // dropped by max_repeat_spread
+  std::vector<std::string> skipped;    // "kind/dtype: reason"
+  int64_t num_collective_samples = 0;  // all-to-all samples for the network fit
+  NetworkFitReport network;            // rows empty when there was no network fit
 };
 
 // The cost-model kind an engine op name maps to, or "" for the all-to-alls and unknown names.
 std::string cost_kind_of_engine_op(const std::string& engine_op);
 // The features fitted for a cost-model kind (see the file comment).
 std::vector<FitFeature> fit_features_of_kind(const std::string& kind);
+// The bytes a record's fit uses: weight_bytes for lm_head, bytes otherwise.
+double fit_bytes_of(const OpSample& sample);
 
 // Fits every (kind, dtype) present in `sets`. Records of different sets are pooled.
 CalibrateReport calibrate(const std::vector<MeasurementSet>& sets, const CalibrateOptions& options);

@@ -7,8 +7,10 @@
 //                 (bytes x 2) and halved.
 //   permute       the simulator's permute stands for the engine's permute and unpermute:
 //                 the two fits are summed (same rows, same bytes).
-//   lm_head       not run by the engine: priced with the dense_ffn fit of the same dtype (a
-//                 GEMM of the same form), counted by num_proxy_queries().
+//   lm_head       priced by the lm_head fit (fitted on FLOPs and weight bytes, which is what the
+//                 simulator counts). A profile without one (fitted before the engine ran the
+//                 output head) prices it with the dense_ffn fit of the same dtype (a GEMM of the
+//                 same form), counted by num_proxy_queries() and as out of range.
 // A query is counted by num_out_of_range_queries() when its fitted features fall outside the
 // ranges the fit saw, when the profile lacks its dtype (another dtype's fit of the kind is used)
 // or when the profile lacks its kind entirely (the fallback model prices it). Counting is
@@ -34,7 +36,7 @@ class CalibratedCostModel final : public CostModel {
   int64_t num_out_of_range_queries() const override;
   // Out-of-range queries of one kind.
   int64_t num_out_of_range_queries(OpKind kind) const;
-  // Queries priced through a proxy kind (lm_head).
+  // Queries priced through a proxy kind (lm_head by dense_ffn, in profiles without lm_head).
   int64_t num_proxy_queries() const { return num_proxy_.load(std::memory_order_relaxed); }
   const CalibrationProfile& profile() const { return profile_; }
 

@@ -11,6 +11,19 @@ std::unique_ptr<CostModel> make_calibrated_cost_model(CalibrationProfile profile
       std::move(profile), std::make_unique<RooflineCostModel>(gpu, spec.roofline));
 }
 
+std::shared_ptr<const Topology> make_network_topology(const CalibrationProfile& profile,
+                                                      std::shared_ptr<const Topology> topology) {
+  if (profile.network.empty()) return topology;
+  return std::make_shared<const Topology>(
+      apply_network_calibration(topology->spec(), profile.network));
+}
+
+std::shared_ptr<const Topology> make_network_topology(const CostSpec& spec,
+                                                      std::shared_ptr<const Topology> topology) {
+  if (spec.kind != CostModelKind::kCalibrated) return topology;
+  return make_network_topology(load_profile(spec.profile_path), std::move(topology));
+}
+
 std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec, const GpuSpec& gpu) {
   if (spec.kind == CostModelKind::kCalibrated) {
     return make_calibrated_cost_model(load_profile(spec.profile_path), spec, gpu);

@@ -72,6 +72,14 @@ void read_header(const RecordReader& r, MeasurementSet& m) {
   m.model = r.get_string_or("model", "");
   m.replay_profile = r.get_string_or("replay_profile", "");
   m.repeats = r.get_int_or("repeats", 0);
+  if (r.raw().contains("sim_gpus")) {
+    const json& g = r.at("sim_gpus");
+    if (!g.is_array()) r.fail("sim_gpus", "must be an array");
+    for (const json& v : g) {
+      if (!v.is_number_integer()) r.fail("sim_gpus", "must hold integers");
+      m.sim_gpus.push_back(v.get<int32_t>());
+    }
+  }
   if (r.raw().contains("layers_run")) {
     const json& layers = r.at("layers_run");
     if (!layers.is_array()) r.fail("layers_run", "must be an array");
@@ -138,6 +146,21 @@ OpSample read_bench(const RecordReader& r) {
   return s;
 }
 
+CollectiveSample read_collective(const RecordReader& r, const std::string& file) {
+  CollectiveSample c;
+  c.source = file;
+  const std::string op = r.get_string("op");
+  if (op != "alltoall") r.fail("op", "unknown collective '" + op + "' (valid: alltoall)");
+  c.ep_size = static_cast<int32_t>(r.get_int("ep_size"));
+  if (c.ep_size < 2) r.fail("ep_size", "must be >= 2");
+  c.bytes_per_gpu = r.get_double("bytes_per_gpu");
+  if (!(c.bytes_per_gpu > 0)) r.fail("bytes_per_gpu", "must be > 0");
+  const int64_t ns = r.get_int("measured_ns");
+  if (ns <= 0) r.fail("measured_ns", "must be > 0");
+  c.measured_s = 1e-9 * static_cast<double>(ns);
+  return c;
+}
+
 StepSample read_step(const RecordReader& r) {
   StepSample s;
   s.step = r.get_int("step");
@@ -178,8 +201,11 @@ MeasurementSet read_measurements(const std::string& path) {
       m.steps.push_back(read_step(r));
     } else if (kind == "bench") {
       m.ops.push_back(read_bench(r));
+    } else if (kind == "collective") {
+      m.collectives.push_back(read_collective(r, path));
     } else {
-      r.fail("record", "unknown record kind '" + kind + "' (valid: header, op, step, bench)");
+      r.fail("record",
+             "unknown record kind '" + kind + "' (valid: header, op, step, bench, collective)");
     }
   }
   if (m.mode.empty()) throw ConfigError(path, 0, 0, "", "empty measurement file");

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/calibration/network_fit.h"
+
 namespace moesim::sim {
 
 // One `op` record: an operation the engine ran on one simulated GPU for one layer of one step.
@@ -58,13 +60,17 @@ struct MeasurementSet {
   std::string replay_profile;  // "all", "sample", ...
   int64_t repeats = 0;
   std::map<int32_t, int32_t> layer_scales;  // layers run -> scale
+  std::vector<int32_t> sim_gpus;            // the simulated GPUs played (header)
   std::vector<OpSample> ops;
   std::vector<StepSample> steps;
+  // `collective` records: measured all-to-alls for the network fit (source = the file).
+  std::vector<CollectiveSample> collectives;
 };
 
 // Reads a measurement file. Throws ConfigError naming FILE, line and field for a malformed
 // record or a header whose schema is not moesim.measurements.v1. `bench` records are read as op
-// samples with step = -1 (they carry op, tokens, flops, bytes and times).
+// samples with step = -1 (they carry op, tokens, flops, bytes and times); `collective` records
+// (ep_size, bytes_per_gpu, measured_ns) as CollectiveSamples.
 MeasurementSet read_measurements(const std::string& path);
 
 }  // namespace moesim::sim

@@ -1,7 +1,8 @@
 // A calibration profile: the fitted cost of every operation kind (per dtype) on one device, the
-// ranges the fits saw and their quality, plus all-to-all fits per link class where NCCL
-// measurements existed. Written by `moesim calibrate`, read by the calibrated cost model and
-// `moesim validate`. File format (TOML, schema "moesim.profile.v1"): docs/calibration.md.
+// ranges the fits saw and their quality, plus, where all-to-alls were measured, their fits per
+// engine op ([[collective]]) and the per-link-class efficiency and latency ([network]). Written by
+// `moesim calibrate`, read by the calibrated cost model and `moesim validate`. File format (TOML,
+// schema "moesim.profile.v1"): docs/calibration.md.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/calibration/network_fit.h"
 #include "sim/calibration/op_fit.h"
 
 namespace moesim::sim {
@@ -33,9 +35,17 @@ struct CalibrationProfile {
   std::vector<std::string> measurement_files;  // file names (no directories) fitted from
   std::vector<OpFit> ops;
   std::vector<CollectiveFit> collectives;
+  // Per link class efficiency and latency of measured all-to-alls (network_fit.h); applied to
+  // the topology of scenarios that use the profile. Empty when no collective was measured.
+  NetworkCalibration network;
 
-  // The fit of (kind, dtype), or null.
+  // A (kind, dtype) may have several fits, one per size group (calibrate.h), with disjoint
+  // byte ranges in ascending order.
+  // The first fit of (kind, dtype), or null.
   const OpFit* find(std::string_view kind, std::string_view dtype) const;
+  // The fit of (kind, dtype) for work of `bytes`: the one whose byte range holds it, else the
+  // nearest (in ratio) by range; null when (kind, dtype) has no fit.
+  const OpFit* find(std::string_view kind, std::string_view dtype, double bytes) const;
   // Fits of `kind`, any dtype.
   std::vector<const OpFit*> find_kind(std::string_view kind) const;
 };

@@ -141,7 +141,10 @@ StepTraceFile read_step_trace(const std::string& path) {
     } else if (kind == "step") {
       t.steps.push_back(read_step(c, j, t));
     } else if (kind == "placement") {
-      c.fail("record", "placement changes are not supported by validation (fixed placement)");
+      c.fail("record",
+             "placement changes are not supported by validation, which re-simulates one fixed "
+             "placement: record a run without a policy that moves experts (hot_expert_replication, "
+             "eplb)");
     } else {
       c.fail("record", "unknown record kind '" + kind + "'");
     }

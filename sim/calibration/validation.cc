@@ -76,9 +76,10 @@ RequestTimes request_times(const std::vector<const TraceStep*>& steps, const Tim
 
 // Step duration with the step model's barriers from per-GPU, per-layer pre-dispatch compute
 // (attention, dense FFN, router) and post-dispatch compute (experts).
+// `lm_head_s` per GPU, after the last layer.
 double compose_step_s(const ResimulatedStep& s,
                       const std::vector<std::vector<std::array<double, kNumPhases>>>& phase_s,
-                      const std::vector<bool>& is_moe) {
+                      const std::vector<double>& lm_head_s, const std::vector<bool>& is_moe) {
   const size_t n = s.gpus.size();
   std::vector<double> clock(n, 0.0);
   for (size_t l = 0; l < is_moe.size(); ++l) {
@@ -94,7 +95,7 @@ double compose_step_s(const ResimulatedStep& s,
     double ready2 = *std::max_element(clock.begin(), clock.end()) + s.combine_s[l];
     std::fill(clock.begin(), clock.end(), ready2);
   }
-  for (size_t g = 0; g < n; ++g) clock[g] += s.lm_head_s[g];
+  for (size_t g = 0; g < n; ++g) clock[g] += lm_head_s[g];
   return *std::max_element(clock.begin(), clock.end());
 }
 
@@ -193,15 +194,18 @@ ValidationReport validate(const ValidationInput& in) {
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> per_op;
   std::map<Key, std::array<double, kNumPhases>> measured_phase;
   std::set<std::pair<int64_t, int32_t>> measured_step_gpu;
+  std::map<std::pair<int64_t, int32_t>, double> measured_lm_head;  // (step, gpu) -> seconds
   for (const OpSample& s : m.ops) {
     if (!s.measured || s.step < 0) continue;
     const double measured_s = 1e-9 * static_cast<double>(s.measured_ns);
     Phase ph;
-    if (phase_of_engine_op(s.op, &ph)) {
+    if (s.op == "lm_head") {
+      measured_lm_head[{s.step, s.sim_gpu}] += measured_s;
+    } else if (phase_of_engine_op(s.op, &ph)) {
       measured_phase[{s.step, s.sim_gpu, s.layer_idx}][static_cast<int>(ph)] += measured_s;
       measured_step_gpu.insert({s.step, s.sim_gpu});
     }
-    const OpFit* fit = in.profile->find(cost_kind_of_engine_op(s.op), s.dtype);
+    const OpFit* fit = in.profile->find(cost_kind_of_engine_op(s.op), s.dtype, fit_bytes_of(s));
     if (!fit) {
       ++r.num_ops_without_fit;
       continue;
@@ -216,8 +220,8 @@ ValidationReport validate(const ValidationInput& in) {
     c.flops = s.flops;
     c.bytes = s.bytes;
     c.measured_s = measured_s;
-    c.simulated_s = fit->predict_s(s.flops, s.bytes, static_cast<double>(s.tokens));
-    c.in_range = fit->in_range(s.flops, s.bytes, static_cast<double>(s.tokens));
+    c.simulated_s = fit->predict_s(s.flops, fit_bytes_of(s), static_cast<double>(s.tokens));
+    c.in_range = fit->in_range(s.flops, fit_bytes_of(s), static_cast<double>(s.tokens));
     if (!c.in_range) ++r.num_ops_out_of_range;
     per_op[s.op].first.push_back(c.measured_s);
     per_op[s.op].second.push_back(c.simulated_s);
@@ -241,6 +245,8 @@ ValidationReport validate(const ValidationInput& in) {
     std::vector<std::vector<std::array<double, kNumPhases>>> measured(
         s.gpus.size(), std::vector<std::array<double, kNumPhases>>(num_layers));
     bool complete = true;
+    // The output head: measured where the replay ran it, else the simulation's on both sides.
+    std::vector<double> lm_head_meas = s.lm_head_s;
     for (size_t g = 0; g < s.gpus.size(); ++g) {
       const int32_t gpu = s.gpus[g];
       if (!measured_step_gpu.count({s.step, gpu})) {
@@ -248,6 +254,13 @@ ValidationReport validate(const ValidationInput& in) {
         continue;
       }
       double meas_total = 0, sim_total = 0;
+      auto lm = measured_lm_head.find({s.step, gpu});
+      if (lm != measured_lm_head.end()) {
+        lm_head_meas[g] = lm->second;
+        meas_total += lm->second;
+        sim_total += s.lm_head_s[g];
+        ++r.num_lm_head_measured;
+      }
       for (size_t l = 0; l < num_layers; ++l) {
         int32_t ml = in.measured_layer_of_layer[l];
         auto it = ml >= 0 ? measured_phase.find({s.step, gpu, ml}) : measured_phase.end();
@@ -270,14 +283,14 @@ ValidationReport validate(const ValidationInput& in) {
       step_meas.push_back(meas_total);
       step_sim.push_back(sim_total);
     }
-    double composed_sim = compose_step_s(s, s.phase_s, is_moe);
+    double composed_sim = compose_step_s(s, s.phase_s, s.lm_head_s, is_moe);
     r.max_composition_error_s =
         std::max(r.max_composition_error_s, std::abs(composed_sim - s.duration_s));
     if (!complete) {
       all_gpus_measured = false;
       continue;
     }
-    double composed_meas = compose_step_s(s, measured, is_moe);
+    double composed_meas = compose_step_s(s, measured, lm_head_meas, is_moe);
     r.step_durations.push_back({static_cast<double>(s.step), composed_meas, composed_sim});
     dur_meas.push_back(composed_meas);
     dur_sim.push_back(composed_sim);
@@ -342,7 +355,8 @@ void write_validation_text(std::ostream& os, const ValidationReport& r) {
                   pct(e.mean_rel_error).c_str(), e.pearson_r);
     os << line;
   }
-  os << "  end to end (simulated vs engine-measured compute; collectives and lm_head simulated):\n";
+  os << "  end to end (simulated vs engine-measured compute; collectives simulated; lm_head "
+     << (r.num_lm_head_measured > 0 ? "measured" : "simulated") << "):\n";
   if (!r.end_to_end_note.empty()) os << "    " << r.end_to_end_note << "\n";
   for (const EndToEndMetric& m : r.end_to_end) {
     double rel = m.measured != 0 ? (m.simulated - m.measured) / m.measured : 0.0;
@@ -371,8 +385,12 @@ void write_validation_markdown(std::ostream& os, const ValidationReport& r) {
        << us(e.p50_abs_error_s) << " | " << us(e.p99_abs_error_s) << " | " << pct(e.mean_rel_error)
        << " | " << num(e.pearson_r, "%.3f") << " |\n";
   }
-  os << "\n## End to end\n\nCollectives and the output head are not timed by a single-rank "
-        "replay; both columns take them from the simulation.\n\n";
+  os << "\n## End to end\n\nCollectives are not timed by a single-rank replay; both columns take "
+        "them from the simulation. The output head (lm_head) is "
+     << (r.num_lm_head_measured > 0
+             ? "measured (per-step compute and durations include it on both sides)"
+             : "not in the measurements; both columns take it from the simulation")
+     << ".\n\n";
   if (!r.end_to_end_note.empty()) os << r.end_to_end_note << "\n\n";
   os << "| metric | simulated | measured | error |\n|---|---|---|---|\n";
   for (const EndToEndMetric& m : r.end_to_end) {
@@ -406,6 +424,7 @@ void write_validation_json(std::ostream& os, const ValidationReport& r) {
   j["num_ops_out_of_range"] = r.num_ops_out_of_range;
   j["num_out_of_range_queries"] = r.num_out_of_range_queries;
   j["num_proxy_queries"] = r.num_proxy_queries;
+  j["num_lm_head_measured"] = r.num_lm_head_measured;
   j["max_composition_error_s"] = r.max_composition_error_s;
   os << j.dump(2) << "\n";
 }

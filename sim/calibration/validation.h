@@ -10,8 +10,10 @@
 //    unpermute) and per-GPU step compute are compared with the sums of the measured ops;
 //  - end to end: each recorded step's duration is composed from per-GPU, per-layer compute with
 //    the step model's barriers (layer start -> dispatch barrier -> experts -> combine barrier),
-//    once with simulated and once with measured compute; the collectives and the output head,
-//    which a single-rank engine replay does not time, come from the simulation on both sides.
+//    once with simulated and once with measured compute; the collectives, which a single-rank
+//    engine replay does not time, come from the simulation on both sides; the output head
+//    (lm_head, once per step after the last layer) is measured where the replay ran it (and
+//    then also counted in the per-step compute of both sides), else simulated on both sides.
 //    TTFT (from a request's first scheduled step to the end of its last prefill step), TPOT
 //    and output throughput follow from those two timelines.
 #pragma once
@@ -110,6 +112,7 @@ struct ValidationReport {
   std::string end_to_end_note;  // why end-to-end metrics are missing, when they are
   int64_t num_out_of_range_queries = 0;
   int64_t num_proxy_queries = 0;
+  int64_t num_lm_head_measured = 0;  // (step, GPU) pairs whose output head the engine timed
 };
 
 // Compares (see the file comment). Preconditions: the pointers are non-null and the

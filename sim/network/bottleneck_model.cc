@@ -1,6 +1,8 @@
 #include "sim/network/bottleneck_model.h"
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 
 namespace moesim::sim {
 namespace {
@@ -12,6 +14,31 @@ SimTime round_to_ns(double seconds) {
   const double ns = seconds * static_cast<double>(kNsPerS);
   const auto whole = static_cast<SimTime>(ns);
   return whole + static_cast<SimTime>(ns - static_cast<double>(whole) >= 0.5);
+}
+
+constexpr double kTwoPow52 = 4503599627370496.0;
+
+// Whether every entry is a non-negative integer, or one that the caller's check of the total
+// (below 2^52) rejects: (x + 2^52) - 2^52 is x rounded to an integer for 0 <= x < 2^52, so its
+// bits equal x's exactly for the integers there (+0 included); they also do for some x >= 2^52,
+// infinity and NaN, all of which make the total fail. Branch-free so that it vectorises.
+bool integral_bytes(const double* row, int32_t n) {
+  uint64_t bad = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const double x = row[i];
+    const uint64_t bits = std::bit_cast<uint64_t>(x);
+    bad |= (std::bit_cast<uint64_t>((x + kTwoPow52) - kTwoPow52) ^ bits) | (bits >> 63);
+  }
+  return bad == 0;
+}
+
+// Rows ahead whose block the per-class pass prefetches.
+constexpr size_t kPrefetchRows = 4;
+
+// Destinations per block of the per-class passes: a block's (destination, class) table stays in
+// the L1 cache (16 KiB), a multiple of 8.
+size_t destinations_per_block(size_t num_classes_with_none) {
+  return std::max<size_t>(8, (2048 / num_classes_with_none) & ~size_t{7});
 }
 
 }  // namespace
@@ -52,7 +79,7 @@ BottleneckModel::BottleneckModel(const Topology& topology) : topology_(topology)
 void BottleneckModel::build_structured_tables() {
   const int32_t g = topology_.num_gpus();
   const auto dummy = static_cast<int32_t>(num_links_);
-  if (num_links_ + 1 >= 0xFFFF || max_route_links_ > 4) return;
+  if (max_route_links_ > 4) return;
   enum Role : uint8_t { kUnused, kFirst, kLast, kMiddle };
   std::vector<uint8_t> role(num_links_, kUnused);
   auto claim = [&](int32_t link, Role r) {
@@ -60,56 +87,115 @@ void BottleneckModel::build_structured_tables() {
     role[link] = r;
     return true;
   };
-  // Slot of `link` in the two-entry table at `table`, adding it when there is room; -1 if full.
-  auto slot_of = [dummy](int32_t* table, int32_t link) {
-    for (int32_t k = 0; k < 2; ++k) {
-      if (table[k] == link) return k;
-      if (table[k] == dummy) {
-        table[k] = link;
-        return k;
-      }
-    }
-    return -1;
+  // Per GPU, the distinct links its routes start with / continue with (as a source) and end
+  // with / end with but one (as a destination), then sorted by id.
+  enum Side { kSrcFirst, kSrcSecond, kDstLast, kDstBeforeLast, kNumSides };
+  std::vector<std::vector<int32_t>> ends[kNumSides];
+  for (auto& side : ends) side.resize(g);
+  auto add = [](std::vector<int32_t>& set, int32_t link) {
+    if (std::find(set.begin(), set.end(), link) == set.end()) set.push_back(link);
   };
-  const size_t num_pairs = static_cast<size_t>(g) * static_cast<size_t>(g);
-  egress_links_.assign(static_cast<size_t>(g) * 2, dummy);
-  ingress_links_.assign(static_cast<size_t>(g) * 2, dummy);
-  pair_code_.assign(num_pairs, 0);
-  no_mids_ = static_cast<uint32_t>(dummy) | (static_cast<uint32_t>(dummy) << 16);
-  pair_mids_.assign(num_pairs, no_mids_);
-  latency_class_s_.clear();
+  for (int32_t s = 0; s < g; ++s) {
+    for (int32_t d = 0; d < g; ++d) {
+      if (s == d) continue;
+      const std::span<const int32_t> route = topology_.route(GpuId(s), GpuId(d));
+      const size_t n = route.size();
+      if (n < 2 || n > 4 || !claim(route.front(), kFirst) || !claim(route.back(), kLast)) return;
+      if (n >= 3 && !claim(route[1], kMiddle)) return;
+      if (n == 4 && !claim(route[2], kMiddle)) return;
+      add(ends[kSrcFirst][s], route.front());
+      add(ends[kDstLast][d], route.back());
+      if (n >= 3) add(ends[kSrcSecond][s], route[1]);
+      if (n == 4) add(ends[kDstBeforeLast][d], route[2]);
+    }
+  }
+  for (auto& side : ends) {
+    for (std::vector<int32_t>& set : side) {
+      if (set.size() >= 0xFF) return;
+      std::sort(set.begin(), set.end());
+    }
+  }
+  // Classes by key (the four end-link indices, 0xFF where absent, and the latency index), ids in
+  // first-seen order; per (GPU, class) the links on its side, in tables of stride 256 until the
+  // number of classes is known.
+  constexpr int32_t kMaxClasses = 0xFF;  // class 255 is "none"
+  auto index_of = [](const std::vector<int32_t>& set, int32_t link) -> uint64_t {
+    return static_cast<uint64_t>(std::lower_bound(set.begin(), set.end(), link) - set.begin());
+  };
+  std::vector<uint64_t> class_keys;
+  std::vector<double> latencies_s;
+  std::vector<int32_t> src_links(static_cast<size_t>(g) * 256 * 2, dummy);
+  std::vector<int32_t> dst_links(static_cast<size_t>(g) * 256 * 2, dummy);
+  pair_class_.assign(static_cast<size_t>(g) * g, 0);
+  class_latency_s_.clear();
+  uint64_t last_key = ~uint64_t{0};
+  int32_t last_class = 0;
   for (int32_t s = 0; s < g; ++s) {
     for (int32_t d = 0; d < g; ++d) {
       if (s == d) continue;
       const size_t pair = static_cast<size_t>(s) * g + d;
       const std::span<const int32_t> route = topology_.route(GpuId(s), GpuId(d));
-      if (route.size() < 2 || route.size() > 4) return;
-      const int32_t first = route.front();
-      const int32_t last = route.back();
-      const int32_t out_slot = slot_of(&egress_links_[static_cast<size_t>(s) * 2], first);
-      const int32_t in_slot = slot_of(&ingress_links_[static_cast<size_t>(d) * 2], last);
-      if (out_slot < 0 || in_slot < 0 || !claim(first, kFirst) || !claim(last, kLast)) return;
-      uint32_t mids = no_mids_;
-      if (route.size() >= 3) {
-        if (!claim(route[1], kMiddle)) return;
-        mids = (mids & 0xFFFF0000u) | static_cast<uint32_t>(route[1]);
-      }
-      if (route.size() == 4) {
-        if (!claim(route[2], kMiddle)) return;
-        mids = (mids & 0xFFFFu) | (static_cast<uint32_t>(route[2]) << 16);
-      }
-      pair_mids_[pair] = mids;
+      const size_t n = route.size();
+      const int32_t second = n >= 3 ? route[1] : dummy;
+      const int32_t before_last = n == 4 ? route[2] : dummy;
       const double lat_s = route_latency_s_[pair];
-      auto it = std::find(latency_class_s_.begin(), latency_class_s_.end(), lat_s);
-      const auto cls = static_cast<int32_t>(it - latency_class_s_.begin());
-      if (it == latency_class_s_.end()) {
-        if (cls >= 64) return;
-        latency_class_s_.push_back(lat_s);
+      auto lat_it = std::find(latencies_s.begin(), latencies_s.end(), lat_s);
+      if (lat_it == latencies_s.end()) lat_it = latencies_s.insert(lat_it, lat_s);
+      const uint64_t key = index_of(ends[kSrcFirst][s], route.front()) |
+                           (n >= 3 ? index_of(ends[kSrcSecond][s], second) : 0xFF) << 8 |
+                           index_of(ends[kDstLast][d], route.back()) << 16 |
+                           (n == 4 ? index_of(ends[kDstBeforeLast][d], before_last) : 0xFF) << 24 |
+                           static_cast<uint64_t>(lat_it - latencies_s.begin()) << 32;
+      if (key != last_key) {
+        auto it = std::find(class_keys.begin(), class_keys.end(), key);
+        if (it == class_keys.end()) {
+          if (static_cast<int32_t>(class_keys.size()) == kMaxClasses) return;
+          it = class_keys.insert(it, key);
+          class_latency_s_.push_back(lat_s);
+        }
+        last_key = key;
+        last_class = static_cast<int32_t>(it - class_keys.begin());
       }
-      pair_code_[pair] = static_cast<uint8_t>(out_slot | (in_slot << 1) | (cls << 2));
+      pair_class_[pair] = static_cast<uint8_t>(last_class);
+      int32_t* src = &src_links[(static_cast<size_t>(s) * 256 + last_class) * 2];
+      int32_t* dst = &dst_links[(static_cast<size_t>(d) * 256 + last_class) * 2];
+      src[0] = route.front();
+      src[1] = second;
+      dst[0] = route.back();
+      dst[1] = before_last;
     }
   }
+  num_classes_ = static_cast<int32_t>(class_keys.size());
+  const size_t cc = static_cast<size_t>(num_classes_) + 1;
+  for (int32_t i = 0; i < g; ++i) pair_class_[static_cast<size_t>(i) * g + i] = num_classes_;
+  src_links_.assign(static_cast<size_t>(g) * cc * 2, dummy);
+  dst_links_.assign(static_cast<size_t>(g) * cc * 2, dummy);
+  for (size_t gpu = 0; gpu < static_cast<size_t>(g); ++gpu) {
+    std::copy_n(&src_links[gpu * 256 * 2], num_classes_ * 2, &src_links_[gpu * cc * 2]);
+    std::copy_n(&dst_links[gpu * 256 * 2], num_classes_ * 2, &dst_links_[gpu * cc * 2]);
+  }
+  class_latency_s_.push_back(0.0);  // "none": never read for a flow
   structured_ = true;
+}
+
+void BottleneckModel::select_links(int32_t base, int32_t num_participants) {
+  if (links_base_ == base && links_count_ == num_participants) return;
+  const size_t cc = static_cast<size_t>(num_classes_) + 1;
+  touched_links_.clear();
+  link_seen_.assign(num_links_ + 1, 0);
+  link_seen_[num_links_] = 1;  // the dummy link is never touched
+  for (const std::vector<int32_t>* table : {&src_links_, &dst_links_}) {
+    const size_t begin = static_cast<size_t>(base) * cc * 2;
+    const size_t end = begin + static_cast<size_t>(num_participants) * cc * 2;
+    for (size_t i = begin; i < end; ++i) {
+      const int32_t link = (*table)[i];
+      if (link_seen_[link]) continue;
+      link_seen_[link] = 1;
+      touched_links_.push_back(link);
+    }
+  }
+  links_base_ = base;
+  links_count_ = num_participants;
 }
 
 void BottleneckModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
@@ -121,104 +207,245 @@ void BottleneckModel::run(const TrafficMatrix& traffic, CollectiveResult& result
     run_reference(traffic, result);
     return;
   }
+  // Only the links of this collective's routes are zeroed, loaded and scanned (the last run's
+  // links are the only ones that may hold bytes).
+  for (int32_t l : touched_links_) link_bytes_[l] = 0.0;
+  select_links(base, p);
+  int32_t num_flows = 0;
+  double duration_s = 0;
+  if (load_links_by_class(traffic, base, num_flows)) {
+    set_link_times();
+    duration_s = finish_times(base, p);
+  } else {
+    duration_s = run_ordered(traffic, base, num_flows);
+  }
+  finish_result(p, num_flows, duration_s, result);
+}
+
+bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t base,
+                                          int32_t& num_flows) {
+  const int32_t p = traffic.size();
   const size_t g = static_cast<size_t>(topology_.num_gpus());
   const size_t pp = static_cast<size_t>(p);
-  const auto dummy = static_cast<int32_t>(num_links_);
-  // Only the links of this collective's routes are zeroed, loaded and scanned: the participants'
-  // egress and ingress links, and the middle links that a flow uses (bytes > 0, so a middle
-  // link still at 0 bytes is seen for the first time).
-  for (int32_t l : touched_links_) link_bytes_[l] = 0.0;
-  touched_links_.clear();
-  for (size_t i = 0; i < 2 * pp; ++i) {
-    const size_t slot = 2 * static_cast<size_t>(base) + i;
-    if (egress_links_[slot] != dummy) touched_links_.push_back(egress_links_[slot]);
-    if (ingress_links_[slot] != dummy) touched_links_.push_back(ingress_links_[slot]);
+  const size_t cc = static_cast<size_t>(num_classes_) + 1;
+  const auto none = static_cast<uint8_t>(num_classes_);
+  double* link_bytes = link_bytes_.data();
+  const size_t block = destinations_per_block(cc);
+  // Non-integral bytes (e.g. hierarchical dispatch's estimated relay rows) usually show in the
+  // first row: give up before any work. So does a sparse matrix (hierarchical dispatch: a GPU
+  // sends to its node and to one relay per other node), whose compacted flows are fewer than the
+  // pairs this path visits.
+  if (p > 0) {
+    const double* row = traffic.row(0).data();
+    if (!integral_bytes(row, static_cast<int32_t>(std::min(pp, block)))) return false;
+    int32_t first_row_flows = 0;
+    for (int32_t d = 0; d < p; ++d) first_row_flows += static_cast<int32_t>(row[d] > 0);
+    if (2 * first_row_flows < p) return false;
   }
+  row_acc_.assign(pp * cc, 0.0);
+  col_acc_.assign(pp * cc, 0.0);
+  flow_class_.resize(pp * pp);
+  double* col = col_acc_.data();
+  int64_t flows = 0;
+  // Bytes per (source, class) and (destination, class), destinations in blocks. Zero entries add
+  // nothing; the diagonal is class "none", whose sums are never charged.
+  for (size_t d0 = 0; d0 < pp; d0 += block) {
+    const size_t d1 = std::min(pp, d0 + block);
+    for (size_t s = 0; s < pp; ++s) {
+      const double* row = traffic.row(static_cast<int32_t>(s)).data();
+      if (s + kPrefetchRows < pp) {
+        // Rows are 8 x P bytes apart: the hardware prefetchers do not follow block columns.
+        const size_t ahead = s + kPrefetchRows;
+        const double* next = traffic.row(static_cast<int32_t>(ahead)).data();
+        for (size_t d = d0; d < d1; d += 8) __builtin_prefetch(next + d);
+        for (size_t d = d0; d < d1; d += 64) {
+          __builtin_prefetch(&pair_class_[(base + ahead) * g + base + d]);
+          __builtin_prefetch(&flow_class_[ahead * pp + d], 1);
+        }
+      }
+      if (!integral_bytes(row + d0, static_cast<int32_t>(d1 - d0))) return false;
+      const uint8_t* cls = &pair_class_[(base + s) * g + base];
+      uint8_t* out = &flow_class_[s * pp];
+      double* acc = &row_acc_[s * cc];
+      int32_t k = 0;
+      for (size_t d = d0; d < d1; ++d) {
+        const double bytes = row[d];
+        const uint8_t c = cls[d];
+        acc[c] += bytes;
+        col[d * cc + c] += bytes;
+        const bool flow = bytes > 0;
+        const auto no_flow = static_cast<uint8_t>(-static_cast<int32_t>(!flow));
+        out[d] = static_cast<uint8_t>((c & ~no_flow) | (none & no_flow));
+        k += static_cast<int32_t>(flow);
+      }
+      flows += k;
+    }
+  }
+  // Charge the sums to the links.
+  double total_bytes = 0;
+  for (size_t s = 0; s < pp; ++s) {
+    flows -=
+        static_cast<int64_t>(traffic.bytes(static_cast<int32_t>(s), static_cast<int32_t>(s)) > 0);
+    const int32_t* links = &src_links_[(base + s) * cc * 2];
+    const double* sums = &row_acc_[s * cc];
+    for (int32_t c = 0; c < num_classes_; ++c) {
+      if (sums[c] == 0) continue;
+      link_bytes[links[2 * c]] += sums[c];
+      link_bytes[links[2 * c + 1]] += sums[c];
+      total_bytes += sums[c];
+    }
+  }
+  // Every link's load is at most the total: exact while the total stays below 2^52.
+  if (!(total_bytes < kTwoPow52)) return false;
+  for (size_t d = 0; d < pp; ++d) {
+    const int32_t* links = &dst_links_[(base + d) * cc * 2];
+    const double* sums = &col[d * cc];
+    for (int32_t c = 0; c < num_classes_; ++c) {
+      if (sums[c] == 0) continue;
+      link_bytes[links[2 * c]] += sums[c];
+      link_bytes[links[2 * c + 1]] += sums[c];
+    }
+  }
+  num_flows = static_cast<int32_t>(flows);
+  return true;
+}
+
+double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
+                                    int32_t& num_flows) {
+  const int32_t p = traffic.size();
+  const size_t g = static_cast<size_t>(topology_.num_gpus());
+  const size_t pp = static_cast<size_t>(p);
+  const size_t cc = static_cast<size_t>(num_classes_) + 1;
+  const auto none = static_cast<uint8_t>(num_classes_);
+  const auto dummy = static_cast<int32_t>(num_links_);
+  for (int32_t l : touched_links_) link_bytes_[l] = 0.0;
+  double* link_bytes = link_bytes_.data();
   // The flows of every row, compacted without data-dependent branches: rows are often sparse
   // (hierarchical dispatch) and a branch per entry would mispredict.
   flow_dst_.resize(pp * pp + 1);
   flow_begin_.resize(pp + 1);
-  int32_t num_flows = 0;
-  for (int32_t s = 0; s < p; ++s) {
-    const double* row = traffic.row(s).data();
-    int32_t* out = flow_dst_.data() + num_flows;
+  int32_t flows = 0;
+  for (size_t s = 0; s < pp; ++s) {
+    const double* row = traffic.row(static_cast<int32_t>(s)).data();
+    const uint8_t* cls = &pair_class_[(base + s) * g + base];
+    int32_t* out = flow_dst_.data() + flows;
     int32_t k = 0;
     for (int32_t d = 0; d < p; ++d) {
       out[k] = d;
-      k += static_cast<int32_t>(row[d] > 0) & static_cast<int32_t>(d != s);
+      k += static_cast<int32_t>(row[d] > 0) & static_cast<int32_t>(cls[d] != none);
     }
-    flow_begin_[s] = num_flows;
-    num_flows += k;
+    flow_begin_[s] = flows;
+    flows += k;
   }
-  flow_begin_[p] = num_flows;
-  // Pass 1: link loads. Every link receives its additions in (source, destination) order, as in
-  // run_reference(): a link is the egress link of one GPU, the ingress link of one GPU or a
-  // middle link, never two of these.
-  double* link_bytes = link_bytes_.data();
-  for (int32_t s = 0; s < p; ++s) {
-    const size_t src_pair = (static_cast<size_t>(base) + s) * g + base;
-    const double* row = traffic.row(s).data();
-    const uint8_t* code = &pair_code_[src_pair];
-    const uint32_t* mids = &pair_mids_[src_pair];
-    const int32_t* out_links = &egress_links_[(static_cast<size_t>(base) + s) * 2];
-    // Egress: run_reference() sums a row's consecutive flows over the same first link in a
-    // register and flushes the sum when the first link changes; do exactly that.
+  flow_begin_[pp] = flows;
+  num_flows = flows;
+  // Link loads. run_reference() sums a row's consecutive flows over the same first link in a
+  // register and flushes the sum when the first link changes; do exactly that. Every other link
+  // receives each flow's bytes directly.
+  for (size_t s = 0; s < pp; ++s) {
+    const double* row = traffic.row(static_cast<int32_t>(s)).data();
+    const uint8_t* cls = &pair_class_[(base + s) * g + base];
+    const int32_t* src_links = &src_links_[(base + s) * cc * 2];
     int32_t first_link = dummy;
     double first_link_bytes = 0;
     for (int32_t f = flow_begin_[s]; f < flow_begin_[s + 1]; ++f) {
       const int32_t d = flow_dst_[f];
       const double bytes = row[d];
-      const uint8_t c = code[d];
-      const int32_t link = out_links[c & 1];
+      const uint8_t c = cls[d];
+      const int32_t link = src_links[2 * c];
       if (link != first_link) {
         link_bytes[first_link] += first_link_bytes;
         first_link = link;
         first_link_bytes = 0;
       }
       first_link_bytes += bytes;
-      link_bytes[ingress_links_[(static_cast<size_t>(base) + d) * 2 + ((c >> 1) & 1)]] += bytes;
-      const uint32_t m = mids[d];
-      if (m != no_mids_) {
-        for (const int32_t link :
-             {static_cast<int32_t>(m & 0xFFFFu), static_cast<int32_t>(m >> 16)}) {
-          if (link_bytes[link] == 0 && link != dummy) touched_links_.push_back(link);
-          link_bytes[link] += bytes;
-        }
-      }
+      const int32_t* dst_links = &dst_links_[((base + d) * cc + c) * 2];
+      link_bytes[dst_links[0]] += bytes;
+      // Middle links; not through the dummy link, which would chain every flow's additions.
+      if (src_links[2 * c + 1] != dummy) link_bytes[src_links[2 * c + 1]] += bytes;
+      if (dst_links[1] != dummy) link_bytes[dst_links[1]] += bytes;
     }
     link_bytes[first_link] += first_link_bytes;
   }
-  link_bytes[dummy] = 0.0;
-  for (int32_t l : touched_links_) link_time_s_[l] = link_bytes[l] * inv_capacity_s_per_byte_[l];
-  // Pass 2: finish times. Maxima are exact in any order.
+  set_link_times();
+  // Finish times, flow by flow. Maxima are exact in any order.
+  const double* link_time = link_time_s_.data();
+  const double* lat = class_latency_s_.data();
   send_done_s_.assign(pp, 0.0);
   recv_done_s_.assign(pp, 0.0);
   double* recv = recv_done_s_.data();
-  const double* lat = latency_class_s_.data();
-  const double* link_time = link_time_s_.data();
   double duration_s = 0;
-  for (int32_t s = 0; s < p; ++s) {
-    const size_t src_pair = (static_cast<size_t>(base) + s) * g + base;
-    const uint8_t* code = &pair_code_[src_pair];
-    const uint32_t* mids = &pair_mids_[src_pair];
-    const int32_t* out_links = &egress_links_[(static_cast<size_t>(base) + s) * 2];
-    const double tout[2] = {link_time[out_links[0]], link_time[out_links[1]]};
+  for (size_t s = 0; s < pp; ++s) {
+    const uint8_t* cls = &pair_class_[(base + s) * g + base];
+    const int32_t* src_links = &src_links_[(base + s) * cc * 2];
     double send_s = 0;
     for (int32_t f = flow_begin_[s]; f < flow_begin_[s + 1]; ++f) {
       const int32_t d = flow_dst_[f];
-      const uint8_t c = code[d];
-      const uint32_t m = mids[d];
-      const double t_in =
-          link_time[ingress_links_[(static_cast<size_t>(base) + d) * 2 + ((c >> 1) & 1)]];
-      const double t_mid = std::max(link_time[m & 0xFFFFu], link_time[m >> 16]);
-      const double finish_s = std::max(std::max(tout[c & 1], t_in), t_mid) + lat[c >> 2];
+      const uint8_t c = cls[d];
+      const int32_t* dst_links = &dst_links_[((base + d) * cc + c) * 2];
+      const double drain_s =
+          std::max(std::max(link_time[src_links[2 * c]], link_time[src_links[2 * c + 1]]),
+                   std::max(link_time[dst_links[0]], link_time[dst_links[1]]));
+      const double finish_s = drain_s + lat[c];
       send_s = std::max(send_s, finish_s);
       recv[d] = std::max(recv[d], finish_s);
     }
     send_done_s_[s] = send_s;
     duration_s = std::max(duration_s, send_s);
   }
-  finish_result(p, num_flows, duration_s, result);
+  return duration_s;
+}
+
+void BottleneckModel::set_link_times() {
+  link_bytes_[num_links_] = 0.0;
+  for (int32_t l : touched_links_) link_time_s_[l] = link_bytes_[l] * inv_capacity_s_per_byte_[l];
+  link_time_s_[num_links_] = 0.0;
+}
+
+double BottleneckModel::finish_times(int32_t base, int32_t num_participants) {
+  const size_t pp = static_cast<size_t>(num_participants);
+  const size_t cc = static_cast<size_t>(num_classes_) + 1;
+  const double* link_time = link_time_s_.data();
+  const double* lat = class_latency_s_.data();
+  constexpr double kNoFlow = -std::numeric_limits<double>::infinity();
+  // The latest drain of a class's route links on the source's side ([s * cc + c]) and on the
+  // destination's side ([d * cc + c]), plus the class latency; -infinity for "none".
+  row_acc_.resize(pp * cc);
+  col_acc_.resize(pp * cc);
+  for (auto [table, out] : {std::pair{&src_links_, &row_acc_}, std::pair{&dst_links_, &col_acc_}}) {
+    for (size_t i = 0; i < pp; ++i) {
+      const int32_t* links = &(*table)[(base + i) * cc * 2];
+      double* side = &(*out)[i * cc];
+      for (int32_t c = 0; c < num_classes_; ++c) {
+        side[c] = std::max(link_time[links[2 * c]], link_time[links[2 * c + 1]]) + lat[c];
+      }
+      side[num_classes_] = kNoFlow;
+    }
+  }
+  send_done_s_.assign(pp, 0.0);
+  recv_done_s_.assign(pp, 0.0);
+  double* send = send_done_s_.data();
+  double* recv = recv_done_s_.data();
+  const double* col = col_acc_.data();
+  const size_t block = destinations_per_block(cc);
+  for (size_t d0 = 0; d0 < pp; d0 += block) {
+    const size_t d1 = std::min(pp, d0 + block);
+    for (size_t s = 0; s < pp; ++s) {
+      const double* acc = &row_acc_[s * cc];
+      const uint8_t* cls = &flow_class_[s * pp];
+      double send_s = send[s];
+      for (size_t d = d0; d < d1; ++d) {
+        const uint8_t c = cls[d];
+        const double finish_s = std::max(acc[c], col[d * cc + c]);
+        send_s = std::max(send_s, finish_s);
+        recv[d] = std::max(recv[d], finish_s);
+      }
+      send[s] = send_s;
+    }
+  }
+  double duration_s = 0;
+  for (size_t s = 0; s < pp; ++s) duration_s = std::max(duration_s, send[s]);
+  return duration_s;
 }
 
 void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResult& result) {
@@ -228,6 +455,7 @@ void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResu
   std::fill(link_bytes_.begin(), link_bytes_.end(), 0.0);
   touched_links_.resize(num_links_);
   for (size_t l = 0; l < num_links_; ++l) touched_links_[l] = static_cast<int32_t>(l);
+  links_base_ = -1;
   int32_t num_flows = 0;
   for (int32_t s = 0; s < p; ++s) {
     const size_t src_row = static_cast<size_t>(traffic.gpu(s).value) * g;

@@ -12,22 +12,35 @@
 // Counting every link in both directions matters: under skew the bottleneck is the receiving
 // NIC (or NVLink port) of the popular GPU, not the senders'.
 //
-// Two implementations of the same arithmetic, bit for bit (same additions in the same order,
-// maxima are exact in any order), tested against each other:
+// Three implementations of the same arithmetic, bit for bit, tested against each other:
 //  - run_reference(): per flow, walks its route (padded to the longest route with a dummy link)
-//    and adds its bytes to every link; then per flow, the maximum link time on its route.
-//    O(P^2 x hops) with 16 bytes of route and 8 of latency per (source, destination) pair.
+//    and adds its bytes to every link, in (source, destination) order; then per flow, the
+//    maximum link time on its route. O(P^2 x hops) with 16 bytes of route and 8 of latency per
+//    (source, destination) pair.
 //  - run() (the hot path), when the topology is "structured" (checked at construction: every
-//    route between distinct GPUs is 2 to 4 links; its first link leaves the source and is one of
-//    at most two egress links of that GPU (NVLink / NIC), its last link enters the destination
-//    and is one of at most two ingress links, and the 0 to 2 links between them (leaf -> spine
-//    -> leaf) are never first or last links; at most 64 distinct route latencies; fewer than
-//    65,535 links) and the participants are consecutive GpuIds. Per pair it keeps one byte (egress
-//    slot, ingress slot, latency class) and two 16-bit middle link ids. Ingress loads are column
-//    sums accumulated row by row (vectorised), egress loads are the row's running sums, and only
-//    pairs whose route has middle links touch per-link scatter. Every other case falls back to
-//    run_reference().
-// Memory for G topology GPUs: G^2 x 29 bytes (30 MB at 1,024 GPUs).
+//    route between distinct GPUs is 2 to 4 links; its first link leaves the source, its last
+//    link enters the destination, and the 0 to 2 links between them (leaf -> spine -> leaf) are
+//    never first or last links; at most 255 route classes, below) and the participants are
+//    consecutive GpuIds. A route class is the route seen from its ends: (index of the first link
+//    among the source's first links, index of the second link among the source's second links,
+//    the same two for the destination's last and second-to-last links, route latency), indices
+//    in link id order; on a rail-optimised fat tree there are about num_spines + 2 classes. Per
+//    pair the model keeps one byte (the class); per GPU and class, the two links on its side.
+//    Then:
+//      integral bytes (every entry an integer below 2^52, total below 2^52, e.g. token counts x
+//        row bytes) and a dense first row (flows to at least half of the participants): sums
+//        are exact in any order, so loads are summed per (source, class) and per (destination,
+//        class) in one pass over the matrix (destinations in cache-sized blocks), and charged
+//        to the links after. Finish times are max(source-side link times + latency,
+//        destination-side link times + latency) per pair: the rounded addition is monotone, so
+//        this is the reference's max(all link times) + latency exactly, and each side is a
+//        table lookup by (GPU, class);
+//      otherwise, every link receives its additions in (source, destination) order as in
+//        run_reference() (a link is the first link of one GPU, the last link of one GPU or a
+//        middle link, never two of these), over the rows' flows compacted first, and finish
+//        times are computed flow by flow.
+//    Every other case falls back to run_reference().
+// Memory for G topology GPUs: G^2 x 25 bytes (26 MB at 1,024 GPUs).
 #pragma once
 
 #include <cstdint>
@@ -74,21 +87,45 @@ class BottleneckModel final : public NetworkModel {
   std::vector<double> send_done_s_;
   std::vector<double> recv_done_s_;
 
-  // Structured tables (valid when structured_).
+  // Structured path (see the file comment).
+  // Links this collective's flows can use (all participants' route-end links), zeroed at the
+  // start of a run: recomputed when the participants change.
+  void select_links(int32_t base, int32_t num_participants);
+  // Link loads from per-class sums; false (link loads unusable) when some entry is not integral,
+  // the total reaches 2^52, or the first row has flows to fewer than half of the participants.
+  bool load_links_by_class(const TrafficMatrix& traffic, int32_t base, int32_t& num_flows);
+  // After load_links_by_class(): send / receive completion per participant from link_time_s_
+  // and flow_class_; returns the duration.
+  double finish_times(int32_t base, int32_t num_participants);
+  // Link loads with every link's additions in (source, destination) order, then the finish times
+  // flow by flow over the compacted flows; returns the duration.
+  double run_ordered(const TrafficMatrix& traffic, int32_t base, int32_t& num_flows);
+  // link_time_s_ of the touched links (and the dummy) from link_bytes_.
+  void set_link_times();
+
   bool structured_ = false;
-  // pair_code_[src * G + dst]: bit 0 egress slot, bit 1 ingress slot, bits 2-7 latency class.
-  std::vector<uint8_t> pair_code_;
-  // pair_mids_[src * G + dst]: middle links (low 16 bits first), the dummy link where absent.
-  std::vector<uint32_t> pair_mids_;
-  uint32_t no_mids_ = 0;                 // the code of a route without middle links
-  std::vector<int32_t> egress_links_;    // [gpu * 2 + slot], dummy when unused
-  std::vector<int32_t> ingress_links_;   // [gpu * 2 + slot]
-  std::vector<double> latency_class_s_;  // [class]
-  // run() scratch: destinations of row s's flows are flow_dst_[flow_begin_[s], flow_begin_[s+1]).
-  std::vector<int32_t> flow_dst_;
-  std::vector<int32_t> flow_begin_;
+  int32_t num_classes_ = 0;  // C; class C ("none") marks the diagonal and pairs without a flow
+  // pair_class_[src * G + dst]: the route class of the pair, C on the diagonal.
+  std::vector<uint8_t> pair_class_;
+  // src_links_[(gpu * (C + 1) + class) * 2 + k]: the first (k = 0) and second (k = 1) link of the
+  // class's routes from gpu; dst_links_: the last and second-to-last links of its routes into
+  // gpu. The dummy link where a route has no such link or the class is unused there.
+  std::vector<int32_t> src_links_;
+  std::vector<int32_t> dst_links_;
+  std::vector<double> class_latency_s_;  // [class]
+  // The participants select_links() was last called for (base = -1: none).
+  int32_t links_base_ = -1;
+  int32_t links_count_ = 0;
   // Links whose link_bytes_ / link_time_s_ the last run set (every link after run_reference()).
   std::vector<int32_t> touched_links_;
+  std::vector<uint8_t> link_seen_;  // select_links() scratch
+  // run() scratch.
+  std::vector<uint8_t> flow_class_;  // [src_idx * P + dst_idx]: the pair's class, C if no flow
+  std::vector<double> row_acc_;      // [class]: bytes / finish times of one row per class
+  std::vector<double> col_acc_;      // [dst_idx * (C + 1) + class]
+  // Ordered path: destinations of row s's flows are flow_dst_[flow_begin_[s], flow_begin_[s+1]).
+  std::vector<int32_t> flow_dst_;
+  std::vector<int32_t> flow_begin_;
 };
 
 }  // namespace moesim::sim

@@ -4,6 +4,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/network/bottleneck_model.h"
+#include "sim/network/factored_bottleneck_model.h"
 #include "sim/network/fluid_model.h"
 
 namespace moesim::sim {
@@ -11,6 +12,8 @@ namespace moesim::sim {
 NetworkModelRegistry::NetworkModelRegistry() {
   add("bottleneck",
       [](const Topology& topology) { return std::make_unique<BottleneckModel>(topology); });
+  add("bottleneck_factored",
+      [](const Topology& topology) { return std::make_unique<FactoredBottleneckModel>(topology); });
   add("fluid", [](const Topology& topology) { return std::make_unique<FluidModel>(topology); });
 }
 

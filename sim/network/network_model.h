@@ -5,6 +5,9 @@
 // It ends when its last flow ends: every GPU waits at the barrier until then, so one hot GPU
 // delays all (the straggler effect). Three models implement the interface, chosen by name:
 //   "bottleneck"  link-load bound, the hot path (bottleneck_model.h documents the formula);
+//   "bottleneck_factored"  the same bound with leaf <-> spine loads spread evenly over the
+//                 spines instead of per pair: O(participants) after one pass over the matrix,
+//                 an opt-in approximation for large collectives (factored_bottleneck_model.h);
 //   "fluid"       max-min fair fluid sharing, event-driven on flow starts and completions;
 //   "simgrid"     the same flows in SimGrid 3.32 (CM02), for validation; registered by
 //                 sim/network/simgrid/simgrid_model.h when the build has SimGrid.
@@ -56,7 +59,7 @@ struct CollectiveResult {
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
-  // The registry name ("bottleneck", "fluid", "simgrid").
+  // The registry name ("bottleneck", "bottleneck_factored", "fluid", "simgrid").
   virtual std::string_view name() const = 0;
   // Runs one collective and overwrites `result` (its vectors are resized to traffic.size(), so
   // reusing one result avoids allocation). Precondition: every participant of `traffic` is a
@@ -75,7 +78,7 @@ class NetworkModelRegistry {
  public:
   using Factory = std::function<std::unique_ptr<NetworkModel>(const Topology&)>;
 
-  // A registry holding "bottleneck" and "fluid".
+  // A registry holding "bottleneck", "bottleneck_factored" and "fluid".
   NetworkModelRegistry();
   // Adds (or replaces) a model.
   void add(std::string name, Factory factory);

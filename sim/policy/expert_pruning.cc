@@ -68,6 +68,10 @@ ExpertPruningConfig parse_expert_pruning_config(TomlTable& t) {
       static_cast<int32_t>(t.get_int_in_or("profile_steps", 1, 1 << 20, c.profile_steps));
   c.tokens_per_step =
       static_cast<int32_t>(t.get_int_in_or("tokens_per_step", 1, 1 << 24, c.tokens_per_step));
+  c.plan_file = t.get_string_or("plan_file", "");
+  if (!c.plan_file.empty() && t.has("fraction")) {
+    t.fail("plan_file", "give either fraction or plan_file, not both");
+  }
   t.finish();
   return c;
 }
@@ -151,6 +155,83 @@ PruningPlan PruningPlan::least_activated(const ActivationProfile& profile, doubl
   return plan;
 }
 
+PruningPlan PruningPlan::from_layers(int32_t num_experts,
+                                     std::vector<std::vector<int32_t>> pruned) {
+  PruningPlan plan;
+  plan.num_experts_ = num_experts;
+  plan.num_pruned_ = pruned.empty() ? 0 : static_cast<int32_t>(pruned.front().size());
+  MOESIM_CHECK(plan.num_pruned_ < num_experts, "an expert stays");
+  plan.is_pruned_.assign(pruned.size() * static_cast<size_t>(num_experts), 0);
+  for (size_t l = 0; l < pruned.size(); ++l) {
+    std::sort(pruned[l].begin(), pruned[l].end());
+    MOESIM_CHECK(static_cast<int32_t>(pruned[l].size()) == plan.num_pruned_,
+                 "the same count in every layer");
+    for (int32_t e : pruned[l]) {
+      MOESIM_CHECK(e >= 0 && e < num_experts, "expert in range");
+      uint8_t& flag = plan.is_pruned_[l * static_cast<size_t>(num_experts) + e];
+      MOESIM_CHECK(flag == 0, "distinct experts");
+      flag = 1;
+    }
+  }
+  plan.pruned_ = std::move(pruned);
+  return plan;
+}
+
+std::string format_pruning_plan_json(const PruningPlan& plan, const std::string& model_name,
+                                     double fraction) {
+  nlohmann::ordered_json j;
+  j["model"] = model_name;
+  j["num_moe_layers"] = plan.num_moe_layers();
+  j["num_experts"] = plan.num_experts();
+  j["fraction"] = fraction;
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+  for (int32_t l = 0; l < plan.num_moe_layers(); ++l) layers.push_back(plan.pruned(l));
+  j["pruned"] = layers;
+  return j.dump() + "\n";
+}
+
+PruningPlan parse_pruning_plan_json(const std::string& text, const std::string& source,
+                                    const RoutingShape& shape) {
+  auto fail = [&](const std::string& key, const std::string& reason) {
+    throw ConfigError(source, 0, 0, key, reason);
+  };
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) fail("", "not a JSON object");
+  if (!j.contains("num_experts") || !j["num_experts"].is_number_integer() ||
+      j["num_experts"].get<int64_t>() != shape.num_experts) {
+    fail("num_experts", "must be the model's " + std::to_string(shape.num_experts));
+  }
+  if (!j.contains("pruned") || !j["pruned"].is_array() ||
+      static_cast<int32_t>(j["pruned"].size()) != shape.num_moe_layers) {
+    fail("pruned", "must list the pruned experts of each of the " +
+                       std::to_string(shape.num_moe_layers) + " MoE layers");
+  }
+  std::vector<std::vector<int32_t>> pruned;
+  for (const nlohmann::json& layer : j["pruned"]) {
+    const std::string key = "pruned[" + std::to_string(pruned.size()) + "]";
+    if (!layer.is_array()) fail(key, "must be an array of expert ids");
+    std::vector<int32_t> ids;
+    std::vector<bool> seen(shape.num_experts, false);
+    for (const nlohmann::json& x : layer) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= shape.num_experts ||
+          seen[x.get<int64_t>()]) {
+        fail(key, "expert ids must be distinct integers in [0, " +
+                      std::to_string(shape.num_experts) + ")");
+      }
+      seen[x.get<int64_t>()] = true;
+      ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    }
+    if (!pruned.empty() && ids.size() != pruned.front().size()) {
+      fail(key, "every layer must prune the same number of experts");
+    }
+    if (shape.num_experts - static_cast<int32_t>(ids.size()) < shape.top_k) {
+      fail(key, "keeps fewer than top_k = " + std::to_string(shape.top_k) + " experts");
+    }
+    pruned.push_back(std::move(ids));
+  }
+  return PruningPlan::from_layers(shape.num_experts, std::move(pruned));
+}
+
 std::vector<int32_t> PruningPlan::kept(int32_t moe_layer_idx) const {
   std::vector<int32_t> out;
   out.reserve(num_kept_per_layer());
@@ -228,6 +309,31 @@ RerouteStats reroute_token_sets(const PruningPlan& plan, int32_t moe_layer_idx,
   return stats;
 }
 
+RerouteStats held_out_reroute(SyntheticRoutingModel& sampler, const PruningPlan& plan,
+                              int64_t first_step, int32_t num_steps, int32_t tokens_per_step,
+                              uint64_t root_seed) {
+  const RoutingShape& shape = sampler.shape();
+  const std::vector<int32_t> per_domain =
+      split_tokens(tokens_per_step, normalised_domain_weights(sampler.spec()));
+  RerouteStats total;
+  std::vector<int32_t> sets;
+  std::vector<double> pop;
+  for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
+    for (int64_t step = first_step; step < first_step + num_steps; ++step) {
+      for (int32_t d = 0; d < static_cast<int32_t>(per_domain.size()); ++d) {
+        if (per_domain[d] == 0) continue;
+        const std::span<const double> p = sampler.popularity(l, step, d);
+        pop.assign(p.begin(), p.end());
+        sampler.sample_token_experts(step, l, d, per_domain[d], sets);
+        RngStream rng(root_seed, "prune.reroute.L" + std::to_string(l) + ".S" +
+                                     std::to_string(step) + ".D" + std::to_string(d));
+        total.add(reroute_token_sets(plan, l, pop, shape.top_k, sets, rng));
+      }
+    }
+  }
+  return total;
+}
+
 ModelCard pruned_model_card(const ModelCard& card, int32_t num_kept) {
   ModelCard out = card;
   for (LayerSpec& l : out.layers) {
@@ -282,6 +388,8 @@ void PrunedRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
     const int64_t cap = query.tokens_per_src[s];
     int64_t rest = 0;
     for (int32_t e : plan_.pruned(layer)) rest += full_row[e];
+    for (int32_t c : full_row) num_selections_ += c;
+    num_rerouted_selections_ += rest;
     row_.assign(num_kept, 0);
     for (int32_t i = 0; i < num_kept; ++i) row_[i] = full_row[kept[i]];
     // Proportional shares of the rest, floored and capped, until all is placed; when every floor
@@ -456,6 +564,7 @@ PruningStudy run_pruning_study(const Scenario& sc, const PruningStudyOptions& op
                                     static_cast<double>(total[f].num_tokens);
     study.rows.push_back(row);
   }
+  study.plans = std::move(plans);
   return study;
 }
 

@@ -51,8 +51,12 @@ struct ExpertPruningConfig {
   double dead_threshold = 1e-3;    // activation rate below which an expert is dead, [0, 1]
   int32_t profile_steps = 8;       // steps profiled, >= 1
   int32_t tokens_per_step = 4096;  // tokens sampled per step and layer, >= 1
+  // A plan written by `moesim prune --write-plan` (run policy; "" = plan `fraction` from the
+  // profile). Relative paths are resolved against the scenario's directory.
+  std::string plan_file;
 };
-// Parses the table; calls finish(). Unknown keys and out-of-range values are ConfigErrors.
+// Parses the table; calls finish(). Unknown keys and out-of-range values are ConfigErrors;
+// giving both fraction and plan_file is one.
 ExpertPruningConfig parse_expert_pruning_config(TomlTable& table);
 
 // Samples token sets for steps [first_step, first_step + num_steps) into a profile of every MoE
@@ -77,6 +81,9 @@ class PruningPlan {
   // (checked): fraction in [0, 1) and at least top_k experts kept.
   static PruningPlan least_activated(const ActivationProfile& profile, double fraction,
                                      int32_t top_k);
+  // An explicit plan: pruned[l] lists layer l's pruned experts. Precondition (checked): every
+  // layer prunes the same number of distinct experts in [0, num_experts), fewer than all.
+  static PruningPlan from_layers(int32_t num_experts, std::vector<std::vector<int32_t>> pruned);
 
   int32_t num_moe_layers() const { return static_cast<int32_t>(pruned_.size()); }
   int32_t num_experts() const { return num_experts_; }
@@ -115,6 +122,22 @@ RerouteStats reroute_token_sets(const PruningPlan& plan, int32_t moe_layer_idx,
                                 std::span<const double> popularity, int32_t top_k,
                                 std::span<int32_t> experts, RngStream& rng);
 
+// A plan as JSON ({"model", "num_moe_layers", "num_experts", "fraction", "pruned": [[...], ...]}),
+// and back. The parser checks the shape against the model's routing shape (layers, experts, at
+// least top_k kept, equal counts per layer, ids in range and distinct) and throws ConfigError
+// naming `source` and the offending key.
+std::string format_pruning_plan_json(const PruningPlan& plan, const std::string& model_name,
+                                     double fraction);
+PruningPlan parse_pruning_plan_json(const std::string& text, const std::string& source,
+                                    const RoutingShape& shape);
+
+// Re-routes `plan` on held-out steps [first_step, first_step + num_steps): every MoE layer's token
+// sets sampled as profile_activations does, re-routed by reroute_token_sets with streams
+// "prune.reroute.L<l>.S<step>.D<d>" of root_seed (the pruning study's draws). All layers summed.
+RerouteStats held_out_reroute(SyntheticRoutingModel& sampler, const PruningPlan& plan,
+                              int64_t first_step, int32_t num_steps, int32_t tokens_per_step,
+                              uint64_t root_seed);
+
 // The card with every MoE layer reduced to num_kept routed experts and its groups collapsed to
 // one (the pruned router no longer group-limits). Not re-validated: the group constraints of the
 // original no longer apply.
@@ -136,6 +159,10 @@ class PrunedRoutingModel final : public RoutingModel {
 
   const RoutingShape& shape() const override { return shape_; }
   void route(const RoutingQuery& query, CountMatrix& out) override;
+  // Selections drawn by the inner model over all route() calls, and those that hit a pruned
+  // expert (re-routed): the routing mass lost while serving is their ratio.
+  int64_t num_selections() const { return num_selections_; }
+  int64_t num_rerouted_selections() const { return num_rerouted_selections_; }
 
  private:
   SyntheticRoutingModel& inner_;
@@ -146,6 +173,8 @@ class PrunedRoutingModel final : public RoutingModel {
   std::vector<double> weights_;  // per kept expert
   std::vector<int64_t> row_;     // per kept expert
   std::vector<int32_t> order_;
+  int64_t num_selections_ = 0;
+  int64_t num_rerouted_selections_ = 0;
 };
 
 // ---- The pruning study (`moesim prune`)
@@ -182,6 +211,7 @@ struct PruningStudy {
   int32_t num_dead_experts = 0;  // summed over layers, in the profile
   PruningStudyOptions options;
   std::vector<PruningStudyRow> rows;
+  std::vector<PruningPlan> plans;  // one per fraction, in options.fractions order
 };
 
 // Profiles the scenario's routing (replica 0's seed), plans each fraction, and times one replica's

@@ -2,6 +2,8 @@
 
 #include "sim/core/check.h"
 #include "sim/policy/concurrency_cap.h"
+#include "sim/policy/eplb_policy.h"
+#include "sim/policy/expert_pruning_policy.h"
 #include "sim/policy/hot_expert_replication_policy.h"
 #include "sim/policy/long_context_cap.h"
 #include "sim/policy/queue_isolation.h"
@@ -22,6 +24,8 @@ void register_request_policies(PolicyRegistry& registry) {
 // expert_pruning register here, one registry.add() line each.
 void register_expert_policies(PolicyRegistry& registry) {
   registry.add("hot_expert_replication", make_hot_expert_replication_policy);
+  registry.add("eplb", make_eplb_policy);
+  registry.add("expert_pruning", make_expert_pruning_policy);
 }
 
 }  // namespace

@@ -173,7 +173,8 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   }
 
   if (auto t = root.find_table("network")) {
-    s.network_model = t->get_enum_or("model", {"bottleneck", "fluid", "simgrid"}, "bottleneck");
+    s.network_model = t->get_enum_or(
+        "model", {"bottleneck", "bottleneck_factored", "fluid", "simgrid"}, "bottleneck");
     t->finish();
   }
   if (auto t = root.find_table("cost")) {

@@ -74,8 +74,17 @@ struct RunOutput {
   SimTime end_ns = 0;
   std::vector<TraceSlice> trace;
   std::vector<StepRecord> steps;
-  // Expert placement per replica-local expert: the global GPU ids hosting it (replica 0).
+  // Expert placement at the start (after the policies' on_start): per routed expert, the global
+  // GPU ids hosting it in any replica (replicas own disjoint GPUs).
   std::vector<std::vector<int32_t>> expert_gpus;
+  // A replica's placement changed (e.g. a replication or balancing policy): from its recorded
+  // step `step` on, routed expert e is on the replica's global GPUs expert_gpus[e]. In step order.
+  struct PlacementChange {
+    int32_t replica = 0;
+    int64_t step = 0;
+    std::vector<std::vector<int32_t>> expert_gpus;
+  };
+  std::vector<PlacementChange> placement_changes;
   bool conservation_ok = false;
   std::string conservation_message;
 };

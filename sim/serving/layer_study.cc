@@ -63,8 +63,9 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
   for (int32_t g = 0; g < d.gpus_per_replica; ++g) gpus.emplace_back(g);
   auto cost = make_cost_model(sc.cost, sc.topology->gpu_spec());
   NetworkModelRegistry registry;
+  const std::shared_ptr<const Topology> net_topology = make_network_topology(sc.cost, sc.topology);
   auto network =
-      registry.make(sc.network_model == "simgrid" ? "bottleneck" : sc.network_model, *sc.topology);
+      registry.make(sc.network_model == "simgrid" ? "bottleneck" : sc.network_model, *net_topology);
   const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
   const int32_t num_ranks = d.gpus_per_replica / tp;
   std::vector<LayerStudyRow> rows;

@@ -299,14 +299,29 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
   }
   h["replicas"] = reps;
   // Slots per GPU: the most experts any GPU hosts (the engine sizes every GPU's weights so).
-  std::map<int32_t, int32_t> slots_of_gpu;
-  int32_t max_slots = 0;
-  for (const auto& e : out.expert_gpus) {
-    for (int32_t g : e) max_slots = std::max(max_slots, ++slots_of_gpu[g]);
-  }
-  h["placement"] = {{"num_slots_per_gpu", max_slots}, {"expert_gpus", out.expert_gpus}};
+  auto placement_json = [](const std::vector<std::vector<int32_t>>& expert_gpus) {
+    std::map<int32_t, int32_t> slots_of_gpu;
+    int32_t max_slots = 0;
+    for (const auto& e : expert_gpus) {
+      for (int32_t g : e) max_slots = std::max(max_slots, ++slots_of_gpu[g]);
+    }
+    return json{{"num_slots_per_gpu", max_slots}, {"expert_gpus", expert_gpus}};
+  };
+  h["placement"] = placement_json(out.expert_gpus);
   os << h.dump() << "\n";
+  size_t next_change = 0;
   for (const StepRecord& s : out.steps) {
+    // A replica's placement changed before this step: a placement record for its steps.
+    while (next_change < out.placement_changes.size() &&
+           out.placement_changes[next_change].replica == s.replica &&
+           out.placement_changes[next_change].step == s.step) {
+      const RunOutput::PlacementChange& c = out.placement_changes[next_change++];
+      json p = placement_json(c.expert_gpus);
+      p["record"] = "placement";
+      p["replica"] = c.replica;
+      p["step"] = c.step;
+      os << p.dump() << "\n";
+    }
     json j;
     j["record"] = "step";
     j["step"] = s.step;

@@ -20,6 +20,8 @@ namespace moesim::sim {
 
 class ServingPolicy;
 class ExpertPlacement;
+class RoutingModel;
+struct ModelCard;
 
 // What an arrival hook decided. Hooks run in registration order; the first reject wins.
 struct AdmissionDecision {
@@ -60,6 +62,22 @@ class PolicyContext {
   // changes nothing) when the GPU lacks the memory.
   virtual bool add_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) = 0;
   virtual void remove_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) = 0;
+  // Replaces a replica's whole routed-expert placement (same experts, GPUs, GPUs per node and
+  // shared experts), e.g. a rebalance whose weight copies have landed; experts may move. Slots a
+  // GPU holds beyond the static placement's slots per GPU (those are in the memory layout) are
+  // charged to its KV pool, and slots it gives up go back to it. Returns false (and changes
+  // nothing) when a GPU lacks the memory. Counted as "expert_placement_set". Precondition
+  // (checked): no replica added by add_expert_replica is live on this replica.
+  virtual bool set_expert_placement(int32_t replica, const ExpertPlacement& placement) = 0;
+  // The routing model of a replica (null without MoE layers), for policies that wrap it.
+  virtual RoutingModel* routing_model(int32_t replica) = 0;
+  // From on_start only (before any step): the replica serves `card` (the scenario's layers with
+  // fewer routed experts per MoE layer, e.g. pruned) with `placement` of those experts on its
+  // GPUs and `routing` over them. Its memory layout is recomputed, so weight bytes freed join
+  // the KV pool. `card` and `routing` belong to the caller and must outlive the run. Throws
+  // ConfigError when the layout does not fit.
+  virtual void replace_routed_experts(int32_t replica, const ModelCard& card,
+                                      const ExpertPlacement& placement, RoutingModel* routing) = 0;
   // Caps a replica's in-flight sequences and the tokens of one step (all ranks together);
   // 0 keeps the scheduler's setting for that limit.
   virtual void set_concurrency_limit(int32_t replica, int32_t max_seqs,

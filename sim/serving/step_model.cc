@@ -21,6 +21,13 @@ double ipow(double x, int64_t k) {
   return r;
 }
 
+// std::llround for 0 <= x < 2^52 without the libm call: half away from zero is truncation plus
+// one when the fraction is >= 0.5 (the subtraction is exact in that range).
+int64_t round_non_negative(double x) {
+  const auto whole = static_cast<int64_t>(x);
+  return whole + static_cast<int64_t>(x - static_cast<double>(whole) >= 0.5);
+}
+
 }  // namespace
 
 double BackgroundTransfer::remaining_total() const {
@@ -63,7 +70,7 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
                  "placement size differs from the number of experts");
     MOESIM_CHECK(placement_->num_gpus() == static_cast<int32_t>(gpus_.size()),
                  "placement GPUs differ from the replica's");
-    experts_per_gpu_.assign(gpus_.size(), 0);
+    experts_per_gpu_.assign(gpus_.size(), -1);  // -1: not seen yet
     expert_flops_per_token_ = expert_flops_per_token(*moe_, card_.hidden_size);
     expert_weight_bytes_ = expert_weight_bytes(card_, *moe_);
     int64_t width = moe_->latent_dim > 0 ? moe_->latent_dim : card_.hidden_size;
@@ -81,6 +88,11 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
   src_tokens_.assign(n, 0);
   ffn_s_.assign(n, 0);
   dst_selections_.assign(n, 0);
+  compute_s_.assign(n, 0);
+  comm_s_.assign(n, 0);
+  wait_s_.assign(n, 0);
+  log1p_inv_experts_.assign(n, 0);
+  token_counts_.gpus = gpus_;
 }
 
 double StepModel::seconds(OpKind kind, DType dtype, double flops, double bytes, int64_t tokens) {
@@ -183,7 +195,12 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
   result_.dispatch_bytes = result_.combine_bytes = 0;
   result_.max_gpu_selections = result_.mean_gpu_selections = 0;
   std::fill(clock_s_.begin(), clock_s_.end(), 0.0);
-  std::vector<double> compute_s(n, 0.0), comm_s(n, 0.0), wait_s(n, 0.0);
+  std::fill(compute_s_.begin(), compute_s_.end(), 0.0);
+  std::fill(comm_s_.begin(), comm_s_.end(), 0.0);
+  std::fill(wait_s_.begin(), wait_s_.end(), 0.0);
+  std::vector<double>& compute_s = compute_s_;
+  std::vector<double>& comm_s = comm_s_;
+  std::vector<double>& wait_s = wait_s_;
 
   // Per-rank tokens and per-GPU attention cost for each layer class (equal layers cost alike).
   int64_t total_tokens = 0;
@@ -206,6 +223,11 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
   }
   result_.duration_ns = 0;
   if (total_tokens == 0) return result_;
+
+  // Unique tokens per (source, destination): every entry is written per MoE layer.
+  token_counts_.tokens.resize(static_cast<size_t>(n) * n);
+  token_counts_.tokens_per_src.assign(gpu_tokens_.begin(), gpu_tokens_.end());
+  token_counts_.unique_node_tokens.clear();
 
   const int64_t hidden = card_.hidden_size;
   auto trace = [&](int32_t g, const char* name, int32_t layer, double start, double dur) {
@@ -268,32 +290,38 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
       routing_->route(q, src_expert_);
       dispatcher_.dispatch(*placement_, src_expert_, src_dst_);
     } else {
-      auto primary = placement_->primary_gpu_of_expert();
-      gpu_of_expert_.assign(primary.begin(), primary.end());
-      routing_->route_to_gpus(q, gpu_of_expert_, n, src_dst_);
+      routing_->route_to_gpus(q, placement_->primary_gpu_of_expert(), n, src_dst_);
     }
-    for (int32_t g = 0; g < n; ++g) experts_per_gpu_[g] = placement_->num_slots(g);
+    for (int32_t g = 0; g < n; ++g) {
+      const int32_t slots = placement_->num_slots(g);
+      if (slots == experts_per_gpu_[g]) continue;
+      experts_per_gpu_[g] = slots;
+      log1p_inv_experts_[g] = std::log1p(-1.0 / static_cast<double>(slots));
+    }
     // Unique tokens per (source, destination) for the all-to-all.
-    token_counts_.gpus = gpus_;
-    token_counts_.tokens.assign(static_cast<size_t>(n) * n, 0);
-    token_counts_.tokens_per_src.assign(gpu_tokens_.begin(), gpu_tokens_.end());
-    token_counts_.unique_node_tokens.clear();
     std::fill(dst_selections_.begin(), dst_selections_.end(), 0);
     for (int32_t s = 0; s < n; ++s) {
+      int64_t* tokens = &token_counts_.tokens[static_cast<size_t>(s) * n];
       const double ts = static_cast<double>(gpu_tokens_[s]);
-      if (ts == 0) continue;
+      if (ts == 0) {
+        std::fill_n(tokens, n, 0);
+        continue;
+      }
       auto row = src_dst_.row(s);
       for (int32_t d = 0; d < n; ++d) {
         int32_t sel = row[d];
         dst_selections_[d] += sel;
-        if (sel == 0) continue;
+        if (sel == 0) {
+          tokens[d] = 0;
+          continue;
+        }
         double qsd = static_cast<double>(sel) / (ts * static_cast<double>(k));
         double uniq = ts * (1.0 - ipow(1.0 - std::min(qsd, 1.0), k));
-        int64_t u = std::llround(uniq);
+        int64_t u = round_non_negative(uniq);
         u = std::clamp<int64_t>(u,
                                 (sel + experts_per_gpu_[d] - 1) / std::max(1, experts_per_gpu_[d]),
                                 std::min<int64_t>(sel, gpu_tokens_[s]));
-        token_counts_.tokens[static_cast<size_t>(s) * n + d] = u;
+        tokens[d] = u;
       }
     }
     // Dispatch: barrier, then the collective.
@@ -327,7 +355,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
       if (sel > 0) {
         double mexp = static_cast<double>(experts_per_gpu_[g]);
         // Expected distinct experts hit: m (1 - (1 - 1/m)^sel).
-        double active = mexp * (1.0 - std::exp(sel * std::log1p(-1.0 / mexp)));
+        double active = mexp * (1.0 - std::exp(sel * log1p_inv_experts_[g]));
         OpWork w;
         w.kind = OpKind::kExpertFfn;
         w.dtype = card_.precision.routed_experts;

@@ -117,7 +117,6 @@ class StepModel {
   double background_chunk_bytes_ = 0;
   CountMatrix src_expert_;
   ReplicaDispatcher dispatcher_;
-  std::vector<int32_t> gpu_of_expert_;
   const CostModel& cost_;
   NetworkModel* network_;
   RoutingModel* routing_;
@@ -127,7 +126,8 @@ class StepModel {
   std::vector<AttentionSpec> attn_classes_;
   const MoeSpec* moe_ = nullptr;
   const FfnSpec* dense_ffn_ = nullptr;
-  std::vector<int32_t> experts_per_gpu_;
+  std::vector<int32_t> experts_per_gpu_;   // the placement's slots per GPU, as last seen
+  std::vector<double> log1p_inv_experts_;  // log1p(-1 / experts_per_gpu_[g])
   double expert_flops_per_token_ = 0;
   double expert_weight_bytes_ = 0;
   double dispatch_row_bytes_ = 0;
@@ -136,9 +136,10 @@ class StepModel {
   // Scratch reused across steps (no allocation on the hot path once grown).
   StepResult result_;
   std::vector<double> clock_s_;
-  std::vector<double> attn_s_;        // per GPU x attention class
-  std::vector<int64_t> gpu_tokens_;   // tokens per GPU (MoE sources)
-  std::vector<int64_t> rank_tokens_;  // tokens per attention rank
+  std::vector<double> compute_s_, comm_s_, wait_s_;  // per GPU, summed over the step
+  std::vector<double> attn_s_;                       // per GPU x attention class
+  std::vector<int64_t> gpu_tokens_;                  // tokens per GPU (MoE sources)
+  std::vector<int64_t> rank_tokens_;                 // tokens per attention rank
   std::vector<int32_t> src_tokens_;
   std::vector<double> ffn_s_;
   CountMatrix src_dst_;

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -16,9 +17,10 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-Result run(const std::string& args) {
+// Runs the binary with `args`; `env` ("NAME=value ...") is prepended to the command line.
+Result run(const std::string& args, const std::string& env = "") {
   Result r;
-  FILE* pipe = popen((kBinary + " " + args + " 2>&1").c_str(), "r");
+  FILE* pipe = popen((env + " " + kBinary + " " + args + " 2>&1").c_str(), "r");
   if (pipe == nullptr) return r;
   std::array<char, 4096> buf;
   size_t n;
@@ -81,6 +83,65 @@ TEST(EngineMain, ReplayAndBenchSucceed) {
   EXPECT_EQ(b.exit_code, 0) << b.output;
   EXPECT_NE(b.output.find("attn_mla_decode"), std::string::npos);
   EXPECT_NE(b.output.find("n/a"), std::string::npos);  // CPU peaks unknown
+}
+
+std::string read_file(const std::string& path) {
+  std::string text;
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) return text;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) text.append(buf.data(), n);
+  fclose(f);
+  return text;
+}
+
+TEST(EngineMain, CpuRanksReplayEveryGpuWithMeasuredAllToAlls) {
+  const std::string out = temp_path("ranks.jsonl");
+  const Result r = run("replay " + kTrace + " --out " + out + " --nranks 2 --warmup 0 --repeats 1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("replayed 2 steps x 2 GPUs x 3 layers on 2 in-process ranks on cpu"),
+            std::string::npos)
+      << r.output;
+  const std::string text = read_file(out);
+  EXPECT_NE(text.find("\"sim_gpus\":[0,1]"), std::string::npos);
+  EXPECT_NE(text.find("\"op\":\"dispatch_a2a\""), std::string::npos);
+  EXPECT_EQ(text.find("\"measured\":false"), std::string::npos);
+  // --ranks is --gpus.
+  const Result one =
+      run("replay " + kTrace + " --out " + out + " --ranks 1 --warmup 0 --repeats 1 --max-steps 1");
+  EXPECT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("replayed 1 steps x 1 GPUs"), std::string::npos) << one.output;
+}
+
+TEST(EngineMain, InconsistentRankOptionsExitWith2) {
+  const std::string out = " --out " + temp_path("m.jsonl");
+  struct Case {
+    std::string args, env, message;
+  };
+  const std::vector<Case> cases = {
+      {"--rank 1", "", "--rank needs --nranks N"},
+      {"--rank 2 --nranks 2", "", "--rank 2: must be in [0, 2) for --nranks 2"},
+      {"--nranks 0", "", "--nranks 0: must be >= 1"},
+      {"--nranks 3", "", "topology mismatch: replica 0 has 2 GPUs but 3 ranks are running"},
+      {"--nranks 2 --gpus 1", "", "--gpus/--ranks choose the GPUs of a single-rank replay"},
+      {"--gpus 0 --ranks 1", "", "--gpus and --ranks are the same option"},
+      {"--replica 0", "", "--replica is for multi-rank replays"},
+      {"", "OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2",
+       "--backend cpu runs several ranks as threads of one process"},
+      {"--nranks 2", "PMI_RANK=0 PMI_SIZE=4", "--nranks 2 disagrees with the launcher"},
+      {"--backend cuda --nranks 2", "", "runs one process per rank: give each process --rank R"},
+      {"--backend cuda --rank 1 --nranks 2 --nccl-id-file " + temp_path("id"), "",
+       "put {rank} in the path"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run("replay " + kTrace + out + " " + c.args, c.env);
+    EXPECT_EQ(r.exit_code, 2) << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << ": " << r.output;
+  }
+  const Result bench = run("bench --nranks 2");
+  EXPECT_EQ(bench.exit_code, 2);
+  EXPECT_NE(bench.output.find("--nranks is a replay option"), std::string::npos) << bench.output;
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ TEST(Replay, TinyTraceProducesTheExpectedRecords) {
     EXPECT_EQ(r["device"], header["device"]);
   }
   EXPECT_EQ(steps, 4);
-  EXPECT_EQ(ops, 95);
+  EXPECT_EQ(ops, 99);
   EXPECT_EQ(not_measured, 16);
   const std::map<std::string, int> expected = {
       {"rmsnorm", 12},         {"attn_mla_prefill", 3}, {"attn_mla_decode", 2},
@@ -96,7 +96,7 @@ TEST(Replay, TinyTraceProducesTheExpectedRecords) {
       {"attn_gqa_prefill", 3}, {"attn_gqa_decode", 2},  {"router", 8},
       {"permute", 8},          {"dispatch_a2a", 8},     {"expert_ffn", 8},
       {"shared_expert", 8},    {"combine_a2a", 8},      {"unpermute", 8},
-      {"combine", 8}};
+      {"combine", 8},          {"lm_head", 4}};
   EXPECT_EQ(kinds, expected);
 
   // Exact FLOPs (2 per multiply-accumulate).
@@ -129,6 +129,15 @@ TEST(Replay, TinyTraceProducesTheExpectedRecords) {
       256.0 * 8 * 96 + 256 * 32 + 32 * 256 + 256 * 8 + 8 * 32 * 256 + 256 * 32 + 32 * 256;
   EXPECT_EQ(find_op(records, 0, 1, 1, "attn_kda_prefill")["flops"],
             2 * 4 * kda_gemm + 2.0 * 4 * 4 * 768 + 6.0 * 4 * 8 * 32 * 32);
+  // The output head once per (step, GPU) after the last layer (layer -1, scale 1), one row per
+  // sequence, over the whole vocabulary (DP attention): GPU 1 holds 2 sequences at step 1.
+  const json& head = find_op(records, 1, 1, -1, "lm_head");
+  EXPECT_EQ(head["tokens"], 2);
+  EXPECT_EQ(head["layer_scale"], 1);
+  EXPECT_EQ(head["flops"], 2.0 * 2 * 256 * 32000);
+  EXPECT_EQ(head["weight_bytes"], 256.0 * 32000 * 2);
+  EXPECT_EQ(head["activation_bytes"], 2.0 * 256 * 2 + 2 * 8);
+  EXPECT_EQ(head["measured"], true);
   // The dispatch all-to-all of GPU 0 in layer 1, step 0: 7 rows to GPU 1, 2 rows received, FP8.
   const json& a2a = find_op(records, 0, 0, 1, "dispatch_a2a");
   EXPECT_EQ(a2a["measured"], false);

@@ -6,6 +6,8 @@
 
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "engine/input_error.h"
 
@@ -136,6 +138,52 @@ TEST(StepTrace, RejectsADuplicatedMoeLayer) {
   EXPECT_EQ(error_of(with("{\"layer\": 2, \"routing\": [[0, 2, 0, 6]",
                           "{\"layer\": 1, \"routing\": [[0, 2, 0, 6]")),
             "bad.jsonl:2: layers[1].layer: layer 1 listed twice");
+}
+
+// The trace text with each (from, to) replacement applied in order (each `from` must exist).
+std::string with_all(const std::vector<std::pair<std::string, std::string>>& edits) {
+  std::string text = trace_text();
+  for (const auto& [from, to] : edits) {
+    const size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    if (pos != std::string::npos) text.replace(pos, from.size(), to);
+  }
+  return text;
+}
+
+// Model, topology and shape mismatches name the field and the mismatch.
+TEST(StepTrace, RejectsShapesThatDoNotFitTogether) {
+  EXPECT_EQ(error_of(with("\"num_heads\": 8, \"num_kv_heads\": 2",
+                          "\"num_heads\": 8, \"num_kv_heads\": 3")),
+            "bad.jsonl:1: model.layers[2].attention.num_kv_heads: must divide num_heads (8)");
+  EXPECT_EQ(error_of(with("\"qk_rope_head_dim\": 16", "\"qk_rope_head_dim\": 15")),
+            "bad.jsonl:1: model.layers[0].attention.qk_rope_head_dim: must be even");
+  EXPECT_EQ(error_of(with("\"num_routed_experts\": 16, \"top_k\": 2",
+                          "\"num_routed_experts\": 16, \"top_k\": 17")),
+            "bad.jsonl:1: model.layers[1].ffn.top_k: exceeds num_routed_experts (16)");
+  EXPECT_EQ(error_of(with("\"num_routed_experts\": 16, \"top_k\": 2",
+                          "\"num_routed_experts\": 8, \"top_k\": 2")),
+            "bad.jsonl:1: model.layers[2].ffn.num_routed_experts: differs between MoE layers (one "
+            "placement covers all of them)");
+}
+
+TEST(StepTrace, RejectsAPlacementThatDoesNotFitTheModelOrTopology) {
+  EXPECT_EQ(error_of(with("\"expert_gpus\": [[0], ", "\"expert_gpus\": [")),
+            "bad.jsonl:1: placement.expert_gpus: has 15 entries, the model has 16 routed experts");
+  EXPECT_EQ(error_of(with("\"expert_gpus\": [[0], ", "\"expert_gpus\": [[2], ")),
+            "bad.jsonl:1: placement.expert_gpus[0][0]: GPU 2 out of range (topology has 2)");
+  EXPECT_EQ(error_of(with("\"gpus\": [0, 1]", "\"gpus\": [0, 2]")),
+            "bad.jsonl:1: replicas[0].gpus[1]: GPU 2 out of range");
+}
+
+TEST(StepTrace, RejectsRoutingToAGpuOutsideTheStepsReplica) {
+  // Three GPUs, replica 0 = {0, 1}; expert 0 also on GPU 2, which tokens of replica 0 cannot
+  // reach.
+  EXPECT_EQ(error_of(with_all({{"\"num_gpus\": 2", "\"num_gpus\": 3"},
+                               {"\"expert_gpus\": [[0], ", "\"expert_gpus\": [[0, 2], "},
+                               {"[0, 0, 0, 3]", "[0, 0, 2, 3]"}})),
+            "bad.jsonl:2: layers[0].routing[0][2]: GPU 2 is not a GPU of replica 0 (tokens move "
+            "within a replica)");
 }
 
 TEST(StepTrace, RejectsATraceWithoutHeader) {

@@ -61,11 +61,21 @@ TEST(CalibratedCostModel, PermuteIncludesUnpermute) {
   EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kPermute, 0, 1000, 8)), (1e-6 + 1e-6) + (2e-6 + 1e-6));
 }
 
-TEST(CalibratedCostModel, LmHeadUsesTheDenseFfnFitAsProxy) {
+TEST(CalibratedCostModel, LmHeadUsesItsOwnFit) {
+  CalibrationProfile p = profile();
+  p.ops.push_back(linear_fit("lm_head", 5e-6, 1e-10, 2e-12, 1e12));
+  CalibratedCostModel m(p, std::make_unique<ConstantModel>());
+  EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kLmHead, 1e9, 1e6, 2)), 5e-6 + 1e-4 + 2e-3);
+  EXPECT_EQ(m.num_proxy_queries(), 0);
+  EXPECT_EQ(m.num_out_of_range_queries(), 0);
+}
+
+TEST(CalibratedCostModel, LmHeadWithoutItsFitUsesTheDenseFfnFitAsProxyAndCountsIt) {
+  // Profiles fitted before the engine ran the output head.
   CalibratedCostModel m(profile(), std::make_unique<ConstantModel>());
   EXPECT_DOUBLE_EQ(m.seconds(work(OpKind::kLmHead, 1e9, 10, 2)), 3e-6 + 1e-3);
   EXPECT_EQ(m.num_proxy_queries(), 1);
-  EXPECT_EQ(m.num_out_of_range_queries(), 0);
+  EXPECT_EQ(m.num_out_of_range_queries(OpKind::kLmHead), 1);
 }
 
 TEST(CalibratedCostModel, CountsOutOfRangeAndMissingKinds) {

@@ -34,9 +34,11 @@ TEST(CalibrationLoop, OutOfSampleStepErrorBelow15Percent) {
   const fs::path dir = bin / "calibration_loop_test";
   fs::remove_all(dir);
   // The shipped loop (scripts/calibrate_cpu.sh) on a smaller case, writing only under `dir`.
-  ASSERT_EQ(run("STEPS=24 REPEATS=5 MACHINE=test PROFILE_DIR=" + (dir / "profiles").string() +
-                " scripts/calibrate_cpu.sh " + bin.string() + " " + dir.string() + " > " +
-                (dir.parent_path() / "calibration_loop_test.log").string() + " 2>&1"),
+  // The DeepSeek-V3 slice (minutes of replay) is left out: SLICE_STEPS=0.
+  ASSERT_EQ(run("STEPS=24 REPEATS=5 SLICE_STEPS=0 MACHINE=test PROFILE_DIR=" +
+                (dir / "profiles").string() + " scripts/calibrate_cpu.sh " + bin.string() + " " +
+                dir.string() + " > " + (dir.parent_path() / "calibration_loop_test.log").string() +
+                " 2>&1"),
             0);
   std::ifstream f(dir / "xval-chat-to-burst" / "report.json");
   ASSERT_TRUE(f.good());

@@ -103,15 +103,18 @@ TEST(BottleneckModel, ReusingTheModelGivesTheSameResult) {
   EXPECT_EQ(first.bottleneck_link, again.bottleneck_link);
 }
 
-// Random bytes with zeros and diagonal entries (which the model must ignore).
-TrafficMatrix random_traffic(std::vector<GpuId> gpus, uint64_t seed) {
+// Random bytes with zeros (a share `zero_share` of the entries) and diagonal entries (which the
+// model must ignore); `fraction` is added to every non-zero entry (0: integral bytes, which run()
+// sums per route class when the first row is dense).
+TrafficMatrix random_traffic(std::vector<GpuId> gpus, uint64_t seed, double fraction = 0.25,
+                             double zero_share = 0.3) {
   RngStream rng(seed, "bottleneck_random_traffic");
   TrafficMatrix m(gpus);
   const auto p = static_cast<int32_t>(gpus.size());
   for (int32_t s = 0; s < p; ++s) {
     for (int32_t d = 0; d < p; ++d) {
-      if (rng.uniform01() < 0.3) continue;
-      m.set_bytes(s, d, std::round(1e6 * rng.uniform01() * rng.uniform01()) + 0.25);
+      if (rng.uniform01() < zero_share) continue;
+      m.set_bytes(s, d, std::round(1e6 * rng.uniform01() * rng.uniform01()) + fraction);
     }
   }
   return m;
@@ -160,17 +163,62 @@ TEST(BottleneckModel, StructuredPathEqualsThePerRouteReferenceBitForBit) {
     std::vector<std::vector<GpuId>> participant_sets = {gpu_range(0, g), gpu_range(g / 4, g / 2)};
     participant_sets.push_back({GpuId(g - 1), GpuId(0), GpuId(g / 2), GpuId(1)});
     for (const std::vector<GpuId>& gpus : participant_sets) {
-      for (int32_t trial = 0; trial < 3; ++trial) {
-        const TrafficMatrix m = random_traffic(gpus, seed++);
+      for (int32_t trial = 0; trial < 8; ++trial) {
+        // Trials 0-2 non-integral bytes (the ordered path), 3-5 integral (the class sums), 6-7
+        // integral and sparse (the ordered path).
+        const TrafficMatrix m =
+            random_traffic(gpus, seed++, trial < 3 ? 0.25 : 0.0, trial < 6 ? 0.3 : 0.8);
         CollectiveResult rf, rr;
         fast.run(m, rf);
         reference.run_reference(m, rr);
         SCOPED_TRACE(topo.name() + " participants " + std::to_string(gpus.size()));
         expect_same(fast, rf, reference, rr);
-        EXPECT_GT(rf.duration_ns, 0);
+        if (trial < 6) EXPECT_GT(rf.duration_ns, 0);
       }
     }
   }
+}
+
+// Integral bytes up to the point where run() finds an entry that is not (late in the matrix, or
+// negative, which is no flow), after a run on other participants: the fallback starts from
+// clean link loads.
+TEST(BottleneckModel, NonIntegralEntryFoundLateFallsBackBitForBit) {
+  const Topology topo = testing::h800_like(4, 4);
+  BottleneckModel fast(topo);
+  BottleneckModel reference(topo);
+  CollectiveResult rf, rr;
+  fast.run(random_traffic(gpu_range(4, 8), 5, 0.0), rf);
+  for (const double odd : {0.5, -3.0, 1e17}) {
+    TrafficMatrix m = random_traffic(gpu_range(0, 16), 6, 0.0);
+    m.set_bytes(15, 3, odd);
+    fast.run(m, rf);
+    reference.run_reference(m, rr);
+    SCOPED_TRACE(odd);
+    expect_same(fast, rf, reference, rr);
+  }
+  // Integral entries again, after the fallback.
+  const TrafficMatrix m = random_traffic(gpu_range(0, 16), 7, 0.0);
+  fast.run(m, rf);
+  reference.run_reference(m, rr);
+  expect_same(fast, rf, reference, rr);
+}
+
+// Large integral entries: each below 2^52 but summing past it, where additions stop being exact.
+TEST(BottleneckModel, IntegralBytesSummingPastTwoToThe52EqualTheReference) {
+  const Topology topo = testing::h800_like(2, 4);
+  BottleneckModel fast(topo);
+  BottleneckModel reference(topo);
+  RngStream rng(11, "bottleneck_large_bytes");
+  TrafficMatrix m(gpu_range(0, 8));
+  for (int32_t s = 0; s < 8; ++s) {
+    for (int32_t d = 0; d < 8; ++d) {
+      m.set_bytes(s, d, std::round(4e15 * rng.uniform01()) + 1.0);
+    }
+  }
+  CollectiveResult rf, rr;
+  fast.run(m, rf);
+  reference.run_reference(m, rr);
+  expect_same(fast, rf, reference, rr);
 }
 
 TEST(BottleneckModel, FullMeshTopologyUsesTheReferencePath) {

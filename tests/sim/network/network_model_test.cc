@@ -12,8 +12,10 @@ namespace {
 TEST(NetworkModelRegistry, MakesModelsByName) {
   const Topology topo = testing::h800_like(2, 4);
   NetworkModelRegistry registry;
-  EXPECT_EQ(registry.names(), (std::vector<std::string>{"bottleneck", "fluid"}));
+  EXPECT_EQ(registry.names(),
+            (std::vector<std::string>{"bottleneck", "bottleneck_factored", "fluid"}));
   EXPECT_EQ(registry.make("bottleneck", topo)->name(), "bottleneck");
+  EXPECT_EQ(registry.make("bottleneck_factored", topo)->name(), "bottleneck_factored");
   EXPECT_EQ(registry.make("fluid", topo)->name(), "fluid");
 }
 
@@ -26,7 +28,7 @@ TEST(NetworkModelRegistry, UnknownNameListsTheValidOnes) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key_path(), "scenario.network.model");
     EXPECT_NE(e.reason().find("unknown network model 'ns3'"), std::string::npos);
-    EXPECT_NE(e.reason().find("bottleneck, fluid"), std::string::npos);
+    EXPECT_NE(e.reason().find("bottleneck, bottleneck_factored, fluid"), std::string::npos);
   }
 }
 
@@ -35,7 +37,8 @@ TEST(NetworkModelRegistry, AddedFactoriesAreListedInOrder) {
   NetworkModelRegistry registry;
   registry.add("copy",
                [](const Topology& t) { return NetworkModelRegistry().make("bottleneck", t); });
-  EXPECT_EQ(registry.names(), (std::vector<std::string>{"bottleneck", "copy", "fluid"}));
+  EXPECT_EQ(registry.names(),
+            (std::vector<std::string>{"bottleneck", "bottleneck_factored", "copy", "fluid"}));
   EXPECT_EQ(registry.make("copy", topo)->name(), "bottleneck");
 }
 

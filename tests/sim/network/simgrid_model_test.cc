@@ -94,7 +94,8 @@ TEST(SimgridModel, RegisteredByName) {
   const Topology topo = testing::h800_like(2, 4);
   NetworkModelRegistry registry;
   register_simgrid_model(registry);
-  EXPECT_EQ(registry.names(), (std::vector<std::string>{"bottleneck", "fluid", "simgrid"}));
+  EXPECT_EQ(registry.names(),
+            (std::vector<std::string>{"bottleneck", "bottleneck_factored", "fluid", "simgrid"}));
   const std::unique_ptr<NetworkModel> model = registry.make("simgrid", topo);
   EXPECT_EQ(model->name(), "simgrid");
   const CollectiveResult r = model->run(testing::hot_destination(8, 1e6, 0, 4.0));

@@ -32,6 +32,12 @@ class FakePolicyContext final : public PolicyContext {
   }
   bool add_expert_replica(int32_t, int32_t, int32_t) override { return false; }
   void remove_expert_replica(int32_t, int32_t, int32_t) override {}
+  bool set_expert_placement(int32_t, const ExpertPlacement&) override { return false; }
+  RoutingModel* routing_model(int32_t) override { return nullptr; }
+  void replace_routed_experts(int32_t, const ModelCard&, const ExpertPlacement&,
+                              RoutingModel*) override {
+    MOESIM_CHECK(false, "no routed experts in FakePolicyContext");
+  }
   void set_concurrency_limit(int32_t replica, int32_t max_seqs, int64_t max_step_tokens) override {
     limits[replica] = {max_seqs, max_step_tokens};
   }

@@ -23,6 +23,13 @@ TEST(PolicyRegistryTest, RegistersTheRequestPolicies) {
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
 }
 
+TEST(PolicyRegistryTest, RegistersTheExpertPolicies) {
+  const std::vector<std::string> names = builtin_policy_registry().names();
+  for (const char* n : {"eplb", "expert_pruning", "hot_expert_replication"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  }
+}
+
 TEST(PolicyRegistryTest, NoPoliciesGivesAnEmptyList) {
   EXPECT_TRUE(make_policies(tiny_scenario("")).empty());
 }

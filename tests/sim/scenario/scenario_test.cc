@@ -33,7 +33,7 @@ const std::map<std::string, std::string>& expected_messages() {
        "(valid: dp, tp)"},
       {"bad_network_model.toml",
        "{dir}/bad_network_model.toml:22:9: network.model: unknown value 'ideal' (valid: "
-       "bottleneck, fluid, simgrid)"},
+       "bottleneck, bottleneck_factored, fluid, simgrid)"},
       {"bad_router.toml",
        "{dir}/bad_router.toml:22:10: scheduler.router: unknown value 'random' (valid: "
        "round_robin, least_outstanding, session_affinity)"},

@@ -1,8 +1,5 @@
 // The whole serving simulation on small scenarios (tests/data/scenarios/): conservation,
 // determinism, preemption, prefix caching, rejections, P/D disaggregation, TP attention.
-//
-// Tests named *_ClusterBug document bugs in sim/serving/cluster.cc (owned by the lead, who is
-// applying the fixes described in the test comments); they fail until then.
 #include "sim/serving/cluster.h"
 
 #include <gtest/gtest.h>
@@ -125,11 +122,11 @@ TEST(ClusterTest, ScarceKvPreemptsAndEveryPreemptedRequestCompletes) {
   EXPECT_GT(out.summary.kv_high_water_fraction, 0.9);
 }
 
-// Bug (cluster.cc, preempt() + decode slices): after a preemption, prefill_target becomes
-// prompt + generated, but decode still uses context = prefill_target + generated, so the tokens
-// generated before the preemption are counted twice (and ensure_decode_capacity() reserves
-// blocks for them twice). A sequence's context can never exceed prompt + output tokens.
-TEST(ClusterTest, DecodeContextNeverExceedsPromptPlusOutput_ClusterBug) {
+// Regression (preempt() + decode slices, sim/serving/cluster_scheduler.cc): after a preemption
+// the re-prefill covers prompt + generated tokens, and decode must not count the tokens generated
+// before the preemption twice (nor ensure_decode_capacity() reserve blocks for them twice). A
+// sequence's context can never exceed prompt + output tokens.
+TEST(ClusterTest, DecodeContextNeverExceedsPromptPlusOutput) {
   RunOutput out = run("tiny_scarce_kv", recording());
   ASSERT_GT(out.counters.num_preemptions, 0);
   std::map<int32_t, const RequestRecord*> by_id;

@@ -177,20 +177,18 @@ int64_t check_steps(const std::string& name) {
 TEST(StepTraceTest, StepsFollowTheEngineContract) { check_steps("tiny_synthetic"); }
 TEST(StepTraceTest, StepsFollowTheEngineContractWithTwoReplicas) { check_steps("tiny_agent"); }
 
-// Bug (cluster.cc, RecordObserver::on_routing): each (src, dst GPU) count is split over the
-// destination's experts by an unconstrained multinomial, so one source's count for an expert
-// can exceed the source's tokens (e.g. 1 token, top_k 2, both picks on GPU d: the split may
-// give 2 to one expert). The engine rejects such a trace. Fix: cap each expert's share at the
-// source's tokens (sequential capped draws, as the routing model's capped multinomial does).
-TEST(StepTraceTest, NoTokenPicksAnExpertTwice_ClusterBug) {
+// Regression (RecordObserver::on_routing, sim/serving/step_recorder.cc): each (src, dst GPU)
+// count is split over the destination's experts; one source's count for an expert must not
+// exceed the source's tokens (e.g. 1 token, top_k 2, both picks on GPU d), or the engine rejects
+// the trace. The split caps each expert's share at the source's tokens.
+TEST(StepTraceTest, NoTokenPicksAnExpertTwice) {
   EXPECT_EQ(check_steps("tiny_synthetic") + check_steps("tiny_agent"), 0);
 }
 
-// Bug (cluster.cc, try_start_step: `bool record = ... && placement_;`): steps of a model without
-// MoE layers are never recorded, so `--record` writes only the header. Fix: record whenever
-// opt_.record_steps allows; RecordObserver only needs the placement in on_routing, which dense
-// models never call (hold it by pointer).
-TEST(StepTraceTest, DenseModelStepsAreRecorded_ClusterBug) { check_steps("tiny_dense"); }
+// Regression (try_start_step, sim/serving/cluster_scheduler.cc): steps of a model without MoE
+// layers are recorded too (the recorder needs the placement only in on_routing, which dense
+// models never call), so `--record` writes more than the header.
+TEST(StepTraceTest, DenseModelStepsAreRecorded) { check_steps("tiny_dense"); }
 
 TEST(StepTraceTest, RecordMaxStepsCapsTheTrace) {
   EXPECT_EQ(recorded("tiny_synthetic").out.steps.size(), 400u);

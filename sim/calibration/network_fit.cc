@@ -1,0 +1,143 @@
+#include "sim/calibration/network_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/config/config_error.h"
+#include "sim/network/network_model.h"
+#include "sim/network/traffic_matrix.h"
+
+namespace moesim::sim {
+namespace {
+
+TopologySpec without_latencies(TopologySpec spec) {
+  spec.nvlink_latency_ns = 0;
+  spec.nvswitch_latency_ns = 0;
+  spec.nic_latency_ns = 0;
+  spec.leaf_spine_latency_ns = 0;
+  spec.switch_latency_ns = 0;
+  return spec;
+}
+
+NominalCollective run_uniform(const Topology& topology, NetworkModel& model, int32_t ep_size,
+                              double bytes_per_gpu) {
+  std::vector<GpuId> gpus;
+  for (int32_t g = 0; g < ep_size; ++g) gpus.emplace_back(g);
+  TrafficMatrix traffic(gpus);
+  const double pair_bytes = bytes_per_gpu / static_cast<double>(ep_size - 1);
+  for (int32_t s = 0; s < ep_size; ++s) {
+    for (int32_t d = 0; d < ep_size; ++d) {
+      if (s != d) traffic.set_bytes(s, d, pair_bytes);
+    }
+  }
+  CollectiveResult r;
+  model.run(traffic, r);
+  return {to_seconds(r.duration_ns), calibration_link_class(r.bottleneck_class)};
+}
+
+SimTime half_ns(double seconds) { return static_cast<SimTime>(std::llround(0.5e9 * seconds)); }
+
+}  // namespace
+
+const LinkClassFit* NetworkCalibration::find(const std::string& link_class) const {
+  for (const LinkClassFit& f : link_classes) {
+    if (f.link_class == link_class) return &f;
+  }
+  return nullptr;
+}
+
+const char* calibration_link_class(LinkClass link_class) {
+  return link_class == LinkClass::kNvlink ? "nvlink" : "network";
+}
+
+NominalCollective nominal_collective(const Topology& topology, int32_t ep_size,
+                                     double bytes_per_gpu) {
+  const Topology zero(without_latencies(topology.spec()));
+  auto model = NetworkModelRegistry().make("bottleneck", zero);
+  return run_uniform(zero, *model, ep_size, bytes_per_gpu);
+}
+
+NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const Topology& topology,
+                             int32_t min_samples) {
+  NetworkFitReport report;
+  report.calibration.topology = topology.name();
+  const Topology zero(without_latencies(topology.spec()));
+  auto model = NetworkModelRegistry().make("bottleneck", zero);
+  std::map<std::string, std::vector<size_t>> by_class;
+  std::vector<FitSample> fit_samples;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const CollectiveSample& s = samples[i];
+    const std::string where = s.source + " sample " + std::to_string(i + 1);
+    if (s.ep_size < 2 || s.ep_size > topology.num_gpus()) {
+      throw ConfigError(where, 0, 0, "collective.ep_size",
+                        std::to_string(s.ep_size) + " GPUs do not fit topology " + topology.name() +
+                            " (" + std::to_string(topology.num_gpus()) +
+                            " GPUs; at least 2 are needed)");
+    }
+    if (!(s.bytes_per_gpu > 0)) {
+      throw ConfigError(where, 0, 0, "collective.bytes_per_gpu", "must be > 0");
+    }
+    if (!(s.measured_s > 0)) throw ConfigError(where, 0, 0, "collective.measured", "must be > 0");
+    const NominalCollective n = run_uniform(zero, *model, s.ep_size, s.bytes_per_gpu);
+    // The nominal transfer time stands in the FLOP column of the one-feature fit.
+    fit_samples.push_back({n.transfer_s, 0.0, s.bytes_per_gpu, s.measured_s});
+    report.rows.push_back({n.link_class, n.transfer_s, 0.0, s.measured_s});
+    by_class[n.link_class].push_back(i);
+  }
+  FitOptions one_regime;
+  one_regime.max_segments = 1;
+  for (const char* cls : {"nvlink", "network"}) {
+    auto it = by_class.find(cls);
+    if (it == by_class.end()) continue;
+    std::vector<FitSample> mine;
+    for (size_t i : it->second) mine.push_back(fit_samples[i]);
+    if (static_cast<int32_t>(mine.size()) < min_samples) {
+      report.skipped.push_back(std::string(cls) + ": " + std::to_string(mine.size()) +
+                               " samples (< " + std::to_string(min_samples) + ")");
+      continue;
+    }
+    const OpFit fit = fit_op(mine, {FitFeature::kFlops}, one_regime);
+    const FitSegment& seg = fit.segments.front();
+    if (!(seg.s_per_flop > 0)) {
+      report.skipped.push_back(std::string(cls) +
+                               ": time does not grow with bytes (no efficiency to fit)");
+      continue;
+    }
+    LinkClassFit f;
+    f.link_class = cls;
+    f.efficiency = 1.0 / seg.s_per_flop;
+    f.latency_s = seg.intercept_s;
+    f.bytes_per_gpu_min = fit.range.tokens_min;
+    f.bytes_per_gpu_max = fit.range.tokens_max;
+    f.ep_size_min = samples[it->second.front()].ep_size;
+    f.ep_size_max = f.ep_size_min;
+    for (size_t i : it->second) {
+      f.ep_size_min = std::min(f.ep_size_min, samples[i].ep_size);
+      f.ep_size_max = std::max(f.ep_size_max, samples[i].ep_size);
+      report.rows[i].predicted_s = f.latency_s + fit_samples[i].flops / f.efficiency;
+    }
+    f.quality = fit.quality;
+    report.calibration.link_classes.push_back(f);
+  }
+  return report;
+}
+
+TopologySpec apply_network_calibration(TopologySpec spec, const NetworkCalibration& calibration) {
+  if (const LinkClassFit* f = calibration.find("nvlink")) {
+    spec.nvlink_bytes_per_s *= f->efficiency;
+    // Full mesh: one link per route; switch fabric: port, switch, port.
+    spec.nvlink_latency_ns =
+        spec.fabric == ScaleUpFabric::kFullMesh ? 2 * half_ns(f->latency_s) : half_ns(f->latency_s);
+    spec.nvswitch_latency_ns = 0;
+  }
+  if (const LinkClassFit* f = calibration.find("network")) {
+    spec.nic_bytes_per_s *= f->efficiency;  // leaf-spine capacities follow the NIC bandwidth
+    spec.nic_latency_ns = half_ns(f->latency_s);
+    spec.leaf_spine_latency_ns = 0;
+    spec.switch_latency_ns = 0;
+  }
+  return spec;
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,96 @@
+// Network calibration: per link class, the efficiency (achieved / nominal bandwidth) and the fixed
+// latency of measured all-to-alls, fitted against the simulator's own network model on the
+// cluster's topology, and applied back to that topology's link capacities and latencies.
+//
+// A sample is one all-to-all over the first ep_size GPUs of the topology in which every GPU sends
+// bytes_per_gpu to the other participants, split evenly (what NCCL's alltoall and nccl-tests'
+// alltoall_perf run); measured_s is its duration. For each sample the "bottleneck" network model
+// (sim/network, the one `moesim collective` and the simulator use) runs the same traffic on the
+// nominal topology with every latency set to zero: its duration is the nominal transfer time x,
+// its bottleneck link gives the sample's class. Per class,
+//   measured_s = latency_s + x / efficiency
+// is fitted by least squares on relative error with non-negative coefficients (op_fit.h's solver,
+// one regime, x in the FLOP column). Classes: "nvlink" (the scale-up ports) and "network" (NICs
+// and leaf-spine links together: the topology derives leaf-spine capacities from the NIC
+// bandwidth, so one efficiency scales both).
+//
+// Applied (apply_network_calibration), a class's link capacities are multiplied by its efficiency
+// and its latency becomes the whole route latency of any GPU pair of that class: the GPU's
+// attachment links (NVLink port, NIC) get latency_s / 2 each and the switch traversals and
+// leaf-spine links of the class get 0. The fixed cost of an NCCL all-to-all is software (launch,
+// synchronisation, protocol), not per-hop wire latency, so it is placed where every route of the
+// class pays it exactly once. The bottleneck model then reproduces the fitted law for the
+// samples' traffic: duration = latency_s + x / efficiency.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/calibration/op_fit.h"
+#include "sim/topology/topology.h"
+
+namespace moesim::sim {
+
+// One measured all-to-all (see the file comment).
+struct CollectiveSample {
+  std::string source;        // where it came from, e.g. "nccl-tests:a2a.txt", "engine:x.jsonl"
+  int32_t ep_size = 0;       // participants: GPUs 0 .. ep_size - 1 of the topology (>= 2)
+  double bytes_per_gpu = 0;  // bytes each GPU sends to the other participants (> 0)
+  double measured_s = 0;     // duration (> 0)
+};
+
+// The fit of one link class.
+struct LinkClassFit {
+  std::string link_class;  // "nvlink" or "network"
+  double efficiency = 1;   // achieved / nominal bandwidth, in (0, 1] normally (> 0)
+  double latency_s = 0;    // fixed time of one all-to-all over this class (>= 0)
+  double bytes_per_gpu_min = 0, bytes_per_gpu_max = 0;  // samples' range
+  int32_t ep_size_min = 0, ep_size_max = 0;
+  FitQuality quality;  // of measured_s against latency_s + x / efficiency
+};
+
+// The profile's [network] section.
+struct NetworkCalibration {
+  std::string topology;  // name of the topology the samples were fitted on (information)
+  std::vector<LinkClassFit> link_classes;  // at most one per class, "nvlink" before "network"
+
+  bool empty() const { return link_classes.empty(); }
+  // The fit of `link_class`, or null.
+  const LinkClassFit* find(const std::string& link_class) const;
+};
+
+// "nvlink" for LinkClass::kNvlink, "network" for kNic and kLeafSpine.
+const char* calibration_link_class(LinkClass link_class);
+
+// The nominal transfer time x (seconds, every latency zero) of a sample's all-to-all on
+// `topology`, and the calibration class of its bottleneck link. Precondition: 2 <= ep_size <=
+// topology GPUs, bytes_per_gpu > 0.
+struct NominalCollective {
+  double transfer_s = 0;
+  std::string link_class;
+};
+NominalCollective nominal_collective(const Topology& topology, int32_t ep_size,
+                                     double bytes_per_gpu);
+
+struct NetworkFitReport {
+  NetworkCalibration calibration;
+  // Per sample, in input order: its class, the nominal transfer time and the fitted prediction.
+  struct Row {
+    std::string link_class;
+    double nominal_s = 0, predicted_s = 0, measured_s = 0;
+  };
+  std::vector<Row> rows;
+  std::vector<std::string> skipped;  // "class: reason"
+};
+
+// Fits every class that has at least `min_samples` samples (and whose time grows with bytes) on
+// `topology`. Throws ConfigError (key path "collective") naming the first sample that does not
+// fit the topology (ep_size beyond its GPUs, non-positive bytes or time).
+NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const Topology& topology,
+                             int32_t min_samples = 3);
+
+// `spec` with the calibration applied (see the file comment); classes without a fit unchanged.
+TopologySpec apply_network_calibration(TopologySpec spec, const NetworkCalibration& calibration);
+
+}  // namespace moesim::sim

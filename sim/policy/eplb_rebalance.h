@@ -1,0 +1,95 @@
+// EPLB-style rebalancing: the decision logic of the eplb policy (the serving loop owns the
+// events; eplb_policy.h wires them).
+//
+// The serving loop serves every MoE layer of a replica with one placement, so the policy
+// balances the sum over MoE layers of each layer's moving-average expert loads (one sample per
+// layer and step: the step's expected selections per expert). Every rebalance:
+//  1. balance: balance_experts() (sim/placement/eplb.h) on those loads: redundant slots to the
+//     largest load per replica, then balanced packing onto the GPUs (hierarchical or global);
+//  2. align: the balanced layout's GPUs are relabelled to keep as many experts where they are as
+//     possible (a GPU permutation changes no GPU's load): nodes first (greedy: the pair of
+//     layout node and current node sharing the most expert replicas, ties to the lower ids),
+//     then GPUs within each matched node pair the same way;
+//  3. diff against the current placement: every (expert, GPU) the target gains is one weight
+//     copy (the expert in every MoE layer) from a GPU holding it now, on the destination's node
+//     if any, lowest id; every (expert, GPU) it loses is dropped when the target is applied;
+//  4. decide: no load observed yet -> skip; target equals current -> unchanged; predicted
+//     imbalance (max over mean of GPU loads, each expert's load split evenly over its replicas)
+//     not lower by more than min_imbalance_gain -> skip; else apply.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "sim/placement/eplb.h"
+#include "sim/placement/expert_placement.h"
+#include "sim/policy/hot_expert_replication.h"
+
+namespace moesim::sim {
+
+class TomlTable;
+
+// [policies.eplb]: the balancer's keys (EplbConfig, sim/placement/eplb.h) and the rest here.
+struct EplbPolicyConfig {
+  EplbConfig balance;
+  // A rebalance applies only when it lowers the predicted imbalance by more than this, >= 0.
+  double min_imbalance_gain = 0.0;
+};
+
+// Parses [policies.eplb] for an EP group of num_gpus GPUs on num_nodes nodes serving num_experts
+// experts in num_groups groups; calls finish(). Unknown keys and out-of-range values are
+// ConfigErrors with key paths.
+EplbPolicyConfig parse_eplb_policy_config(TomlTable& table, int32_t num_experts, int32_t num_groups,
+                                          int32_t num_nodes, int32_t num_gpus);
+
+struct EplbPlan {
+  enum class Decision { kApply, kNoLoad, kUnchanged, kNoGain };
+  Decision decision = Decision::kNoLoad;
+  std::optional<ExpertPlacement> target;  // set unless kNoLoad
+  std::vector<ReplicaAddition> copies;    // by (expert, destination GPU)
+  std::vector<ReplicaRemoval> drops;      // by (expert, GPU)
+  double current_imbalance = 1.0;         // predicted, under the averaged loads
+  double target_imbalance = 1.0;
+};
+
+class EplbRebalancer {
+ public:
+  // initial: the replica's static placement (experts, GPUs, nodes). slot_weight_bytes: the bytes
+  // of one expert in every MoE layer (one copy), > 0. Preconditions (checked): config parsed for
+  // these dimensions, num_moe_layers >= 1.
+  EplbRebalancer(const EplbPolicyConfig& config, int32_t num_moe_layers,
+                 const ExpertPlacement& initial, int32_t num_groups, double slot_weight_bytes);
+
+  const EplbPolicyConfig& config() const { return config_; }
+  const EplbShape& shape() const { return shape_; }
+  // One sample of a layer's expected selections per expert.
+  void observe(int32_t moe_layer_idx, std::span<const double> selections);
+  // Moving-average loads summed over MoE layers, per expert.
+  std::vector<double> expert_loads() const;
+  // The rebalance of the file comment for the current averages.
+  EplbPlan plan(const ExpertPlacement& current) const;
+  // Bytes to copy per (src, dst): bytes[src * P + dst] for the P GPUs.
+  std::vector<double> transfer_traffic(const EplbPlan& plan) const;
+
+  // Per GPU: the sum of its experts' loads, each split evenly over the expert's replicas.
+  static std::vector<double> gpu_loads(const ExpertPlacement& placement,
+                                       std::span<const double> expert_loads);
+  // max / mean of gpu_loads (1 when the loads sum to 0).
+  static double imbalance(const ExpertPlacement& placement, std::span<const double> expert_loads);
+  // `target` with its GPUs relabelled to match `current` (step 2 of the file comment).
+  // Precondition (checked): same experts, GPUs and GPUs per node.
+  static ExpertPlacement align_to(const ExpertPlacement& target, const ExpertPlacement& current);
+
+ private:
+  EplbPolicyConfig config_;
+  EplbShape shape_;
+  int32_t num_gpus_;
+  int32_t gpus_per_node_;
+  int32_t num_shared_experts_;
+  double slot_weight_bytes_;
+  ExpertLoadAverage average_;
+};
+
+}  // namespace moesim::sim

@@ -1,0 +1,142 @@
+#include "sim/policy/expert_pruning_policy.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "sim/config/config_error.h"
+#include "sim/placement/expert_placement.h"
+#include "sim/policy/expert_pruning.h"
+
+namespace moesim::sim {
+namespace {
+
+// Root seed of the held-out re-routing draws (they never touch the run's streams).
+constexpr uint64_t kHeldOutSeed = 1;
+
+class ExpertPruningPolicy final : public ServingPolicy {
+ public:
+  // plan: a plan read from plan_file, or null to plan config.fraction from the profile.
+  ExpertPruningPolicy(ExpertPruningConfig config, const ModelCard& card,
+                      std::unique_ptr<PruningPlan> plan)
+      : config_(config), card_(card), plan_(std::move(plan)) {}
+
+  std::string_view name() const override { return "expert_pruning"; }
+
+  void on_start(PolicyContext& ctx) override {
+    if (ctx.num_replicas() == 0 || !ctx.placement(0)) return;
+    auto* sampler = dynamic_cast<SyntheticRoutingModel*>(ctx.routing_model(0));
+    MOESIM_CHECK(sampler != nullptr, "synthetic routing (checked by the factory)");
+    const RoutingShape& shape = sampler->shape();
+    if (!plan_) {
+      const ActivationProfile profile =
+          profile_activations(*sampler, 0, config_.profile_steps, config_.tokens_per_step, {});
+      plan_ = std::make_unique<PruningPlan>(
+          PruningPlan::least_activated(profile, config_.fraction, shape.top_k));
+    }
+    const RerouteStats held_out =
+        held_out_reroute(*sampler, *plan_, config_.profile_steps, config_.profile_steps,
+                         config_.tokens_per_step, kHeldOutSeed);
+    const int32_t kept = plan_->num_kept_per_layer();
+    const ExpertPlacement& before = *ctx.placement(0);
+    const int32_t slots_before = before.max_slots_per_gpu();
+    pruned_card_ = std::make_unique<ModelCard>(pruned_model_card(card_, kept));
+    const ExpertPlacement placement = repacked_placement(
+        kept, before.num_gpus(), before.gpus_per_node(), before.num_shared_experts());
+    for (int32_t r = 0; r < ctx.num_replicas(); ++r) {
+      auto* synth = dynamic_cast<SyntheticRoutingModel*>(ctx.routing_model(r));
+      MOESIM_CHECK(synth != nullptr, "synthetic routing on every replica");
+      routings_.push_back(std::make_unique<PrunedRoutingModel>(*synth, *plan_));
+      ctx.replace_routed_experts(r, *pruned_card_, placement, routings_.back().get());
+      ctx.count_action("expert_pruning_apply");
+    }
+    ctx.count_action("experts_pruned",
+                     static_cast<int64_t>(plan_->num_pruned_per_layer()) * plan_->num_moe_layers());
+    const MoeSpec* moe = nullptr;
+    for (const LayerSpec& l : card_.layers) {
+      if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
+    }
+    const int32_t slots_after = placement.max_slots_per_gpu();
+    ctx.report_metric("expert_pruning.experts_pruned_per_layer", plan_->num_pruned_per_layer());
+    ctx.report_metric("expert_pruning.experts_kept_per_layer", kept);
+    ctx.report_metric("expert_pruning.expert_slots_per_gpu_before", slots_before);
+    ctx.report_metric("expert_pruning.expert_slots_per_gpu_after", slots_after);
+    ctx.report_metric("expert_pruning.weight_bytes_freed_per_gpu",
+                      static_cast<double>(slots_before - slots_after) *
+                          expert_weight_bytes(card_, *moe) *
+                          static_cast<double>(plan_->num_moe_layers()));
+    ctx.report_metric("expert_pruning.mass_lost_held_out", held_out.mass_lost());
+    ctx.report_metric("expert_pruning.tokens_rerouted_held_out",
+                      held_out.num_tokens == 0 ? 0.0
+                                               : static_cast<double>(held_out.num_tokens_affected) /
+                                                     static_cast<double>(held_out.num_tokens));
+  }
+
+  void on_finish(PolicyContext& ctx) override {
+    int64_t selections = 0, rerouted = 0;
+    for (const auto& r : routings_) {
+      selections += r->num_selections();
+      rerouted += r->num_rerouted_selections();
+    }
+    ctx.report_metric(
+        "expert_pruning.mass_lost_served",
+        selections == 0 ? 0.0 : static_cast<double>(rerouted) / static_cast<double>(selections));
+  }
+
+ private:
+  ExpertPruningConfig config_;
+  const ModelCard& card_;  // the scenario's card (outlives the run)
+  // Referenced by the replicas' step models until the run ends (the policy outlives them).
+  std::unique_ptr<PruningPlan> plan_;
+  std::unique_ptr<ModelCard> pruned_card_;
+  std::vector<std::unique_ptr<PrunedRoutingModel>> routings_;
+};
+
+}  // namespace
+
+std::unique_ptr<ServingPolicy> make_expert_pruning_policy(TomlTable& table,
+                                                          const Scenario& scenario) {
+  const ModelCard& card = *scenario.model;
+  const MoeSpec* moe = nullptr;
+  for (const LayerSpec& l : card.layers) {
+    if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
+  }
+  if (!moe) table.fail_table("expert_pruning needs a model with MoE layers");
+  for (const PolicyConfig& other : scenario.policies) {
+    if (other.name == "hot_expert_replication" || other.name == "eplb") {
+      table.fail_table("expert_pruning cannot be combined with [policies." + other.name +
+                       "] (both change the expert placement)");
+    }
+  }
+  ExpertPruningConfig config = parse_expert_pruning_config(table);
+  const auto num_pruned = static_cast<int64_t>(
+      std::lround(config.fraction * static_cast<double>(moe->num_routed_experts)));
+  if (config.plan_file.empty() && moe->num_routed_experts - num_pruned < moe->top_k) {
+    table.fail("fraction", "prunes " + std::to_string(num_pruned) + " of the " +
+                               std::to_string(moe->num_routed_experts) +
+                               " experts per layer; at least top_k = " +
+                               std::to_string(moe->top_k) + " must stay");
+  }
+  std::unique_ptr<PruningPlan> plan;
+  if (!config.plan_file.empty()) {
+    std::filesystem::path path(config.plan_file);
+    if (path.is_relative()) {
+      path = std::filesystem::path(scenario.source_file).parent_path() / path;
+    }
+    std::ifstream in(path);
+    if (!in) table.fail("plan_file", "cannot read " + path.string());
+    std::stringstream text;
+    text << in.rdbuf();
+    try {
+      plan = std::make_unique<PruningPlan>(
+          parse_pruning_plan_json(text.str(), path.string(), routing_shape_of(card)));
+    } catch (const ConfigError& e) {
+      table.fail("plan_file", path.string() + ": " + e.key_path() + ": " + e.reason());
+    }
+  }
+  return std::make_unique<ExpertPruningPolicy>(config, card, std::move(plan));
+}
+
+}  // namespace moesim::sim
