@@ -16,23 +16,14 @@
 namespace moesim::sim {
 namespace {
 
+using testing::action_count;
 using testing::tiny_scenario;
 
 // Skewed routing so that balancing has something to do.
 const char kSkew[] = "\n[routing]\npopularity = \"zipf\"\nzipf_s = 1.5\n";
 
 std::string key_path_of_error(const std::string& table) {
-  try {
-    make_policies(tiny_scenario(kSkew + std::string("\n[policies.eplb]\n") + table));
-  } catch (const ConfigError& e) {
-    return e.key_path() + ": " + e.reason();
-  }
-  return "";
-}
-
-int64_t action(const RunOutput& out, const std::string& name) {
-  auto it = out.counters.actions.find(name);
-  return it == out.counters.actions.end() ? 0 : it->second;
+  return testing::policy_config_error(kSkew + std::string("\n[policies.eplb]\n") + table);
 }
 
 TEST(EplbPolicy, BadConfigNamesTheKey) {
@@ -61,17 +52,18 @@ RunOutput run(const std::string& extra) {
 TEST(EplbPolicy, RebalancesCopiesWeightsAndAppliesThePlacement) {
   const RunOutput out = run("\n[policies.eplb]\nperiod_s = 0.3\nema_alpha = 0.5\n");
   ASSERT_TRUE(out.conservation_ok) << out.conservation_message;
-  EXPECT_GE(action(out, "eplb_rebalance"), 2);
-  EXPECT_GE(action(out, "weight_transfer_start"), 2);  // one per replica at least
-  EXPECT_EQ(action(out, "eplb_expert_copy"), out.counters.policy_metrics.at("eplb.expert_copies"));
+  EXPECT_GE(action_count(out, "eplb_rebalance"), 2);
+  EXPECT_GE(action_count(out, "weight_transfer_start"), 2);  // one per replica at least
+  EXPECT_EQ(action_count(out, "eplb_expert_copy"),
+            out.counters.policy_metrics.at("eplb.expert_copies"));
   // Copies ride along with steps: a replica that goes idle before its copy lands applies later
   // (or never), and skips rebalances meanwhile.
-  EXPECT_GE(action(out, "eplb_apply"), 1);
-  EXPECT_EQ(action(out, "expert_placement_set"), action(out, "eplb_apply"));
-  EXPECT_GE(action(out, "eplb_unchanged"), 1);  // alignment: same loads, nothing moves
-  EXPECT_EQ(action(out, "eplb_apply_no_memory"), 0);
+  EXPECT_GE(action_count(out, "eplb_apply"), 1);
+  EXPECT_EQ(action_count(out, "expert_placement_set"), action_count(out, "eplb_apply"));
+  EXPECT_GE(action_count(out, "eplb_unchanged"), 1);  // alignment: same loads, nothing moves
+  EXPECT_EQ(action_count(out, "eplb_apply_no_memory"), 0);
   EXPECT_EQ(out.counters.policy_metrics.at("eplb.rebalances_applied"),
-            static_cast<double>(action(out, "eplb_apply")));
+            static_cast<double>(action_count(out, "eplb_apply")));
   // The predicted imbalance of the final placement is below the static one.
   EXPECT_LT(out.counters.policy_metrics.at("eplb.predicted_imbalance_final"),
             out.counters.policy_metrics.at("eplb.predicted_imbalance_static"));
@@ -104,11 +96,11 @@ TEST(EplbPolicy, RedundantSlotsAreChargedToTheKvPool) {
   // Roomy HBM: the redundant slot (one per GPU) is taken from the KV pool and shows in the
   // high-water mark of every GPU's pool.
   const RunOutput roomy = run("\n[policies.eplb]\nperiod_s = 0.3\n");
-  ASSERT_GE(action(roomy, "eplb_apply"), 1);
+  ASSERT_GE(action_count(roomy, "eplb_apply"), 1);
   const int64_t blocks = slot_blocks(roomy);
   int64_t charged_gpus = 0;
   for (const GpuRecord& g : roomy.gpus) charged_gpus += g.kv_high_water_blocks >= blocks ? 1 : 0;
-  EXPECT_GE(charged_gpus, 4 * action(roomy, "eplb_apply"));  // 4 GPUs per replica
+  EXPECT_GE(charged_gpus, 4 * action_count(roomy, "eplb_apply"));  // 4 GPUs per replica
 
   // A pool smaller than one slot: the placement is never applied (and counted as such).
   const GpuRecord& g0 = roomy.gpus[0];
@@ -120,9 +112,9 @@ TEST(EplbPolicy, RedundantSlotsAreChargedToTheKvPool) {
   sc.scheduler.workspace_gib = workspace_gib;
   const RunOutput tight = run_scenario(sc, RunOptions{}, -1, make_policies(sc));
   ASSERT_LT(tight.gpus[0].num_kv_blocks, blocks);
-  EXPECT_GE(action(tight, "eplb_apply_no_memory"), 1);
-  EXPECT_EQ(action(tight, "eplb_apply"), 0);
-  EXPECT_EQ(action(tight, "expert_placement_set"), 0);
+  EXPECT_GE(action_count(tight, "eplb_apply_no_memory"), 1);
+  EXPECT_EQ(action_count(tight, "eplb_apply"), 0);
+  EXPECT_EQ(action_count(tight, "expert_placement_set"), 0);
 }
 
 TEST(EplbPolicy, ShippedScenarioLowersStepTime) {
@@ -133,7 +125,7 @@ TEST(EplbPolicy, ShippedScenarioLowersStepTime) {
   sc.policies.clear();
   const RunOutput without = run_scenario(sc, RunOptions{}, -1, {});
   ASSERT_TRUE(with.conservation_ok) << with.conservation_message;
-  EXPECT_GE(action(with, "eplb_apply"), 1);
+  EXPECT_GE(action_count(with, "eplb_apply"), 1);
   EXPECT_LT(with.summary.expert_imbalance, without.summary.expert_imbalance);
   EXPECT_LT(with.summary.tpot_ms.p50, without.summary.tpot_ms.p50);
   EXPECT_LT(with.summary.tpot_ms.p99, without.summary.tpot_ms.p99);

@@ -14,22 +14,13 @@
 namespace moesim::sim {
 namespace {
 
+using testing::action_count;
 using testing::tiny_scenario;
 
 const char kSkew[] = "\n[routing]\npopularity = \"zipf\"\nzipf_s = 1.2\n";
 
 std::string error_of(const std::string& table) {
-  try {
-    make_policies(tiny_scenario(kSkew + std::string("\n[policies.expert_pruning]\n") + table));
-  } catch (const ConfigError& e) {
-    return e.key_path() + ": " + e.reason();
-  }
-  return "";
-}
-
-int64_t action(const RunOutput& out, const std::string& name) {
-  auto it = out.counters.actions.find(name);
-  return it == out.counters.actions.end() ? 0 : it->second;
+  return testing::policy_config_error(kSkew + std::string("\n[policies.expert_pruning]\n") + table);
 }
 
 RunOutput run(const std::string& extra) {
@@ -76,9 +67,9 @@ TEST(ExpertPruningPolicy, FreesWeightsReroutesAndReportsMassLost) {
                 0.01 * m.at("expert_pruning.weight_bytes_freed_per_gpu") + 1e6);
     EXPECT_GT(pruned.gpus[g].num_kv_blocks, base.gpus[g].num_kv_blocks);
   }
-  EXPECT_EQ(action(pruned, "expert_pruning_apply"), 2);  // both replicas
-  EXPECT_EQ(action(pruned, "routed_experts_replaced"), 2);
-  EXPECT_EQ(action(pruned, "experts_pruned"), 4 * 3);  // 4 per layer, 3 MoE layers
+  EXPECT_EQ(action_count(pruned, "expert_pruning_apply"), 2);  // both replicas
+  EXPECT_EQ(action_count(pruned, "routed_experts_replaced"), 2);
+  EXPECT_EQ(action_count(pruned, "experts_pruned"), 4 * 3);  // 4 per layer, 3 MoE layers
   // Routing served by 12 experts per layer: the placement the run reports has 12.
   EXPECT_EQ(pruned.expert_gpus.size(), 12u);
   // Deterministic.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/config_error.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
@@ -54,6 +55,23 @@ inline RunOutput run_shipped(const std::string& rel_path, double duration_s = 0,
   Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/" + rel_path);
   if (duration_s > 0) sc.run.duration_s = duration_s;
   return run_scenario(sc, options, -1, make_policies(sc));
+}
+
+// "key.path: reason" of the ConfigError that building the policies of tiny_scenario(extra)
+// throws, or "" when they build.
+inline std::string policy_config_error(const std::string& extra) {
+  try {
+    make_policies(tiny_scenario(extra));
+  } catch (const ConfigError& e) {
+    return e.key_path() + ": " + e.reason();
+  }
+  return "";
+}
+
+// How many times a run counted action `name` (0 when never).
+inline int64_t action_count(const RunOutput& out, const std::string& name) {
+  auto it = out.counters.actions.find(name);
+  return it == out.counters.actions.end() ? 0 : it->second;
 }
 
 }  // namespace moesim::sim::testing
