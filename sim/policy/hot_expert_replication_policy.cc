@@ -1,5 +1,6 @@
 #include "sim/policy/hot_expert_replication_policy.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <vector>
@@ -47,12 +48,35 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
       ReplicationPlan plan = s.planner->plan(s.window->loads(ctx.now()), *ctx.placement(r));
       for (const ReplicaRemoval& rm : plan.removals) {
         ctx.remove_expert_replica(r, rm.expert_idx, rm.gpu_idx);
+        s.replicas_on_gpu[rm.gpu_idx]--;
       }
       if (plan.additions.empty()) continue;
       s.pending = plan;
-      s.transfer_id = ctx.start_weight_transfer(this, r, s.planner->transfer_traffic(plan));
+      std::vector<double> traffic = s.planner->transfer_traffic(plan);
+      for (double b : traffic) weight_bytes_copied_ += b;
+      s.transfer_id = ctx.start_weight_transfer(this, r, std::move(traffic));
     }
     ctx.schedule_timer(this, from_seconds(config_.period_s), tag + 1);
+  }
+
+  // What the policy cost: weight bytes sent by its transfers, and HBM its replicas hold at the end
+  // (per GPU of the replicas it manages: the most and the mean).
+  void on_finish(PolicyContext& ctx) override {
+    int32_t max_replicas = 0, gpus = 0;
+    int64_t total_replicas = 0;
+    for (const auto& [r, s] : states_) {
+      gpus += ctx.placement(r)->num_gpus();
+      for (const auto& [gpu, n] : s.replicas_on_gpu) {
+        max_replicas = std::max(max_replicas, n);
+        total_replicas += n;
+      }
+    }
+    ctx.report_metric("hot_expert_replication.weight_bytes_copied", weight_bytes_copied_);
+    ctx.report_metric("hot_expert_replication.replica_hbm_bytes_max_gpu",
+                      max_replicas * replica_weight_bytes_);
+    ctx.report_metric(
+        "hot_expert_replication.replica_hbm_bytes_mean_gpu",
+        gpus > 0 ? static_cast<double>(total_replicas) * replica_weight_bytes_ / gpus : 0.0);
   }
 
   void on_transfer_done(PolicyContext& ctx, int64_t transfer_id) override {
@@ -61,6 +85,8 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
       for (const ReplicaAddition& a : s.pending.additions) {
         if (!ctx.add_expert_replica(r, a.expert_idx, a.dst_gpu_idx)) {
           ctx.count_action("replica_add_no_memory");
+        } else {
+          s.replicas_on_gpu[a.dst_gpu_idx]++;
         }
       }
       s.transfer_id = -1;
@@ -74,10 +100,12 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
     std::optional<ExpertLoadWindow> window;
     int64_t transfer_id = -1;
     ReplicationPlan pending;
+    std::map<int32_t, int32_t> replicas_on_gpu;  // replica-local GPU -> replicas added, held
   };
   HotExpertReplicationConfig config_;
   double replica_weight_bytes_;
   std::map<int32_t, State> states_;
+  double weight_bytes_copied_ = 0;
 };
 
 }  // namespace

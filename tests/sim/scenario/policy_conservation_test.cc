@@ -81,6 +81,21 @@ TEST(PolicyStepTraceTest, HotExpertReplicationRecordsItsPlacements) {
   check_recorded_placements("hot_expert_replication.toml");
 }
 
+// The replication policy reports what it cost: the bytes it copied cover the replicas it holds
+// at the end (8 GPUs), and the busiest GPU holds at least the mean.
+TEST(PolicyMetricsTest, HotExpertReplicationReportsCopiesAndHbm) {
+  Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/policies/hot_expert_replication.toml");
+  RunOutput out = run_scenario(sc, {}, 1, make_policies(sc));
+  const auto& m = out.counters.policy_metrics;
+  ASSERT_TRUE(m.count("hot_expert_replication.weight_bytes_copied"));
+  const double copied = m.at("hot_expert_replication.weight_bytes_copied");
+  const double mean = m.at("hot_expert_replication.replica_hbm_bytes_mean_gpu");
+  const double max = m.at("hot_expert_replication.replica_hbm_bytes_max_gpu");
+  EXPECT_GT(mean, 0);
+  EXPECT_GE(max, mean);
+  EXPECT_GE(copied, mean * 8 * (1 - 1e-12));
+}
+
 TEST(PolicyStepTraceTest, EplbRecordsItsPlacements) { check_recorded_placements("eplb.toml"); }
 
 }  // namespace
