@@ -60,6 +60,11 @@ RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vect
         break;
       case RequestOutcome::kInFlight:
         ++s.num_in_flight;
+        if (r.first_token_ns < 0) {
+          ++s.num_waiting_first_token;
+          s.max_wait_first_token_ms =
+              std::max(s.max_wait_first_token_ms, to_ms(duration_ns - r.arrival_ns));
+        }
         break;
     }
     if (r.queueing_ns() >= 0) q.push_back(to_ms(r.queueing_ns()));

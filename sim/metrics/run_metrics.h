@@ -99,6 +99,11 @@ struct SloSummary {
 struct RunSummary {
   double duration_s = 0;
   int64_t num_arrived = 0, num_completed = 0, num_rejected = 0, num_in_flight = 0;
+  // In flight without a first token at the end (queued or in prefill), and the longest such
+  // wait: TTFT percentiles cover only requests that got a first token, so a queue building
+  // behind a saturated deployment shows here, not in them.
+  int64_t num_waiting_first_token = 0;
+  double max_wait_first_token_ms = 0;
   Percentiles queueing_ms, ttft_ms, tpot_ms, e2e_ms;
   double input_tokens_per_s = 0, output_tokens_per_s = 0, requests_per_s = 0;
   SloSummary slo;

@@ -40,7 +40,9 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
   j["requests"] = {{"arrived", s.num_arrived},
                    {"completed", s.num_completed},
                    {"rejected", s.num_rejected},
-                   {"in_flight", s.num_in_flight}};
+                   {"in_flight", s.num_in_flight},
+                   {"waiting_first_token", s.num_waiting_first_token},
+                   {"max_wait_first_token_ms", s.max_wait_first_token_ms}};
   j["conservation_ok"] = out.conservation_ok;
   j["queueing_ms"] = pct_json(s.queueing_ms);
   j["ttft_ms"] = pct_json(s.ttft_ms);
@@ -93,7 +95,9 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
   os << "  simulated " << fmt("%.3f", s.duration_s) << " s, " << out.num_events << " events, "
      << s.counters.num_steps << " steps\n\n";
   os << "  requests   arrived " << s.num_arrived << "  completed " << s.num_completed
-     << "  rejected " << s.num_rejected << "  in flight " << s.num_in_flight << "\n";
+     << "  rejected " << s.num_rejected << "  in flight " << s.num_in_flight << " ("
+     << s.num_waiting_first_token << " without a first token, longest wait "
+     << fmt("%.0f", s.max_wait_first_token_ms) << " ms)\n";
   os << "  conservation " << (out.conservation_ok ? "ok: " : "BROKEN: ") << out.conservation_message
      << "\n\n";
   os << "  latency (ms)         p50        p90        p99       mean\n";

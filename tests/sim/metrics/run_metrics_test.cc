@@ -132,3 +132,25 @@ TEST(SummarizeTest, GpuFractionsHighWaterAndImbalance) {
 
 }  // namespace
 }  // namespace moesim::sim
+
+namespace moesim::sim {
+namespace {
+
+// Requests in flight without a first token are counted with their longest wait (at the end of
+// the run); one that has its first token is not.
+TEST(SummarizeTest, CountsRequestsWaitingForAFirstToken) {
+  std::vector<RequestRecord> reqs(3);
+  for (RequestRecord& r : reqs) r.outcome = RequestOutcome::kInFlight;
+  reqs[0].arrival_ns = 500'000'000;  // queued for 1.5 s at the end
+  reqs[1].arrival_ns = 1'800'000'000;
+  reqs[1].first_scheduled_ns = 1'900'000'000;  // in prefill, no token yet
+  reqs[2].arrival_ns = 0;
+  reqs[2].first_token_ns = 100'000'000;  // decoding
+  RunSummary s = summarize(reqs, {}, {}, 2'000'000'000, 200, 50);
+  EXPECT_EQ(s.num_in_flight, 3);
+  EXPECT_EQ(s.num_waiting_first_token, 2);
+  EXPECT_DOUBLE_EQ(s.max_wait_first_token_ms, 1500.0);
+}
+
+}  // namespace
+}  // namespace moesim::sim
