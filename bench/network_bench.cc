@@ -96,36 +96,33 @@ void run_model(benchmark::State& state, NetworkModel& model, const TrafficMatrix
   state.counters["flows"] = result.num_flows;
 }
 
+// One dispatch of `num_gpus` GPUs (8 GPUs per node) through network model `Model`: the exact
+// bottleneck model or the factored one.
+template <typename Model>
+void BM_Model(benchmark::State& state, int32_t num_gpus, const char* skew) {
+  const Topology& topo = topology(num_gpus / 8);
+  Model model(topo);
+  run_model(state, model, dispatch_traffic(topo, num_gpus, skew));
+}
 void BM_Bottleneck64(benchmark::State& state, const char* skew) {
-  const Topology& topo = topology(8);
-  BottleneckModel model(topo);
-  run_model(state, model, dispatch_traffic(topo, 64, skew));
+  BM_Model<BottleneckModel>(state, 64, skew);
+}
+void BM_Bottleneck1024(benchmark::State& state) {
+  BM_Model<BottleneckModel>(state, 1024, "uniform");
+}
+void BM_Factored64(benchmark::State& state, const char* skew) {
+  BM_Model<FactoredBottleneckModel>(state, 64, skew);
+}
+void BM_Factored1024(benchmark::State& state) {
+  BM_Model<FactoredBottleneckModel>(state, 1024, "uniform");
 }
 BENCHMARK_CAPTURE(BM_Bottleneck64, uniform, "uniform")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Bottleneck64, zipf_1_2, "zipf:1.2")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Bottleneck64, hot_0_5, "hot:0.5")->Unit(benchmark::kMicrosecond);
-
-void BM_Bottleneck1024(benchmark::State& state) {
-  const Topology& topo = topology(128);
-  BottleneckModel model(topo);
-  run_model(state, model, dispatch_traffic(topo, 1024, "uniform"));
-}
 BENCHMARK(BM_Bottleneck1024)->Unit(benchmark::kMillisecond);
-
-void BM_Factored64(benchmark::State& state, const char* skew) {
-  const Topology& topo = topology(8);
-  FactoredBottleneckModel model(topo);
-  run_model(state, model, dispatch_traffic(topo, 64, skew));
-}
 BENCHMARK_CAPTURE(BM_Factored64, uniform, "uniform")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Factored64, zipf_1_2, "zipf:1.2")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Factored64, hot_0_5, "hot:0.5")->Unit(benchmark::kMicrosecond);
-
-void BM_Factored1024(benchmark::State& state) {
-  const Topology& topo = topology(128);
-  FactoredBottleneckModel model(topo);
-  run_model(state, model, dispatch_traffic(topo, 1024, "uniform"));
-}
 BENCHMARK(BM_Factored1024)->Unit(benchmark::kMillisecond);
 
 // The per-route reference computation (same results bit for bit) on the same inputs.

@@ -156,8 +156,8 @@ RankPlan plan_ranks(const RankFlags& flags, const std::optional<LauncherRank>& l
 }
 
 std::string rank_output_path(const std::string& path, const RankPlan& plan) {
-  const std::string placeholder = "{rank}";
-  const size_t at = path.find(placeholder);
+  const std::string rank_token = "{rank}";
+  const size_t at = path.find(rank_token);
   if (at == std::string::npos) {
     if (plan.mode == RankMode::kProcessPerRank && plan.config.world_size > 1) {
       throw InputError("--out " + path +
@@ -167,7 +167,7 @@ std::string rank_output_path(const std::string& path, const RankPlan& plan) {
     return path;
   }
   std::string out = path;
-  out.replace(at, placeholder.size(), std::to_string(plan.config.rank));
+  out.replace(at, rank_token.size(), std::to_string(plan.config.rank));
   return out;
 }
 
