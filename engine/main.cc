@@ -19,6 +19,7 @@
 #include "engine/launch_ranks.h"
 #include "engine/measurement.h"
 #include "engine/replay.h"
+#include "engine/shape_limits.h"
 #include "engine/step_trace.h"
 #include "moesim_version.h"
 
@@ -284,6 +285,14 @@ int run_replay(const Args& a) {
   o.replica_idx = a.has("--replica") ? parse_int("--replica", a.get("--replica", ""), 0) : -1;
   o.engine_version = MOESIM_VERSION;
   const StepTrace trace = read_step_trace(a.trace_path);
+  const std::vector<std::string> unsupported =
+      shape_limit_violations(trace.model, a.get("--backend", "cpu"));
+  if (!unsupported.empty()) {
+    std::string msg = a.trace_path + ": the " + a.get("--backend", "cpu") +
+                      " backend cannot run this model's shapes:";
+    for (const std::string& u : unsupported) msg += "\n  " + u;
+    throw InputError(msg);
+  }
   const std::string out_path = rank_output_path(a.get("--out", ""), plan);
 
   // Threads: every rank's backend is created on its thread; nothing to open before the file.

@@ -8,11 +8,12 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernel_limits.h"
 
 namespace moesim::engine::cuda {
 
 inline constexpr int kKeysPerTile = 32;                         // one key per lane
-inline constexpr int kMaxHeadDim = 256;                         // head_dim_qk and head_dim_v bound
+inline constexpr int kMaxHeadDim = kMaxAttentionHeadDim;        // head_dim_qk and head_dim_v bound
 inline constexpr int kValuesPerLane = kMaxHeadDim / kWarpSize;  // 8 output elements per lane
 inline constexpr float kLog2e = 1.4426950408889634f;
 

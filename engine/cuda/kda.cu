@@ -18,6 +18,7 @@
 
 #include "engine/cuda/check.h"
 #include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernel_limits.h"
 #include "engine/cuda/launchers.h"
 
 namespace moesim::engine::cuda {
@@ -25,7 +26,7 @@ namespace {
 
 constexpr int kChunkThreads = 256;
 constexpr int kDecodeThreads = 128;
-constexpr int kMaxHeadDim = 128;
+constexpr int kMaxHeadDim = kMaxKdaHeadDim;
 constexpr int kC = kKdaChunkTokens;
 
 struct KdaChunkSmem {

@@ -8,6 +8,7 @@
 
 #include "engine/cuda/check.h"
 #include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernel_limits.h"
 #include "engine/cuda/launchers.h"
 #include "engine/dtype.h"
 #include "engine/synthetic.h"
@@ -16,7 +17,7 @@ namespace moesim::engine::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxTaps = 16;
+constexpr int kMaxTaps = kMaxShortConvTaps;
 constexpr float kFp8Max = 448.0f;
 
 unsigned grid_for(int64_t num_items) {

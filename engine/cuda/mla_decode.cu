@@ -17,6 +17,7 @@
 
 #include "engine/cuda/check.h"
 #include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernel_limits.h"
 #include "engine/cuda/launchers.h"
 
 namespace moesim::engine::cuda {
@@ -29,8 +30,8 @@ constexpr int kThreads = kWarps * kWarpSize;
 constexpr int kHeads = kMlaHeadsPerBlock;  // WMMA M
 constexpr int kTokens = 32;                // tokens per tile (two WMMA N tiles)
 constexpr int kFrag = 16;
-constexpr int kMaxLoraRank = 512;
-constexpr int kMaxRopeDim = 128;
+constexpr int kMaxLoraRank = kMaxMlaLoraRank;
+constexpr int kMaxRopeDim = kMaxMlaRopeDim;
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Shared-memory layout; strides padded against bank conflicts, every section 128-byte aligned

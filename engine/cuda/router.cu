@@ -6,14 +6,14 @@
 
 #include "engine/cuda/check.h"
 #include "engine/cuda/device_utils.cuh"
+#include "engine/cuda/kernel_limits.h"
 #include "engine/cuda/launchers.h"
 
 namespace moesim::engine::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 4;
-constexpr int kMaxExperts = 1024;  // 32 experts per lane: one 32-bit mask per lane
-constexpr int kMaxTopK = 32;
+constexpr int kMaxExperts = kMaxRoutedExperts;  // 32 experts per lane: one 32-bit mask per lane
 
 __global__ void router_topk_kernel(const float* __restrict__ logits,
                                    const float* __restrict__ correction_bias, RouterScoring scoring,
