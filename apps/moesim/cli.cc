@@ -1,6 +1,7 @@
 #include "apps/moesim/cli.h"
 
 #include <cstdlib>
+#include <sstream>
 
 namespace moesim::cli {
 
@@ -50,6 +51,20 @@ std::optional<std::string> Args::value(const std::string& name) {
 std::string Args::value_or(const std::string& name, const std::string& dflt) {
   auto v = value(name);
   return v ? *v : dflt;
+}
+
+std::vector<double> parse_number_list(const std::string& name, const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    const double x = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0') throw UsageError{name + ": not a number: '" + item + "'"};
+    out.push_back(x);
+  }
+  if (out.empty()) throw UsageError{name + ": empty list"};
+  return out;
 }
 
 std::optional<int64_t> Args::int_value(const std::string& name) {

@@ -16,6 +16,10 @@ struct UsageError {
   std::string message;
 };
 
+// The comma-separated numbers of option `name` ("4,8,16"); a malformed item or an empty list is
+// a usage error naming the option.
+std::vector<double> parse_number_list(const std::string& name, const std::string& text);
+
 class Args {
  public:
   // argv without the program name and subcommand words. `--key=value` and `--key value` both

@@ -1,6 +1,7 @@
 // `moesim layers SCENARIO`: per-layer communication versus expert compute for one decode step
 // as the batch grows, with the scenario's routing skew and with uniform routing (the teaching
 // case of the all-to-all crossover).
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -21,18 +22,16 @@ constexpr const char* kUsage =
     "combine time, the slowest and mean GPU's expert time, the mean barrier wait, and where\n"
     "communication outgrows expert compute.\n";
 
-std::vector<int64_t> parse_list(const std::string& s) {
+std::vector<int64_t> parse_batches(const std::string& text) {
   std::vector<int64_t> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    long long v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 1)
-      throw UsageError{"--batches: bad value '" + item + "'"};
-    out.push_back(v);
+  for (double v : parse_number_list("--batches", text)) {
+    if (v < 1 || v != std::floor(v) || v > 1e9) {
+      std::ostringstream os;
+      os << "--batches: bad value '" << v << "' (sequences per GPU: a whole number >= 1)";
+      throw UsageError{os.str()};
+    }
+    out.push_back(static_cast<int64_t>(v));
   }
-  if (out.empty()) throw UsageError{"--batches: empty list"};
   return out;
 }
 
@@ -45,7 +44,7 @@ int layers_command(const std::vector<std::string>& argv) {
     return 0;
   }
   const std::string& path = args.positional(0, "SCENARIO");
-  std::vector<int64_t> batches = parse_list(args.value_or("--batches", "4,8,16,32,64,128"));
+  std::vector<int64_t> batches = parse_batches(args.value_or("--batches", "4,8,16,32,64,128"));
   int64_t context = args.int_value("--context").value_or(4096);
   int64_t seed = args.int_value("--seed").value_or(1);
   bool json = args.flag("--json");

@@ -36,17 +36,14 @@ const char kUsage[] =
     "                        [policies.expert_pruning] plan_file = FILE in a scenario\n";
 
 std::vector<double> parse_fractions(const std::string& text) {
-  std::vector<double> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const double f = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0') throw UsageError{"--fractions: not a number: '" + item + "'"};
-    if (!(f >= 0.0 && f < 1.0)) throw UsageError{"--fractions: " + item + " is not in [0, 1)"};
-    out.push_back(f);
+  std::vector<double> out = parse_number_list("--fractions", text);
+  for (double f : out) {
+    if (!(f >= 0.0 && f < 1.0)) {
+      std::ostringstream os;
+      os << "--fractions: " << f << " is not in [0, 1)";
+      throw UsageError{os.str()};
+    }
   }
-  if (out.empty()) throw UsageError{"--fractions needs at least one value"};
   return out;
 }
 

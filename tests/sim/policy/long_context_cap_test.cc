@@ -117,13 +117,7 @@ TEST(LongContextCapTest, RoutesAndBatchesOffline) {
 }
 
 TEST(LongContextCapTest, ParserChecksPoolsAndTable) {
-  const std::string pools = R"([[deployment.pools]]
-name = "short"
-replicas = 1
-[[deployment.pools]]
-name = "long"
-replicas = 1
-)";
+  const std::string pools = testing::kShortLongPools;
   auto make = [&](const std::string& table, bool with_pools = true) {
     return make_policies(
         testing::tiny_scenario("\n[policies.long_context_cap]\n" + table, with_pools ? pools : ""));

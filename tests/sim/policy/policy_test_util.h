@@ -48,6 +48,15 @@ duration_s = 3
   return parse_scenario_text(text, "policy_test.toml", kPolicyTestDir);
 }
 
+// tiny_scenario's two replicas as pools "short" and "long" (its `deployment_extra`).
+inline const std::string kShortLongPools = R"([[deployment.pools]]
+name = "short"
+replicas = 1
+[[deployment.pools]]
+name = "long"
+replicas = 1
+)";
+
 // Loads a shipped scenario (path relative to the source tree), optionally shortening its run,
 // and simulates it with its policies.
 inline RunOutput run_shipped(const std::string& rel_path, double duration_s = 0,

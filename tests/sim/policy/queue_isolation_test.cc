@@ -56,13 +56,7 @@ TEST(QueueIsolationTest, MeasureOnlyModeLeavesThePoolAlone) {
 }
 
 TEST(QueueIsolationTest, ParserChecksPools) {
-  const std::string pools = R"([[deployment.pools]]
-name = "short"
-replicas = 1
-[[deployment.pools]]
-name = "long"
-replicas = 1
-)";
+  const std::string pools = testing::kShortLongPools;
   auto make = [&](const std::string& table, const std::string& dep) {
     return make_policies(testing::tiny_scenario("\n[policies.queue_isolation]\n" + table, dep));
   };
