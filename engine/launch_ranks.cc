@@ -96,14 +96,27 @@ RankPlan plan_ranks(const RankFlags& flags, const std::optional<LauncherRank>& l
   const bool cpu = flags.backend == "cpu";
   if (nranks == 1) {
     plan.mode = RankMode::kSingle;
-  } else if (cpu) {
-    if (flags.rank || mpi_launch) {
+  } else if (cpu && !mpi_launch) {
+    if (flags.rank) {
       throw InputError(
-          "--backend cpu runs several ranks as threads of one process: give --nranks N without "
-          "--rank and without mpirun" +
-          (mpi_launch ? " (" + launcher->source + " is set)" : std::string()));
+          "--backend cpu runs several ranks as threads of one process (--nranks N without "
+          "--rank), or one process per rank under mpirun -np N");
     }
     plan.mode = RankMode::kThreads;
+  } else if (cpu) {
+    // mpirun -np N with the CPU backend: one process per rank, exchanging through MPI.
+    if (!have_mpi_bootstrap) {
+      throw InputError("--backend cpu under mpirun (" + launcher->source +
+                       " is set) needs a build with MPI (MPI was not found at configure time); "
+                       "without mpirun, --nranks N runs the ranks as threads of one process");
+    }
+    if (!flags.nccl_id_file.empty() || flags.local_device) {
+      throw InputError(std::string(flags.local_device ? "--local-device" : "--nccl-id-file") +
+                       " is for --backend cuda; the cpu backend's ranks exchange through MPI");
+    }
+    plan.mode = RankMode::kProcessPerRank;
+    plan.config.rank = static_cast<int>(rank);
+    plan.use_mpi_bootstrap = true;
   } else {
     if (rank < 0) {
       throw InputError("--backend " + flags.backend + " --nranks " + std::to_string(nranks) +

@@ -53,14 +53,15 @@ struct RankPlan {
   // kProcessPerRank: this process's rank, world size, device, id file, bootstrap timeout.
   // kThreads: world_size only (ranks 0..N-1 are filled in per thread). kSingle: defaults.
   DistributedConfig config;
-  bool use_mpi_bootstrap = false;  // kProcessPerRank with no --nccl-id-file
+  bool use_mpi_bootstrap = false;  // kProcessPerRank under MPI with no --nccl-id-file
   std::string launcher;            // LauncherRank::source, or "" when from flags only
 };
 
 // Combines flags and environment. Rules: --rank needs --nranks (or an MPI launch); rank in
 // [0, nranks); flags that disagree with the launcher's environment are refused; --backend cpu
-// runs several ranks only as threads (no --rank, no MPI launch with size > 1, no
-// --nccl-id-file); other backends run one process per rank and need --nccl-id-file unless
+// runs several ranks as threads (--nranks without --rank), or, under an MPI launch with size > 1
+// and `have_mpi_bootstrap`, one process per rank exchanging through MPI (no --nccl-id-file, no
+// --local-device); other backends run one process per rank and need --nccl-id-file unless
 // `have_mpi_bootstrap`; --gpus/--ranks belong to single-rank runs and --replica to multi-rank
 // runs. --local-device defaults to the launcher's local rank, else the rank.
 RankPlan plan_ranks(const RankFlags& flags, const std::optional<LauncherRank>& launcher,

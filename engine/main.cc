@@ -18,14 +18,11 @@
 #include "engine/input_error.h"
 #include "engine/launch_ranks.h"
 #include "engine/measurement.h"
+#include "engine/mpi_launch.h"
 #include "engine/replay.h"
 #include "engine/shape_limits.h"
 #include "engine/step_trace.h"
 #include "moesim_version.h"
-
-#if defined(MOESIM_HAVE_MPI)
-#include <mpi.h>
-#endif
 
 namespace moesim::engine {
 namespace {
@@ -55,7 +52,8 @@ replay options:
 
 multi-rank replay (rank r plays GPU r of one replica; the all-to-alls are real and measured):
   --nranks N                number of ranks = GPUs of the replica. With --backend cpu: N threads
-                            of this process, one merged --out file. With cuda: one process per
+                            of this process, one merged --out file, or one process per rank
+                            under mpirun -np N (builds with MPI). With cuda: one process per
                             rank, each given --rank (or launched by mpirun -np N)
   --rank R                  this process's rank in [0, N) (default: from OMPI_COMM_WORLD_RANK or
                             PMI_RANK when launched by mpirun)
@@ -113,12 +111,6 @@ const std::vector<std::string> kFlags = {"--backend",
                                          "--nccl-id-file",
                                          "--local-device",
                                          "--replica"};
-
-#if defined(MOESIM_HAVE_MPI)
-constexpr bool kHaveMpiBootstrap = true;
-#else
-constexpr bool kHaveMpiBootstrap = false;
-#endif
 
 const std::vector<std::string> kMultiRankFlags = {"--rank",         "--nranks",  "--nccl-id-file",
                                                   "--local-device", "--replica", "--ranks"};
@@ -231,32 +223,13 @@ RankFlags rank_flags_from(const Args& a) {
   return f;
 }
 
-// MPI for the NCCL id broadcast, initialised only for that and finalised on exit.
-class MpiSession {
- public:
-  explicit MpiSession(bool needed) {
-#if defined(MOESIM_HAVE_MPI)
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (needed && !initialized) {
-      MPI_Init(nullptr, nullptr);
-      owned_ = true;
-    }
-#else
-    (void)needed;
-#endif
-  }
-  ~MpiSession() {
-#if defined(MOESIM_HAVE_MPI)
-    if (owned_) MPI_Finalize();
-#endif
-  }
-  MpiSession(const MpiSession&) = delete;
-  MpiSession& operator=(const MpiSession&) = delete;
-
- private:
-  bool owned_ = false;
-};
+// The exit code of a failed command. Under mpirun the other ranks would wait forever in their
+// next collective: the error (already printed) ends the whole job.
+int failed(int exit_code) {
+  std::cerr.flush();
+  abort_mpi_job(exit_code);
+  return exit_code;
+}
 
 int run_replay(const Args& a) {
   if (a.trace_path.empty()) throw UsageError("replay needs a STEPS.jsonl argument");
@@ -268,7 +241,7 @@ int run_replay(const Args& a) {
     throw UsageError("--gpus and --ranks are the same option; give one");
   }
   const RankPlan plan =
-      plan_ranks(rank_flags_from(a), launcher_rank_from_env(std::getenv), kHaveMpiBootstrap);
+      plan_ranks(rank_flags_from(a), launcher_rank_from_env(std::getenv), have_mpi());
   ReplayOptions o;
   const std::string gpu_flag = a.has("--ranks") ? "--ranks" : "--gpus";
   if (a.has(gpu_flag)) {
@@ -300,12 +273,17 @@ int run_replay(const Args& a) {
   std::unique_ptr<Backend> backend;
   if (plan.mode != RankMode::kThreads) {
     backend = backend_from(a);
-    if (plan.mode == RankMode::kProcessPerRank) backend->init_distributed(plan.config);
+    if (plan.mode == RankMode::kProcessPerRank) {
+      DistributedConfig config = plan.config;
+      // The CPU backend exchanges through MPI itself; CUDA bootstraps NCCL (file or MPI).
+      if (backend->name() == "cpu") config.communicator = make_mpi_communicator();
+      backend->init_distributed(config);
+    }
   }
   std::ofstream out(out_path);
   if (!out) {
     std::cerr << "moesim-engine: cannot write " << out_path << "\n";
-    return 1;
+    return failed(1);
   }
   MeasurementWriter writer(out);
   ReplaySummary s;
@@ -327,7 +305,7 @@ int run_replay(const Args& a) {
   out.close();
   if (!out) {
     std::cerr << "moesim-engine: error writing " << out_path << "\n";
-    return 1;
+    return failed(1);
   }
   std::cout << "replayed " << s.num_steps << " steps x " << s.gpus.size() << " GPUs x "
             << s.layers.size() << " layers on " << where << ": " << s.num_op_records
@@ -387,20 +365,20 @@ int main_impl(int argc, char** argv) {
     throw UsageError(a.command.empty() ? "missing command" : "unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
     std::cerr << "moesim-engine: " << e.what() << "\n" << kUsage;
-    return 2;
+    return failed(2);
   } catch (const InputError& e) {
     std::cerr << "moesim-engine: " << e.what() << "\n";
-    return 2;
+    return failed(2);
   } catch (const OutOfMemoryError& e) {
     std::cerr << "moesim-engine: " << e.what() << "\n";
-    return 1;
+    return failed(1);
   } catch (const BackendUnavailableError& e) {
     std::cerr << "moesim-engine: " << e.what() << "\n";
-    return 1;
+    return failed(1);
   } catch (const std::exception& e) {
     // Device and library failures (CudaError: file:line, call, error name) and the like.
     std::cerr << "moesim-engine: error: " << e.what() << "\n";
-    return 1;
+    return failed(1);
   }
 }
 

@@ -96,6 +96,12 @@ TEST(LaunchRanks, ChoosesTheMode) {
   EXPECT_EQ(m.config.world_size, 8);
   EXPECT_EQ(m.config.local_device_idx, 1);
   EXPECT_TRUE(m.use_mpi_bootstrap);
+  // mpirun -np 4 with the CPU backend: one process per rank, exchanging through MPI.
+  const RankPlan c = plan_ranks(flags("cpu"), LauncherRank{3, 4, 3, "PMI_RANK/PMI_SIZE"}, true);
+  EXPECT_EQ(c.mode, RankMode::kProcessPerRank);
+  EXPECT_EQ(c.config.rank, 3);
+  EXPECT_EQ(c.config.world_size, 4);
+  EXPECT_TRUE(c.use_mpi_bootstrap);
   // mpirun -np 1 is a single rank.
   EXPECT_EQ(plan_ranks(flags("cuda"), LauncherRank{0, 1, 0, "PMI_RANK/PMI_SIZE"}, false).mode,
             RankMode::kSingle);
@@ -137,11 +143,20 @@ TEST(LaunchRanks, RefusesInconsistentValues) {
   f.rank = 0;
   f.nranks = 2;
   EXPECT_EQ(error_of(f),
-            "--backend cpu runs several ranks as threads of one process: give --nranks N without "
-            "--rank and without mpirun");
+            "--backend cpu runs several ranks as threads of one process (--nranks N without "
+            "--rank), or one process per rank under mpirun -np N");
   EXPECT_EQ(error_of(flags("cpu"), mpi),
-            "--backend cpu runs several ranks as threads of one process: give --nranks N without "
-            "--rank and without mpirun (PMI_RANK/PMI_SIZE is set)");
+            "--backend cpu under mpirun (PMI_RANK/PMI_SIZE is set) needs a build with MPI (MPI "
+            "was not found at configure time); without mpirun, --nranks N runs the ranks as "
+            "threads of one process");
+  f = flags("cpu");
+  f.nccl_id_file = "/tmp/x";
+  EXPECT_EQ(error_of(f, mpi, true),
+            "--nccl-id-file is for --backend cuda; the cpu backend's ranks exchange through MPI");
+  f = flags("cpu");
+  f.local_device = 0;
+  EXPECT_EQ(error_of(f, mpi, true),
+            "--local-device is for --backend cuda; the cpu backend's ranks exchange through MPI");
 
   f = flags("cpu");
   f.nranks = 2;
