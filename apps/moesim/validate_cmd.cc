@@ -74,9 +74,20 @@ class PhaseObserver final : public sim::StepObserver {
       out_->combine_s[layer_idx] = std::max(out_->combine_s[layer_idx], s);
     }
   }
+  void on_routing(int32_t layer_idx, int32_t /*moe_layer_idx*/, const sim::CountMatrix& /*src_dst*/,
+                  double /*dispatch_bytes*/, double combine_bytes) override {
+    bytes_.push_back({layer_idx, combine_bytes});
+  }
+  // (layer, combine bytes) of the MoE layers run since construction.
+  struct LayerBytes {
+    int32_t layer_idx;
+    double combine;
+  };
+  const std::vector<LayerBytes>& layer_bytes() const { return bytes_; }
 
  private:
   sim::ResimulatedStep* out_;
+  std::vector<LayerBytes> bytes_;
 };
 
 std::string resolve_trace(const std::string& recorded, const std::string& meas_file) {
@@ -182,17 +193,22 @@ int validate_command(const std::vector<std::string>& argv) {
     std::unique_ptr<sim::ExpertPlacement> placement;
     std::unique_ptr<sim::NetworkModel> network;
     std::unique_ptr<sim::RoutingModel> routing;
-    if (moe) {
-      std::vector<std::vector<int32_t>> local(trace.expert_gpus.size());
-      for (size_t e = 0; e < trace.expert_gpus.size(); ++e) {
-        for (int32_t g : trace.expert_gpus[e]) {
+    // The replica's placement from expert -> global GPU lists (the header's or a placement
+    // record's); ConfigError naming the trace for an expert without a GPU in the replica.
+    auto replica_placement = [&](const std::vector<std::vector<int32_t>>& expert_gpus) {
+      std::vector<std::vector<int32_t>> local(expert_gpus.size());
+      for (size_t e = 0; e < expert_gpus.size(); ++e) {
+        for (int32_t g : expert_gpus[e]) {
           auto it = std::find(gpus.begin(), gpus.end(), g);
           if (it != gpus.end()) local[e].push_back(static_cast<int32_t>(it - gpus.begin()));
         }
       }
-      placement = std::make_unique<sim::ExpertPlacement>(
-          static_cast<int32_t>(moe->num_routed_experts), n, std::min(n, topo.gpus_per_node()),
-          static_cast<int32_t>(moe->num_shared_experts), local, trace_path);
+      return sim::ExpertPlacement(static_cast<int32_t>(moe->num_routed_experts), n,
+                                  std::min(n, topo.gpus_per_node()),
+                                  static_cast<int32_t>(moe->num_shared_experts), local, trace_path);
+    };
+    if (moe) {
+      placement = std::make_unique<sim::ExpertPlacement>(replica_placement(trace.expert_gpus));
       network = registry.make(sc.network_model, topo);
       routing = std::make_unique<sim::RecordedRoutingModel>(trace, ri, sim::routing_shape_of(card),
                                                             moe_layer_of_layer);
@@ -201,8 +217,20 @@ int validate_command(const std::vector<std::string>& argv) {
     for (int32_t g : gpus) gpu_ids.emplace_back(g);
     sim::StepModel model(card, topo, dep, gpu_ids, placement.get(), *cost, network.get(),
                          routing.get());
+    // Placement records (replication, EPLB) apply from their step on; the reader checked that a
+    // replica's records come in its step order.
+    std::vector<const sim::TracePlacementChange*> changes;
+    for (const sim::TracePlacementChange& c : trace.placement_changes) {
+      if (c.replica < 0 || c.replica == ri) changes.push_back(&c);
+    }
+    size_t next_change = 0;
     for (const sim::TraceStep& ts : trace.steps) {
-      if (ts.replica != ri || !measured_steps.count(ts.step)) continue;
+      if (ts.replica != ri) continue;
+      for (; next_change < changes.size() && changes[next_change]->step <= ts.step; ++next_change) {
+        // The step model reads the placement at every MoE layer.
+        if (placement) *placement = replica_placement(changes[next_change]->expert_gpus);
+      }
+      if (!measured_steps.count(ts.step)) continue;
       std::vector<std::vector<sim::SeqSlice>> ranks(static_cast<size_t>(n / tp));
       for (const sim::TraceSequence& q : ts.sequences) {
         auto it = std::find(gpus.begin(), gpus.end(), q.gpu);
@@ -219,6 +247,15 @@ int validate_command(const std::vector<std::string>& argv) {
       rs.gpus = gpus;
       PhaseObserver obs(&rs, gpus.size(), num_layers);
       rs.duration_s = sim::to_seconds(model.run(ts.step, ranks, &obs).duration_ns);
+      // The re-simulated combine moves the recorded bytes when routing and placement match (the
+      // recorded dispatch bytes also carry the weight copies of placement policies).
+      for (const PhaseObserver::LayerBytes& b : obs.layer_bytes()) {
+        auto it = std::find_if(ts.layers.begin(), ts.layers.end(), [&](const sim::TraceLayer& l) {
+          return l.layer_idx == b.layer_idx;
+        });
+        ++input.num_moe_layers_checked;
+        if (it == ts.layers.end() || it->combine_bytes != b.combine) ++input.num_routing_mismatches;
+      }
       input.steps.push_back(std::move(rs));
     }
   }

@@ -28,6 +28,7 @@ class RecordedRoutingModel final : public RoutingModel {
   // The recorded destinations (the experts' replicas that actually ran), not `gpu_of_expert`.
   void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
                      int32_t num_dst_gpus, CountMatrix& out) override;
+  bool reports_destinations() const override { return true; }
 
  private:
   struct Recorded {

@@ -1,5 +1,6 @@
 #include "sim/calibration/step_trace_reader.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -117,6 +118,49 @@ TraceStep read_step(const Ctx& c, const json& j, const StepTraceFile& t) {
   return s;
 }
 
+TracePlacementChange read_placement(const Ctx& c, const json& j, const StepTraceFile& t) {
+  TracePlacementChange p;
+  p.step = c.get_int(j, "step");
+  if (j.contains("replica")) {
+    p.replica = static_cast<int32_t>(c.get_int(j, "replica"));
+    if (p.replica < 0 || p.replica >= static_cast<int32_t>(t.replica_gpus.size())) {
+      c.fail("replica", "no such replica in the header");
+    }
+  }
+  const json& eg = c.at(j, "expert_gpus");
+  if (!eg.is_array()) c.fail("expert_gpus", "must be an array of arrays");
+  for (const json& e : eg) {
+    p.expert_gpus.push_back(int_list(c, e, "expert_gpus"));
+    for (int32_t g : p.expert_gpus.back()) {
+      if (g < 0 || g >= t.num_gpus)
+        c.fail("expert_gpus", "GPU " + std::to_string(g) + " out of range");
+      if (p.replica >= 0) {
+        const std::vector<int32_t>& own = t.replica_gpus[p.replica];
+        if (std::find(own.begin(), own.end(), g) == own.end()) {
+          c.fail("expert_gpus",
+                 "GPU " + std::to_string(g) + " is not in replica " + std::to_string(p.replica));
+        }
+      }
+    }
+  }
+  if (!t.expert_gpus.empty() && p.expert_gpus.size() != t.expert_gpus.size()) {
+    c.fail("expert_gpus", "lists " + std::to_string(p.expert_gpus.size()) +
+                              " experts; the header's placement lists " +
+                              std::to_string(t.expert_gpus.size()));
+  }
+  // It applies from its step on: the latest step of its replica read so far must not be later
+  // (a replica's steps come in step order).
+  for (auto it = t.steps.rbegin(); it != t.steps.rend(); ++it) {
+    if (p.replica >= 0 && it->replica != p.replica) continue;
+    if (it->step > p.step) {
+      c.fail("step", "step " + std::to_string(p.step) + " comes after step " +
+                         std::to_string(it->step) + " of its replica");
+    }
+    break;
+  }
+  return p;
+}
+
 }  // namespace
 
 StepTraceFile read_step_trace(const std::string& path) {
@@ -141,10 +185,7 @@ StepTraceFile read_step_trace(const std::string& path) {
     } else if (kind == "step") {
       t.steps.push_back(read_step(c, j, t));
     } else if (kind == "placement") {
-      c.fail("record",
-             "placement changes are not supported by validation, which re-simulates one fixed "
-             "placement: record a run without a policy that moves experts (hot_expert_replication, "
-             "eplb)");
+      t.placement_changes.push_back(read_placement(c, j, t));
     } else {
       c.fail("record", "unknown record kind '" + kind + "'");
     }

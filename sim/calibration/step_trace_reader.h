@@ -35,18 +35,30 @@ struct TraceStep {
   std::vector<TraceLayer> layers;  // MoE layers only, in layer order
 };
 
+// A `placement` record: from step `step` of replica `replica` (every replica when -1) on, routed
+// expert e lives on the GPUs expert_gpus[e] (global ids; those outside a replica do not concern
+// it).
+struct TracePlacementChange {
+  int32_t replica = -1;
+  int64_t step = 0;
+  std::vector<std::vector<int32_t>> expert_gpus;
+};
+
 struct StepTraceFile {
   std::string file;
   std::string scenario;
   std::string model;
   int32_t num_gpus = 0;
-  std::vector<std::vector<int32_t>> replica_gpus;  // replica -> global GPU ids
-  std::vector<std::vector<int32_t>> expert_gpus;   // routed expert -> GPUs holding it
-  std::vector<TraceStep> steps;                    // in file order
+  std::vector<std::vector<int32_t>> replica_gpus;       // replica -> global GPU ids
+  std::vector<std::vector<int32_t>> expert_gpus;        // routed expert -> GPUs holding it
+  std::vector<TraceStep> steps;                         // in file order
+  std::vector<TracePlacementChange> placement_changes;  // in file order
 };
 
-// Reads a step trace. Throws ConfigError (FILE, line, field, reason) for malformed records.
-// `placement` records after the header are rejected: validation replays a fixed placement.
+// Reads a step trace. Throws ConfigError (FILE, line, field, reason) for malformed records,
+// including a `placement` record whose expert count differs from the header's, that names a GPU
+// outside the topology (or outside its replica), or that comes after a later step of its
+// replica.
 StepTraceFile read_step_trace(const std::string& path);
 
 }  // namespace moesim::sim

@@ -189,6 +189,8 @@ ValidationReport validate(const ValidationInput& in) {
   r.trace_file = std::filesystem::path(in.trace->file).filename().string();
   r.num_out_of_range_queries = in.num_out_of_range_queries;
   r.num_proxy_queries = in.num_proxy_queries;
+  r.num_moe_layers_checked = in.num_moe_layers_checked;
+  r.num_routing_mismatches = in.num_routing_mismatches;
 
   // Per op kind: the profile's fit on the record's own work.
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> per_op;
@@ -368,7 +370,8 @@ void write_validation_text(std::ostream& os, const ValidationReport& r) {
      << ", priced outside their fit's range: " << r.num_ops_out_of_range << "\n";
   os << "  re-simulation: out-of-range cost queries " << r.num_out_of_range_queries
      << ", lm_head priced by proxy " << r.num_proxy_queries << ", composed-vs-StepModel step "
-     << us(r.max_composition_error_s) << " us max\n";
+     << us(r.max_composition_error_s) << " us max, MoE layers whose combine bytes differ from the "
+     << "recording " << r.num_routing_mismatches << " of " << r.num_moe_layers_checked << "\n";
 }
 
 void write_validation_markdown(std::ostream& os, const ValidationReport& r) {
@@ -401,7 +404,9 @@ void write_validation_markdown(std::ostream& os, const ValidationReport& r) {
   os << "\nOp records without a fit: " << r.num_ops_without_fit
      << "; priced outside their fit's range: " << r.num_ops_out_of_range
      << ". Re-simulation: out-of-range cost queries " << r.num_out_of_range_queries
-     << ", lm_head priced by proxy " << r.num_proxy_queries << ".\n";
+     << ", lm_head priced by proxy " << r.num_proxy_queries
+     << "; MoE layers whose combine bytes differ from the recording " << r.num_routing_mismatches
+     << " of " << r.num_moe_layers_checked << ".\n";
 }
 
 void write_validation_json(std::ostream& os, const ValidationReport& r) {
@@ -424,6 +429,8 @@ void write_validation_json(std::ostream& os, const ValidationReport& r) {
   j["num_ops_out_of_range"] = r.num_ops_out_of_range;
   j["num_out_of_range_queries"] = r.num_out_of_range_queries;
   j["num_proxy_queries"] = r.num_proxy_queries;
+  j["num_moe_layers_checked"] = r.num_moe_layers_checked;
+  j["num_routing_mismatches"] = r.num_routing_mismatches;
   j["num_lm_head_measured"] = r.num_lm_head_measured;
   j["max_composition_error_s"] = r.max_composition_error_s;
   os << j.dump(2) << "\n";

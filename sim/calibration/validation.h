@@ -61,6 +61,11 @@ struct ValidationInput {
   std::vector<int32_t> measured_layer_of_layer;
   int64_t num_out_of_range_queries = 0;  // from the calibrated cost model during re-simulation
   int64_t num_proxy_queries = 0;
+  // MoE layers re-simulated / whose combine bytes differ from the recording (the re-simulation
+  // did not reproduce the recorded routing under the placement in force; dispatch bytes are not
+  // compared: placement policies' weight copies ride on them).
+  int64_t num_moe_layers_checked = 0;
+  int64_t num_routing_mismatches = 0;
 };
 
 struct OpComparison {
@@ -112,7 +117,9 @@ struct ValidationReport {
   std::string end_to_end_note;  // why end-to-end metrics are missing, when they are
   int64_t num_out_of_range_queries = 0;
   int64_t num_proxy_queries = 0;
-  int64_t num_lm_head_measured = 0;  // (step, GPU) pairs whose output head the engine timed
+  int64_t num_moe_layers_checked = 0;
+  int64_t num_routing_mismatches = 0;  // ValidationInput's
+  int64_t num_lm_head_measured = 0;    // (step, GPU) pairs whose output head the engine timed
 };
 
 // Compares (see the file comment). Preconditions: the pointers are non-null and the

@@ -42,6 +42,11 @@ class RoutingModel {
   virtual void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
                              int32_t num_dst_gpus, CountMatrix& out);
 
+  // Whether route_to_gpus() returns the destinations the selections actually ran on, replicas
+  // included (a recording): callers with replicated experts then use it instead of dispatching
+  // route()'s selections over the replicas.
+  virtual bool reports_destinations() const { return false; }
+
  private:
   CountMatrix per_expert_scratch_;
 };

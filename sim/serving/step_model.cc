@@ -286,7 +286,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     q.step_idx = step_idx;
     q.moe_layer_idx = info.moe_idx;
     q.tokens_per_src = src_tokens_;
-    if (placement_->has_replicas()) {
+    if (placement_->has_replicas() && !routing_->reports_destinations()) {
       routing_->route(q, src_expert_);
       dispatcher_.dispatch(*placement_, src_expert_, src_dst_);
     } else {

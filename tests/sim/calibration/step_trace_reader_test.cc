@@ -45,6 +45,17 @@ TEST(StepTraceReader, ReadsHeaderStepsAndRouting) {
   EXPECT_EQ(t.steps[1].sequences.size(), 1u);
 }
 
+TEST(StepTraceReader, ReadsPlacementChanges) {
+  StepTraceFile t = read_step_trace(data("trace_placement.jsonl"));
+  ASSERT_EQ(t.steps.size(), 2u);
+  ASSERT_EQ(t.placement_changes.size(), 1u);
+  const TracePlacementChange& c = t.placement_changes[0];
+  EXPECT_EQ(c.replica, 0);
+  EXPECT_EQ(c.step, 1);
+  ASSERT_EQ(c.expert_gpus.size(), 4u);
+  EXPECT_EQ(c.expert_gpus[1], (std::vector<int32_t>{0, 1}));
+}
+
 void expect_error(const std::string& file, int line, const std::string& key) {
   try {
     read_step_trace(data(file));
@@ -59,8 +70,11 @@ TEST(StepTraceReader, RejectsMalformedRecords) {
   expect_error("trace_bad_count.jsonl", 2, "layers.routing");
   expect_error("trace_bad_phase.jsonl", 2, "sequences.phase");
   expect_error("trace_bad_replica.jsonl", 2, "replica");
-  // Validation replays one fixed placement: placement changes are refused, not ignored.
-  expect_error("trace_placement.jsonl", 2, "record");
+  // Placement records: expert count differs from the header's, a GPU out of range, a record
+  // for a step its replica has already passed.
+  expect_error("trace_bad_placement.jsonl", 2, "expert_gpus");
+  expect_error("trace_placement_bad_gpu.jsonl", 2, "expert_gpus");
+  expect_error("trace_placement_late.jsonl", 3, "step");
   // A measurement file is not a step trace.
   expect_error("meas_small.jsonl", 1, "schema");
   EXPECT_THROW(read_step_trace(data("no_such_file.jsonl")), ConfigError);
