@@ -72,6 +72,8 @@ class PhaseObserver final : public sim::StepObserver {
       out_->dispatch_s[layer_idx] = std::max(out_->dispatch_s[layer_idx], s);
     } else if (n == "combine") {
       out_->combine_s[layer_idx] = std::max(out_->combine_s[layer_idx], s);
+    } else if (n == "dispatch+combine (overlapped)") {
+      out_->dispatch_s[layer_idx] = std::max(out_->dispatch_s[layer_idx], s);
     }
   }
   void on_routing(int32_t layer_idx, int32_t /*moe_layer_idx*/, const sim::CountMatrix& /*src_dst*/,
@@ -140,10 +142,6 @@ int validate_command(const std::vector<std::string>& argv) {
     throw sim::ConfigError(
         trace_path, 1, 0, "model.name",
         "trace model '" + trace.model + "' differs from the scenario's '" + card.name + "'");
-  }
-  if (dep.microbatch_overlap) {
-    throw sim::ConfigError(sc.source_file, 0, 0, "deployment.microbatch_overlap",
-                           "validation composes steps without overlap; set it to false");
   }
 
   auto cost = sim::make_calibrated_cost_model(profile, sc.cost, topo.gpu_spec());
@@ -245,6 +243,7 @@ int validate_command(const std::vector<std::string>& argv) {
       rs.step = ts.step;
       rs.replica = ri;
       rs.gpus = gpus;
+      rs.microbatch_overlap = dep.microbatch_overlap;
       PhaseObserver obs(&rs, gpus.size(), num_layers);
       rs.duration_s = sim::to_seconds(model.run(ts.step, ranks, &obs).duration_ns);
       // The re-simulated combine moves the recorded bytes when routing and placement match (the

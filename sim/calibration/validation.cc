@@ -75,7 +75,8 @@ RequestTimes request_times(const std::vector<const TraceStep*>& steps, const Tim
 }
 
 // Step duration with the step model's barriers from per-GPU, per-layer pre-dispatch compute
-// (attention, dense FFN, router) and post-dispatch compute (experts).
+// (attention, dense FFN, router) and post-dispatch compute (experts); with two-micro-batch
+// overlap, the step model's overlapped layer (ResimulatedStep::microbatch_overlap).
 // `lm_head_s` per GPU, after the last layer.
 double compose_step_s(const ResimulatedStep& s,
                       const std::vector<std::vector<std::array<double, kNumPhases>>>& phase_s,
@@ -89,6 +90,16 @@ double compose_step_s(const ResimulatedStep& s,
                   p[static_cast<int>(Phase::kRouter)];
     }
     if (!is_moe[l]) continue;
+    if (s.microbatch_overlap) {
+      const double start = *std::min_element(clock.begin(), clock.end());
+      double c = 0;
+      for (size_t g = 0; g < n; ++g) {
+        c = std::max(c, clock[g] - start + phase_s[g][l][static_cast<int>(Phase::kExperts)]);
+      }
+      const double d = s.dispatch_s[l];
+      std::fill(clock.begin(), clock.end(), start + std::max(c, d) + std::min(c, d) / 2.0);
+      continue;
+    }
     double ready = *std::max_element(clock.begin(), clock.end()) + s.dispatch_s[l];
     for (size_t g = 0; g < n; ++g)
       clock[g] = ready + phase_s[g][l][static_cast<int>(Phase::kExperts)];

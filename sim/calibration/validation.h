@@ -48,7 +48,12 @@ struct ResimulatedStep {
   // phase_s[gpu_idx][layer_idx][phase]
   std::vector<std::vector<std::array<double, kNumPhases>>> phase_s;
   std::vector<double> dispatch_s, combine_s;  // per layer (0 for dense layers)
-  std::vector<double> lm_head_s;              // per GPU
+  // Two-micro-batch overlap (deployment.microbatch_overlap): dispatch_s holds the layer's
+  // dispatch + combine, combine_s is 0, and a layer ends max(C, D) + min(C, D) / 2 after its
+  // earliest GPU clock (C: the latest GPU's compute from there, D: the collectives), as in the
+  // StepModel.
+  bool microbatch_overlap = false;
+  std::vector<double> lm_head_s;  // per GPU
 };
 
 struct ValidationInput {

@@ -2,7 +2,8 @@
 # `moesim validate` of a run whose placement changes (EPLB): record the tiny EPLB scenario,
 # replay its first steps on the CPU engine, validate. The trace must hold a placement record
 # inside the replayed steps, and the re-simulation must reproduce the recorded routing under the
-# placement in force at every step (num_routing_mismatches == 0).
+# placement in force at every step (num_routing_mismatches == 0). Then the same with two-micro-batch
+# overlap, whose step composition must match the StepModel's.
 # Usage: validate_placement_test.sh MOESIM MOESIM_ENGINE SOURCE_DIR
 set -euo pipefail
 moesim=$1
@@ -32,4 +33,23 @@ checked, mismatched = r["num_moe_layers_checked"], r["num_routing_mismatches"]
 assert checked >= int(sys.argv[2]), f"only {checked} MoE layers checked"
 assert mismatched == 0, f"{mismatched} of {checked} MoE layers re-simulated other bytes"
 print(f"validate_placement_test: {checked} MoE layers reproduce the recorded routing")
+PY
+
+# The same steps under two-micro-batch overlap: the composition must equal the StepModel's.
+sed -e "s#\"\.\./\.\./\.\./#\"$src/#" -e 's/^\[deployment\]$/[deployment]\nmicrobatch_overlap = true/' \
+  "$scenario" > "$tmp/overlap.toml"
+grep -q '^microbatch_overlap = true' "$tmp/overlap.toml"
+"$moesim" run "$tmp/overlap.toml" --record "$tmp/overlap.jsonl" > /dev/null
+OMP_NUM_THREADS=1 "$engine" replay "$tmp/overlap.jsonl" --out "$tmp/overlap.meas.jsonl" \
+  --max-steps 4 --warmup 0 --repeats 1 > /dev/null
+"$moesim" validate "$tmp/overlap.toml" --profile "$src/profiles/cpu-amd-epyc.toml" \
+  --measurements "$tmp/overlap.meas.jsonl" --json > "$tmp/overlap.json"
+/usr/bin/python3 - "$tmp/overlap.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["num_routing_mismatches"] == 0, r["num_routing_mismatches"]
+assert r["step_duration"]["num_samples"] == 4, r["step_duration"]
+# slices are whole nanoseconds: a few ns of rounding, not a different composition
+assert r["max_composition_error_s"] < 1e-7, r["max_composition_error_s"]
+print("validate_placement_test: overlapped steps compose as the StepModel runs them")
 PY

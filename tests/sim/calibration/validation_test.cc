@@ -140,6 +140,24 @@ TEST(Validation, StatisticsOfAHandMadeStep) {
   EXPECT_EQ(r.num_out_of_range_queries, 7);
 }
 
+TEST(Validation, ComposesOverlappedMicroBatches) {
+  Case c;
+  build(c);
+  ResimulatedStep& s = c.input.steps[0];
+  s.microbatch_overlap = true;
+  s.dispatch_s = {0, 5 * kUs};  // dispatch + combine
+  s.combine_s = {0, 0};
+  // Simulated: clocks 38 | 16 before the MoE layer; it starts at 16, C = max(38 - 16 + 30,
+  // 0 + 60) = 60, D = 5: ends at 16 + 60 + 2.5 = 78.5, lm_head 79.5 us (the StepModel's).
+  s.duration_s = 79.5 * kUs;
+  ValidationReport r = validate(c.input);
+  EXPECT_NEAR(r.max_composition_error_s, 0.0, 1e-12);
+  // Measured: clocks 35 | 15; C = max(35 - 15 + 30, 0 + 50) = 50: 15 + 50 + 2.5 + 1 = 68.5 us.
+  ASSERT_EQ(r.step_durations.size(), 1u);
+  EXPECT_NEAR(r.step_durations[0][1], 68.5 * kUs, 1e-12);
+  EXPECT_NEAR(r.step_durations[0][2], 79.5 * kUs, 1e-12);
+}
+
 TEST(Validation, MissingGpuDisablesEndToEnd) {
   Case c;
   build(c);
