@@ -70,5 +70,7 @@ int validate_command(const std::vector<std::string>& argv);
 int compare_command(const std::vector<std::string>& argv);
 int sweep_command(const std::vector<std::string>& argv);
 int search_command(const std::vector<std::string>& argv);
+// Forwards to the moesim-engine binary (engine_cmd.cc).
+int engine_command(const std::vector<std::string>& argv);
 
 }  // namespace moesim::cli

@@ -36,6 +36,8 @@ const Command kCommands[] = {
      moesim::cli::sweep_command},
     {"search", "highest rate meeting SLOs per configuration; cheapest config for a target rate",
      moesim::cli::search_command},
+    {"engine", "run moesim-engine (replay recorded steps, bench ops): `moesim engine --help`",
+     moesim::cli::engine_command},
 };
 
 void print_help() {
