@@ -163,6 +163,7 @@ int validate_command(const std::vector<std::string>& argv) {
   // The measured layer standing for each model layer (replay profiles run a subset).
   sim::ValidationInput input;
   input.measured_layer_of_layer.assign(num_layers, -1);
+  for (size_t l = 0; l < num_layers; ++l) input.is_moe_layer.push_back(moe_layer_of_layer[l] >= 0);
   for (size_t l = 0; l < num_layers; ++l) {
     if (meas.layer_scales.count(static_cast<int32_t>(l))) {
       input.measured_layer_of_layer[l] = static_cast<int32_t>(l);

@@ -244,6 +244,7 @@ ValidationReport validate(const ValidationInput& in) {
 
   // Per phase and per step, and the composed step durations.
   const size_t num_layers = in.measured_layer_of_layer.size();
+  MOESIM_CHECK(in.is_moe_layer.size() == num_layers, "validate: is_moe_layer size");
   std::vector<double> step_meas, step_sim, dur_meas, dur_sim;
   std::array<std::pair<std::vector<double>, std::vector<double>>, kNumPhases> phase_v;
   std::map<int32_t, std::vector<const TraceStep*>> trace_steps;  // replica -> steps
@@ -253,8 +254,7 @@ ValidationReport validate(const ValidationInput& in) {
   bool all_gpus_measured = true;
   for (const ResimulatedStep& s : in.steps) {
     MOESIM_CHECK(s.phase_s.size() == s.gpus.size(), "validate: phase table size");
-    std::vector<bool> is_moe(num_layers, false);
-    for (size_t l = 0; l < num_layers; ++l) is_moe[l] = s.dispatch_s[l] > 0 || s.combine_s[l] > 0;
+    const std::vector<bool>& is_moe = in.is_moe_layer;
     std::vector<std::vector<std::array<double, kNumPhases>>> measured(
         s.gpus.size(), std::vector<std::array<double, kNumPhases>>(num_layers));
     bool complete = true;

@@ -64,6 +64,9 @@ struct ValidationInput {
   // Model layer -> the measured layer standing for it (itself under --layers all; the sampled
   // layer of the same signature otherwise); -1 when none was run.
   std::vector<int32_t> measured_layer_of_layer;
+  // Model layer -> whether it is an MoE layer (its dispatch and combine barriers apply even when
+  // no token crosses GPUs).
+  std::vector<bool> is_moe_layer;
   int64_t num_out_of_range_queries = 0;  // from the calibrated cost model during re-simulation
   int64_t num_proxy_queries = 0;
   // MoE layers re-simulated / whose combine bytes differ from the recording (the re-simulation

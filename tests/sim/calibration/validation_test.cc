@@ -84,6 +84,7 @@ void build(Case& c) {
   c.input.trace = &c.trace;
   c.input.steps = {s};
   c.input.measured_layer_of_layer = {0, 1};
+  c.input.is_moe_layer = {false, true};
   c.input.num_out_of_range_queries = 7;
 }
 
@@ -156,6 +157,21 @@ TEST(Validation, ComposesOverlappedMicroBatches) {
   ASSERT_EQ(r.step_durations.size(), 1u);
   EXPECT_NEAR(r.step_durations[0][1], 68.5 * kUs, 1e-12);
   EXPECT_NEAR(r.step_durations[0][2], 79.5 * kUs, 1e-12);
+}
+
+TEST(Validation, MoeLayerWithoutRemoteTokensKeepsItsBarriers) {
+  Case c;
+  build(c);
+  ResimulatedStep& s = c.input.steps[0];
+  s.dispatch_s = {0, 0};  // every token served on its own GPU: no collective time
+  s.combine_s = {0, 0};
+  // Simulated: 38 | 16 -> barrier 38 -> experts 68 | 98 -> barrier 98 -> lm_head 99 us.
+  s.duration_s = 99 * kUs;
+  ValidationReport r = validate(c.input);
+  EXPECT_NEAR(r.max_composition_error_s, 0.0, 1e-12);
+  // Measured: 35 | 15 -> 35 -> 65 | 85 -> 85 -> 86 us.
+  ASSERT_EQ(r.step_durations.size(), 1u);
+  EXPECT_NEAR(r.step_durations[0][1], 86 * kUs, 1e-12);
 }
 
 TEST(Validation, MissingGpuDisablesEndToEnd) {
