@@ -1,5 +1,6 @@
 #include "engine/bench.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -86,7 +87,9 @@ void run_bench(Backend& backend, const BenchOptions& o, std::ostream& table, std
   const LayerWeights dense = build_layer_weights(backend, m.dense, 0, d, 14);
   const LayerWeights moe = build_layer_weights(backend, m.moe, m.local_experts, d, 15);
   const int64_t k = m.moe.top_k;
-  const int64_t cache_rows = max_tokens * (max_context + max_tokens);
+  // Cache rows of an attention point: prefill reads c + t rows, decode t x (c + 1).
+  auto rows_needed = [](int64_t t, int64_t c) { return std::max(c + t, t * (c + 1)); };
+  const int64_t cache_rows_wanted = rows_needed(max_tokens, max_context);
   const int64_t cache_width = std::max(m.mla.mla.kv_lora_rank + m.mla.mla.qk_rope_head_dim,
                                        2 * m.gqa.gqa.num_kv_heads * m.gqa.gqa.head_dim);
   const KdaShape& ks = m.kda.kda;
@@ -95,11 +98,26 @@ void run_bench(Backend& backend, const BenchOptions& o, std::ostream& table, std
       (ks.short_conv_kernel - 1) * ks.num_heads * (2 * ks.head_dim_k + ks.head_dim_v);
   DeviceTensor x = backend.allocate(d.activations, {max_tokens * k, h}, "bench input");
   DeviceTensor y = backend.allocate(d.activations, {max_tokens * k, h}, "bench output");
-  DeviceTensor cache = backend.allocate(d.kv_cache, {cache_rows * cache_width}, "bench cache");
   DeviceTensor state =
       backend.allocate(DType::kF32, {max_tokens * kda_state_per_seq}, "bench state");
   DeviceTensor ids = backend.allocate(DType::kI32, {max_tokens * k}, "bench ids");
   DeviceTensor weights = backend.allocate(DType::kF32, {max_tokens * k}, "bench weights");
+  // The cache takes what the largest point needs, or what memory allows after a reserve for the
+  // ops' own scratch (a quarter of what is left, at least 2 GiB when there is that much): points
+  // that need more rows are skipped with a line saying so (e.g. decode of 2,048 sequences at
+  // 32K context would need ~290 GB of cache at dsv3 widths).
+  const int64_t row_bytes = dtype_size_bytes(d.kv_cache) * cache_width;
+  const int64_t free_bytes = backend.memory_info().available_bytes;
+  const int64_t reserve_bytes =
+      std::min(free_bytes / 2, std::max(free_bytes / 4, int64_t{2} << 30));
+  const int64_t cache_rows = std::min(cache_rows_wanted, (free_bytes - reserve_bytes) / row_bytes);
+  const int64_t smallest_rows =
+      rows_needed(*std::min_element(o.tokens.begin(), o.tokens.end()),
+                  *std::min_element(o.contexts.begin(), o.contexts.end()));
+  if (cache_rows < smallest_rows) {
+    throw OutOfMemoryError("bench cache", smallest_rows * row_bytes, free_bytes - reserve_bytes);
+  }
+  DeviceTensor cache = backend.allocate(d.kv_cache, {cache_rows * cache_width}, "bench cache");
   backend.fill_synthetic(x.view, 1, 1.0f);
   backend.fill_synthetic(cache.view, 2, 1.0f);
   backend.fill_synthetic(state.view, 3, 0.1f);
@@ -166,6 +184,16 @@ void run_bench(Backend& backend, const BenchOptions& o, std::ostream& table, std
       for (const AttentionBatch* b : {&prefill, &decode}) {
         const bool is_prefill = b == &prefill;
         const int64_t rows = b->total_cache_rows();
+        if (rows > cache_rows) {
+          char line[200];
+          std::snprintf(line, sizeof(line),
+                        "%-18s %7lld %8lld  skipped: needs %.1f GB of cache, %.1f GB fit\n",
+                        is_prefill ? "attn_*_prefill" : "attn_*_decode", static_cast<long long>(t),
+                        static_cast<long long>(c), static_cast<double>(rows * row_bytes) * 1e-9,
+                        static_cast<double>(cache_rows * row_bytes) * 1e-9);
+          table << line;
+          continue;
+        }
         const MlaShape& ms = m.mla.mla;
         const MlaForm form = is_prefill ? MlaForm::kNaive : MlaForm::kAbsorbed;
         const Tensor mla_cache = view(cache, {rows, ms.kv_lora_rank + ms.qk_rope_head_dim});

@@ -20,6 +20,7 @@
 #include "engine/measurement.h"
 #include "engine/mpi_launch.h"
 #include "engine/replay.h"
+#include "engine/replay_plan.h"
 #include "engine/shape_limits.h"
 #include "engine/step_trace.h"
 #include "moesim_version.h"
@@ -258,11 +259,11 @@ int run_replay(const Args& a) {
   o.replica_idx = a.has("--replica") ? parse_int("--replica", a.get("--replica", ""), 0) : -1;
   o.engine_version = MOESIM_VERSION;
   const StepTrace trace = read_step_trace(a.trace_path);
-  const std::vector<std::string> unsupported =
-      shape_limit_violations(trace.model, a.get("--backend", "cpu"));
+  const std::vector<std::string> unsupported = shape_limit_violations(
+      trace.model, a.get("--backend", "cpu"), replay_dtypes(trace.model.dtypes, o.expert_dtype));
   if (!unsupported.empty()) {
     std::string msg = a.trace_path + ": the " + a.get("--backend", "cpu") +
-                      " backend cannot run this model's shapes:";
+                      " backend cannot run this model's shapes and dtypes:";
     for (const std::string& u : unsupported) msg += "\n  " + u;
     throw InputError(msg);
   }

@@ -147,8 +147,7 @@ std::vector<int32_t> select_gpus(const StepTrace& trace, const std::vector<int32
   return {hottest, coldest};
 }
 
-ReplayDtypes resolve_dtypes(const TraceDtypes& trace, const Backend& backend,
-                            const std::string& expert_override) {
+ReplayDtypes replay_dtypes(const TraceDtypes& trace, const std::string& expert_override) {
   ReplayDtypes d;
   d.attention = bf16_unless_fp32(trace.attention);
   d.dense_ffn = DType::kBF16;
@@ -164,6 +163,12 @@ ReplayDtypes resolve_dtypes(const TraceDtypes& trace, const Backend& backend,
   } else {
     throw InputError("--expert-dtype " + expert_override + ": valid values are bf16 and fp8");
   }
+  return d;
+}
+
+ReplayDtypes resolve_dtypes(const TraceDtypes& trace, const Backend& backend,
+                            const std::string& expert_override) {
+  const ReplayDtypes d = replay_dtypes(trace, expert_override);
   if (!backend.supports_expert_dtype(d.experts)) {
     throw InputError("trace experts dtype '" + trace.experts + "' needs " +
                      std::string(dtype_name(d.experts)) + " expert GEMMs, which backend '" +

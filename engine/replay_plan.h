@@ -47,8 +47,11 @@ struct ReplayDtypes {
   DType dispatch = DType::kBF16;  // FP8 when the trace dispatches in an 8-bit or smaller format
   DType activations = DType::kBF16;
 };
-// Throws InputError when the experts would run FP8 on a backend without FP8 support (naming
-// the trace dtype and the backend) or when expert_override is not "", "bf16" or "fp8".
+// The dtypes for `trace` and `expert_override`, whatever the backend. Throws InputError when
+// expert_override is not "", "bf16" or "fp8".
+ReplayDtypes replay_dtypes(const TraceDtypes& trace, const std::string& expert_override);
+// replay_dtypes(), and InputError when the experts would run FP8 on a backend without FP8
+// support (naming the trace dtype and the backend).
 ReplayDtypes resolve_dtypes(const TraceDtypes& trace, const Backend& backend,
                             const std::string& expert_override);
 

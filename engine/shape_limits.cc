@@ -14,26 +14,36 @@ class Checker {
           std::to_string(value) + " exceeds the CUDA kernels' limit of " + std::to_string(limit));
     }
   }
-  void multiple_of(const std::string& field, int64_t value, int64_t m) {
+  void multiple_of(const std::string& field, int64_t value, int64_t m,
+                   const char* why = "the CUDA kernels' tile") {
     if (value % m != 0) {
-      add(field, std::to_string(value) + " is not a multiple of " + std::to_string(m) +
-                     " (the CUDA kernels' tile)");
+      add(field,
+          std::to_string(value) + " is not a multiple of " + std::to_string(m) + " (" + why + ")");
     }
   }
-
- private:
   void add(const std::string& field, const std::string& reason) {
     out_->push_back(field + ": " + reason);
   }
+
+ private:
   std::vector<std::string>* out_;
 };
 
 }  // namespace
 
-std::vector<std::string> shape_limit_violations(const TraceModel& model, std::string_view backend) {
+std::vector<std::string> shape_limit_violations(const TraceModel& model, std::string_view backend,
+                                                const ReplayDtypes& dtypes) {
   std::vector<std::string> out;
   if (backend != "cuda") return out;
   Checker c(&out);
+  if (dtypes.attention == DType::kF32) {
+    c.add("model.dtypes.attention", "fp32: the CUDA kernels run BF16 attention weights");
+  }
+  if (dtypes.kv_cache == DType::kF32) {
+    c.add("model.dtypes.kv_cache", "fp32: the CUDA kernels read a BF16 cache");
+  }
+  const bool fp8_experts = dtypes.experts == DType::kFP8E4M3;
+  constexpr const char* kFp8Why = "FP8 expert GEMMs need widths in multiples of 16";
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const TraceLayer& l = model.layers[i];
     const std::string at = "model.layers[" + std::to_string(i) + "].";
@@ -61,8 +71,12 @@ std::vector<std::string> shape_limit_violations(const TraceModel& model, std::st
     if (l.is_moe) {
       c.at_most(at + "ffn.num_routed_experts", l.num_routed_experts, cuda::kMaxRoutedExperts);
       c.at_most(at + "ffn.top_k", l.top_k, cuda::kMaxTopK);
+      if (fp8_experts) {
+        c.multiple_of(at + "ffn.expert_intermediate_size", l.expert_intermediate_size, 16, kFp8Why);
+      }
     }
   }
+  if (fp8_experts) c.multiple_of("model.hidden_size", model.hidden_size, 16, kFp8Why);
   return out;
 }
 

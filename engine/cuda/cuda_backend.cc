@@ -26,8 +26,16 @@ namespace {
 
 constexpr float kInnerNormEps = 1e-6f;  // matches engine/cpu/attend.h
 
-bf16* as_bf16(const Tensor& t) { return static_cast<bf16*>(t.data); }
-float* as_f32(const Tensor& t) { return static_cast<float*>(t.data); }
+// Typed views: a tensor of another dtype (e.g. an FP32 attention dtype, which the CPU backend
+// accepts) is reported, not reinterpreted.
+bf16* as_bf16(const Tensor& t) {
+  MOESIM_ENGINE_CHECK(t.empty() || t.dtype == DType::kBF16, "cuda backend: tensor must be BF16");
+  return static_cast<bf16*>(t.data);
+}
+float* as_f32(const Tensor& t) {
+  MOESIM_ENGINE_CHECK(t.empty() || t.dtype == DType::kF32, "cuda backend: tensor must be FP32");
+  return static_cast<float*>(t.data);
+}
 int as_int(int64_t v) {
   MOESIM_ENGINE_CHECK(v >= 0 && v <= 0x7fffffff, "dimension does not fit in int");
   return static_cast<int>(v);
@@ -124,16 +132,20 @@ class CudaBackend : public Backend {
     return DeviceTensor{std::move(buffer), Tensor{data, dtype, shape}};
   }
 
+  // On stream_, then wait: a cudaMemcpy (legacy stream, unordered with the non-blocking stream_)
+  // from pageable memory may return before the bytes land, racing the next kernel on stream_.
   void upload(const void* host_src, const Tensor& dst) override {
+    if (dst.size_bytes() == 0) return;
+    MOESIM_CUDA_CHECK(cudaMemcpyAsync(dst.data, host_src, static_cast<size_t>(dst.size_bytes()),
+                                      cudaMemcpyHostToDevice, stream_));
     MOESIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    MOESIM_CUDA_CHECK(cudaMemcpy(dst.data, host_src, static_cast<size_t>(dst.size_bytes()),
-                                 cudaMemcpyHostToDevice));
   }
 
   void download(const Tensor& src, void* host_dst) override {
+    if (src.size_bytes() == 0) return;
+    MOESIM_CUDA_CHECK(cudaMemcpyAsync(host_dst, src.data, static_cast<size_t>(src.size_bytes()),
+                                      cudaMemcpyDeviceToHost, stream_));
     MOESIM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    MOESIM_CUDA_CHECK(cudaMemcpy(host_dst, src.data, static_cast<size_t>(src.size_bytes()),
-                                 cudaMemcpyDeviceToHost));
   }
 
   void fill_synthetic(const Tensor& dst, uint64_t seed, float scale) override {
@@ -175,8 +187,10 @@ class CudaBackend : public Backend {
     DeviceBuffer logits = scratch(tokens * experts * 4, "router logits");
     router_logits(gemm_->handle(), as_bf16(x), as_bf16(w.w_gate),
                   static_cast<float*>(logits.data()), tokens, as_int(x.cols()), experts, stream_);
+    // The correction bias applies to sigmoid scoring only (RouterConfig; the CPU ignores it else).
+    const bool biased = config.scoring == ScoringFunc::kSigmoid && !w.bias.empty();
     launch_router_topk(
-        static_cast<float*>(logits.data()), w.bias.empty() ? nullptr : as_f32(w.bias),
+        static_cast<float*>(logits.data()), biased ? as_f32(w.bias) : nullptr,
         config.scoring == ScoringFunc::kSoftmax ? RouterScoring::kSoftmax : RouterScoring::kSigmoid,
         config.normalize_top_k, config.routed_scaling, static_cast<int32_t*>(expert_ids.data),
         as_f32(expert_weights), tokens, experts, as_int(config.top_k), stream_);

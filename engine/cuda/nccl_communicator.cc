@@ -121,19 +121,24 @@ void NcclCommunicator::all_to_all_bytes(const void* send,
   int64_t send_offset = 0;
   int64_t recv_offset = 0;
   MOESIM_NCCL_CHECK(ncclGroupStart());
-  for (int peer = 0; peer < world_size_; ++peer) {
-    const int64_t s = send_bytes_per_rank[peer];
-    const int64_t r = recv_bytes_per_rank[peer];
-    if (s > 0) {
-      MOESIM_NCCL_CHECK(ncclSend(send_bytes + send_offset, static_cast<size_t>(s), ncclUint8, peer,
-                                 comm_, stream));
+  try {
+    for (int peer = 0; peer < world_size_; ++peer) {
+      const int64_t s = send_bytes_per_rank[peer];
+      const int64_t r = recv_bytes_per_rank[peer];
+      if (s > 0) {
+        MOESIM_NCCL_CHECK(ncclSend(send_bytes + send_offset, static_cast<size_t>(s), ncclUint8,
+                                   peer, comm_, stream));
+      }
+      if (r > 0) {
+        MOESIM_NCCL_CHECK(ncclRecv(recv_bytes + recv_offset, static_cast<size_t>(r), ncclUint8,
+                                   peer, comm_, stream));
+      }
+      send_offset += s;
+      recv_offset += r;
     }
-    if (r > 0) {
-      MOESIM_NCCL_CHECK(ncclRecv(recv_bytes + recv_offset, static_cast<size_t>(r), ncclUint8, peer,
-                                 comm_, stream));
-    }
-    send_offset += s;
-    recv_offset += r;
+  } catch (...) {
+    ncclGroupEnd();  // close the group so that later NCCL calls are not swallowed by it
+    throw;
   }
   MOESIM_NCCL_CHECK(ncclGroupEnd());
 }

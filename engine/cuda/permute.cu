@@ -1,7 +1,7 @@
 // Token permutation by expert (gather), un-permutation (scatter) and the weighted combine of
 // expert outputs. One block per output row; rows are copied with 16-byte vectors when the
 // hidden size allows it. The permutation itself is planned on the host from the forced routing
-// (engine/cuda/permutation_plan.h): these kernels only move rows.
+// (engine/permutation.h): these kernels only move rows.
 #include <cuda_bf16.h>
 
 #include <algorithm>

@@ -20,14 +20,15 @@ TEST_F(CudaBackendTest, RmsNorm) {
   EXPECT_LT(diff(out), kBf16Tolerance);
 }
 
-void run_router(CudaBackendTest& t, ScoringFunc scoring, bool with_bias) {
-  const int64_t tokens = 50, hidden = 128, experts = 64, top_k = 6;
+void run_router(CudaBackendTest& t, ScoringFunc scoring, bool with_bias, int64_t experts = 64,
+                int64_t top_k = 6, bool normalize = true) {
+  const int64_t tokens = 50, hidden = 128;
   const auto x = t.random(DType::kBF16, {tokens, hidden}, 1.0f);
   const auto w_gate = t.random(DType::kBF16, {hidden, experts}, 0.2f);
   const auto bias = t.random(DType::kF32, {experts}, 0.05f);
   const auto ids = t.ints({tokens, top_k}, std::vector<int32_t>(tokens * top_k, -1));
   const auto weights = t.zeros(DType::kF32, {tokens, top_k});
-  RouterConfig config{experts, top_k, scoring, true, 2.5f};
+  RouterConfig config{experts, top_k, scoring, normalize, 2.5f};
   t.cpu_->router(x.cpu, RouterWeights{w_gate.cpu, with_bias ? bias.cpu : Tensor{}}, config, ids.cpu,
                  weights.cpu);
   t.gpu_->router(x.gpu, RouterWeights{w_gate.gpu, with_bias ? bias.gpu : Tensor{}}, config, ids.gpu,
@@ -46,19 +47,26 @@ void run_router(CudaBackendTest& t, ScoringFunc scoring, bool with_bias) {
 
 TEST_F(CudaBackendTest, RouterSoftmax) { run_router(*this, ScoringFunc::kSoftmax, false); }
 TEST_F(CudaBackendTest, RouterSigmoidWithBias) { run_router(*this, ScoringFunc::kSigmoid, true); }
+// The replay's output head: 1024-column tiles (the kernel's widest), top-1, no renormalisation.
+TEST_F(CudaBackendTest, RouterOutputHeadTile) {
+  run_router(*this, ScoringFunc::kSoftmax, false, 1024, 1, false);
+}
 
+// Widths 72 (16-byte vector copies) and 70 (the element-wise fallback).
 TEST_F(CudaBackendTest, PermuteAndUnpermuteAreExact) {
-  const Pair x = random(DType::kBF16, {10, 72});
-  const Pair gather = ints({12}, {3, 0, 9, 9, 1, 2, 5, 4, 7, 6, 8, 0});
-  const Pair permuted = zeros(DType::kBF16, {12, 72});
-  cpu_->permute(x.cpu, gather.cpu, permuted.cpu);
-  gpu_->permute(x.gpu, gather.gpu, permuted.gpu);
-  EXPECT_EQ(diff(permuted), 0.0);
-  const Pair scatter = ints({12}, {11, 0, 5, 3, 2, 1, 4, 6, 10, 7, 9, 8});
-  const Pair back = zeros(DType::kBF16, {12, 72});
-  cpu_->unpermute(permuted.cpu, scatter.cpu, back.cpu);
-  gpu_->unpermute(permuted.gpu, scatter.gpu, back.gpu);
-  EXPECT_EQ(diff(back), 0.0);
+  for (const int64_t width : {72, 70}) {
+    const Pair x = random(DType::kBF16, {10, width});
+    const Pair gather = ints({12}, {3, 0, 9, 9, 1, 2, 5, 4, 7, 6, 8, 0});
+    const Pair permuted = zeros(DType::kBF16, {12, width});
+    cpu_->permute(x.cpu, gather.cpu, permuted.cpu);
+    gpu_->permute(x.gpu, gather.gpu, permuted.gpu);
+    EXPECT_EQ(diff(permuted), 0.0) << "width " << width;
+    const Pair scatter = ints({12}, {11, 0, 5, 3, 2, 1, 4, 6, 10, 7, 9, 8});
+    const Pair back = zeros(DType::kBF16, {12, width});
+    cpu_->unpermute(permuted.cpu, scatter.cpu, back.cpu);
+    gpu_->unpermute(permuted.gpu, scatter.gpu, back.gpu);
+    EXPECT_EQ(diff(back), 0.0) << "width " << width;
+  }
 }
 
 TEST_F(CudaBackendTest, WeightedCombineWithAndWithoutShared) {

@@ -48,7 +48,7 @@ class CudaVsCpuTest : public ::testing::Test {
   Pair ints(const Shape& shape, const std::vector<int32_t>& values) {
     return {cpu_pool_->ints(shape, values), gpu_pool_->ints(shape, values)};
   }
-  // Relative max difference of the two sides (GPU against the CPU reference).
+  // Relative max difference of the two sides (GPU against the CPU reference; a NaN fails).
   double diff(const Pair& p) {
     gpu_->synchronize();
     return engine::testing::max_rel_diff(gpu_pool_->read(p.gpu), cpu_pool_->read(p.cpu));
