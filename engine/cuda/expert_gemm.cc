@@ -117,7 +117,10 @@ void ExpertGemm::grouped_linear_bf16(const bf16* x, const bf16* w, bf16* y,
       const_cast<const void**>(reinterpret_cast<void**>(d_a)), CUDA_R_16BF, lda.data(),
       const_cast<const void**>(reinterpret_cast<void**>(d_b)), CUDA_R_16BF, ldb.data(), beta.data(),
       d_c, CUDA_R_16BF, ldc.data(), num_groups, group_size.data(), CUBLAS_COMPUTE_32F);
-  used_grouped_api_ = status != CUBLAS_STATUS_NOT_SUPPORTED;
+  // A configuration the grouped API rejects (not supported, or an argument it refuses that the
+  // plain GEMM accepts) runs group by group; a real argument error then fails in the loop.
+  used_grouped_api_ =
+      status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE;
   if (used_grouped_api_) {
     MOESIM_CUBLAS_CHECK(status);
     return;
