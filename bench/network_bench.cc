@@ -8,7 +8,9 @@
 //   building the traffic matrix (direct and hierarchical) at 64 and 1,024 GPUs;
 //   the per-route reference path of the bottleneck model (bit-identical results) for comparison,
 //     and the EP32 hierarchical collective of the shipped 64-GPU scenarios (relay rows estimated,
-//     hence non-integral bytes, and rounded to whole bytes).
+//     hence non-integral bytes, and rounded to whole bytes), from the builders and from a
+//     TrafficPlan (whose row support the model reads instead of whole rows);
+//   one EP32 hierarchical layer's dispatch and combine matrices: two builders or one TrafficPlan.
 // Counter sim_us: the simulated collective duration. SimGrid allows one engine per process, so
 // both SimGrid benchmarks share one model on the 64-GPU topology (16 GPUs = its first 2 nodes).
 #include <benchmark/benchmark.h>
@@ -22,6 +24,7 @@
 #include "sim/network/collective_study.h"
 #include "sim/network/factored_bottleneck_model.h"
 #include "sim/network/fluid_model.h"
+#include "sim/network/traffic_plan.h"
 #include "sim/topology/topology_parser.h"
 #if defined(MOESIM_HAVE_SIMGRID)
 #include "sim/network/simgrid/simgrid_model.h"
@@ -143,15 +146,22 @@ BENCHMARK_CAPTURE(BM_BottleneckReference, uniform_1024, 128)->Unit(benchmark::kM
 
 // The shipped 64-GPU scenarios' collective: EP32 (GPUs 0-31 of h800-8x8) with hierarchical
 // dispatch; decode-sized (128 tokens per GPU) and prefill-sized (4,096) layers, dispatch.
+// `supported`: the matrix comes from a TrafficPlan, with its row support (as in the simulator).
 void BM_BottleneckEp32Hierarchical(benchmark::State& state, int64_t tokens_per_gpu, bool reference,
-                                   bool integral = false) {
+                                   bool integral = false, bool supported = false) {
   const Topology& topo = topology(8);
   CollectiveStudySpec spec = layer_spec(32, "zipf:1.2");
   spec.tokens_per_gpu = tokens_per_gpu;
   TrafficMatrix traffic;
-  build_dispatch_traffic(topo, draw_token_counts(topo, spec),
-                         token_bytes(spec.hidden, spec.dispatch_dtype),
-                         DispatchAlgorithm::kHierarchical, traffic);
+  const TokenCounts counts = draw_token_counts(topo, spec);
+  const double row_bytes = token_bytes(spec.hidden, spec.dispatch_dtype);
+  if (supported) {
+    TrafficPlan plan;
+    plan.build(topo, counts, DispatchAlgorithm::kHierarchical);
+    plan.dispatch_traffic(row_bytes, traffic);
+  } else {
+    build_dispatch_traffic(topo, counts, row_bytes, DispatchAlgorithm::kHierarchical, traffic);
+  }
   if (integral) {
     // Whole bytes, as with exact unique (token, node) counts: the per-class path.
     for (int32_t s = 0; s < traffic.size(); ++s) {
@@ -174,8 +184,37 @@ BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode_reference, 128, true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode_integral, 128, false, true)
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, decode_supported, 128, false, false, true)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, prefill, 4096, false)
     ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_BottleneckEp32Hierarchical, prefill_supported, 4096, false, false, true)
+    ->Unit(benchmark::kMicrosecond);
+
+// Both collectives' matrices of one EP32 hierarchical layer (decode-sized, FP8 dispatch, BF16
+// combine): two builders, or one TrafficPlan materialised twice (the simulator's path).
+void BM_LayerTrafficEp32(benchmark::State& state, bool plan) {
+  const Topology& topo = topology(8);
+  CollectiveStudySpec spec = layer_spec(32, "zipf:1.2");
+  spec.tokens_per_gpu = 128;
+  const TokenCounts counts = draw_token_counts(topo, spec);
+  TrafficPlan traffic_plan;
+  TrafficMatrix dispatch, combine;
+  for (auto _ : state) {
+    if (plan) {
+      traffic_plan.build(topo, counts, DispatchAlgorithm::kHierarchical);
+      traffic_plan.dispatch_traffic(7392, dispatch);
+      traffic_plan.combine_traffic(14336, combine);
+    } else {
+      build_dispatch_traffic(topo, counts, 7392, DispatchAlgorithm::kHierarchical, dispatch);
+      build_combine_traffic(topo, counts, 14336, DispatchAlgorithm::kHierarchical, combine);
+    }
+    benchmark::DoNotOptimize(dispatch.row(0).data());
+    benchmark::DoNotOptimize(combine.row(0).data());
+  }
+}
+BENCHMARK_CAPTURE(BM_LayerTrafficEp32, builders, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_LayerTrafficEp32, plan, true)->Unit(benchmark::kMicrosecond);
 
 void BM_Fluid64(benchmark::State& state, const char* skew) {
   const Topology& topo = topology(8);

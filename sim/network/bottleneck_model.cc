@@ -236,6 +236,10 @@ bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t 
   // sends to its node and to one relay per other node), whose compacted flows are fewer than the
   // pairs this path visits.
   if (p > 0) {
+    // A support smaller than half a row leaves fewer flows than that in the first row.
+    if (traffic.has_support() && 2 * static_cast<int64_t>(traffic.support(0).size()) < p) {
+      return false;
+    }
     const double* row = traffic.row(0).data();
     if (!integral_bytes(row, static_cast<int32_t>(std::min(pp, block)))) return false;
     int32_t first_row_flows = 0;
@@ -296,7 +300,10 @@ bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t 
     }
   }
   // Every link's load is at most the total: exact while the total stays below 2^52.
-  if (!(total_bytes < kTwoPow52)) return false;
+  if (!(total_bytes < kTwoPow52)) {
+    for (int32_t l : touched_links_) link_bytes[l] = 0.0;  // clean for the fallback
+    return false;
+  }
   for (size_t d = 0; d < pp; ++d) {
     const int32_t* links = &dst_links_[(base + d) * cc * 2];
     const double* sums = &col[d * cc];
@@ -318,21 +325,29 @@ double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
   const size_t cc = static_cast<size_t>(num_classes_) + 1;
   const auto none = static_cast<uint8_t>(num_classes_);
   const auto dummy = static_cast<int32_t>(num_links_);
-  for (int32_t l : touched_links_) link_bytes_[l] = 0.0;
   double* link_bytes = link_bytes_.data();
   // The flows of every row, compacted without data-dependent branches: rows are often sparse
-  // (hierarchical dispatch) and a branch per entry would mispredict.
+  // (hierarchical dispatch) and a branch per entry would mispredict. With a row support, only
+  // its entries are candidates (the others are +0.0, no flow).
   flow_dst_.resize(pp * pp + 1);
   flow_begin_.resize(pp + 1);
   int32_t flows = 0;
+  const bool has_support = traffic.has_support();
   for (size_t s = 0; s < pp; ++s) {
     const double* row = traffic.row(static_cast<int32_t>(s)).data();
     const uint8_t* cls = &pair_class_[(base + s) * g + base];
     int32_t* out = flow_dst_.data() + flows;
     int32_t k = 0;
-    for (int32_t d = 0; d < p; ++d) {
-      out[k] = d;
-      k += static_cast<int32_t>(row[d] > 0) & static_cast<int32_t>(cls[d] != none);
+    if (has_support) {
+      for (const int32_t d : traffic.support(static_cast<int32_t>(s))) {
+        out[k] = d;
+        k += static_cast<int32_t>(row[d] > 0) & static_cast<int32_t>(cls[d] != none);
+      }
+    } else {
+      for (int32_t d = 0; d < p; ++d) {
+        out[k] = d;
+        k += static_cast<int32_t>(row[d] > 0) & static_cast<int32_t>(cls[d] != none);
+      }
     }
     flow_begin_[s] = flows;
     flows += k;
@@ -398,7 +413,26 @@ double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
 
 void BottleneckModel::set_link_times() {
   link_bytes_[num_links_] = 0.0;
-  for (int32_t l : touched_links_) link_time_s_[l] = link_bytes_[l] * inv_capacity_s_per_byte_[l];
+  // The largest link time too; maxima are exact in any order: four chains, so that their
+  // latencies overlap.
+  const int32_t* touched = touched_links_.data();
+  const size_t num_touched = touched_links_.size();
+  double* link_time = link_time_s_.data();
+  double max_s[4] = {0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 4 <= num_touched; i += 4) {
+    for (size_t j = 0; j < 4; ++j) {
+      const int32_t l = touched[i + j];
+      link_time[l] = link_bytes_[l] * inv_capacity_s_per_byte_[l];
+      max_s[j] = std::max(max_s[j], link_time[l]);
+    }
+  }
+  for (; i < num_touched; ++i) {
+    const int32_t l = touched[i];
+    link_time[l] = link_bytes_[l] * inv_capacity_s_per_byte_[l];
+    max_s[0] = std::max(max_s[0], link_time[l]);
+  }
+  max_link_time_s_ = std::max(std::max(max_s[0], max_s[1]), std::max(max_s[2], max_s[3]));
   link_time_s_[num_links_] = 0.0;
 }
 
@@ -482,6 +516,10 @@ void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResu
   for (size_t l = 0; l <= num_links_; ++l) {
     link_time_s_[l] = link_bytes_[l] * inv_capacity_s_per_byte_[l];
   }
+  max_link_time_s_ = 0;
+  for (size_t l = 0; l < num_links_; ++l) {
+    max_link_time_s_ = std::max(max_link_time_s_, link_time_s_[l]);
+  }
   send_done_s_.assign(p, 0.0);
   recv_done_s_.assign(p, 0.0);
   double duration_s = 0;
@@ -522,13 +560,12 @@ void BottleneckModel::finish_result(int32_t num_participants, int32_t num_flows,
   // lowest id on ties, among the links that carry bytes (all in touched_links_). link_time_s_
   // (bytes x 1 / capacity) is within a few ulps of that ratio, so only links within a relative
   // 1e-12 of the largest link time can win; divide just those.
-  double max_time_s = 0;
-  for (int32_t l : touched_links_) max_time_s = std::max(max_time_s, link_time_s_[l]);
-  const double threshold_s = max_time_s * (1.0 - 1e-12);
+  const double* link_time = link_time_s_.data();
+  const double threshold_s = max_link_time_s_ * (1.0 - 1e-12);
   int32_t best = -1;
   double best_time_s = 0;
   for (int32_t l : touched_links_) {
-    if (link_bytes_[l] <= 0 || link_time_s_[l] < threshold_s) continue;
+    if (link_time[l] < threshold_s || link_bytes_[l] <= 0) continue;
     const double time_s = link_bytes_[l] / capacity_bytes_per_s_[l];
     if (time_s > best_time_s || (time_s == best_time_s && best >= 0 && l < best)) {
       best_time_s = time_s;

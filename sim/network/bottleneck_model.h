@@ -37,8 +37,9 @@
 //        table lookup by (GPU, class);
 //      otherwise, every link receives its additions in (source, destination) order as in
 //        run_reference() (a link is the first link of one GPU, the last link of one GPU or a
-//        middle link, never two of these), over the rows' flows compacted first, and finish
-//        times are computed flow by flow.
+//        middle link, never two of these), over the rows' flows compacted first (from the row
+//        support alone when the matrix carries one, see traffic_matrix.h), and finish times are
+//        computed flow by flow.
 //    Every other case falls back to run_reference().
 // Memory for G topology GPUs: G^2 x 25 bytes (26 MB at 1,024 GPUs).
 #pragma once
@@ -84,6 +85,7 @@ class BottleneckModel final : public NetworkModel {
   std::vector<double> capacity_bytes_per_s_;  // [link]
   std::vector<double> link_bytes_;
   std::vector<double> link_time_s_;
+  double max_link_time_s_ = 0;  // over all links, as of the last set_link_times()
   std::vector<double> send_done_s_;
   std::vector<double> recv_done_s_;
 
@@ -100,7 +102,8 @@ class BottleneckModel final : public NetworkModel {
   // Link loads with every link's additions in (source, destination) order, then the finish times
   // flow by flow over the compacted flows; returns the duration.
   double run_ordered(const TrafficMatrix& traffic, int32_t base, int32_t& num_flows);
-  // link_time_s_ of the touched links (and the dummy) from link_bytes_.
+  // link_time_s_ of the touched links (and the dummy) from link_bytes_, and
+  // max_link_time_s_.
   void set_link_times();
 
   bool structured_ = false;

@@ -7,6 +7,12 @@
 // models ignore it and sent/received totals exclude it. Indices are participant indices
 // ("_idx"); gpu(idx) maps them to topology GpuIds.
 //
+// A matrix may also carry a row support (set by TrafficPlan for hierarchical traffic, whose rows
+// reach their own node and one relay per other node): per row, the ascending participant indices
+// outside which every entry is +0.0. Readers may skip the entries outside it (total_bytes() and
+// the bottleneck model do): skipping additions of +0.0 to a sum that starts at +0.0 changes no
+// bit of it. Any write through set_bytes() / add_bytes() or a reset drops the support.
+//
 // From routed tokens (TokenCounts) to bytes, per collective of an MoE layer:
 // - dispatch sends each token's activation row from its source GPU to every GPU hosting one of
 //   its selected experts, once per destination GPU (as DeepEP does); combine returns one row per
@@ -56,11 +62,20 @@ class TrafficMatrix {
   const std::vector<GpuId>& gpus() const { return gpus_; }
 
   double bytes(int32_t src_idx, int32_t dst_idx) const { return bytes_[flat(src_idx, dst_idx)]; }
+  // Both drop the row support.
   void set_bytes(int32_t src_idx, int32_t dst_idx, double bytes) {
+    has_support_ = false;
     bytes_[flat(src_idx, dst_idx)] = bytes;
   }
   void add_bytes(int32_t src_idx, int32_t dst_idx, double bytes) {
+    has_support_ = false;
     bytes_[flat(src_idx, dst_idx)] += bytes;
+  }
+  // Every entry, row-major (entry (s, d) at s * size() + d), for a writer that fills the
+  // matrix in place; drops the row support.
+  std::span<double> mutable_bytes() {
+    has_support_ = false;
+    return bytes_;
   }
   // Row src_idx: bytes to every participant.
   std::span<const double> row(int32_t src_idx) const {
@@ -70,15 +85,30 @@ class TrafficMatrix {
   // Bytes participant idx sends to / receives from the others (diagonal excluded).
   double sent_bytes(int32_t idx) const;
   double received_bytes(int32_t idx) const;
-  // All off-diagonal bytes.
+  // All off-diagonal bytes: the sum over rows in order of each row's sum in column order.
   double total_bytes() const;
 
+  // Whether the matrix carries a row support (see the file comment), and row src_idx's support:
+  // ascending participant indices, a superset of the row's non-zero entries (it may hold the
+  // diagonal and zero entries). Precondition of support(): has_support().
+  bool has_support() const { return has_support_; }
+  std::span<const int32_t> support(int32_t src_idx) const {
+    return {support_cols_.data() + support_begin_[src_idx],
+            static_cast<size_t>(support_begin_[src_idx + 1] - support_begin_[src_idx])};
+  }
+
  private:
+  friend class TrafficPlan;  // writes entries and the support it guarantees
+
   size_t flat(int32_t src_idx, int32_t dst_idx) const {
     return static_cast<size_t>(src_idx) * gpus_.size() + static_cast<size_t>(dst_idx);
   }
   std::vector<GpuId> gpus_;
   std::vector<double> bytes_;
+  // Row src's support is support_cols_[support_begin_[src], support_begin_[src + 1]).
+  bool has_support_ = false;
+  std::vector<int32_t> support_begin_;
+  std::vector<int32_t> support_cols_;
 };
 
 // Routed tokens of one MoE layer over the participants of an expert-parallel group.
@@ -124,6 +154,7 @@ void build_dispatch_traffic(const Topology& topology, const TokenCounts& counts,
                             double bytes_per_token, DispatchAlgorithm algorithm,
                             TrafficMatrix& out);
 // The matching combine: the same (token, GPU) pairs travelling back, `bytes_per_token` per row.
+// (TrafficPlan, traffic_plan.h, gives both from one pass over the counts, bit for bit.)
 void build_combine_traffic(const Topology& topology, const TokenCounts& counts,
                            double bytes_per_token, DispatchAlgorithm algorithm, TrafficMatrix& out);
 

@@ -326,8 +326,10 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     }
     // Dispatch: barrier, then the collective.
     double ready = *std::max_element(clock_s_.begin(), clock_s_.end());
-    build_dispatch_traffic(topology_, token_counts_, dispatch_row_bytes_, deployment_.dispatch,
-                           traffic_);
+    // One pass over the counts for both collectives (the unique (token, node) estimates of
+    // hierarchical traffic included).
+    plan_.build(topology_, token_counts_, deployment_.dispatch);
+    plan_.dispatch_traffic(dispatch_row_bytes_, traffic_);
     if (background_) {
       // Background transfers ride along with the dispatch, chunk by chunk.
       for (BackgroundTransfer& t : *background_) {
@@ -391,8 +393,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     }
     result_.max_gpu_selections += max_sel;
     result_.mean_gpu_selections += sum_sel / n;
-    build_combine_traffic(topology_, token_counts_, combine_row_bytes_, deployment_.dispatch,
-                          traffic_);
+    plan_.combine_traffic(combine_row_bytes_, traffic_);
     double combine_bytes = traffic_.total_bytes();
     network_->run(traffic_, collective_);
     double combine_s = to_seconds(collective_.duration_ns);

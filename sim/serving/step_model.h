@@ -27,6 +27,7 @@
 #include "sim/cost/cost_model.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
+#include "sim/network/traffic_plan.h"
 #include "sim/placement/expert_placement.h"
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_model.h"
@@ -144,6 +145,7 @@ class StepModel {
   std::vector<double> ffn_s_;
   CountMatrix src_dst_;
   TokenCounts token_counts_;
+  TrafficPlan plan_;
   TrafficMatrix traffic_;
   CollectiveResult collective_;
   std::vector<int64_t> dst_selections_;
