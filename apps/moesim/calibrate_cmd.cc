@@ -10,7 +10,7 @@
 #include "sim/calibration/calibrate.h"
 #include "sim/calibration/collective_reader.h"
 #include "sim/calibration/measurement_reader.h"
-#include "sim/calibration/profile.h"
+#include "sim/cost/profile.h"
 #include "sim/topology/topology_parser.h"
 
 namespace moesim::cli {

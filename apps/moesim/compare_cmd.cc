@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/moesim/cli.h"
+#include "sim/policy/policy_registry.h"
 #include "sim/study/compare.h"
 #include "sim/study/parallel_runs.h"
 
@@ -78,6 +79,8 @@ int compare_command(const std::vector<std::string>& argv) {
 
   sim::Scenario a = sim::load_scenario(path_a);
   sim::Scenario b = sim::load_scenario(path_b);
+  sim::resolve_policy_settings(a);
+  sim::resolve_policy_settings(b);
   if (duration) a.run.duration_s = b.run.duration_s = *duration;
   sim::study::CompareOptions opt;
   opt.seed = seed ? static_cast<uint64_t>(*seed) : a.run.seed;

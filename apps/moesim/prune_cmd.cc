@@ -1,5 +1,5 @@
 // `moesim prune SCENARIO [--batch-per-gpu N] [--fractions F,...] [--json]`: the expert-pruning
-// study (sim/policy/expert_pruning.h): for each fraction, experts kept per layer, weight memory,
+// study (sim/policy/pruning_study.h): for each fraction, experts kept per layer, weight memory,
 // decode step latency and routing mass lost.
 #include <cstdio>
 #include <fstream>
@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "apps/moesim/cli.h"
-#include "sim/policy/expert_pruning.h"
+#include "sim/policy/pruning_plan.h"
+#include "sim/policy/pruning_study.h"
 #include "sim/scenario/scenario.h"
 
 namespace moesim::cli {

@@ -60,6 +60,7 @@ int run_command(const std::vector<std::string>& argv) {
   if (record_steps && *record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
 
   sim::Scenario sc = sim::load_scenario(path);
+  sim::resolve_policy_settings(sc);
   if (duration) sc.run.duration_s = *duration;
   sim::RunOptions opt;
   opt.chrome_trace = out_dir.has_value() && sc.outputs.chrome_trace;

@@ -22,7 +22,7 @@
 #include "sim/calibration/measurement_reader.h"
 #include "sim/calibration/network_fit.h"
 #include "sim/calibration/op_fit.h"
-#include "sim/calibration/profile.h"
+#include "sim/cost/profile.h"
 
 namespace moesim::sim {
 

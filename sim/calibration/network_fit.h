@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "sim/calibration/op_fit.h"
+#include "sim/cost/network_calibration.h"
 #include "sim/topology/topology.h"
 
 namespace moesim::sim {
@@ -39,29 +40,6 @@ struct CollectiveSample {
   double bytes_per_gpu = 0;  // bytes each GPU sends to the other participants (> 0)
   double measured_s = 0;     // duration (> 0)
 };
-
-// The fit of one link class.
-struct LinkClassFit {
-  std::string link_class;  // "nvlink" or "network"
-  double efficiency = 1;   // achieved / nominal bandwidth, in (0, 1] normally (> 0)
-  double latency_s = 0;    // fixed time of one all-to-all over this class (>= 0)
-  double bytes_per_gpu_min = 0, bytes_per_gpu_max = 0;  // samples' range
-  int32_t ep_size_min = 0, ep_size_max = 0;
-  FitQuality quality;  // of measured_s against latency_s + x / efficiency
-};
-
-// The profile's [network] section.
-struct NetworkCalibration {
-  std::string topology;  // name of the topology the samples were fitted on (information)
-  std::vector<LinkClassFit> link_classes;  // at most one per class, "nvlink" before "network"
-
-  bool empty() const { return link_classes.empty(); }
-  // The fit of `link_class`, or null.
-  const LinkClassFit* find(const std::string& link_class) const;
-};
-
-// "nvlink" for LinkClass::kNvlink, "network" for kNic and kLeafSpine.
-const char* calibration_link_class(LinkClass link_class);
 
 // The nominal transfer time x (seconds, every latency zero) of a sample's all-to-all on
 // `topology`, and the calibration class of its bottleneck link. Precondition: 2 <= ep_size <=
@@ -89,8 +67,5 @@ struct NetworkFitReport {
 // fit the topology (ep_size beyond its GPUs, non-positive bytes or time).
 NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const Topology& topology,
                              int32_t min_samples = 3);
-
-// `spec` with the calibration applied (see the file comment); classes without a fit unchanged.
-TopologySpec apply_network_calibration(TopologySpec spec, const NetworkCalibration& calibration);
 
 }  // namespace moesim::sim

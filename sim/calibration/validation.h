@@ -16,19 +16,21 @@
 //    then also counted in the per-step compute of both sides), else simulated on both sides.
 //    TTFT (from a request's first scheduled step to the end of its last prefill step), TPOT
 //    and output throughput follow from those two timelines.
+//
+// The re-simulation that fills a ValidationInput is resimulate.h; the report's writers are
+// validation_writers.h.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "sim/calibration/error_stats.h"
 #include "sim/calibration/measurement_reader.h"
-#include "sim/calibration/profile.h"
 #include "sim/calibration/step_trace_reader.h"
+#include "sim/cost/profile.h"
 
 namespace moesim::sim {
 
@@ -133,14 +135,5 @@ struct ValidationReport {
 // Compares (see the file comment). Preconditions: the pointers are non-null and the
 // re-simulated steps are those of the trace the measurements replayed.
 ValidationReport validate(const ValidationInput& input);
-
-// Writers. The text table is what the terminal shows; markdown the same for reports; JSON every
-// statistic; the CSVs one row per sample (plots-ready).
-void write_validation_text(std::ostream& os, const ValidationReport& r);
-void write_validation_markdown(std::ostream& os, const ValidationReport& r);
-void write_validation_json(std::ostream& os, const ValidationReport& r);
-void write_ops_csv(std::ostream& os, const ValidationReport& r);
-void write_steps_csv(std::ostream& os, const ValidationReport& r);
-void write_phases_csv(std::ostream& os, const ValidationReport& r);
 
 }  // namespace moesim::sim

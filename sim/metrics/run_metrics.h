@@ -108,7 +108,11 @@ struct RunSummary {
   double input_tokens_per_s = 0, output_tokens_per_s = 0, requests_per_s = 0;
   SloSummary slo;
   double prefix_cache_hit_rate = 0;
-  double compute_fraction = 0, comm_fraction = 0, wait_fraction = 0;  // mean over GPUs
+  // GpuRecord compute_ns / comm_ns / wait_ns summed over GPUs, each over (number of GPUs x
+  // duration_ns): shares of GPU time. Without micro-batch overlap they are disjoint (the rest is
+  // mostly idle between steps); with it, communication runs under compute, so the three overlap
+  // and can sum above 1.
+  double compute_fraction = 0, comm_fraction = 0, wait_fraction = 0;
   double kv_high_water_fraction = 0;  // max over GPUs of high-water / pool
   double expert_imbalance = 0;        // mean over MoE layers of (max - mean) / mean, by GPU
   RunCounters counters;

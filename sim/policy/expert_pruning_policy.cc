@@ -1,14 +1,14 @@
 #include "sim/policy/expert_pruning_policy.h"
 
-#include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <utility>
 #include <vector>
 
-#include "sim/config/config_error.h"
+#include "sim/core/check.h"
 #include "sim/placement/expert_placement.h"
-#include "sim/policy/expert_pruning.h"
+#include "sim/policy/activation_profile.h"
+#include "sim/policy/expert_pruning_deployment.h"
+#include "sim/policy/pruned_routing.h"
+#include "sim/routing/synthetic_routing.h"
 
 namespace moesim::sim {
 namespace {
@@ -18,10 +18,8 @@ constexpr uint64_t kHeldOutSeed = 1;
 
 class ExpertPruningPolicy final : public ServingPolicy {
  public:
-  // plan: a plan read from plan_file, or null to plan config.fraction from the profile.
-  ExpertPruningPolicy(ExpertPruningConfig config, const ModelCard& card,
-                      std::unique_ptr<PruningPlan> plan)
-      : config_(config), card_(card), plan_(std::move(plan)) {}
+  ExpertPruningPolicy(const ExpertPruningSettings& settings, const ModelCard& card)
+      : config_(settings.config), card_(card), plan_(settings.plan) {}
 
   std::string_view name() const override { return "expert_pruning"; }
 
@@ -33,7 +31,7 @@ class ExpertPruningPolicy final : public ServingPolicy {
     if (!plan_) {
       const ActivationProfile profile =
           profile_activations(*sampler, 0, config_.profile_steps, config_.tokens_per_step, {});
-      plan_ = std::make_unique<PruningPlan>(
+      plan_ = std::make_shared<const PruningPlan>(
           PruningPlan::least_activated(profile, config_.fraction, shape.top_k));
     }
     const RerouteStats held_out =
@@ -69,9 +67,7 @@ class ExpertPruningPolicy final : public ServingPolicy {
                           static_cast<double>(plan_->num_moe_layers()));
     ctx.report_metric("expert_pruning.mass_lost_held_out", held_out.mass_lost());
     ctx.report_metric("expert_pruning.tokens_rerouted_held_out",
-                      held_out.num_tokens == 0 ? 0.0
-                                               : static_cast<double>(held_out.num_tokens_affected) /
-                                                     static_cast<double>(held_out.num_tokens));
+                      held_out.tokens_affected_fraction());
   }
 
   void on_finish(PolicyContext& ctx) override {
@@ -88,55 +84,31 @@ class ExpertPruningPolicy final : public ServingPolicy {
  private:
   ExpertPruningConfig config_;
   const ModelCard& card_;  // the scenario's card (outlives the run)
-  // Referenced by the replicas' step models until the run ends (the policy outlives them).
-  std::unique_ptr<PruningPlan> plan_;
+  // Read from plan_file (shared with the settings) or planned at the start; referenced by the
+  // replicas' step models until the run ends (the policy outlives them).
+  std::shared_ptr<const PruningPlan> plan_;
   std::unique_ptr<ModelCard> pruned_card_;
   std::vector<std::unique_ptr<PrunedRoutingModel>> routings_;
 };
 
 }  // namespace
 
-std::unique_ptr<ServingPolicy> make_expert_pruning_policy(TomlTable& table,
+std::unique_ptr<ServingPolicy> make_expert_pruning_policy(const ExpertPruningSettings& settings,
+                                                          const ModelCard& card) {
+  return std::make_unique<ExpertPruningPolicy>(settings, card);
+}
+
+std::shared_ptr<const PolicySettings> parse_expert_pruning_policy_settings(
+    TomlTable& table, const Scenario& scenario) {
+  return std::make_shared<const ExpertPruningSettings>(
+      parse_expert_pruning_settings(table, scenario));
+}
+
+std::unique_ptr<ServingPolicy> make_expert_pruning_policy(const PolicySettings& settings,
                                                           const Scenario& scenario) {
-  const ModelCard& card = *scenario.model;
-  const MoeSpec* moe = nullptr;
-  for (const LayerSpec& l : card.layers) {
-    if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
-  }
-  if (!moe) table.fail_table("expert_pruning needs a model with MoE layers");
-  for (const PolicyConfig& other : scenario.policies) {
-    if (other.name == "hot_expert_replication" || other.name == "eplb") {
-      table.fail_table("expert_pruning cannot be combined with [policies." + other.name +
-                       "] (both change the expert placement)");
-    }
-  }
-  ExpertPruningConfig config = parse_expert_pruning_config(table);
-  const auto num_pruned = static_cast<int64_t>(
-      std::lround(config.fraction * static_cast<double>(moe->num_routed_experts)));
-  if (config.plan_file.empty() && moe->num_routed_experts - num_pruned < moe->top_k) {
-    table.fail("fraction", "prunes " + std::to_string(num_pruned) + " of the " +
-                               std::to_string(moe->num_routed_experts) +
-                               " experts per layer; at least top_k = " +
-                               std::to_string(moe->top_k) + " must stay");
-  }
-  std::unique_ptr<PruningPlan> plan;
-  if (!config.plan_file.empty()) {
-    std::filesystem::path path(config.plan_file);
-    if (path.is_relative()) {
-      path = std::filesystem::path(scenario.source_file).parent_path() / path;
-    }
-    std::ifstream in(path);
-    if (!in) table.fail("plan_file", "cannot read " + path.string());
-    std::stringstream text;
-    text << in.rdbuf();
-    try {
-      plan = std::make_unique<PruningPlan>(
-          parse_pruning_plan_json(text.str(), path.string(), routing_shape_of(card)));
-    } catch (const ConfigError& e) {
-      table.fail("plan_file", path.string() + ": " + e.key_path() + ": " + e.reason());
-    }
-  }
-  return std::make_unique<ExpertPruningPolicy>(config, card, std::move(plan));
+  const auto* resolved = dynamic_cast<const ExpertPruningSettings*>(&settings);
+  MOESIM_CHECK(resolved != nullptr, "expert_pruning settings");
+  return make_expert_pruning_policy(*resolved, *scenario.model);
 }
 
 }  // namespace moesim::sim

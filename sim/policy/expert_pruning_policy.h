@@ -2,8 +2,9 @@
 //
 // At the start of the run (before any step) the policy profiles replica 0's routing (steps
 // [0, profile_steps), as `moesim prune` does), plans the least-activated `fraction` of the
-// experts of every MoE layer (PruningPlan::least_activated), or reads the plan from plan_file
-// (written by `moesim prune --write-plan`), and applies the plan to every
+// experts of every MoE layer (PruningPlan::least_activated), or takes the plan read from
+// plan_file (written by `moesim prune --write-plan`; read when the table is parsed, see
+// expert_pruning.h), and applies the plan to every
 // replica through PolicyContext::replace_routed_experts: the replicas serve a card of `kept`
 // experts per MoE layer, re-packed over their GPUs (repacked_placement), so the freed weight
 // bytes join the KV pool; tokens that pick a pruned expert take their next choice
@@ -19,11 +20,20 @@
 
 #include <memory>
 
+#include "sim/policy/expert_pruning.h"
 #include "sim/policy/policy_registry.h"
 
 namespace moesim::sim {
 
-std::unique_ptr<ServingPolicy> make_expert_pruning_policy(TomlTable& table,
+// The policy of resolved settings; `card` (the scenario's) must outlive the policy.
+std::unique_ptr<ServingPolicy> make_expert_pruning_policy(const ExpertPruningSettings& settings,
+                                                          const ModelCard& card);
+// The registry's parse step (PolicyParser): parse_expert_pruning_settings, shared.
+std::shared_ptr<const PolicySettings> parse_expert_pruning_policy_settings(
+    TomlTable& table, const Scenario& scenario);
+// The registry's maker (PolicyMaker): `settings` must be ExpertPruningSettings (checked); the
+// policy uses the scenario's model card.
+std::unique_ptr<ServingPolicy> make_expert_pruning_policy(const PolicySettings& settings,
                                                           const Scenario& scenario);
 
 }  // namespace moesim::sim

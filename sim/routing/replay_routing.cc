@@ -57,6 +57,25 @@ void ReplayRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
   }
 }
 
+std::span<const double> ReplayRoutingModel::expected_shares(int32_t moe_layer_idx,
+                                                            int64_t step_idx) {
+  MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < shape_.num_moe_layers, "layer range");
+  MOESIM_CHECK(step_idx >= 0, "step must be >= 0");
+  const CountMatrix& rec = trace_.at(step_idx % trace_.num_steps, moe_layer_idx);
+  layer_totals_.resize(shape_.num_experts);
+  rec.col_sums(layer_totals_);
+  int64_t selections = 0;
+  for (int64_t c : layer_totals_) selections += c;
+  const double tokens = static_cast<double>(selections / shape_.top_k);
+  shares_.assign(shape_.num_experts, 0.0);
+  if (tokens > 0) {
+    for (int32_t e = 0; e < shape_.num_experts; ++e) {
+      shares_[e] = static_cast<double>(layer_totals_[e]) / tokens;
+    }
+  }
+  return shares_;
+}
+
 void ReplayRoutingModel::rescale_row(std::span<const int32_t> recorded, int64_t recorded_tokens,
                                      int32_t tokens, std::span<int32_t> out) {
   const int32_t num_experts = shape_.num_experts;

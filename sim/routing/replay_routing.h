@@ -27,6 +27,10 @@ class ReplayRoutingModel final : public RoutingModel {
   // (the trace already reflects the recorded domains).
   void route(const RoutingQuery& query, CountMatrix& out) override;
 
+  // The recorded step's (i mod num_steps) per-expert selections / its recorded tokens (all
+  // sources); all zeros for a step that recorded no token.
+  std::span<const double> expected_shares(int32_t moe_layer_idx, int64_t step_idx) override;
+
   const RoutingTrace& trace() const { return trace_; }
 
  private:
@@ -39,6 +43,7 @@ class ReplayRoutingModel final : public RoutingModel {
   std::vector<double> weights_;
   std::vector<double> exact_;
   std::vector<int32_t> order_;
+  std::vector<double> shares_;
 };
 
 }  // namespace moesim::sim

@@ -47,6 +47,14 @@ class RoutingModel {
   // route()'s selections over the replicas.
   virtual bool reports_destinations() const { return false; }
 
+  // Expected selections per token of every expert at (step, layer) (num_experts entries summing
+  // to top_k), the load the serving policies act on: a synthetic model's selection shares of its
+  // first domain, a replay's recorded per-expert totals per recorded token. Valid until the next
+  // call on this model. Empty when the model has no such expectation.
+  virtual std::span<const double> expected_shares(int32_t moe_layer_idx, int64_t step_idx) {
+    return {};
+  }
+
  private:
   CountMatrix per_expert_scratch_;
 };

@@ -58,6 +58,10 @@ class SyntheticRoutingModel final : public RoutingModel {
   std::span<const double> popularity(int32_t moe_layer_idx, int64_t step_idx, int32_t domain_idx);
   std::span<const double> selection_shares(int32_t moe_layer_idx, int64_t step_idx,
                                            int32_t domain_idx);
+  // selection_shares of domain 0.
+  std::span<const double> expected_shares(int32_t moe_layer_idx, int64_t step_idx) override {
+    return selection_shares(moe_layer_idx, step_idx, 0);
+  }
   // Co-activation cluster of each expert in a layer (empty when the layer has none).
   std::span<const int32_t> clusters(int32_t moe_layer_idx) const;
 

@@ -11,69 +11,29 @@
 #include <vector>
 
 #include "sim/config/toml_source.h"
-#include "sim/cost/roofline.h"
+#include "sim/cost/cost_spec.h"
 #include "sim/model/model_card.h"
-#include "sim/network/traffic_matrix.h"
 #include "sim/routing/routing_spec.h"
+#include "sim/scenario/deployment.h"
 #include "sim/topology/topology.h"
 #include "sim/workload/workload_spec.h"
 
 namespace moesim::sim {
 
-enum class AttentionParallel { kData, kTensor };
-enum class RouterPolicy { kRoundRobin, kLeastOutstanding, kSessionAffinity };
-// "round_robin", "least_outstanding", "session_affinity".
-const char* router_policy_name(RouterPolicy p);
-enum class PlacementLayout { kContiguous, kStrided };
-
-// A named set of consecutive replicas with its own queue routing (queue isolation, long-context
-// pools). Pools are declared in order and take replicas from 0 upwards.
-struct PoolSpec {
-  std::string name;
-  int32_t num_replicas = 1;  // >= 1
+// A policy's table parsed and validated (files it names read), opaque to this module: each
+// policy in sim/policy derives its own settings type.
+struct PolicySettings {
+  virtual ~PolicySettings() = default;
 };
 
-struct DeploymentSpec {
-  int32_t num_replicas = 1;      // data-parallel replicas, >= 1
-  int32_t gpus_per_replica = 1;  // GPUs each replica spans (consecutive GPU ids), >= 1
-  AttentionParallel attention = AttentionParallel::kData;
-  int32_t attention_tp = 1;  // TP degree of attention (kTensor), divides gpus_per_replica
-  PlacementLayout placement = PlacementLayout::kContiguous;
-  DispatchAlgorithm dispatch = DispatchAlgorithm::kDirect;
-  WireDtype dispatch_dtype = WireDtype::kFp8;
-  WireDtype combine_dtype = WireDtype::kBf16;
-  bool microbatch_overlap = false;  // two micro-batches: compute of one hides the other's comm
-  int32_t prefill_replicas = 0;     // > 0: P/D disaggregation, the first N replicas prefill only
-  // Replica pools; empty = one pool "default" holding every replica. Not with prefill_replicas.
-  std::vector<PoolSpec> pools;
-};
-
-struct SchedulerSpec {
-  RouterPolicy router = RouterPolicy::kLeastOutstanding;
-  int32_t max_seqs = 256;                   // in-flight sequences per replica
-  int64_t max_batch_tokens_per_gpu = 8192;  // tokens per attention rank per step
-  int64_t kv_block_tokens = 64;             // divides 512 (the prefix-block size)
-  bool prefix_caching = true;
-  double workspace_gib = 4.0;          // per GPU
-  double hbm_reserve_fraction = 0.05;  // of HBM kept free
-  // Background weight transfers (replication) send at most this much per GPU pair alongside
-  // each dispatch collective.
-  double weight_transfer_chunk_mib = 8.0;
-};
-
-// One [policies.<name>] table, kept as parsed TOML: the policy registry (sim/policy) turns it
-// into a policy object per run, and reports its errors with file, line and key path.
+// One [policies.<name>] table, kept as parsed TOML: the policy registry (sim/policy) resolves
+// it into `settings` once per load (resolve_policy_settings), turns those into a policy object
+// per run, and reports its errors with file, line and key path.
 struct PolicyConfig {
   std::string name;
   std::shared_ptr<const TomlDocument> document;  // keeps `table` valid
   TomlTable table;
-};
-
-enum class CostModelKind { kRoofline, kCalibrated };
-struct CostSpec {
-  CostModelKind kind = CostModelKind::kRoofline;
-  std::string profile_path;  // kCalibrated
-  RooflineParams roofline = RooflineParams::defaults();
+  std::shared_ptr<const PolicySettings> settings = nullptr;  // null until resolve_policy_settings
 };
 
 struct SloSpec {

@@ -1,36 +1,80 @@
 #include "sim/serving/layer_study.h"
 
-#include <map>
-#include <string>
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <memory>
 
-#include "sim/calibration/cost_model_factory.h"
 #include "sim/config/config_error.h"
-#include "sim/network/network_model.h"
-#include "sim/placement/expert_placement.h"
-#include "sim/routing/synthetic_routing.h"
-#include "sim/serving/step_model.h"
+#include "sim/serving/replica_builder.h"
 
 namespace moesim::sim {
 namespace {
 
-// Sums the step model's spans by name over GPUs and MoE layers.
-class SpanTotals final : public StepObserver {
+// The all-to-all spans of both timelines: "dispatch", "combine" and
+// "dispatch+combine (overlapped)".
+bool is_comm_span(const char* name) {
+  return std::strncmp(name, "dispatch", 8) == 0 || std::strncmp(name, "combine", 7) == 0;
+}
+
+// Collects the step model's spans per layer: where each layer starts, each GPU's compute in it,
+// the all-to-all time (GPU 0's, the collectives span every GPU alike), barrier waits, experts.
+class LayerSpans final : public StepObserver {
  public:
-  explicit SpanTotals(int32_t num_gpus) : per_gpu_experts_(num_gpus, 0) {}
+  LayerSpans(int32_t num_layers, int32_t num_gpus)
+      : num_gpus_(num_gpus),
+        layer_start_ns_(static_cast<size_t>(num_layers) + 1, kNone),
+        compute_ns_(static_cast<size_t>(num_layers) * num_gpus, 0),
+        comm_ns_(static_cast<size_t>(num_layers), 0),
+        wait_ns_(static_cast<size_t>(num_layers), 0),
+        experts_ns_(static_cast<size_t>(num_layers) * num_gpus, 0) {}
+
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override {
-    std::string n(name);
-    if (n == "experts") {
-      per_gpu_experts_[gpu_idx] += static_cast<double>(duration_ns);
-    } else if (n == "wait") {
-      wait_ns_ += static_cast<double>(duration_ns);
-    } else if ((n == "dispatch" || n == "combine") && gpu_idx == 0) {
-      comm_ns_ += static_cast<double>(duration_ns);
+    // The output head (layer -1) is kept as the boundary after the last layer.
+    const size_t slot = layer_idx < 0 ? layer_start_ns_.size() - 1 : static_cast<size_t>(layer_idx);
+    layer_start_ns_[slot] = std::min(layer_start_ns_[slot], start_ns);
+    if (layer_idx < 0) return;
+    const size_t at = static_cast<size_t>(layer_idx) * num_gpus_ + gpu_idx;
+    if (std::strcmp(name, "wait") == 0) {
+      wait_ns_[layer_idx] += duration_ns;
+    } else if (is_comm_span(name)) {
+      if (gpu_idx == 0) comm_ns_[layer_idx] += duration_ns;
+    } else {
+      compute_ns_[at] += duration_ns;
+      if (std::strcmp(name, "experts") == 0) experts_ns_[at] += duration_ns;
     }
   }
-  std::vector<double> per_gpu_experts_;
-  double wait_ns_ = 0;
-  double comm_ns_ = 0;
+
+  // Wall time of layer `layer_idx`: to the start of the next layer that reported a span (or the
+  // output head, or `step_ns`).
+  SimTime layer_ns(int32_t layer_idx, SimTime step_ns) const {
+    SimTime end = step_ns;
+    for (size_t j = static_cast<size_t>(layer_idx) + 1; j < layer_start_ns_.size(); ++j) {
+      if (layer_start_ns_[j] != kNone) {
+        end = layer_start_ns_[j];
+        break;
+      }
+    }
+    return end - layer_start_ns_[layer_idx];
+  }
+  SimTime compute_ns(int32_t layer_idx, int32_t g) const {
+    return compute_ns_[static_cast<size_t>(layer_idx) * num_gpus_ + g];
+  }
+  SimTime experts_ns(int32_t layer_idx, int32_t g) const {
+    return experts_ns_[static_cast<size_t>(layer_idx) * num_gpus_ + g];
+  }
+  SimTime comm_ns(int32_t layer_idx) const { return comm_ns_[layer_idx]; }
+  SimTime wait_ns(int32_t layer_idx) const { return wait_ns_[layer_idx]; }
+
+ private:
+  static constexpr SimTime kNone = std::numeric_limits<SimTime>::max();
+  size_t num_gpus_;
+  std::vector<SimTime> layer_start_ns_;  // per layer, then the output head; kNone: no span
+  std::vector<SimTime> compute_ns_;      // per layer x GPU
+  std::vector<SimTime> comm_ns_;         // per layer (GPU 0)
+  std::vector<SimTime> wait_ns_;         // per layer, summed over GPUs
+  std::vector<SimTime> experts_ns_;      // per layer x GPU
 };
 
 }  // namespace
@@ -42,56 +86,50 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
   const int64_t num_moe = num_moe_layers(card);
   if (num_moe == 0) throw ConfigError(sc.source_file, 0, 0, "model", "the model has no MoE layer");
   const DeploymentSpec& d = sc.deployment;
-  const MoeSpec* moe = nullptr;
-  for (const LayerSpec& l : card.layers) {
-    if (l.ffn.is_moe) {
-      moe = &l.ffn.moe;
-      break;
-    }
-  }
-  RoutingShape shape = routing_shape_of(card);
-  ExpertPlacement placement =
-      d.placement == PlacementLayout::kContiguous
-          ? ExpertPlacement::contiguous(shape.num_experts, d.gpus_per_replica,
-                                        std::min(d.gpus_per_replica, sc.topology->gpus_per_node()),
-                                        static_cast<int32_t>(moe->num_shared_experts),
-                                        sc.source_file)
-          : ExpertPlacement::strided(shape.num_experts, d.gpus_per_replica,
-                                     std::min(d.gpus_per_replica, sc.topology->gpus_per_node()),
-                                     static_cast<int32_t>(moe->num_shared_experts), sc.source_file);
-  std::vector<GpuId> gpus;
-  for (int32_t g = 0; g < d.gpus_per_replica; ++g) gpus.emplace_back(g);
-  auto cost = make_cost_model(sc.cost, sc.topology->gpu_spec());
-  NetworkModelRegistry registry;
-  const std::shared_ptr<const Topology> net_topology = make_network_topology(sc.cost, sc.topology);
-  auto network =
-      registry.make(sc.network_model == "simgrid" ? "bottleneck" : sc.network_model, *net_topology);
-  const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
-  const int32_t num_ranks = d.gpus_per_replica / tp;
+  const ReplicaBuilder builder(sc);
+  const std::unique_ptr<ExpertPlacement> placement = builder.static_placement();
+  const std::unique_ptr<NetworkModel> network = builder.make_network();
+  const int32_t num_gpus = d.gpus_per_replica;
+  const auto num_layers = static_cast<int32_t>(card.layers.size());
+  const double us_per_layer = 1e3 * static_cast<double>(num_moe);  // ns sum -> us per MoE layer
   std::vector<LayerStudyRow> rows;
   for (bool skewed : {true, false}) {
-    RoutingSpec spec = skewed ? sc.routing : routing_preset("uniform");
+    const RoutingSpec spec = skewed ? sc.routing : routing_preset("uniform");
     for (int64_t n : seqs_per_gpu) {
-      SyntheticRoutingModel routing(shape, spec, seed);
-      StepModel model(card, *sc.topology, d, gpus, &placement, *cost, network.get(), &routing);
-      std::vector<std::vector<SeqSlice>> ranks(num_ranks);
+      const std::unique_ptr<RoutingModel> routing = builder.make_routing(spec, seed);
+      const std::unique_ptr<StepModel> model = builder.make_step_model(
+          card, builder.replica_gpus(0), placement.get(), network.get(), routing.get());
+      const int32_t tp = num_gpus / model->num_ranks();
+      std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(model->num_ranks()));
       for (auto& r : ranks)
         r.assign(static_cast<size_t>(n * tp), SeqSlice{1, context_tokens, false});
-      SpanTotals spans(d.gpus_per_replica);
-      const StepResult& res = model.run(0, ranks, &spans);
+      LayerSpans spans(num_layers, num_gpus);
+      const StepResult& res = model->run(0, ranks, &spans);
+      double layer = 0, comm = 0, compute_max = 0, expert_max = 0, expert_sum = 0, wait = 0;
+      for (int32_t li = 0; li < num_layers; ++li) {
+        if (!card.layers[li].ffn.is_moe) continue;
+        layer += static_cast<double>(spans.layer_ns(li, res.duration_ns));
+        comm += static_cast<double>(spans.comm_ns(li));
+        wait += static_cast<double>(spans.wait_ns(li));
+        SimTime c_max = 0, e_max = 0;
+        for (int32_t g = 0; g < num_gpus; ++g) {
+          c_max = std::max(c_max, spans.compute_ns(li, g));
+          e_max = std::max(e_max, spans.experts_ns(li, g));
+          expert_sum += static_cast<double>(spans.experts_ns(li, g));
+        }
+        compute_max += static_cast<double>(c_max);
+        expert_max += static_cast<double>(e_max);
+      }
       LayerStudyRow row;
       row.seqs_per_gpu = n;
       row.skewed = skewed;
-      double max_e = 0, sum_e = 0;
-      for (double e : spans.per_gpu_experts_) {
-        max_e = std::max(max_e, e);
-        sum_e += e;
-      }
-      const double layers = static_cast<double>(num_moe);
-      row.comm_us = spans.comm_ns_ / layers / 1e3;
-      row.expert_max_us = max_e / layers / 1e3;
-      row.expert_mean_us = sum_e / static_cast<double>(d.gpus_per_replica) / layers / 1e3;
-      row.wait_mean_us = spans.wait_ns_ / static_cast<double>(d.gpus_per_replica) / layers / 1e3;
+      row.comm_us = comm / us_per_layer;
+      row.layer_us = layer / us_per_layer;
+      row.compute_max_us = compute_max / us_per_layer;
+      row.exposed_comm_us = row.layer_us - row.compute_max_us;
+      row.expert_max_us = expert_max / us_per_layer;
+      row.expert_mean_us = expert_sum / static_cast<double>(num_gpus) / us_per_layer;
+      row.wait_mean_us = wait / static_cast<double>(num_gpus) / us_per_layer;
       row.step_ms = to_ms(res.duration_ns);
       rows.push_back(row);
     }

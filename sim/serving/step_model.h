@@ -11,9 +11,10 @@
 // barrier-synchronised compute and D the two collectives (two half micro-batches: the compute
 // of one hides the communication of the other, one half-phase is exposed).
 //
-// Costs: every op becomes an OpWork (FLOPs, bytes) priced by the CostModel. Expert FFN on a GPU
-// costs its selections x per-token FLOPs, and reads the weights of its active experts (expected
-// number of distinct experts hit by the GPU's selections, spread uniformly over its experts).
+// Costs: every op becomes an OpWork (FLOPs, bytes; sim/cost/op_formulas.h) priced by the
+// CostModel. Expert FFN on a GPU costs its selections x per-token FLOPs, and reads the weights
+// of its active experts (expected number of distinct experts hit by the GPU's selections, spread
+// uniformly over its experts).
 // Unique tokens per (source, destination) for the all-to-all: T_s (1 - (1 - q)^k), q the share
 // of the source's selections bound for the destination (docs/serving.md).
 #pragma once
@@ -25,23 +26,19 @@
 #include "sim/core/ids.h"
 #include "sim/core/time.h"
 #include "sim/cost/cost_model.h"
+#include "sim/cost/seq_slice.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_plan.h"
 #include "sim/placement/expert_placement.h"
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_model.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/deployment.h"
 #include "sim/topology/topology.h"
 
 namespace moesim::sim {
 
-// One sequence's share of a step on its attention rank.
-struct SeqSlice {
-  int64_t new_tokens = 0;      // tokens computed this step (a prefill chunk, or 1 for decode)
-  int64_t context_tokens = 0;  // tokens already in the cache before this step
-  bool prefill = false;
-};
+// SeqSlice (one sequence's share of a step) is defined in sim/cost/seq_slice.h.
 
 // Observers (metrics, traces, step records) receive what the model did; they never change it.
 class StepObserver {
@@ -73,6 +70,11 @@ struct StepResult {
   // Routed selections of the hottest GPU over the mean, summed over MoE layers (imbalance).
   double max_gpu_selections = 0;
   double mean_gpu_selections = 0;
+  // With set_report_expert_loads(true): the load of every routed expert in every MoE layer
+  // (num_moe_layers x num_experts, row-major), the routing model's expected selections per token
+  // (RoutingModel::expected_shares) x the step's tokens. Empty otherwise, or when the routing
+  // model states no expectation. What load-driven policies act on.
+  std::vector<double> expert_loads;
 };
 
 class StepModel {
@@ -92,6 +94,9 @@ class StepModel {
     background_chunk_bytes_ = chunk_bytes;
   }
 
+  // Whether run() fills StepResult::expert_loads (off by default: a pass over experts per layer).
+  void set_report_expert_loads(bool on) { report_loads_ = on; }
+
   int32_t num_gpus() const { return static_cast<int32_t>(gpus_.size()); }
   // Attention ranks (GPUs / attention_tp).
   int32_t num_ranks() const { return num_gpus() / tp_; }
@@ -107,7 +112,34 @@ class StepModel {
   };
   // Attention + norms seconds on one GPU for one layer class.
   double attention_seconds(int32_t attn_class, const std::vector<SeqSlice>& seqs, int64_t tokens);
-  double seconds(OpKind kind, DType dtype, double flops, double bytes, int64_t tokens);
+  // Pieces of run(), in step order. Op work comes from sim/cost/op_formulas.h; these keep the
+  // clocks (clock_s_) and the per-GPU compute / comm / wait sums.
+  void begin_step();
+  // Tokens per rank and per GPU, attention seconds per GPU and class; returns the step's tokens.
+  int64_t price_attention(const std::vector<std::vector<SeqSlice>>& ranks);
+  // `seconds` of compute on GPU g, traced as `name`.
+  void advance_compute(int32_t g, const char* name, int32_t layer_idx, double seconds,
+                       StepObserver* observer);
+  void run_dense_ffn(int32_t layer_idx, const FfnSpec& ffn, StepObserver* observer);
+  // Router to combine of one MoE layer, then its timeline (with or without overlap).
+  void run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver* observer);
+  void run_router(int32_t layer_idx, const MoeSpec& moe, StepObserver* observer);
+  // Draws the layer's routing into src_dst_ and refreshes experts_per_gpu_.
+  void route(int64_t step_idx, int32_t moe_layer_idx);
+  // Fills one MoE layer's row of result_.expert_loads (set_report_expert_loads).
+  void record_expert_loads(int64_t step_idx, int32_t moe_layer_idx);
+  // Unique tokens per (source, destination) into token_counts_; dst_selections_.
+  void count_unique_tokens(int64_t top_k);
+  // Background transfer chunks added to the dispatch traffic (traffic_).
+  void add_background_traffic();
+  // Routed + shared experts + combine seconds per GPU into ffn_s_; the imbalance sums.
+  void price_experts(const MoeSpec& moe);
+  void advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s,
+                             StepObserver* observer);
+  void advance_overlapped(int32_t layer_idx, double dispatch_s, double combine_s,
+                          StepObserver* observer);
+  void run_lm_head(const std::vector<std::vector<SeqSlice>>& ranks, StepObserver* observer);
+  void finish_step();
 
   const ModelCard& card_;
   const Topology& topology_;
@@ -121,6 +153,8 @@ class StepModel {
   const CostModel& cost_;
   NetworkModel* network_;
   RoutingModel* routing_;
+  bool report_loads_ = false;
+  int64_t step_tokens_ = 0;  // new tokens of the running step
   int32_t tp_ = 1;
 
   std::vector<LayerInfo> layers_;
@@ -129,8 +163,6 @@ class StepModel {
   const FfnSpec* dense_ffn_ = nullptr;
   std::vector<int32_t> experts_per_gpu_;   // the placement's slots per GPU, as last seen
   std::vector<double> log1p_inv_experts_;  // log1p(-1 / experts_per_gpu_[g])
-  double expert_flops_per_token_ = 0;
-  double expert_weight_bytes_ = 0;
   double dispatch_row_bytes_ = 0;
   double combine_row_bytes_ = 0;
 

@@ -7,15 +7,13 @@
 #include <utility>
 
 #include "sim/core/distributions.h"
-#include "sim/routing/synthetic_routing.h"
-#include "sim/serving/cluster_sim.h"
 
 namespace moesim::sim::detail {
 
 void TraceObserver::on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                              SimTime duration_ns) {
-  out_->push_back(TraceSlice{replica_.idx, replica_.gpus[gpu_idx].value, name, layer_idx,
-                             start_ + start_ns, duration_ns});
+  out_->push_back(
+      TraceSlice{replica_idx_, gpus_[gpu_idx].value, name, layer_idx, start_ + start_ns, duration_ns});
 }
 
 void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
@@ -27,8 +25,7 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
   layer.layer = layer_idx;
   layer.dispatch_bytes = dispatch_bytes;
   layer.combine_bytes = combine_bytes;
-  auto* synth = dynamic_cast<SyntheticRoutingModel*>(replica_.routing.get());
-  const int32_t top_k = replica_.routing->shape().top_k;
+  const int32_t top_k = routing_->shape().top_k;
   std::vector<double> shares;
   std::vector<int64_t> counts;
   // For one source GPU: a token picks distinct experts, so no expert may get more selections
@@ -47,8 +44,8 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
       if (c == 0) continue;
       auto experts = placement_->experts_on(d);
       shares.assign(experts.size(), 1.0);
-      if (synth) {
-        auto pi = synth->selection_shares(moe_layer_idx, rec_->step, 0);
+      const std::span<const double> pi = routing_->expected_shares(moe_layer_idx, rec_->step);
+      if (!pi.empty()) {
         for (size_t i = 0; i < experts.size(); ++i) shares[i] = pi[experts[i]] + 1e-12;
       }
       counts.assign(experts.size(), 0);
@@ -82,7 +79,7 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
     }
     for (const auto& [ed, count] : by_expert_dst) {
       layer.routing.push_back(
-          {replica_.gpus[s].value, ed.first, replica_.gpus[ed.second].value, count});
+          {gpus_[s].value, ed.first, gpus_[ed.second].value, count});
     }
   }
   rec_->layers.push_back(std::move(layer));

@@ -4,40 +4,44 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sim/core/rng.h"
 #include "sim/core/time.h"
 #include "sim/placement/expert_placement.h"
 #include "sim/routing/count_matrix.h"
-#include "sim/serving/cluster.h"
+#include "sim/metrics/run_recorder.h"
+#include "sim/routing/routing_model.h"
 #include "sim/serving/step_model.h"
 
 namespace moesim::sim::detail {
 
-struct Replica;  // sim/serving/cluster_sim.h
-
+// Appends the step's slices on replica `replica_idx`'s GPUs (global ids `gpus`), shifted by the
+// step's start, to `out`.
 class TraceObserver final : public StepObserver {
  public:
-  TraceObserver(std::vector<TraceSlice>* out, const Replica& r, SimTime start)
-      : out_(out), replica_(r), start_(start) {}
+  TraceObserver(std::vector<TraceSlice>* out, int32_t replica_idx, std::span<const GpuId> gpus,
+                SimTime start)
+      : out_(out), replica_idx_(replica_idx), gpus_(gpus), start_(start) {}
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override;
 
  private:
   std::vector<TraceSlice>* out_;
-  const Replica& replica_;
+  int32_t replica_idx_;
+  std::span<const GpuId> gpus_;
   SimTime start_;
 };
 
 // Records per-expert routing for the step trace: splits each (src, dst GPU) selection count
-// over the destination's experts by their selection shares, from its own RNG stream, so that
-// recording never changes the simulation.
+// over the destination's experts by the routing model's expected shares (equal shares when it
+// states none), from its own RNG stream, so that recording never changes the simulation.
 class RecordObserver final : public StepObserver {
  public:
-  RecordObserver(StepRecord* rec, const Replica& r, const ExpertPlacement* placement,
-                 RngStream& rng)
-      : rec_(rec), replica_(r), placement_(placement), rng_(rng) {}
+  RecordObserver(StepRecord* rec, std::span<const GpuId> gpus, const ExpertPlacement* placement,
+                 RoutingModel* routing, RngStream& rng)
+      : rec_(rec), gpus_(gpus), placement_(placement), routing_(routing), rng_(rng) {}
   StepObserver* chained = nullptr;
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override {
@@ -48,8 +52,9 @@ class RecordObserver final : public StepObserver {
 
  private:
   StepRecord* rec_;
-  const Replica& replica_;
+  std::span<const GpuId> gpus_;
   const ExpertPlacement* placement_;
+  RoutingModel* routing_;
   RngStream& rng_;
 };
 

@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/policy/policy_registry.h"
+
 namespace moesim::sim::study {
 namespace {
 
@@ -99,17 +101,22 @@ std::string ScenarioTemplate::text_with(std::span<const Override> overrides) con
 }
 
 Scenario ScenarioTemplate::instantiate(std::span<const Override> overrides) const {
-  if (overrides.empty()) return load_scenario(path_);
-  std::string text = text_with(overrides);
-  try {
-    return parse_scenario_text(text, path_, base_dir_);
-  } catch (const ConfigError& e) {
-    // Errors in the edited scenario itself lose their (re-serialised) line numbers; errors in
-    // files it names (model, topology, trace) keep theirs.
-    if (e.file() != path_) throw;
-    throw ConfigError(path_, 0, 0, e.key_path(),
-                      e.reason() + " (with overrides " + overrides_text(overrides) + ")");
-  }
+  Scenario scenario = [&] {
+    if (overrides.empty()) return load_scenario(path_);
+    std::string text = text_with(overrides);
+    try {
+      return parse_scenario_text(text, path_, base_dir_);
+    } catch (const ConfigError& e) {
+      // Errors in the edited scenario itself lose their (re-serialised) line numbers; errors in
+      // files it names (model, topology, trace) keep theirs.
+      if (e.file() != path_) throw;
+      throw ConfigError(path_, 0, 0, e.key_path(),
+                        e.reason() + " (with overrides " + overrides_text(overrides) + ")");
+    }
+  }();
+  // Outside the try: policy errors keep the messages make_policies gives them.
+  resolve_policy_settings(scenario);
+  return scenario;
 }
 
 }  // namespace moesim::sim::study

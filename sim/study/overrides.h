@@ -48,9 +48,11 @@ class ScenarioTemplate {
   // names a table.
   std::string text_with(std::span<const Override> overrides) const;
 
-  // The parsed scenario with `overrides` applied. Without overrides this is load_scenario(path).
-  // With overrides, errors are ConfigErrors naming the scenario file, the key path and the
-  // overrides (line numbers of the re-serialised text would mislead, so none is given).
+  // The parsed scenario with `overrides` applied and its policy settings resolved
+  // (resolve_policy_settings, sim/policy/policy_registry.h). Without overrides this is
+  // load_scenario(path). With overrides, errors are ConfigErrors naming the scenario file, the
+  // key path and the overrides (line numbers of the re-serialised text would mislead, so none is
+  // given); policy errors are reported as make_policies reports them.
   Scenario instantiate(std::span<const Override> overrides) const;
 
   const std::string& path() const { return path_; }

@@ -11,37 +11,20 @@
 #include <sstream>
 
 #include "sim/calibration/collective_reader.h"
-#include "sim/calibration/cost_model_factory.h"
-#include "sim/calibration/profile.h"
+#include "sim/cost/cost_model_factory.h"
+#include "sim/cost/profile.h"
 #include "sim/config/config_error.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_matrix.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {
 
 // 2 nodes x 8 GPUs, NVLink 400 GB/s per GPU, one 50 GB/s NIC per GPU, rail-optimised.
 TopologySpec two_node_spec() {
-  TopologySpec spec;
-  spec.name = "test-2x8";
-  spec.gpu.name = "test-gpu";
-  spec.gpu.bf16_flops_per_s = 989e12;
-  spec.gpu.fp8_flops_per_s = 1979e12;
-  spec.gpu.hbm_bytes = 80'000'000'000;
-  spec.gpu.hbm_bytes_per_s = 3.35e12;
-  spec.gpus_per_node = 8;
+  TopologySpec spec = testing::h800_like_spec(2, 8);
   spec.nvlink_bytes_per_s = 400e9;
-  spec.nvlink_latency_ns = 500;
-  spec.nvswitch_latency_ns = 300;
-  spec.num_nodes = 2;
-  spec.nics_per_gpu = 1;
-  spec.nic_bytes_per_s = 50e9;
-  spec.nic_latency_ns = 2000;
-  spec.rail_optimized = true;
-  spec.leaf_gpus = 2;
-  spec.num_spines = 2;
-  spec.leaf_spine_latency_ns = 200;
-  spec.switch_latency_ns = 500;
   return spec;
 }
 

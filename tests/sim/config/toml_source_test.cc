@@ -2,17 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/config_errors.h"
+
 namespace moesim::sim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::config_error_of;
 
 TEST(TomlSource, ReadsValuesAndRejectsUnknownKeysWithSuggestion) {
   auto doc = TomlDocument::parse_string(
@@ -22,30 +17,32 @@ TEST(TomlSource, ReadsValuesAndRejectsUnknownKeysWithSuggestion) {
   EXPECT_EQ(root.get_int_in("num_gpus", 1, 64), 8);
   TomlTable hw = root.get_table("hw");
   EXPECT_DOUBLE_EQ(hw.get_double("flops"), 1e15);
-  EXPECT_EQ(error_of([&] { hw.finish(); }),
+  EXPECT_EQ(config_error_of([&] { hw.finish(); }),
             "t.toml:5:1: hw.hbm_gbs: unknown key 'hbm_gbs' (valid keys: flops)");
   hw.get_double_or("hbm_gbps", 1.0);
-  EXPECT_NE(error_of([&] { hw.finish(); }).find("did you mean 'hbm_gbps'"), std::string::npos);
+  EXPECT_NE(config_error_of([&] { hw.finish(); }).find("did you mean 'hbm_gbps'"),
+            std::string::npos);
   root.finish();
 }
 
 TEST(TomlSource, OutOfRangeIsAnErrorNotClamped) {
   auto doc = TomlDocument::parse_string("n = 0\n", "t.toml");
   TomlTable root = doc.root();
-  EXPECT_EQ(error_of([&] { root.get_int_in("n", 1, 4); }),
+  EXPECT_EQ(config_error_of([&] { root.get_int_in("n", 1, 4); }),
             "t.toml:1:5: n: value 0 is out of range [1, 4]");
 }
 
 TEST(TomlSource, MissingAndWrongType) {
   auto doc = TomlDocument::parse_string("[a]\nb = 'str'\n", "t.toml");
   TomlTable a = doc.root().get_table("a");
-  EXPECT_EQ(error_of([&] { a.get_int("b"); }), "t.toml:2:5: a.b: expected an integer, got string");
-  EXPECT_EQ(error_of([&] { a.get_int("c"); }).find("a.c: missing required key"),
+  EXPECT_EQ(config_error_of([&] { a.get_int("b"); }),
+            "t.toml:2:5: a.b: expected an integer, got string");
+  EXPECT_EQ(config_error_of([&] { a.get_int("c"); }).find("a.c: missing required key"),
             std::string("t.toml:1:1: ").size());
 }
 
 TEST(TomlSource, SyntaxErrorHasLineAndColumn) {
-  std::string e = error_of([] { TomlDocument::parse_string("a = = 1\n", "bad.toml"); });
+  std::string e = config_error_of([] { TomlDocument::parse_string("a = = 1\n", "bad.toml"); });
   EXPECT_EQ(e.rfind("bad.toml:1:", 0), 0u) << e;
   EXPECT_NE(e.find("TOML syntax error"), std::string::npos);
 }
@@ -53,7 +50,7 @@ TEST(TomlSource, SyntaxErrorHasLineAndColumn) {
 TEST(TomlSource, EnumListsValidValues) {
   auto doc = TomlDocument::parse_string("kind = 'mla2'\n", "t.toml");
   TomlTable root = doc.root();
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(config_error_of([&] {
               root.get_enum("kind", {"mla", "gqa"});
             }),
             "t.toml:1:8: kind: unknown value 'mla2' (valid: mla, gqa)");

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sim/config/toml_source.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -131,12 +132,7 @@ RooflineParams parse(const std::string& text) {
 }
 
 std::string parse_error(const std::string& text) {
-  try {
-    parse(text);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::config_error_of([&] { parse(text); }, "(no error)");
 }
 
 TEST(RooflineParseTest, OverridesOnlyTheGivenKeys) {

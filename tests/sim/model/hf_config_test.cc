@@ -5,6 +5,7 @@
 #include <string>
 
 #include "sim/model/model_card_parser.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -12,12 +13,7 @@ namespace {
 const std::string kSource = MOESIM_SOURCE_DIR;
 
 std::string parse_error(const std::string& json) {
-  try {
-    parse_hf_config(json, "config.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::config_error_of([&] { parse_hf_config(json, "config.json"); });
 }
 
 TEST(HfConfig, DeepSeekV3ImportEqualsTheTomlCard) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "sim/config/toml_source.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -13,12 +14,7 @@ namespace {
 const std::string kSource = MOESIM_SOURCE_DIR;
 
 std::string load_error(const std::string& path) {
-  try {
-    load_model_card(path);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::config_error_of([&] { load_model_card(path); });
 }
 
 TEST(ModelCardParser, EveryShippedCardLoads) {

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "sim/config/config_error.h"
 #include "sim/model/model_card_parser.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -15,12 +15,7 @@ ModelCard card(const std::string& name) {
 }
 
 std::string error_of(const ModelCard& c) {
-  try {
-    validate_model_card(c);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::config_error_of([&] { validate_model_card(c); });
 }
 
 // Published totals and the counting convention of each publisher. DeepSeek and Moonshot count

@@ -10,8 +10,8 @@
 
 #include "sim/core/rng.h"
 #include "sim/network/traffic_plan.h"
-#include "tests/sim/network/test_topologies.h"
 #include "tests/sim/network/test_traffic.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {

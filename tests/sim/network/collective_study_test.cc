@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "sim/network/bottleneck_model.h"
-#include "tests/sim/network/test_topologies.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {

@@ -11,8 +11,8 @@
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/collective_study.h"
 #include "sim/topology/topology_parser.h"
-#include "tests/sim/network/test_topologies.h"
 #include "tests/sim/network/test_traffic.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {

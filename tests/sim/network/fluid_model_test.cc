@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "sim/network/bottleneck_model.h"
-#include "tests/sim/network/test_topologies.h"
 #include "tests/sim/network/test_traffic.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {

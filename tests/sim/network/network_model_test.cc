@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "sim/config/config_error.h"
-#include "tests/sim/network/test_topologies.h"
 #include "tests/sim/network/test_traffic.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {

@@ -24,8 +24,8 @@
 
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/fluid_model.h"
-#include "tests/sim/network/test_topologies.h"
 #include "tests/sim/network/test_traffic.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/core/rng.h"
-#include "tests/sim/network/test_topologies.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {

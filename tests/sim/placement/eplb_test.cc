@@ -3,24 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <functional>
 #include <numeric>
 
-#include "sim/config/config_error.h"
 #include "sim/config/toml_source.h"
 #include "sim/core/rng.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::config_error_of;
 
 // The README example of DeepSeek's EPLB: 2 layers x 12 experts, 16 slots, 4 groups, 2 nodes,
 // 8 GPUs.
@@ -174,15 +166,16 @@ TEST(Eplb, DeterministicAndPlacementsPerLayer) {
 TEST(Eplb, ShapeErrors) {
   EplbShape s = readme_shape();
   s.num_physical_slots = 15;
-  EXPECT_NE(error_of([&] { validate_eplb_shape(s, "x"); }).find("multiple of the 8 GPUs"),
+  EXPECT_NE(config_error_of([&] { validate_eplb_shape(s, "x"); }).find("multiple of the 8 GPUs"),
             std::string::npos);
   s = readme_shape();
   s.num_physical_slots = 64;  // 32 slots per node for 6 experts on 4 GPUs: more than 4 each
-  EXPECT_NE(error_of([&] { validate_eplb_shape(s, "x"); }).find("more replicas"),
+  EXPECT_NE(config_error_of([&] { validate_eplb_shape(s, "x"); }).find("more replicas"),
             std::string::npos);
   s = readme_shape();
   s.num_groups = 5;
-  EXPECT_NE(error_of([&] { validate_eplb_shape(s, "x"); }).find("num_groups"), std::string::npos);
+  EXPECT_NE(config_error_of([&] { validate_eplb_shape(s, "x"); }).find("num_groups"),
+            std::string::npos);
 }
 
 TEST(ExpertLoadAverage, ExponentialAndWindow) {
@@ -214,7 +207,7 @@ TEST(EplbConfig, ParsesDefaultsAndRejectsBadValues) {
     EXPECT_DOUBLE_EQ(c.period_s, 60.0);
   }
   auto parse = [](const std::string& text, int32_t groups) {
-    return error_of([&] {
+    return config_error_of([&] {
       TomlDocument doc = TomlDocument::parse_string(text, "p.toml");
       TomlTable t = doc.root();
       parse_eplb_config(t, 12, groups, 2, 8);

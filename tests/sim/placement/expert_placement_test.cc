@@ -2,23 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
-
-#include "sim/config/config_error.h"
 #include "sim/config/toml_source.h"
 #include "sim/core/rng.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::config_error_of;
 
 TEST(ExpertPlacement, ContiguousAndStridedLayouts) {
   const ExpertPlacement c = ExpertPlacement::contiguous(16, 4, 2, 1, "t");
@@ -36,17 +27,17 @@ TEST(ExpertPlacement, ContiguousAndStridedLayouts) {
 }
 
 TEST(ExpertPlacement, ImpossibleLayoutsAreConfigErrors) {
-  EXPECT_EQ(error_of([] { ExpertPlacement::contiguous(10, 4, 2, 0, "s.toml"); }),
+  EXPECT_EQ(config_error_of([] { ExpertPlacement::contiguous(10, 4, 2, 0, "s.toml"); }),
             "s.toml: layout: the 10 experts do not divide evenly over 4 GPUs");
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(config_error_of([] {
               ExpertPlacement::contiguous(16, 4, 3, 0, "s.toml");
             }).find("gpus_per_node: must be >= 1 and divide"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(config_error_of([] {
               ExpertPlacement(2, 2, 1, 0, {{0}, {}}, "s.toml");
             }).find("replicas[1]: expert 1 has no GPU"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(config_error_of([] {
               ExpertPlacement(2, 2, 1, 0, {{0, 0}, {1}}, "s.toml");
             }).find("listed twice"),
             std::string::npos);
@@ -176,11 +167,11 @@ layout = "contiguous"
       "gpus = [0]\n",
       "p.toml");
   TomlTable b = bad.root().get_table("placement");
-  EXPECT_EQ(error_of([&] { parse_placement(b, 1, 8, 4, 2, 0); }),
+  EXPECT_EQ(config_error_of([&] { parse_placement(b, 1, 8, 4, 2, 0); }),
             "p.toml:4:8: placement.replicas[0].gpus: GPU 0 already hosts expert 1");
   auto uneven = TomlDocument::parse_string("[placement]\nlayout = 'strided'\n", "p.toml");
   TomlTable u = uneven.root().get_table("placement");
-  EXPECT_EQ(error_of([&] { parse_placement(u, 1, 6, 4, 2, 0); }),
+  EXPECT_EQ(config_error_of([&] { parse_placement(u, 1, 6, 4, 2, 0); }),
             "p.toml:2:10: placement.layout: the 6 experts do not divide evenly over 4 GPUs");
 }
 

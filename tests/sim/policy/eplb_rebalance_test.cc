@@ -6,23 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <numeric>
 
-#include "sim/config/config_error.h"
 #include "sim/config/toml_source.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::config_error_of;
 
 // 16 experts in 4 groups, 8 GPUs.
 EplbPolicyConfig parse(const std::string& text, int32_t num_nodes = 1) {
@@ -43,16 +35,16 @@ TEST(EplbPolicyConfig, DefaultsAndErrors) {
   const EplbPolicyConfig c = parse("min_imbalance_gain = 0.05\nredundant_slots = 16\n");
   EXPECT_DOUBLE_EQ(c.min_imbalance_gain, 0.05);
   EXPECT_EQ(c.balance.redundant_slots, 16);
-  EXPECT_NE(error_of([] { parse("min_imbalance_gain = -1\n"); }).find("min_imbalance_gain"),
+  EXPECT_NE(config_error_of([] { parse("min_imbalance_gain = -1\n"); }).find("min_imbalance_gain"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse("redundant_slots = 3\n"); }).find("redundant_slots"),
+  EXPECT_NE(config_error_of([] { parse("redundant_slots = 3\n"); }).find("redundant_slots"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse("variant = \"hierarchical\"\n"); }).find("variant"),
+  EXPECT_NE(config_error_of([] { parse("variant = \"hierarchical\"\n"); }).find("variant"),
             std::string::npos);
-  EXPECT_EQ(error_of([] { parse("variant = \"hierarchical\"\n", 2); }), "");
-  EXPECT_NE(error_of([] { parse("ema_alpha = 0\n"); }).find("ema_alpha"), std::string::npos);
-  EXPECT_NE(error_of([] { parse("period_s = 0\n"); }).find("period_s"), std::string::npos);
-  EXPECT_NE(error_of([] { parse("perod_s = 5\n"); }).find("unknown key"), std::string::npos);
+  EXPECT_EQ(config_error_of([] { parse("variant = \"hierarchical\"\n", 2); }), "");
+  EXPECT_NE(config_error_of([] { parse("ema_alpha = 0\n"); }).find("ema_alpha"), std::string::npos);
+  EXPECT_NE(config_error_of([] { parse("period_s = 0\n"); }).find("period_s"), std::string::npos);
+  EXPECT_NE(config_error_of([] { parse("perod_s = 5\n"); }).find("unknown key"), std::string::npos);
 }
 
 EplbPolicyConfig config(int32_t redundant, LoadAverageKind kind = LoadAverageKind::kExponential,

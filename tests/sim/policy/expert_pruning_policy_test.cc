@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "sim/config/config_error.h"
-#include "sim/policy/expert_pruning.h"
+#include "sim/policy/pruning_plan.h"
+#include "sim/policy/pruning_study.h"
 #include "tests/sim/policy/policy_test_util.h"
 
 namespace moesim::sim {
@@ -108,6 +110,34 @@ TEST(ExpertPruningPolicy, PlanFileFromThePruneStudyGivesTheSameRun) {
   EXPECT_EQ(error_of("plan_file = \"" + path + "\"\nfraction = 0.25\n")
                 .rfind("policies.expert_pruning.plan_file", 0),
             0u);
+}
+
+// The plan file is read when the table is resolved: policies built from the settings later (one
+// per run) never open it again.
+TEST(ExpertPruningPolicy, PoliciesShareThePlanReadOnce) {
+  const Scenario sc = tiny_scenario(kSkew);
+  PruningStudyOptions opt;
+  opt.fractions = {0.25};
+  opt.batch_per_gpu = 4;
+  opt.num_timed_steps = 1;
+  const PruningStudy study = run_pruning_study(sc, opt);
+  const std::string path = ::testing::TempDir() + "/expert_pruning_policy_plan_once.json";
+  {
+    std::ofstream f(path);
+    f << format_pruning_plan_json(study.plans[0], study.model_name, 0.25);
+  }
+  const Scenario with_file = tiny_scenario(
+      kSkew + std::string("\n[policies.expert_pruning]\nplan_file = \"") + path + "\"\n");
+  TomlTable table = with_file.policies.at(0).table;
+  const ExpertPruningSettings settings = parse_expert_pruning_settings(table, with_file);
+  std::filesystem::remove(path);
+  const RunOutput by_fraction = run("\n[policies.expert_pruning]\nfraction = 0.25\n");
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::unique_ptr<ServingPolicy>> policies;
+    policies.push_back(make_expert_pruning_policy(settings, *with_file.model));
+    const RunOutput out = run_scenario(with_file, RunOptions{}, -1, std::move(policies));
+    EXPECT_EQ(out.digest, by_fraction.digest) << i;
+  }
 }
 
 }  // namespace

@@ -2,23 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
-
-#include "sim/config/config_error.h"
 #include "sim/config/toml_source.h"
 #include "sim/routing/count_matrix.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::config_error_of;
 
 HotExpertReplicationConfig parse(const std::string& text) {
   TomlDocument doc = TomlDocument::parse_string(text, "p.toml");
@@ -37,10 +28,12 @@ TEST(HotExpertReplicationConfig, DefaultsAndErrors) {
   const HotExpertReplicationConfig c = parse("target = \"k_gpus\"\nk = 3\nwindow_s = 10\n");
   EXPECT_EQ(c.target, HotExpertReplicationConfig::Target::kKGpus);
   EXPECT_EQ(c.k, 3);
-  EXPECT_NE(error_of([] { parse("target = \"all\"\n"); }).find("every_node"), std::string::npos);
-  EXPECT_NE(error_of([] { parse("top_fraction = 0\n"); }).find("top_fraction"), std::string::npos);
-  EXPECT_NE(error_of([] { parse("k = 0\n"); }).find("k"), std::string::npos);
-  EXPECT_NE(error_of([] { parse("windows = 3\n"); }).find("unknown key"), std::string::npos);
+  EXPECT_NE(config_error_of([] { parse("target = \"all\"\n"); }).find("every_node"),
+            std::string::npos);
+  EXPECT_NE(config_error_of([] { parse("top_fraction = 0\n"); }).find("top_fraction"),
+            std::string::npos);
+  EXPECT_NE(config_error_of([] { parse("k = 0\n"); }).find("k"), std::string::npos);
+  EXPECT_NE(config_error_of([] { parse("windows = 3\n"); }).find("unknown key"), std::string::npos);
 }
 
 TEST(ExpertLoadWindow, SumsTheLastBuckets) {

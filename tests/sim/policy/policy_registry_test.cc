@@ -1,12 +1,20 @@
 // The registry: names to policies, unknown names and keys as ConfigErrors with file, line and
-// key path, one policy per [policies.*] table in the scenario's order.
+// key path, one policy per [policies.*] table in the scenario's order; settings resolved once
+// per scenario load (the expert_pruning plan file read then, never by make_policies).
 #include "sim/policy/policy_registry.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "sim/config/config_error.h"
+#include "sim/policy/expert_pruning.h"
+#include "sim/policy/pruning_plan.h"
+#include "sim/routing/routing_spec.h"
 #include "tests/sim/policy/policy_test_util.h"
 
 namespace moesim::sim {
@@ -85,6 +93,66 @@ TEST(PolicyRegistryTest, BadValueNamesItsKey) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key_path(), "policies.concurrency_cap.max_seqs_per_replica");
   }
+}
+
+TEST(PolicyRegistryTest, ResolvedSettingsReadThePlanFileOnce) {
+  const std::string path = ::testing::TempDir() + "/policy_registry_plan_once.json";
+  Scenario sc = tiny_scenario("\n[policies.concurrency_cap]\nmax_seqs_per_replica = 8\n"
+                              "[policies.expert_pruning]\nplan_file = \"" + path + "\"\n");
+  const RoutingShape shape = routing_shape_of(*sc.model);
+  {
+    std::ofstream f(path);
+    const PruningPlan plan = PruningPlan::from_layers(
+        shape.num_experts, std::vector<std::vector<int32_t>>(shape.num_moe_layers, {0, 3}));
+    f << format_pruning_plan_json(plan, sc.model->name, 0.125);
+  }
+  resolve_policy_settings(sc);
+  ASSERT_EQ(sc.policies.size(), 2u);
+  EXPECT_NE(sc.policies[0].settings, nullptr);
+  const auto* pruning = dynamic_cast<const ExpertPruningSettings*>(sc.policies[1].settings.get());
+  ASSERT_NE(pruning, nullptr);
+  ASSERT_NE(pruning->plan, nullptr);
+  EXPECT_EQ(pruning->plan->pruned(0), (std::vector<int32_t>{0, 3}));
+  ASSERT_TRUE(std::filesystem::remove(path));
+  for (int i = 0; i < 2; ++i) {
+    const auto policies = make_policies(sc);
+    ASSERT_EQ(policies.size(), 2u) << i;
+    EXPECT_EQ(policies[0]->name(), "concurrency_cap");
+    EXPECT_EQ(policies[1]->name(), "expert_pruning");
+  }
+  // Unresolved, the same table reads the (now missing) file.
+  Scenario unresolved = sc;
+  for (PolicyConfig& config : unresolved.policies) config.settings = nullptr;
+  try {
+    make_policies(unresolved);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.key_path(), "policies.expert_pruning.plan_file");
+    EXPECT_EQ(e.reason().rfind("cannot read", 0), 0u) << e.what();
+  }
+}
+
+TEST(PolicyRegistryTest, ResolveReportsTableErrorsAtLoad) {
+  for (const char* table : {"\n[policies.concurrency_cap]\nmax_seqs_per_replica = 8\n"
+                            "max_step_token = 64\n",
+                            "\n[policies.expert_pruning]\nfracton = 0.25\n"}) {
+    Scenario sc = tiny_scenario(table);
+    std::string made;
+    try {
+      make_policies(sc);
+    } catch (const ConfigError& e) {
+      made = e.what();
+    }
+    try {
+      resolve_policy_settings(sc);
+      FAIL() << "expected ConfigError: " << table;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(e.reason().find("unknown key"), std::string::npos) << e.what();
+      EXPECT_EQ(e.what(), made);  // the message make_policies gives
+    }
+  }
+  Scenario unknown = tiny_scenario("\n[policies.concurency_cap]\n");
+  EXPECT_THROW(resolve_policy_settings(unknown), ConfigError);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "sim/policy/policy_registry.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim::testing {
 
@@ -69,12 +70,7 @@ inline RunOutput run_shipped(const std::string& rel_path, double duration_s = 0,
 // "key.path: reason" of the ConfigError that building the policies of tiny_scenario(extra)
 // throws, or "" when they build.
 inline std::string policy_config_error(const std::string& extra) {
-  try {
-    make_policies(tiny_scenario(extra));
-  } catch (const ConfigError& e) {
-    return e.key_path() + ": " + e.reason();
-  }
-  return "";
+  return config_error_key_and_reason_of([&] { make_policies(tiny_scenario(extra)); });
 }
 
 // How many times a run counted action `name` (0 when never).

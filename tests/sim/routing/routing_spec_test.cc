@@ -2,12 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
-
 #include "sim/config/toml_source.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
+
+using testing::config_error_of;
 
 const RoutingShape kDeepSeek{58, 256, 8, 8, 4};
 
@@ -18,15 +19,6 @@ RoutingSpec parse(const std::string& text) {
   RoutingSpec spec = parse_routing(routing, kDeepSeek);
   root.finish();
   return spec;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(RoutingSpec, ParsesEveryKeyAndOverridesAPreset) {
@@ -87,15 +79,15 @@ TEST(RoutingSpec, PresetsAreValid) {
 }
 
 TEST(RoutingSpec, ShapeValidation) {
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(config_error_of([] {
               validate_routing_shape({1, 256, 8, 7, 4}, "m");
             }).find("num_groups"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(config_error_of([] {
               validate_routing_shape({1, 256, 8, 8, 9}, "m");
             }).find("topk_groups"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(config_error_of([] {
               validate_routing_shape({1, 16, 8, 8, 1}, "m");
             }).find("topk_groups * experts per group"),
             std::string::npos);
@@ -111,7 +103,7 @@ class BadRoutingFiles : public ::testing::TestWithParam<BadFile> {};
 TEST_P(BadRoutingFiles, ErrorNamesFileKeyAndReason) {
   const std::string path =
       std::string(MOESIM_SOURCE_DIR) + "/tests/data/bad/routing/" + GetParam().file;
-  const std::string e = error_of([&] {
+  const std::string e = config_error_of([&] {
     auto doc = TomlDocument::load_file(path);
     TomlTable root = doc.root();
     TomlTable routing = root.get_table("routing");

@@ -2,26 +2,18 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <sstream>
 
-#include "sim/config/config_error.h"
 #include "sim/routing/replay_routing.h"
 #include "sim/routing/synthetic_routing.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
 
-const RoutingShape kShape{3, 16, 2, 1, 1};
+using testing::config_error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+const RoutingShape kShape{3, 16, 2, 1, 1};
 
 TEST(RoutingTrace, RecordThenReplayGivesTheSameCounts) {
   RoutingSpec spec;
@@ -82,7 +74,7 @@ TEST(RoutingTrace, HeaderMismatchIsAConfigError) {
       "\"num_experts\":4,\"num_src_gpus\":2,\"top_k\":2}\n"
       "{\"step\":0,\"layer\":0,\"tokens\":[0,0],\"sparse\":[]}\n");
   RoutingTrace trace = read_routing_trace(is, "t.jsonl");
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(config_error_of([&] {
               ReplayRoutingModel(trace, {1, 8, 2, 1, 1}, 2);
             }),
             "t.jsonl:1: num_experts: trace has 4, the scenario needs 8");
@@ -98,7 +90,7 @@ class BadTraceFiles : public ::testing::TestWithParam<BadTrace> {};
 TEST_P(BadTraceFiles, ErrorNamesFileLineAndReason) {
   const std::string path =
       std::string(MOESIM_SOURCE_DIR) + "/tests/data/bad/routing/" + GetParam().file;
-  const std::string e = error_of([&] { load_routing_trace(path); });
+  const std::string e = config_error_of([&] { load_routing_trace(path); });
   EXPECT_EQ(e.rfind(path + ":", 0), 0u) << e;
   EXPECT_NE(e.find(GetParam().expected), std::string::npos) << e;
 }

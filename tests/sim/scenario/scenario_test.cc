@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sim/config/config_error.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -95,12 +96,7 @@ const std::map<std::string, std::string>& expected_messages() {
 }
 
 std::string load_error(const std::string& path) {
-  try {
-    load_scenario(path);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(loaded without error)";
+  return testing::config_error_of([&] { load_scenario(path); }, "(loaded without error)");
 }
 
 TEST(BadScenarioTest, EveryCorpusFileFailsWithItsMessage) {

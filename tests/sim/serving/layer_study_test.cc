@@ -2,23 +2,35 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "sim/topology/topology_parser.h"
+
 namespace moesim::sim {
 namespace {
+
+const std::vector<int64_t> kBatches = {4, 8, 16, 32, 64, 128};
+
+Scenario teaching_crossover() {
+  return load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/teaching-crossover.toml");
+}
+
+// The first batch size where the all-to-all outgrows the slowest GPU's experts; -1 for none.
+int64_t crossover(const std::vector<LayerStudyRow>& rows, bool skewed) {
+  for (const auto& r : rows) {
+    if (r.skewed == skewed && r.comm_us > r.expert_max_us) return r.seqs_per_gpu;
+  }
+  return -1;
+}
 
 // The all-to-all grows with the batch faster than expert compute (weight reads dominate small
 // decode batches), so a crossover emerges; skew moves it to smaller batches.
 TEST(LayerStudy, CrossoverEmergesAndSkewMovesItEarlier) {
-  Scenario sc =
-      load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/teaching-crossover.toml");
-  auto rows = run_layer_study(sc, {4, 8, 16, 32, 64, 128}, 4096, 1);
+  auto rows = run_layer_study(teaching_crossover(), kBatches, 4096, 1);
   ASSERT_EQ(rows.size(), 12u);
-  auto crossover = [&](bool skewed) {
-    for (const auto& r : rows) {
-      if (r.skewed == skewed && r.comm_us > r.expert_max_us) return r.seqs_per_gpu;
-    }
-    return int64_t{-1};
-  };
-  int64_t skewed = crossover(true), uniform = crossover(false);
+  int64_t skewed = crossover(rows, true), uniform = crossover(rows, false);
   ASSERT_GT(skewed, 4);  // small batches: expert weight reads dominate
   ASSERT_GT(uniform, 4);
   EXPECT_LT(skewed, uniform);
@@ -27,6 +39,73 @@ TEST(LayerStudy, CrossoverEmergesAndSkewMovesItEarlier) {
   }
   // The straggler: skew makes cold GPUs wait at the barriers.
   EXPECT_GT(rows[5].wait_mean_us, 10 * rows[11].wait_mean_us);
+}
+
+// Without overlap every GPU has the same attention work, so the layer's time beyond its slowest
+// GPU's compute is exactly the dispatch + combine (to span rounding, 1 ns per span).
+TEST(LayerStudy, WithoutOverlapAllCommunicationIsExposed) {
+  auto rows = run_layer_study(teaching_crossover(), kBatches, 4096, 1);
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.seqs_per_gpu);
+    EXPECT_GT(r.comm_us, 0);
+    EXPECT_NEAR(r.exposed_comm_us, r.comm_us, 0.01);
+    EXPECT_NEAR(r.layer_us, r.compute_max_us + r.comm_us, 0.01);
+    EXPECT_GE(r.compute_max_us, r.expert_max_us);
+  }
+}
+
+// With [deployment] microbatch_overlap the step model emits one overlapped all-to-all span; the
+// study used to count only "dispatch" and "combine" and reported 0 us (issue 13). The collectives
+// are the same as without overlap; the exposed part is what two half micro-batches leave
+// uncovered, per layer max(C, D) + min(C, D) / 2 - C = max(D / 2, D - C / 2) for expert compute
+// C and all-to-all D. That is convex in (C, D), so the mean over layers is at least the formula
+// of the means (equal when every layer is on the same side of C = D).
+TEST(LayerStudy, OverlapReportsTheAllToAllAndItsExposedPart) {
+  Scenario barrier = teaching_crossover();
+  Scenario overlap = teaching_crossover();
+  overlap.deployment.microbatch_overlap = true;
+  auto base = run_layer_study(barrier, kBatches, 4096, 1);
+  auto rows = run_layer_study(overlap, kBatches, 4096, 1);
+  ASSERT_EQ(rows.size(), base.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LayerStudyRow& r = rows[i];
+    SCOPED_TRACE(r.seqs_per_gpu);
+    EXPECT_GT(r.comm_us, 0);
+    EXPECT_NEAR(r.comm_us, base[i].comm_us, 0.01);
+    EXPECT_NEAR(r.expert_max_us, base[i].expert_max_us, 0.01);
+    const double c = r.expert_max_us, d = r.comm_us;
+    EXPECT_GE(r.exposed_comm_us, std::max(d / 2, d - c / 2) - 0.01);
+    EXPECT_LT(r.exposed_comm_us, r.comm_us);  // overlap hides part of it
+    EXPECT_NEAR(r.layer_us, r.compute_max_us + r.exposed_comm_us, 1e-9);
+    EXPECT_LT(r.step_ms, base[i].step_ms);
+  }
+  // The crossover marker (a2a over expert compute above 1) shows for overlapped scenarios too,
+  // at the same batch as without overlap.
+  EXPECT_GT(crossover(rows, true), 4);
+  EXPECT_EQ(crossover(rows, true), crossover(base, true));
+  EXPECT_EQ(crossover(rows, false), crossover(base, false));
+}
+
+// The study runs the scenario's network model ([network] model); it used to swap "simgrid" for
+// "bottleneck" silently. The tiny model as EP16 over two nodes of the 8x8 H800 cluster, where
+// the models disagree on inter-node flows.
+TEST(LayerStudy, UsesTheScenariosNetworkModel) {
+  Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) +
+                              "/tests/data/scenarios/tiny_synthetic.toml");
+  sc.topology = std::make_shared<const Topology>(
+      load_topology(std::string(MOESIM_SOURCE_DIR) + "/topologies/h800-8x8.toml"));
+  sc.deployment.gpus_per_replica = 16;
+  auto comm_of = [&](const std::string& model) {
+    Scenario s = sc;
+    s.network_model = model;
+    return run_layer_study(s, {64}, 4096, 1).front().comm_us;
+  };
+  const double bottleneck = comm_of("bottleneck");
+  EXPECT_GT(bottleneck, 0);
+  EXPECT_NE(comm_of("fluid"), bottleneck);
+#ifdef MOESIM_HAVE_SIMGRID
+  EXPECT_NE(comm_of("simgrid"), bottleneck);
+#endif
 }
 
 }  // namespace

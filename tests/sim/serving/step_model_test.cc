@@ -14,6 +14,7 @@
 #include "sim/model/model_card_parser.h"
 #include "sim/network/network_model.h"
 #include "sim/routing/synthetic_routing.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {
@@ -32,14 +33,7 @@ const ModelCard& tiny_dense() {
 
 // One node of `num_gpus` H200s on NVLink (360 GB/s per direction).
 Topology h200_node(int32_t num_gpus) {
-  TopologySpec spec;
-  spec.name = "test-h200-" + std::to_string(num_gpus);
-  spec.gpu = *find_gpu_spec("h200-sxm");
-  spec.gpus_per_node = num_gpus;
-  spec.nvlink_bytes_per_s = 360e9;
-  spec.nvlink_latency_ns = 300;
-  spec.nvswitch_latency_ns = 200;
-  return build_topology(spec);
+  return build_topology(testing::nvlink_node_spec("h200-sxm", num_gpus, 360e9));
 }
 
 // Routing that sends every selection to one GPU (hot_gpu >= 0; that GPU must host >= top_k

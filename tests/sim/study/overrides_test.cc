@@ -4,18 +4,15 @@
 
 #include <string>
 
+#include "tests/support/config_errors.h"
+
 namespace moesim::sim::study {
 namespace {
 
 const std::string kScenario = std::string(MOESIM_SOURCE_DIR) + "/tests/data/study/tiny.toml";
 
 std::string error_of(const ScenarioTemplate& t, std::vector<Override> overrides) {
-  try {
-    t.instantiate(overrides);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::config_error_of([&] { t.instantiate(overrides); });
 }
 
 TEST(Overrides, ValueText) {

@@ -5,26 +5,22 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/config/config_error.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim::study {
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = testing::TempDir() + "/" + name;
+  std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
 
 std::string merge_error(const std::vector<std::string>& paths) {
   std::ostringstream out;
-  try {
-    merge_sweep_csvs(paths, out);
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(out.str(), "");  // nothing written on error
-    return e.what();
-  }
-  return "";
+  const std::string error = testing::config_error_of([&] { merge_sweep_csvs(paths, out); });
+  if (!error.empty()) EXPECT_EQ(out.str(), "");  // nothing written on error
+  return error;
 }
 
 const std::string kHeader = "run_idx,num_runs,config_idx,seed,x,status\n";

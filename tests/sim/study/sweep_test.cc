@@ -8,6 +8,7 @@
 
 #include "sim/study/csv.h"
 #include "sim/study/sweep_merge.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim::study {
 namespace {
@@ -17,7 +18,7 @@ const std::string kGrid = kDataDir + "/grid.toml";
 
 // Writes `text` to a file in the test's temporary directory and returns its path.
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = testing::TempDir() + "/" + name;
+  std::string path = ::testing::TempDir() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -28,13 +29,10 @@ std::string sweep_text(const std::string& body) {
 
 std::string load_error(const std::string& name, const std::string& text) {
   std::string path = write_temp(name, text);
-  try {
+  return testing::config_error_of([&] {
     SweepSpec spec = load_sweep(path);
     check_sweep(spec, ScenarioTemplate::load(spec.scenario_path));
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  });
 }
 
 std::string run_to_string(const SweepSpec& spec, int32_t threads, Shard shard = {}) {

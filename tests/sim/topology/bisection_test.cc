@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/topology/topology_parser.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {
@@ -35,16 +36,8 @@ TEST(Bisection, SingleNodeSplitsItsGpus) {
 }
 
 TEST(Bisection, OversubscribedUplinksLimitTheCut) {
-  TopologySpec spec;
-  spec.name = "oversubscribed";
-  spec.gpu = *find_gpu_spec("h800-sxm");
-  spec.gpus_per_node = 8;
-  spec.nvlink_bytes_per_s = 160e9;
-  spec.num_nodes = 4;
-  spec.nic_bytes_per_s = 50e9;
-  spec.rail_optimized = false;
-  spec.leaf_gpus = 16;  // nodes 0-1 on leaf 0, nodes 2-3 on leaf 1
-  spec.num_spines = 2;
+  // 4 nodes, not rail-optimised: nodes 0-1 on leaf 0, nodes 2-3 on leaf 1; 2 spines.
+  TopologySpec spec = testing::h800_sxm_cluster_spec(4, 16, 2, false);
   spec.oversubscription = 2.0;
   // Leaf 0's uplinks: 16 x 50 GB/s / 2 = 400 GB/s, the whole cut.
   EXPECT_DOUBLE_EQ(bisection_bytes_per_s(Topology(spec)), 400e9);

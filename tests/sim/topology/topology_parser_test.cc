@@ -3,23 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <set>
+
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
 
-const std::string kSourceDir = MOESIM_SOURCE_DIR;
+using testing::config_error_of;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+const std::string kSourceDir = MOESIM_SOURCE_DIR;
 
 std::map<LinkClass, int> count_by_class(const Topology& t) {
   std::map<LinkClass, int> n;
@@ -145,7 +139,7 @@ TEST(TopologyParser, EmbeddedTableErrorsCarryTheFullKeyPath) {
       "nvswitch_latency_ns = 1\n",
       "scenario.toml");
   TomlTable topo = doc.root().get_table("topology");
-  EXPECT_EQ(error_of([&] { parse_topology(topo, "embedded"); }),
+  EXPECT_EQ(config_error_of([&] { parse_topology(topo, "embedded"); }),
             "scenario.toml:5:22: topology.node.nvlink_domain_gpus: must be a multiple of "
             "node.gpus_per_node (8)");
 }
@@ -186,12 +180,12 @@ TEST(TopologyParser, BadCorpusGivesExactMessages) {
   }
   EXPECT_EQ(on_disk.size(), expected.size()) << "every bad file needs an expected message";
   for (const auto& [file, message] : expected) {
-    EXPECT_EQ(error_of([&] { load_topology(dir + file); }), dir + file + ":" + message);
+    EXPECT_EQ(config_error_of([&] { load_topology(dir + file); }), dir + file + ":" + message);
   }
 }
 
 TEST(TopologyParser, MissingFileIsAConfigError) {
-  EXPECT_EQ(error_of([] { load_topology("/nonexistent/x.toml"); }),
+  EXPECT_EQ(config_error_of([] { load_topology("/nonexistent/x.toml"); }),
             "/nonexistent/x.toml: cannot open file");
 }
 

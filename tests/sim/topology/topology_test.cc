@@ -7,31 +7,13 @@
 #include <limits>
 #include <map>
 
-#include "sim/config/config_error.h"
+#include "tests/support/config_errors.h"
+#include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
 namespace {
 
-// An H800-style cluster: 160 GB/s NVLink, 400 Gb/s NIC per GPU, latencies as in h800-8x8.toml.
-TopologySpec cluster_spec(int32_t num_nodes, int32_t leaf_gpus, int32_t num_spines,
-                          bool rail_optimized) {
-  TopologySpec spec;
-  spec.name = "test";
-  spec.gpu = *find_gpu_spec("h800-sxm");
-  spec.gpus_per_node = 8;
-  spec.nvlink_bytes_per_s = 160e9;
-  spec.nvlink_latency_ns = 300;
-  spec.nvswitch_latency_ns = 200;
-  spec.num_nodes = num_nodes;
-  spec.nic_bytes_per_s = 50e9;
-  spec.nic_latency_ns = 1000;
-  spec.rail_optimized = rail_optimized;
-  spec.leaf_gpus = leaf_gpus;
-  spec.num_spines = num_spines;
-  spec.leaf_spine_latency_ns = 50;
-  spec.switch_latency_ns = 250;
-  return spec;
-}
+using testing::h800_sxm_cluster_spec;
 
 std::map<LinkClass, int> count_by_class(const Topology& t) {
   std::map<LinkClass, int> n;
@@ -69,7 +51,7 @@ std::vector<int32_t> expected_route(const TopologySpec& s, int32_t src, int32_t 
 }
 
 TEST(Topology, RailOptimisedClusterHasExpectedVerticesAndLinks) {
-  Topology t(cluster_spec(8, 32, 8, true));
+  Topology t(h800_sxm_cluster_spec(8, 32, 8, true));
   EXPECT_EQ(t.num_gpus(), 64);
   EXPECT_EQ(t.num_nodes(), 8);
   EXPECT_EQ(t.num_nvlink_domains(), 8);
@@ -108,7 +90,7 @@ TEST(Topology, RailOptimisedClusterHasExpectedVerticesAndLinks) {
 }
 
 TEST(Topology, RoutesFollowTheNvlinkRailAndSpineRules) {
-  TopologySpec spec = cluster_spec(8, 32, 8, true);
+  TopologySpec spec = h800_sxm_cluster_spec(8, 32, 8, true);
   Topology t(spec);
   // Intra-node: NVLink up and down through the node's NVSwitch.
   auto r = t.route(GpuId(1), GpuId(6));
@@ -128,9 +110,10 @@ TEST(Topology, RoutesFollowTheNvlinkRailAndSpineRules) {
 }
 
 TEST(Topology, RouteTableAgreesWithTheDirectRulesOnSeveralShapes) {
-  std::vector<TopologySpec> specs = {cluster_spec(8, 32, 8, true), cluster_spec(6, 4, 3, true),
-                                     cluster_spec(5, 16, 2, false)};
-  TopologySpec nvl = cluster_spec(8, 3, 2, true);
+  std::vector<TopologySpec> specs = {h800_sxm_cluster_spec(8, 32, 8, true),
+                                     h800_sxm_cluster_spec(6, 4, 3, true),
+                                     h800_sxm_cluster_spec(5, 16, 2, false)};
+  TopologySpec nvl = h800_sxm_cluster_spec(8, 3, 2, true);
   nvl.gpus_per_node = 4;
   nvl.nvlink_domain_gpus = 16;  // 4-node NVLink domains, two of them
   specs.push_back(nvl);
@@ -148,10 +131,10 @@ TEST(Topology, RouteTableAgreesWithTheDirectRulesOnSeveralShapes) {
 }
 
 TEST(Topology, EveryRouteIsAConnectedPathWithItsLatency) {
-  TopologySpec mesh = cluster_spec(2, 32, 1, true);
+  TopologySpec mesh = h800_sxm_cluster_spec(2, 32, 1, true);
   mesh.fabric = ScaleUpFabric::kFullMesh;
   for (const TopologySpec& spec :
-       {cluster_spec(4, 2, 4, true), cluster_spec(3, 8, 2, false), mesh}) {
+       {h800_sxm_cluster_spec(4, 2, 4, true), h800_sxm_cluster_spec(3, 8, 2, false), mesh}) {
     Topology t(spec);
     for (int32_t a = 0; a < t.num_gpus(); ++a) {
       for (int32_t b = 0; b < t.num_gpus(); ++b) {
@@ -177,7 +160,7 @@ TEST(Topology, EveryRouteIsAConnectedPathWithItsLatency) {
 }
 
 TEST(Topology, RouteLatencyAddsLinksAndSwitches) {
-  Topology t(cluster_spec(8, 32, 8, true));
+  Topology t(h800_sxm_cluster_spec(8, 32, 8, true));
   EXPECT_EQ(t.route_latency_ns(GpuId(0), GpuId(7)), 300 + 200 + 300);
   EXPECT_EQ(t.route_latency_ns(GpuId(0), GpuId(8)), 1000 + 250 + 1000);
   EXPECT_EQ(t.route_latency_ns(GpuId(0), GpuId(9)), 1000 + 250 + 50 + 250 + 50 + 250 + 1000);
@@ -210,14 +193,15 @@ int leaf_spine_imbalance(const Topology& t) {
 }
 
 TEST(Topology, SpineChoiceSpreadsAUniformAllToAllEvenly) {
-  for (const TopologySpec& spec : {cluster_spec(8, 32, 8, true), cluster_spec(6, 4, 3, true),
-                                   cluster_spec(5, 16, 2, false), cluster_spec(7, 2, 5, true)}) {
+  for (const TopologySpec& spec :
+       {h800_sxm_cluster_spec(8, 32, 8, true), h800_sxm_cluster_spec(6, 4, 3, true),
+        h800_sxm_cluster_spec(5, 16, 2, false), h800_sxm_cluster_spec(7, 2, 5, true)}) {
     EXPECT_LE(leaf_spine_imbalance(Topology(spec)), 2) << spec.num_nodes;
   }
 }
 
 TEST(Topology, NonRailOptimisedPacksGpusOntoLeavesInOrder) {
-  Topology t(cluster_spec(4, 16, 2, false));
+  Topology t(h800_sxm_cluster_spec(4, 16, 2, false));
   EXPECT_EQ(t.leaf_vertex_of(GpuId(0)), t.leaf_vertex_of(GpuId(15)));
   EXPECT_NE(t.leaf_vertex_of(GpuId(15)), t.leaf_vertex_of(GpuId(16)));
   // Node 0 and node 1 share leaf 0: their traffic never touches a spine.
@@ -226,7 +210,7 @@ TEST(Topology, NonRailOptimisedPacksGpusOntoLeavesInOrder) {
 }
 
 TEST(Topology, OversubscriptionAndPartialLeavesScaleUplinks) {
-  TopologySpec spec = cluster_spec(5, 4, 2, true);  // rail leaves of 4 and 1 nodes
+  TopologySpec spec = h800_sxm_cluster_spec(5, 4, 2, true);  // rail leaves of 4 and 1 nodes
   spec.oversubscription = 2.0;
   Topology t(spec);
   std::map<int32_t, double> uplink;
@@ -263,7 +247,7 @@ TEST(Topology, FullMeshLinksEveryPairDirectly) {
 }
 
 TEST(Topology, NvlinkDomainSpansNodes) {
-  TopologySpec spec = cluster_spec(36, 36, 2, true);
+  TopologySpec spec = h800_sxm_cluster_spec(36, 36, 2, true);
   spec.gpu = *find_gpu_spec("gb200");
   spec.gpus_per_node = 4;
   spec.nvlink_domain_gpus = 72;
@@ -298,40 +282,35 @@ TEST(Topology, SingleGpuHasNoLinks) {
 }
 
 TEST(Topology, InvalidSpecsAreConfigErrorsNamingTheKey) {
-  auto message = [](TopologySpec spec) -> std::string {
-    try {
-      Topology t(spec);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "";
+  auto message = [](const TopologySpec& spec) {
+    return testing::config_error_of([&] { Topology t(spec); });
   };
-  TopologySpec s = cluster_spec(8, 32, 8, true);
+  TopologySpec s = h800_sxm_cluster_spec(8, 32, 8, true);
   s.gpus_per_node = 0;
   EXPECT_EQ(message(s), "test: node.gpus_per_node: must be >= 1");
-  s = cluster_spec(8, 32, 8, true);
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
   s.nvlink_domain_gpus = 12;
   EXPECT_EQ(message(s),
             "test: node.nvlink_domain_gpus: must be a multiple of node.gpus_per_node (8)");
-  s = cluster_spec(8, 32, 8, true);
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
   s.nic_bytes_per_s = 0;
   EXPECT_EQ(message(s),
             "test: network.nic_gbps: must be > 0: the GPUs span 8 NVLink domains, which only a "
             "network connects");
-  s = cluster_spec(8, 4, 0, true);
+  s = h800_sxm_cluster_spec(8, 4, 0, true);
   EXPECT_EQ(message(s), "test: network.num_spines: must be >= 1: the network has 16 leaf switches");
-  s = cluster_spec(8, 32, 8, true);
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
   s.oversubscription = 0.5;
   EXPECT_EQ(message(s), "test: network.oversubscription: must be >= 1");
-  s = cluster_spec(8, 32, 8, true);
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
   s.gpu.hbm_bytes_per_s = -1;
   EXPECT_EQ(message(s), "test: gpu.hbm_gbytes_per_s: must be > 0");
-  EXPECT_TRUE(check_topology_spec(cluster_spec(8, 32, 8, true)).ok());
+  EXPECT_TRUE(check_topology_spec(h800_sxm_cluster_spec(8, 32, 8, true)).ok());
 }
 
 TEST(Topology, ThousandGpuRouteTableBuildsQuickly) {
   auto start = std::chrono::steady_clock::now();
-  Topology t(cluster_spec(128, 32, 16, true));
+  Topology t(h800_sxm_cluster_spec(128, 32, 16, true));
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(t.num_gpus(), 1024);
   // 1024 GPUs: ~1M routes. Measured 0.4-0.9 s on the shared 2-core CI machine (Release); the bound

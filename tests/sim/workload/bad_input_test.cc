@@ -11,6 +11,7 @@
 #include "sim/workload/azure_trace.h"
 #include "sim/workload/mooncake_trace.h"
 #include "sim/workload/workload_spec.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -116,7 +117,7 @@ std::string substitute_dir(std::string message) {
 // Loads one corpus file the way a scenario would; returns the error message ("" if none).
 std::string error_of(const std::filesystem::path& file) {
   const std::string ext = file.extension().string();
-  try {
+  return testing::config_error_of([&] {
     if (ext == ".jsonl") {
       read_mooncake_trace(file.string());
     } else if (ext == ".csv") {
@@ -128,10 +129,7 @@ std::string error_of(const std::filesystem::path& file) {
       parse_workload(workload, kDir);
       root.finish();
     }
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  });
 }
 
 TEST(WorkloadBadInput, EveryCorpusFileFailsWithItsExactMessage) {

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "tests/support/config_errors.h"
+
 namespace moesim::sim {
 namespace {
 
@@ -16,12 +18,7 @@ ValueDistributionSpec parse(const std::string& toml, bool integer, double lowest
 }
 
 std::string error_of(const std::string& toml, bool integer = true, double lowest = 1) {
-  try {
-    parse(toml, integer, lowest);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return testing::config_error_of([&] { parse(toml, integer, lowest); });
 }
 
 TEST(ValueDistribution, LognormalMeanSigmaFormHasThatMean) {

@@ -1,4 +1,4 @@
-#include "sim/calibration/calibrated_cost_model.h"
+#include "sim/cost/calibrated_cost_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/calibration/network_fit.h"
-#include "sim/calibration/op_fit.h"
+#include "sim/cost/network_calibration.h"
+#include "sim/cost/fit_types.h"
 
 namespace moesim::sim {
 

@@ -1,4 +1,4 @@
-#include "sim/calibration/profile.h"
+#include "sim/cost/profile.h"
 
 #include <toml++/toml.h>
 

@@ -1,10 +1,11 @@
-#include "sim/calibration/calibrated_cost_model.h"
+#include "sim/cost/calibrated_cost_model.h"
 
 #include <gtest/gtest.h>
 
 #include <memory>
 
-#include "sim/calibration/cost_model_factory.h"
+#include "sim/config/config_error.h"
+#include "sim/cost/cost_model_factory.h"
 
 namespace moesim::sim {
 namespace {
@@ -106,10 +107,14 @@ TEST(CostModelFactory, RooflineByDefault) {
 }
 
 TEST(CostModelFactory, MissingProfileIsAConfigError) {
+  EXPECT_THROW(load_profile("/nonexistent/profile.toml"), ConfigError);
+}
+
+TEST(CostModelFactory, CalibratedSpecUsesItsResolvedProfile) {
   CostSpec spec;
   spec.kind = CostModelKind::kCalibrated;
-  spec.profile_path = "/nonexistent/profile.toml";
-  EXPECT_THROW(make_cost_model(spec, GpuSpec{}), ConfigError);
+  spec.profile = std::make_shared<const CalibrationProfile>(profile());
+  EXPECT_EQ(make_cost_model(spec, GpuSpec{})->name(), "calibrated");
 }
 
 }  // namespace

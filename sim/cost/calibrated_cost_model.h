@@ -21,7 +21,7 @@
 #include <atomic>
 #include <memory>
 
-#include "sim/calibration/profile.h"
+#include "sim/cost/profile.h"
 #include "sim/cost/cost_model.h"
 
 namespace moesim::sim {

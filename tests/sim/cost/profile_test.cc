@@ -1,4 +1,4 @@
-#include "sim/calibration/profile.h"
+#include "sim/cost/profile.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
-#include "sim/calibration/cost_model_factory.h"
+#include "sim/cost/cost_model_factory.h"
 
-#include "sim/calibration/calibrated_cost_model.h"
+#include "sim/core/check.h"
+#include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/roofline.h"
 
 namespace moesim::sim {
@@ -21,12 +22,14 @@ std::shared_ptr<const Topology> make_network_topology(const CalibrationProfile& 
 std::shared_ptr<const Topology> make_network_topology(const CostSpec& spec,
                                                       std::shared_ptr<const Topology> topology) {
   if (spec.kind != CostModelKind::kCalibrated) return topology;
-  return make_network_topology(load_profile(spec.profile_path), std::move(topology));
+  MOESIM_CHECK(spec.profile != nullptr, "a calibrated cost spec carries its profile");
+  return make_network_topology(*spec.profile, std::move(topology));
 }
 
 std::unique_ptr<CostModel> make_cost_model(const CostSpec& spec, const GpuSpec& gpu) {
   if (spec.kind == CostModelKind::kCalibrated) {
-    return make_calibrated_cost_model(load_profile(spec.profile_path), spec, gpu);
+    MOESIM_CHECK(spec.profile != nullptr, "a calibrated cost spec carries its profile");
+    return make_calibrated_cost_model(*spec.profile, spec, gpu);
   }
   return std::make_unique<RooflineCostModel>(gpu, spec.roofline);
 }

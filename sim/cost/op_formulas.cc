@@ -1,0 +1,179 @@
+#include "sim/cost/op_formulas.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace moesim::sim {
+namespace {
+
+double bytes_per_param(DType d) { return bits_per_element(d) / 8.0; }
+
+OpWork make_work(OpKind kind, DType dtype, double flops, double bytes, int64_t tokens) {
+  OpWork w;
+  w.kind = kind;
+  w.dtype = dtype;
+  w.flops = flops;
+  w.bytes = bytes;
+  w.tokens = tokens;
+  return w;
+}
+
+OpKind prefill_kind(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::kMLA:
+      return OpKind::kAttnMlaPrefill;
+    case AttentionKind::kGQA:
+      return OpKind::kAttnGqaPrefill;
+    case AttentionKind::kKDA:
+      return OpKind::kAttnKdaPrefill;
+  }
+  return OpKind::kAttnKdaPrefill;
+}
+
+OpKind decode_kind(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::kMLA:
+      return OpKind::kAttnMlaDecode;
+    case AttentionKind::kGQA:
+      return OpKind::kAttnGqaDecode;
+    case AttentionKind::kKDA:
+      return OpKind::kAttnKdaDecode;
+  }
+  return OpKind::kAttnKdaDecode;
+}
+
+}  // namespace
+
+AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Precision& precision,
+                             int32_t tp_gpus, std::span<const SeqSlice> seqs) {
+  const DType wdt = precision.attention;
+  const double tp = static_cast<double>(tp_gpus);
+  const double proj_flops = attention_projection_flops(a, hidden);
+  const double weight_bytes = attention_params(a, hidden) * bytes_per_param(wdt) / tp;
+  const double kv_per_token =
+      kv_bytes_per_token(a, precision.kv_cache) /
+      (a.kind == AttentionKind::kGQA
+           ? static_cast<double>(std::min<int64_t>(tp_gpus, a.gqa.num_kv_heads))
+           : 1.0);
+  const double state_bytes = recurrent_state_bytes_per_sequence(a, precision.recurrent_state) / tp;
+  // Activations read and written once (BF16); cache rows read (context + new) and written (new).
+  const double act_bytes_per_token = 2.0 * static_cast<double>(hidden) * 2.0;
+  const double mla_kv_up_params =
+      a.kind == AttentionKind::kMLA
+          ? static_cast<double>(a.mla.kv_lora_rank * a.mla.num_heads *
+                                (a.mla.qk_nope_head_dim + a.mla.v_head_dim))
+          : 0.0;
+
+  double pf_flops = 0, pf_bytes = 0, dc_flops = 0, dc_bytes = 0;
+  int64_t pf_tokens = 0, dc_tokens = 0;
+  for (const SeqSlice& s : seqs) {
+    const double n = static_cast<double>(s.new_tokens);
+    if (s.prefill) {
+      // Token i of the chunk attends to context + i keys: the mean is context + (n + 1) / 2.
+      const int64_t mean_ctx = s.context_tokens + (s.new_tokens + 1) / 2;
+      pf_flops += n * (proj_flops + attention_core_flops(a, mean_ctx, false)) +
+                  2.0 * mla_kv_up_params * static_cast<double>(s.context_tokens);
+      pf_bytes += kv_per_token * static_cast<double>(s.context_tokens + 2 * s.new_tokens) +
+                  n * act_bytes_per_token + 2.0 * state_bytes;
+      pf_tokens += s.new_tokens;
+    } else {
+      dc_flops += n * (proj_flops + attention_core_flops(a, s.context_tokens + 1, true));
+      dc_bytes += kv_per_token * static_cast<double>(s.context_tokens + 2) +
+                  n * act_bytes_per_token + 2.0 * state_bytes;
+      dc_tokens += s.new_tokens;
+    }
+  }
+  AttentionWork w;
+  w.prefill = make_work(prefill_kind(a.kind), wdt, 0, 0, 0);
+  w.decode = make_work(decode_kind(a.kind), wdt, 0, 0, 0);
+  if (pf_tokens > 0) {
+    w.prefill =
+        make_work(w.prefill.kind, wdt, pf_flops / tp, pf_bytes / tp + weight_bytes, pf_tokens);
+  }
+  if (dc_tokens > 0) {
+    w.decode =
+        make_work(w.decode.kind, wdt, dc_flops / tp, dc_bytes / tp + weight_bytes, dc_tokens);
+  }
+  return w;
+}
+
+double attention_allreduce_bytes(int64_t num_tokens, int64_t hidden_size, int32_t tp_gpus) {
+  const double tp = static_cast<double>(tp_gpus);
+  return 2.0 * (tp - 1) / tp * static_cast<double>(num_tokens * hidden_size) * 2.0;
+}
+
+OpWork rmsnorm_work(int64_t num_tokens, int64_t hidden_size, DType dtype) {
+  const double bytes = static_cast<double>(num_tokens) * static_cast<double>(hidden_size) * 4.0;
+  return make_work(OpKind::kRmsNorm, dtype, 4.0 * static_cast<double>(num_tokens * hidden_size),
+                   bytes, num_tokens);
+}
+
+OpWork dense_ffn_work(int64_t num_tokens, int64_t hidden_size, int64_t intermediate_size,
+                      int32_t tp, DType dtype) {
+  const double w = 3.0 * static_cast<double>(hidden_size * intermediate_size);
+  return make_work(
+      OpKind::kDenseFfn, dtype, static_cast<double>(num_tokens) * 2.0 * w / tp,
+      w * bytes_per_param(dtype) / tp + static_cast<double>(num_tokens * hidden_size) * 4.0,
+      num_tokens);
+}
+
+OpWork router_work(const MoeSpec& moe, int64_t hidden_size, int64_t num_tokens, DType dtype) {
+  return make_work(OpKind::kRouter, dtype,
+                   static_cast<double>(num_tokens) * router_flops(moe, hidden_size),
+                   static_cast<double>(hidden_size * moe.num_routed_experts) * 2.0 +
+                       static_cast<double>(num_tokens * hidden_size) * 2.0,
+                   num_tokens);
+}
+
+OpWork permute_work(int64_t num_tokens, int64_t top_k, int64_t hidden_size) {
+  return make_work(OpKind::kPermute, DType::kBF16, 0,
+                   static_cast<double>(num_tokens * top_k * hidden_size) * 4.0, num_tokens * top_k);
+}
+
+double expected_active_experts(double num_selections, int32_t num_experts,
+                               double log1p_neg_inv_experts) {
+  return static_cast<double>(num_experts) *
+         (1.0 - std::exp(num_selections * log1p_neg_inv_experts));
+}
+
+double expected_active_experts(double num_selections, int32_t num_experts) {
+  return expected_active_experts(num_selections, num_experts,
+                                 std::log1p(-1.0 / static_cast<double>(num_experts)));
+}
+
+OpWork expert_ffn_work(const MoeSpec& moe, int64_t hidden_size, DType dtype, int64_t num_selections,
+                       double active_experts) {
+  const double sel = static_cast<double>(num_selections);
+  const double weight_bytes = dtype_bytes(dtype, expert_params(moe, hidden_size));
+  OpWork w = make_work(OpKind::kExpertFfn, dtype, sel * expert_flops_per_token(moe, hidden_size),
+                       active_experts * weight_bytes + sel * static_cast<double>(hidden_size) * 4.0,
+                       num_selections);
+  w.num_experts = static_cast<int64_t>(std::ceil(active_experts));
+  return w;
+}
+
+OpWork shared_expert_work(const MoeSpec& moe, int64_t hidden_size, int64_t num_tokens,
+                          DType dtype) {
+  const double w = 3.0 * static_cast<double>(hidden_size * moe.shared_intermediate_size) *
+                   static_cast<double>(moe.num_shared_experts);
+  return make_work(OpKind::kSharedExpert, dtype, static_cast<double>(num_tokens) * 2.0 * w,
+                   w * bytes_per_param(dtype) + static_cast<double>(num_tokens * hidden_size) * 4.0,
+                   num_tokens);
+}
+
+OpWork combine_work(int64_t num_tokens, int64_t top_k, bool has_shared, int64_t hidden_size) {
+  const int64_t t = num_tokens;
+  const double rows = static_cast<double>(t * top_k + t * (has_shared ? 2 : 1));
+  return make_work(
+      OpKind::kCombine, DType::kBF16, static_cast<double>(t * top_k * hidden_size) * 2.0,
+      rows * static_cast<double>(hidden_size) * 2.0 + 4.0 * static_cast<double>(t * top_k), t);
+}
+
+OpWork lm_head_work(int64_t num_rows, int64_t hidden_size, int64_t vocab_size, int32_t tp,
+                    DType dtype) {
+  const double w = static_cast<double>(hidden_size * vocab_size);
+  return make_work(OpKind::kLmHead, dtype, static_cast<double>(num_rows) * 2.0 * w / tp,
+                   w * bytes_per_param(dtype) / tp, num_rows);
+}
+
+}  // namespace moesim::sim

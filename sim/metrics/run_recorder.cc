@@ -1,0 +1,48 @@
+#include "sim/metrics/run_recorder.h"
+
+#include <utility>
+
+#include "sim/core/check.h"
+
+namespace moesim::sim {
+
+void RunRecorder::on_step(const StepUsage& u) {
+  counters_.num_steps++;
+  counters_.dispatch_bytes += u.dispatch_bytes;
+  counters_.combine_bytes += u.combine_bytes;
+  counters_.max_gpu_selections_sum += u.max_gpu_selections;
+  counters_.mean_gpu_selections_sum += u.mean_gpu_selections;
+  for (size_t g = 0; g < u.gpus.size(); ++g) {
+    GpuRecord& gr = gpus_[u.gpus[g].value];
+    gr.compute_ns += u.compute_ns[g];
+    gr.comm_ns += u.comm_ns[g];
+    gr.wait_ns += u.wait_ns[g];
+  }
+}
+
+void RunRecorder::on_action(const std::string& name, int64_t n, SimTime now) {
+  counters_.actions[name] += n;
+  if (trace_.size() < kMaxInstants) trace_.push_back(TraceSlice{0, -1, "policy:" + name, -1, now, 0});
+}
+
+void RunRecorder::set_initial_placement(int32_t replica_idx,
+                                        std::vector<std::vector<int32_t>> expert_gpus) {
+  MOESIM_CHECK(static_cast<size_t>(replica_idx) == recorded_placement_.size(),
+               "initial placements in replica order");
+  initial_.resize(expert_gpus.size());
+  for (size_t e = 0; e < expert_gpus.size(); ++e) {
+    initial_[e].insert(initial_[e].end(), expert_gpus[e].begin(), expert_gpus[e].end());
+  }
+  recorded_placement_.push_back(std::move(expert_gpus));
+}
+
+void RunRecorder::add_step(StepRecord record, std::vector<std::vector<int32_t>> expert_gpus) {
+  if (static_cast<size_t>(record.replica) < recorded_placement_.size() &&
+      expert_gpus != recorded_placement_[record.replica]) {
+    changes_.push_back({record.replica, record.step, expert_gpus});
+    recorded_placement_[record.replica] = std::move(expert_gpus);
+  }
+  steps_.push_back(std::move(record));
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,135 @@
+// The run recorder: what a run keeps of what the serving loop observes. It consumes each step's
+// per-GPU times and traffic, the policy actions and the Chrome-trace slices of the steps inside
+// the trace window, and (with --record) the executed steps with the placement changes between
+// them; it owns the run counters and the per-GPU records. Recording never influences the
+// simulation: the serving loop only writes here.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/core/ids.h"
+#include "sim/core/time.h"
+#include "sim/metrics/run_metrics.h"
+
+namespace moesim::sim {
+
+// One executed step as the engine will replay it (docs/schemas/step_trace.md).
+struct StepRecord {
+  struct Seq {
+    int32_t request = 0;
+    int32_t gpu = 0;  // global GPU id of the attention rank (first GPU of a TP group)
+    bool prefill = false;
+    int64_t new_tokens = 0;
+    int64_t context_tokens = 0;
+  };
+  struct Layer {
+    int32_t layer = 0;
+    // (src GPU, expert, dst GPU, count), global GPU ids, zero counts omitted.
+    std::vector<std::array<int64_t, 4>> routing;
+    double dispatch_bytes = 0;
+    double combine_bytes = 0;
+  };
+  int64_t step = 0;
+  int32_t replica = 0;
+  SimTime start_ns = 0;
+  SimTime end_ns = 0;
+  std::vector<Seq> seqs;
+  std::vector<Layer> layers;
+};
+
+// A span on one GPU's track for the Chrome trace; gpu == -1 marks an instant (a policy action)
+// on the replica's process.
+struct TraceSlice {
+  int32_t replica = 0;
+  int32_t gpu = 0;  // global GPU id, or -1
+  std::string name;
+  int32_t layer = -1;
+  SimTime start_ns = 0;
+  SimTime duration_ns = 0;
+};
+
+// A replica's placement changed (e.g. a replication or balancing policy): from its recorded step
+// `step` on, routed expert e is on the replica's global GPUs expert_gpus[e].
+struct PlacementChange {
+  int32_t replica = 0;
+  int64_t step = 0;
+  std::vector<std::vector<int32_t>> expert_gpus;
+};
+
+struct RunOptions {
+  bool record_steps = false;
+  int64_t record_max_steps = 1000;
+  bool chrome_trace = false;
+  SimTime trace_start_ns = 0;
+  SimTime trace_end_ns = 0;
+};
+
+// One step's usage as the step model measured it, per GPU of the replica (same order as gpus).
+struct StepUsage {
+  std::span<const GpuId> gpus;
+  std::span<const SimTime> compute_ns, comm_ns, wait_ns;
+  double dispatch_bytes = 0;
+  double combine_bytes = 0;
+  double max_gpu_selections = 0;
+  double mean_gpu_selections = 0;
+};
+
+class RunRecorder {
+ public:
+  // Policy-action instants kept in the Chrome trace at most.
+  static constexpr size_t kMaxInstants = 100000;
+
+  explicit RunRecorder(const RunOptions& options) : opt_(options) {}
+
+  RunCounters& counters() { return counters_; }
+  // GPU records are indexed by global GPU id: add them in id order.
+  void add_gpu(const GpuRecord& record) { gpus_.push_back(record); }
+  GpuRecord& gpu(int32_t global_gpu) { return gpus_[global_gpu]; }
+
+  // Whether a step starting at `now` is in the Chrome-trace window; whether the next step is
+  // recorded (--record, within record_max_steps).
+  bool traces_step(SimTime now) const {
+    return opt_.chrome_trace && now >= opt_.trace_start_ns && now < opt_.trace_end_ns;
+  }
+  bool records_step() const {
+    return opt_.record_steps && static_cast<int64_t>(steps_.size()) < opt_.record_max_steps;
+  }
+  // Where a step's Chrome-trace slices go.
+  std::vector<TraceSlice>* trace() { return &trace_; }
+
+  // Counts an executed step and its per-GPU times and traffic.
+  void on_step(const StepUsage& usage);
+  // A policy action at `now`, counted by name and marked in the trace (instants are capped).
+  void on_action(const std::string& name, int64_t n, SimTime now);
+
+  // The placement the recorded steps start from: replica `replica_idx`'s expert -> global GPUs
+  // (call once per replica, in replica order, before the first step).
+  void set_initial_placement(int32_t replica_idx, std::vector<std::vector<int32_t>> expert_gpus);
+  // A recorded step, with its replica's placement when it ran (a change is recorded when it
+  // differs from the last one recorded for that replica).
+  void add_step(StepRecord record, std::vector<std::vector<int32_t>> expert_gpus);
+
+  // Per routed expert, the global GPUs hosting it in any replica at the start.
+  const std::vector<std::vector<int32_t>>& initial_expert_gpus() const { return initial_; }
+  // What the run output takes at the end (moved out).
+  std::vector<GpuRecord>& gpus() { return gpus_; }
+  std::vector<TraceSlice>& trace_slices() { return trace_; }
+  std::vector<StepRecord>& steps() { return steps_; }
+  std::vector<PlacementChange>& placement_changes() { return changes_; }
+
+ private:
+  RunOptions opt_;
+  RunCounters counters_;
+  std::vector<GpuRecord> gpus_;
+  std::vector<TraceSlice> trace_;
+  std::vector<StepRecord> steps_;
+  std::vector<std::vector<int32_t>> initial_;
+  std::vector<std::vector<std::vector<int32_t>>> recorded_placement_;  // per replica
+  std::vector<PlacementChange> changes_;
+};
+
+}  // namespace moesim::sim

@@ -1,0 +1,56 @@
+// The deployment and scheduler parts of a scenario: how replicas, GPUs, attention ranks, expert
+// placement and all-to-all wire formats are laid out, and the continuous-batching scheduler's
+// limits. Plain structs, validated by load_scenario (sim/scenario/scenario.h) and never modified
+// afterwards; the hot path (step model, scheduler) includes this header, not the TOML parser.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/network/traffic_matrix.h"
+
+namespace moesim::sim {
+
+enum class AttentionParallel { kData, kTensor };
+enum class RouterPolicy { kRoundRobin, kLeastOutstanding, kSessionAffinity };
+// "round_robin", "least_outstanding", "session_affinity".
+const char* router_policy_name(RouterPolicy p);
+enum class PlacementLayout { kContiguous, kStrided };
+
+// A named set of consecutive replicas with its own queue routing (queue isolation, long-context
+// pools). Pools are declared in order and take replicas from 0 upwards.
+struct PoolSpec {
+  std::string name;
+  int32_t num_replicas = 1;  // >= 1
+};
+
+struct DeploymentSpec {
+  int32_t num_replicas = 1;      // data-parallel replicas, >= 1
+  int32_t gpus_per_replica = 1;  // GPUs each replica spans (consecutive GPU ids), >= 1
+  AttentionParallel attention = AttentionParallel::kData;
+  int32_t attention_tp = 1;  // TP degree of attention (kTensor), divides gpus_per_replica
+  PlacementLayout placement = PlacementLayout::kContiguous;
+  DispatchAlgorithm dispatch = DispatchAlgorithm::kDirect;
+  WireDtype dispatch_dtype = WireDtype::kFp8;
+  WireDtype combine_dtype = WireDtype::kBf16;
+  bool microbatch_overlap = false;  // two micro-batches: compute of one hides the other's comm
+  int32_t prefill_replicas = 0;     // > 0: P/D disaggregation, the first N replicas prefill only
+  // Replica pools; empty = one pool "default" holding every replica. Not with prefill_replicas.
+  std::vector<PoolSpec> pools;
+};
+
+struct SchedulerSpec {
+  RouterPolicy router = RouterPolicy::kLeastOutstanding;
+  int32_t max_seqs = 256;                   // in-flight sequences per replica
+  int64_t max_batch_tokens_per_gpu = 8192;  // tokens per attention rank per step
+  int64_t kv_block_tokens = 64;             // divides 512 (the prefix-block size)
+  bool prefix_caching = true;
+  double workspace_gib = 4.0;          // per GPU
+  double hbm_reserve_fraction = 0.05;  // of HBM kept free
+  // Background weight transfers (replication) send at most this much per GPU pair alongside
+  // each dispatch collective.
+  double weight_transfer_chunk_mib = 8.0;
+};
+
+}  // namespace moesim::sim

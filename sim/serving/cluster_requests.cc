@@ -1,0 +1,127 @@
+// ClusterSim's request path: open-loop and session arrivals, the admission policies, rejection,
+// routing to a pool's replica, and completion (with the next turn of a session).
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "sim/core/check.h"
+#include "sim/serving/cluster_sim.h"
+
+namespace moesim::sim::detail {
+
+void ClusterSim::schedule_arrival(Request req, bool open_loop) {
+  const int64_t key = next_pending_key_++;
+  const SimTime at = std::max(req.arrival_ns, sim_.now());
+  pending_.emplace(key, std::move(req));
+  // Open-loop arrivals carry id1 = 1 so that the next one is pulled when this one happens.
+  sim_.schedule_at(at, k_arrival_, key, open_loop ? 1 : 0);
+}
+
+void ClusterSim::schedule_next_open_loop() {
+  std::optional<Request> req = workload_->next();
+  if (req) schedule_arrival(std::move(*req), true);
+}
+
+void ClusterSim::on_arrival(const Event& e) {
+  auto it = pending_.find(e.id0);
+  MOESIM_CHECK(it != pending_.end(), "arrival of an unknown request");
+  Request req = std::move(it->second);
+  pending_.erase(it);
+  if (e.id1 == 1) schedule_next_open_loop();
+  admit_request(std::move(req));
+}
+
+void ClusterSim::sync_record(int32_t sid) {
+  const Seq& s = seqs_[sid];
+  RequestRecord& rec = records_[sid];
+  rec.first_scheduled_ns = s.first_scheduled_ns;
+  rec.cached_prompt_tokens = s.cached_prompt_tokens;
+  rec.num_preemptions = s.num_preemptions;
+}
+
+void ClusterSim::reject(int32_t sid, const std::string& reason) {
+  RequestRecord& rec = records_[sid];
+  rec.outcome = RequestOutcome::kRejected;
+  rec.reject_reason = reason;
+  rec.done_ns = -1;
+  recorder_.counters().actions["reject:" + reason]++;
+  if (seqs_[sid].req.session.valid()) workload_->abandon_session(seqs_[sid].req.session);
+}
+
+void ClusterSim::admit_request(Request req) {
+  AdmissionDecision decision;
+  for (auto& p : policies_) {
+    p->on_arrival(*this, req, decision);
+    if (decision.reject) break;
+  }
+  const auto sid = static_cast<int32_t>(seqs_.size());
+  Seq s;
+  s.req = std::move(req);
+  s.prefill_target = s.req.prompt_tokens + decision.extra_prefill_tokens;
+  seqs_.push_back(std::move(s));
+  RequestRecord rec;
+  const Request& r = seqs_[sid].req;
+  rec.request_id = r.id.value;
+  rec.session_id = r.session.valid() ? r.session.value : -1;
+  rec.turn_idx = r.turn_idx;
+  rec.attempt_idx = r.attempt_idx;
+  rec.domain = std::string(domain_name(r.domain));
+  rec.arrival_ns = sim_.now();
+  rec.prompt_tokens = r.prompt_tokens;
+  rec.output_tokens = r.output_tokens;
+  records_.push_back(rec);
+  if (r.attempt_idx > 0) recorder_.counters().actions["rollback_reissue"]++;
+  if (decision.reject) {
+    reject(sid, decision.reject_reason);
+    return;
+  }
+  if (r.prompt_tokens + r.output_tokens > card_.max_context_tokens) {
+    reject(sid, "context_too_long");
+    return;
+  }
+  // A sequence that cannot fit in one rank's KV pool even alone is refused up front.
+  const GpuMemoryLayout& lay = replicas_[0].scheduler->layout();
+  const int64_t total = seqs_[sid].prefill_target + r.output_tokens;
+  const int64_t need = (total + sc_.scheduler.kv_block_tokens - 1) / sc_.scheduler.kv_block_tokens +
+                       lay.state_blocks_per_sequence;
+  if (need > lay.num_kv_blocks) {
+    reject(sid, "kv_capacity");
+    return;
+  }
+  if (decision.delay_ns > 0) {
+    delayed_.emplace(sid, decision.pool);
+    sim_.schedule_after(decision.delay_ns, k_delayed_, sid);
+    return;
+  }
+  route_seq(sid, decision.pool);
+}
+
+void ClusterSim::route_seq(int32_t sid, const std::string& pool) {
+  const int32_t ri = router_.pick(seqs_[sid].req, false, pool);
+  Replica& rep = replicas_[ri];
+  seqs_[sid].replica = ri;
+  records_[sid].replica = ri;
+  router_.add_outstanding(ri, 1);
+  rep.scheduler->enqueue(sid);
+  try_start_step(rep);
+}
+
+void ClusterSim::complete(Replica& r, int32_t sid) {
+  Seq& s = seqs_[sid];
+  RequestRecord& rec = records_[sid];
+  rec.outcome = RequestOutcome::kCompleted;
+  rec.done_ns = sim_.now();
+  rec.generated_tokens = s.generated;
+  sync_record(sid);
+  std::optional<Request> next;
+  if (s.req.session.valid()) next = workload_->on_turn_completed(s.req.session, sim_.now());
+  // The context of this turn is the next turn's re-used prefix: keep its full blocks cached.
+  if (next) r.scheduler->keep_for_next_turn(s, *next);
+  r.scheduler->release(s);
+  router_.add_outstanding(r.idx, -1);
+  for (auto& p : policies_) p->on_complete(*this, s.req, rec);
+  if (next) schedule_arrival(std::move(*next), false);
+}
+
+}  // namespace moesim::sim::detail

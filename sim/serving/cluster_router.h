@@ -1,0 +1,52 @@
+// The cluster router: which replica a request joins. Replicas are grouped into pools (declared
+// [[deployment.pools]], or one "default" pool of every replica; with P/D disaggregation the
+// prefill replicas and the decode replicas). Within a pool the scheduler's router policy picks:
+// round_robin (one counter over all pools), least_outstanding (fewest requests routed there and
+// not finished, lowest index on ties) or session_affinity (a session's turns stay on the replica
+// its first turn was sent to, chosen by least outstanding; decode placement under P/D is not
+// affine). The router keeps the outstanding counts: the cluster reports every request that
+// joins or leaves a replica.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/deployment.h"
+#include "sim/workload/request.h"
+
+namespace moesim::sim {
+
+class ClusterRouter {
+ public:
+  ClusterRouter(const DeploymentSpec& deployment, RouterPolicy policy);
+
+  // The replica for `req`: in the decode pool (P/D, decode_pool) or the prefill pool, else in
+  // pool `pool` ("" or an unknown name: the first pool).
+  int32_t pick(const Request& req, bool decode_pool, const std::string& pool = "");
+
+  // A request joined (+1) or left (-1) replica `replica_idx`.
+  void add_outstanding(int32_t replica_idx, int32_t delta) { outstanding_[replica_idx] += delta; }
+  int32_t outstanding(int32_t replica_idx) const { return outstanding_[replica_idx]; }
+  // Requests held by replicas (waiting, running or in transfer to them).
+  int64_t total_outstanding() const;
+
+  // Pool names in declaration order ("default" when implicit) and a pool's outstanding requests.
+  std::vector<std::string> pool_names() const;
+  int64_t pool_outstanding(const std::string& pool) const;
+
+ private:
+  struct Pool {
+    std::string name;
+    int32_t first = 0, last = 0;  // replicas [first, last)
+  };
+  DeploymentSpec deployment_;
+  RouterPolicy policy_;
+  std::vector<Pool> pools_;
+  std::vector<int32_t> outstanding_;
+  std::map<int32_t, int32_t> session_replica_;
+  int32_t rr_next_ = 0;
+};
+
+}  // namespace moesim::sim

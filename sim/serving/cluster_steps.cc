@@ -1,0 +1,153 @@
+// ClusterSim's step lifecycle: a replica's scheduler returns a batch, the step model times it
+// (observed by the Chrome trace and the step recorder when asked), the step ends as an event;
+// then sequences advance, finish or move to a decode replica (P/D KV transfers, priced by the
+// network model), and the per-step policy hooks run.
+#include <algorithm>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "sim/core/check.h"
+#include "sim/serving/cluster_sim.h"
+#include "sim/serving/step_recorder.h"
+
+namespace moesim::sim::detail {
+
+void ClusterSim::try_start_step(Replica& r) {
+  if (r.busy) return;
+  const ScheduledBatch& batch = r.scheduler->schedule(sim_.now());
+  if (batch.empty()) return;
+  const bool in_window = recorder_.traces_step(sim_.now());
+  const bool record = recorder_.records_step();
+  TraceObserver tracer(recorder_.trace(), r.idx, r.gpus(), sim_.now());
+  StepRecord rec;
+  rec.step = r.step_idx;
+  rec.replica = r.idx;
+  std::optional<RecordObserver> step_recorder;
+  StepObserver* obs = nullptr;
+  if (record) {
+    step_recorder.emplace(&rec, r.gpus(), r.placement(), r.parts.routing.get(),
+                          sim_.rng("record.split"));
+    step_recorder->chained = in_window ? &tracer : nullptr;
+    obs = &*step_recorder;
+  } else if (in_window) {
+    obs = &tracer;
+  }
+  const StepResult& res = r.parts.step_model->run(r.step_idx, batch.ranks, obs);
+  r.busy = true;
+  if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
+  recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns,
+                              res.dispatch_bytes, res.combine_bytes, res.max_gpu_selections,
+                              res.mean_gpu_selections});
+  if (record) record_step(r, std::move(rec), res.duration_ns);
+  sim_.schedule_after(res.duration_ns, k_step_done_, r.idx, r.step_idx);
+  r.step_idx++;
+}
+
+void ClusterSim::record_step(Replica& r, StepRecord rec, SimTime duration_ns) {
+  rec.start_ns = sim_.now();
+  rec.end_ns = sim_.now() + duration_ns;
+  for (const auto& [sid, sl] : r.scheduler->batch().seqs) {
+    rec.seqs.push_back(StepRecord::Seq{seqs_[sid].req.id.value,
+                                       r.gpus()[seqs_[sid].rank * r.tp()].value, sl.prefill,
+                                       sl.new_tokens, sl.context_tokens});
+  }
+  recorder_.add_step(std::move(rec), r.placement() ? r.expert_gpus()
+                                                   : std::vector<std::vector<int32_t>>{});
+}
+
+void ClusterSim::on_step_done(const Event& e) {
+  Replica& r = replicas_[e.id0];
+  r.busy = false;
+  std::vector<int32_t> to_transfer;
+  const ScheduledBatch& batch = r.scheduler->batch();
+  for (const auto& [sid, sl] : batch.seqs) {
+    Seq& s = seqs_[sid];
+    if (!s.running) continue;
+    if (sl.prefill) {
+      s.prefilled += sl.new_tokens;
+      if (s.prefilled < s.prefill_target) continue;
+      r.scheduler->finish_prefill(s);
+    }
+    s.generated += 1;
+    RequestRecord& rec = records_[sid];
+    rec.generated_tokens = s.generated;
+    if (rec.first_token_ns < 0) rec.first_token_ns = sim_.now();
+    if (s.generated >= s.req.output_tokens) {
+      complete(r, sid);
+    } else if (r.prefill_only) {
+      to_transfer.push_back(sid);
+    }
+  }
+  for (int32_t sid : to_transfer) transfer_kv(r, sid);
+  after_step_policies(r);
+  try_start_step(r);
+}
+
+void ClusterSim::transfer_kv(Replica& r, int32_t sid) {
+  // P/D: move the KV to a decode replica over the network, then free it here. The transfer is
+  // one flow from the sequence's rank to the decode replica's GPU of the same rank index,
+  // timed by the scenario's network model.
+  Seq& s = seqs_[sid];
+  const int32_t dst = router_.pick(s.req, true);
+  const GpuId src_gpu = r.gpus()[s.rank * r.tp()];
+  Replica& dr = replicas_[dst];
+  const GpuId dst_gpu = dr.gpus()[s.rank % dr.gpus().size()];
+  const GpuMemoryLayout& lay = r.scheduler->layout();
+  const double bytes =
+      lay.kv_bytes_per_token * static_cast<double>(s.req.prompt_tokens + s.generated - 1) +
+      lay.state_bytes_per_sequence;
+  const GpuId pair[2] = {src_gpu, dst_gpu};
+  transfer_traffic_.reset(pair);
+  transfer_traffic_.set_bytes(0, 1, bytes);
+  transfer_network_->run(transfer_traffic_, transfer_result_);
+  r.scheduler->release(s);
+  router_.add_outstanding(r.idx, -1);
+  RunCounters& counters = recorder_.counters();
+  counters.kv_transfers++;
+  counters.kv_transfer_bytes += bytes;
+  router_.add_outstanding(dst, 1);
+  s.replica = dst;
+  s.decode_only = true;
+  s.prefilled = s.prefill_target;
+  s.rank = -1;
+  records_[sid].replica = dst;
+  sim_.schedule_after(transfer_result_.duration_ns, k_transfer_, sid, dst);
+}
+
+void ClusterSim::on_transfer_done(const Event& e) {
+  Replica& dr = replicas_[e.id1];
+  dr.scheduler->enqueue(static_cast<int32_t>(e.id0));
+  try_start_step(dr);
+}
+
+void ClusterSim::after_step_policies(Replica& r) {
+  // Finished background transfers.
+  for (size_t i = 0; i < r.transfers.size();) {
+    if (r.transfers[i].remaining_total() > 0) {
+      ++i;
+      continue;
+    }
+    const int64_t id = r.transfers[i].id;
+    r.transfers.erase(r.transfers.begin() + static_cast<std::ptrdiff_t>(i));
+    ServingPolicy* owner = r.transfer_owner[id];
+    r.transfer_owner.erase(id);
+    count_action("weight_transfer_done");
+    owner->on_transfer_done(*this, id);
+  }
+  // Expected selections per expert of each MoE layer, as the step model reported them for the
+  // step that just ended (any routing model that states them: synthetic or replayed).
+  if (!any_wants_loads_ || r.step_expert_loads.empty()) return;
+  const auto num_moe = static_cast<size_t>(num_moe_layers(card_));
+  const size_t num_experts = r.step_expert_loads.size() / num_moe;
+  for (size_t l = 0; l < num_moe; ++l) {
+    const std::span<const double> loads(r.step_expert_loads.data() + l * num_experts, num_experts);
+    for (auto& p : policies_) {
+      if (p->wants_expert_loads()) {
+        p->on_expert_loads(*this, r.idx, static_cast<int32_t>(l), loads);
+      }
+    }
+  }
+}
+
+}  // namespace moesim::sim::detail

@@ -1,0 +1,101 @@
+// The replica builder: the one place that turns (scenario, replica index, placement) into a ready
+// step model with its cost model, network model and routing stream. The cluster, the policy
+// context (replacing a replica's routed experts), the layer study, the pruning study and
+// validation's re-simulation all build their step models here, so they price the same inputs
+// alike (tests/sim/serving/replica_builder_test.cc holds them to equal step durations).
+//
+// Per scenario it resolves once: the topology the network and the step model run on (the
+// scenario's, or its copy with a calibrated profile's [network] section applied), the cost model
+// ([cost], the profile already read by load_scenario), the memory inputs of one GPU, and the
+// built-in network models (SimGrid included when built with it).
+//
+// Naming rules the five users share: replica r spans global GPUs [r * G, (r + 1) * G) for G GPUs
+// per replica; its routing is seeded by routing_seed(root seed, r), the first draw of the stream
+// "routing.replica.<r>" (the stream a Simulation with that root seed hands out).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/core/ids.h"
+#include "sim/cost/cost_model.h"
+#include "sim/memory/memory_layout.h"
+#include "sim/model/model_card.h"
+#include "sim/network/network_model.h"
+#include "sim/placement/expert_placement.h"
+#include "sim/routing/routing_model.h"
+#include "sim/routing/routing_spec.h"
+#include "sim/scenario/scenario.h"
+#include "sim/serving/step_model.h"
+#include "sim/topology/topology.h"
+
+namespace moesim::sim {
+
+// The network models every caller can name: "bottleneck", "bottleneck_factored", "fluid" and,
+// when built with SimGrid, "simgrid".
+const NetworkModelRegistry& builtin_network_models();
+
+// What one replica runs on. The step model points into the other members: keep them together
+// (moving the struct is fine, the members are heap-allocated).
+struct ReplicaParts {
+  std::vector<GpuId> gpus;
+  std::unique_ptr<ExpertPlacement> placement;  // null for models without MoE layers
+  std::unique_ptr<RoutingModel> routing;       // null without MoE layers
+  std::unique_ptr<NetworkModel> network;       // null without MoE layers
+  std::unique_ptr<StepModel> step_model;
+};
+
+class ReplicaBuilder {
+ public:
+  // Resolves the scenario's cost model and network topology (see the file comment). `scenario`
+  // must outlive the builder and everything it builds.
+  explicit ReplicaBuilder(const Scenario& scenario);
+
+  const Scenario& scenario() const { return sc_; }
+  // The topology the network and step models run on (calibrated when the profile says so).
+  const Topology& topology() const { return *topology_; }
+  const std::shared_ptr<const Topology>& shared_topology() const { return topology_; }
+  const CostModel& cost() const { return *cost_; }
+
+  // Global GPU ids of replica `replica_idx` (see the file comment).
+  std::vector<GpuId> replica_gpus(int32_t replica_idx) const;
+  // The routing seed of replica `replica_idx` under `root_seed` (see the file comment).
+  static uint64_t routing_seed(uint64_t root_seed, int32_t replica_idx);
+  // The deployment's static placement ([deployment] placement) of `num_experts` routed experts
+  // over one replica's GPUs; null for a model without MoE layers.
+  std::unique_ptr<ExpertPlacement> static_placement() const;
+
+  // One GPU's memory inputs for `card` with `placement`'s fullest GPU's slots in every MoE
+  // layer (no slots without a placement).
+  GpuMemoryInputs memory_inputs(const ModelCard& card, const ExpertPlacement* placement) const;
+  // The memory layout of one GPU. Throws ConfigError (the scenario's file, key `key_path`) when
+  // the weights do not fit, `what` describing the deployment in the message.
+  GpuMemoryLayout memory_layout(const ModelCard& card, const ExpertPlacement* placement,
+                                const std::string& key_path, const std::string& what) const;
+
+  // A network model of the scenario's kind ([network] model) on topology().
+  std::unique_ptr<NetworkModel> make_network() const;
+  // The scenario's synthetic routing ([routing], or `spec`) for `card`'s MoE layers.
+  std::unique_ptr<RoutingModel> make_routing(uint64_t seed) const;
+  std::unique_ptr<RoutingModel> make_routing(const RoutingSpec& spec, uint64_t seed) const;
+
+  // A step model of `card` on `gpus` with the builder's topology, deployment and cost model.
+  // Pointers may be null for a model without MoE layers and must outlive the step model.
+  std::unique_ptr<StepModel> make_step_model(const ModelCard& card, std::vector<GpuId> gpus,
+                                             const ExpertPlacement* placement,
+                                             NetworkModel* network, RoutingModel* routing) const;
+
+  // Replica `replica_idx` of the scenario as the cluster runs it: its GPUs, the static placement,
+  // synthetic routing seeded by routing_seed(root_seed, replica_idx), a network model and the
+  // step model over them.
+  ReplicaParts build(int32_t replica_idx, uint64_t root_seed) const;
+
+ private:
+  const Scenario& sc_;
+  std::shared_ptr<const Topology> topology_;
+  std::unique_ptr<CostModel> cost_;
+};
+
+}  // namespace moesim::sim

@@ -1,0 +1,270 @@
+#include "sim/serving/replica_scheduler.h"
+
+#include <algorithm>
+#include <span>
+
+#include "sim/core/check.h"
+
+namespace moesim::sim {
+
+int64_t ScheduledBatch::num_tokens() const {
+  int64_t n = 0;
+  for (const auto& [sid, sl] : seqs) n += sl.new_tokens;
+  return n;
+}
+
+ReplicaScheduler::ReplicaScheduler(const SchedulerSpec& spec, int32_t num_ranks,
+                                   const GpuMemoryLayout& layout, std::vector<Seq>* seqs)
+    : spec_(spec), layout_(layout), seqs_(*seqs), max_seqs_(spec.max_seqs) {
+  MOESIM_CHECK(num_ranks >= 1, "a replica has attention ranks");
+  for (int32_t k = 0; k < num_ranks; ++k) {
+    ranks_.push_back(Rank{std::make_unique<KvCache>(layout.num_kv_blocks, spec.kv_block_tokens), {}});
+  }
+}
+
+int64_t ReplicaScheduler::blocks_per_prefix() const {
+  return kPrefixBlockTokens / spec_.kv_block_tokens;
+}
+
+void ReplicaScheduler::reset_memory(const GpuMemoryLayout& layout) {
+  MOESIM_CHECK(num_in_flight_ == 0 && admit_counter_ == 0, "memory reset before any admission");
+  layout_ = layout;
+  for (Rank& rank : ranks_) {
+    rank.kv = std::make_unique<KvCache>(layout.num_kv_blocks, spec_.kv_block_tokens);
+  }
+}
+
+void ReplicaScheduler::set_limits(int32_t max_seqs, int64_t max_step_tokens) {
+  if (max_seqs > 0) max_seqs_ = max_seqs;
+  if (max_step_tokens > 0) max_step_tokens_ = max_step_tokens;
+}
+
+void ReplicaScheduler::consume(int32_t rank_idx, int64_t n) {
+  budget_[rank_idx] -= n;
+  step_tokens_left_ -= n;
+  if (step_tokens_left_ <= 0) std::fill(budget_.begin(), budget_.end(), 0);
+  for (int64_t& b : budget_) b = std::min(b, step_tokens_left_);
+}
+
+void ReplicaScheduler::push(int32_t sid, int32_t rank_idx, SeqSlice slice) {
+  batch_.ranks[rank_idx].push_back(slice);
+  batch_.seqs.emplace_back(sid, slice);
+}
+
+const ScheduledBatch& ReplicaScheduler::schedule(SimTime now) {
+  budget_.assign(ranks_.size(), spec_.max_batch_tokens_per_gpu);
+  step_tokens_left_ = max_step_tokens_ > 0 ? max_step_tokens_ : INT64_MAX;
+  batch_.ranks.assign(ranks_.size(), {});
+  batch_.seqs.clear();
+  add_decode_tokens();
+  drop_preempted_slices();
+  add_prefill_chunks();
+  admit_waiting(now);
+  return batch_;
+}
+
+void ReplicaScheduler::add_decode_tokens() {
+  for (int32_t k = 0; k < num_ranks(); ++k) {
+    const std::vector<int32_t> snapshot = ranks_[k].running;
+    for (int32_t sid : snapshot) {
+      const Seq& s = seqs_[sid];
+      if (!s.running || s.prefilled < s.prefill_target) continue;
+      if (budget_[k] <= 0) break;
+      if (!ensure_decode_capacity(k, sid)) continue;
+      consume(k, 1);
+      push(sid, k, SeqSlice{1, s.req.prompt_tokens + s.generated - 1, false});
+    }
+  }
+}
+
+void ReplicaScheduler::drop_preempted_slices() {
+  // Preemption may have evicted a sequence already in the batch: drop those.
+  std::vector<std::pair<int32_t, SeqSlice>> kept;
+  for (const auto& [sid, sl] : batch_.seqs) {
+    if (seqs_[sid].running) kept.emplace_back(sid, sl);
+  }
+  if (kept.size() == batch_.seqs.size()) return;
+  batch_.seqs = std::move(kept);
+  batch_.ranks.assign(ranks_.size(), {});
+  for (const auto& [sid, sl] : batch_.seqs) batch_.ranks[seqs_[sid].rank].push_back(sl);
+}
+
+void ReplicaScheduler::add_prefill_chunks() {
+  for (int32_t k = 0; k < num_ranks(); ++k) {
+    for (int32_t sid : ranks_[k].running) {
+      const Seq& s = seqs_[sid];
+      if (s.prefilled >= s.prefill_target || budget_[k] <= 0) continue;
+      const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget_[k]);
+      consume(k, chunk);
+      push(sid, k, SeqSlice{chunk, s.prefilled, true});
+    }
+  }
+}
+
+void ReplicaScheduler::admit_waiting(SimTime now) {
+  while (!waiting_.empty() && num_in_flight_ < max_seqs_) {
+    const int32_t sid = waiting_.front();
+    if (!try_admit(sid, now)) break;
+    waiting_.pop_front();
+    const Seq& s = seqs_[sid];
+    if (s.prefilled >= s.prefill_target) {
+      // KV arrived from a prefill replica: decode right away.
+      if (ensure_decode_capacity(s.rank, sid)) {
+        push(sid, s.rank, SeqSlice{1, s.req.prompt_tokens + s.generated - 1, false});
+      }
+    }
+  }
+}
+
+int64_t ReplicaScheduler::hits_on(const Rank& rank, const Seq& s) const {
+  if (!spec_.prefix_caching || s.decode_only || s.first_admission_done) return 0;
+  const auto& h = s.req.prefix_block_hashes;
+  // At least one prompt token is always computed: at most (prompt - 1) / 512 full blocks hit.
+  const int64_t max_blocks = (s.req.prompt_tokens - 1) / kPrefixBlockTokens;
+  int64_t n = 0;
+  while (n < max_blocks && n < static_cast<int64_t>(h.size()) && rank.kv->contains(h[n])) ++n;
+  return n;
+}
+
+bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
+  Seq& s = seqs_[sid];
+  int32_t best = -1;
+  int64_t best_hits = -1, best_room = 0, best_need = 0;
+  for (int32_t k = 0; k < num_ranks(); ++k) {
+    if (budget_[k] <= 0 && !s.decode_only) continue;
+    const Rank& rank = ranks_[k];
+    const int64_t hits = hits_on(rank, s);
+    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) -
+                         hits * blocks_per_prefix() + layout_.state_blocks_per_sequence;
+    if (!rank.kv->can_allocate(need)) continue;
+    const int64_t room = rank.kv->free_blocks() + rank.kv->evictable_blocks() -
+                         static_cast<int64_t>(rank.running.size()) * 4;
+    if (hits > best_hits || (hits == best_hits && room > best_room)) {
+      best = k;
+      best_hits = hits;
+      best_room = room;
+      best_need = need;
+    }
+  }
+  if (best < 0) return false;
+  Rank& rank = ranks_[best];
+  if (best_hits > 0) {
+    const int64_t pinned = rank.kv->match_and_pin(
+        std::span<const uint64_t>(s.req.prefix_block_hashes.data(), best_hits), ++lru_tick_);
+    MOESIM_CHECK(pinned == best_hits, "prefix hits changed during admission");
+  }
+  MOESIM_CHECK(rank.kv->allocate(best_need), "admission allocation failed after check");
+  s.rank = best;
+  s.running = true;
+  s.admit_order = ++admit_counter_;
+  s.owned_blocks = best_need;
+  s.num_hit_blocks = best_hits;
+  s.num_inserted_blocks = 0;
+  s.capacity_tokens = (best_need - layout_.state_blocks_per_sequence) * spec_.kv_block_tokens +
+                      best_hits * kPrefixBlockTokens;
+  if (!s.first_admission_done) {
+    s.first_admission_done = true;
+    if (!s.decode_only) {
+      totals_.prompt_tokens_total += s.req.prompt_tokens;
+      totals_.prompt_tokens_cached += best_hits * kPrefixBlockTokens;
+      s.cached_prompt_tokens = best_hits * kPrefixBlockTokens;
+    }
+    if (s.first_scheduled_ns < 0) s.first_scheduled_ns = now;
+  }
+  if (!s.decode_only) s.prefilled = best_hits * kPrefixBlockTokens;
+  rank.running.push_back(sid);
+  num_in_flight_++;
+  if (s.prefilled < s.prefill_target) {
+    const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget_[best]);
+    consume(best, chunk);
+    push(sid, best, SeqSlice{chunk, s.prefilled, true});
+  }
+  return true;
+}
+
+bool ReplicaScheduler::ensure_decode_capacity(int32_t rank_idx, int32_t sid) {
+  Rank& rank = ranks_[rank_idx];
+  Seq& s = seqs_[sid];
+  const int64_t needed_tokens = s.req.prompt_tokens + s.generated;
+  while (s.capacity_tokens < needed_tokens) {
+    if (rank.kv->allocate(1)) {
+      s.owned_blocks++;
+      s.capacity_tokens += spec_.kv_block_tokens;
+      continue;
+    }
+    // Out of blocks: preempt the most recently admitted sequence of this rank.
+    int32_t victim = rank.running.back();
+    for (int32_t v : rank.running) {
+      if (seqs_[v].admit_order > seqs_[victim].admit_order) victim = v;
+    }
+    preempt(victim);
+    if (victim == sid) return false;
+  }
+  return true;
+}
+
+void ReplicaScheduler::preempt(int32_t sid) {
+  Seq& s = seqs_[sid];
+  release(s);
+  s.prefilled = 0;
+  s.decode_only = false;
+  s.prefill_target = s.req.prompt_tokens + s.generated;  // recompute everything
+  s.rank = -1;
+  waiting_.push_front(sid);
+  s.num_preemptions++;
+  totals_.num_preemptions++;
+}
+
+void ReplicaScheduler::release(Seq& s) {
+  Rank& rank = ranks_[s.rank];
+  const auto& h = s.req.prefix_block_hashes;
+  if (s.num_hit_blocks + s.num_inserted_blocks > 0) {
+    rank.kv->unpin(std::span<const uint64_t>(h.data(), s.num_hit_blocks + s.num_inserted_blocks),
+                   ++lru_tick_);
+  }
+  rank.kv->release(s.owned_blocks);
+  s.owned_blocks = 0;
+  s.num_hit_blocks = s.num_inserted_blocks = 0;
+  s.capacity_tokens = 0;
+  auto it = std::find(rank.running.begin(), rank.running.end(),
+                      static_cast<int32_t>(&s - seqs_.data()));
+  MOESIM_CHECK(it != rank.running.end(), "sequence not running on its rank");
+  rank.running.erase(it);
+  num_in_flight_--;
+  s.running = false;
+}
+
+void ReplicaScheduler::finish_prefill(Seq& s) {
+  // Ownership of the prompt's full prefix blocks moves from the sequence to pinned cache
+  // entries, so later requests with the same prefix re-use them.
+  if (!spec_.prefix_caching) return;
+  Rank& rank = ranks_[s.rank];
+  const auto& h = s.req.prefix_block_hashes;
+  const int64_t full =
+      std::min<int64_t>(s.req.prompt_tokens / kPrefixBlockTokens, static_cast<int64_t>(h.size()));
+  int64_t next = s.num_hit_blocks + s.num_inserted_blocks;
+  while (next < full && !rank.kv->contains(h[next]) &&
+         s.owned_blocks >= blocks_per_prefix() + layout_.state_blocks_per_sequence) {
+    rank.kv->insert_pinned(h[next], blocks_per_prefix(), kPrefixBlockTokens, ++lru_tick_);
+    s.owned_blocks -= blocks_per_prefix();
+    s.num_inserted_blocks++;
+    next++;
+  }
+}
+
+void ReplicaScheduler::keep_for_next_turn(Seq& s, const Request& next) {
+  if (!spec_.prefix_caching) return;
+  Rank& rank = ranks_[s.rank];
+  const int64_t reuse_blocks =
+      std::min<int64_t>(next.reused_prefix_tokens / kPrefixBlockTokens,
+                        static_cast<int64_t>(next.prefix_block_hashes.size()));
+  for (int64_t b = 0; b < reuse_blocks; ++b) {
+    const uint64_t key = next.prefix_block_hashes[b];
+    if (rank.kv->contains(key)) continue;
+    if (s.owned_blocks - layout_.state_blocks_per_sequence < blocks_per_prefix()) break;
+    rank.kv->insert_unpinned_merge(key, blocks_per_prefix(), kPrefixBlockTokens, ++lru_tick_);
+    s.owned_blocks -= blocks_per_prefix();
+  }
+}
+
+}  // namespace moesim::sim

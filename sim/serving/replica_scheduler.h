@@ -1,0 +1,124 @@
+// The replica scheduler: continuous batching of one model replica's sequences over its attention
+// ranks. It owns the waiting queue, each rank's KV cache (paged blocks with a prefix cache), the
+// token budgets of a step and the concurrency limits, and decides each step's batch:
+//   1. one decode token for every running sequence whose prefill is done (allocating a KV block
+//      when its last one is full; when a rank runs out, the most recently admitted sequence of
+//      that rank is preempted by recompute and re-queued at the front);
+//   2. the next prefill chunk of running sequences (chunked prefill), within the rank's budget;
+//   3. admissions from the waiting queue, first come first served, head-of-line: the first
+//      request that does not fit (memory, budget, max_seqs) stops admission. A request goes to
+//      the rank with the most prefix-cache hits, then the most room (free + evictable blocks -
+//      4 x running sequences), lowest rank on ties.
+// Token budgets: max_batch_tokens_per_gpu per rank, and optionally a cap on the step's total
+// (a policy's max_step_tokens); when the total runs out every rank's budget drops to 0.
+//
+// schedule() returns a plain batch; the cluster runs it through the step model and reports back
+// which sequences finished (release / finish_prefill / keep_for_next_turn). The scheduler never
+// reads a clock: `now` is passed in.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "sim/core/time.h"
+#include "sim/memory/kv_cache.h"
+#include "sim/memory/memory_layout.h"
+#include "sim/scenario/deployment.h"
+#include "sim/serving/sequence.h"
+#include "sim/serving/step_model.h"
+
+namespace moesim::sim {
+
+// One step's work: (sequence id, slice) in batch order, and the same slices per attention rank
+// (the step model's input).
+struct ScheduledBatch {
+  std::vector<std::pair<int32_t, SeqSlice>> seqs;
+  std::vector<std::vector<SeqSlice>> ranks;
+  bool empty() const { return seqs.empty(); }
+  // New tokens over all slices.
+  int64_t num_tokens() const;
+};
+
+// Totals over the run, for the run counters.
+struct SchedulerTotals {
+  int64_t prompt_tokens_total = 0;   // prompt tokens of first admissions (not decode-only)
+  int64_t prompt_tokens_cached = 0;  // of which served by the prefix cache
+  int64_t num_preemptions = 0;
+};
+
+class ReplicaScheduler {
+ public:
+  // `num_ranks` attention ranks with `layout`'s KV pool each; `seqs` is the cluster's sequence
+  // table (it must outlive the scheduler).
+  ReplicaScheduler(const SchedulerSpec& spec, int32_t num_ranks, const GpuMemoryLayout& layout,
+                   std::vector<Seq>* seqs);
+
+  // Appends sequence `sid` to the waiting queue.
+  void enqueue(int32_t sid) { waiting_.push_back(sid); }
+  // Builds the next step's batch (empty when nothing can run). `now` stamps first admissions.
+  const ScheduledBatch& schedule(SimTime now);
+  // The batch of the last schedule().
+  const ScheduledBatch& batch() const { return batch_; }
+
+  // The sequence's prompt is fully prefilled: its full prefix blocks enter the rank's cache
+  // (pinned while it runs), when prefix caching is on.
+  void finish_prefill(Seq& s);
+  // The sequence completed and `next` turn of its session will re-use its context: the context's
+  // full blocks stay cached (unpinned) for it, when prefix caching is on.
+  void keep_for_next_turn(Seq& s, const Request& next);
+  // Frees the sequence's blocks and takes it off its rank (it completed or moved to another
+  // replica).
+  void release(Seq& s);
+
+  // Replaces the memory layout (routed experts replaced before the first step): new, empty KV
+  // caches. Precondition (checked): nothing admitted yet.
+  void reset_memory(const GpuMemoryLayout& layout);
+  // Caps in-flight sequences and the step's total tokens; 0 keeps a limit as it is.
+  void set_limits(int32_t max_seqs, int64_t max_step_tokens);
+
+  int32_t num_ranks() const { return static_cast<int32_t>(ranks_.size()); }
+  KvCache& kv(int32_t rank_idx) { return *ranks_[rank_idx].kv; }
+  const KvCache& kv(int32_t rank_idx) const { return *ranks_[rank_idx].kv; }
+  const GpuMemoryLayout& layout() const { return layout_; }
+  int32_t num_in_flight() const { return num_in_flight_; }
+  size_t num_waiting() const { return waiting_.size(); }
+  const SchedulerTotals& totals() const { return totals_; }
+
+ private:
+  struct Rank {
+    std::unique_ptr<KvCache> kv;
+    std::vector<int32_t> running;  // sequence ids in admission order
+  };
+  void add_decode_tokens();
+  void drop_preempted_slices();
+  void add_prefill_chunks();
+  void admit_waiting(SimTime now);
+  bool try_admit(int32_t sid, SimTime now);
+  bool ensure_decode_capacity(int32_t rank_idx, int32_t sid);
+  void preempt(int32_t sid);
+  int64_t hits_on(const Rank& rank, const Seq& s) const;
+  int64_t blocks_per_prefix() const;
+  void push(int32_t sid, int32_t rank_idx, SeqSlice slice);
+  void consume(int32_t rank_idx, int64_t n);
+
+  SchedulerSpec spec_;
+  GpuMemoryLayout layout_;
+  std::vector<Seq>& seqs_;
+  std::vector<Rank> ranks_;
+  std::deque<int32_t> waiting_;
+  int32_t num_in_flight_ = 0;
+  int32_t max_seqs_ = 0;
+  int64_t max_step_tokens_ = 0;  // 0 = no cap beyond the per-rank budgets
+  uint64_t admit_counter_ = 0;
+  uint64_t lru_tick_ = 0;
+  SchedulerTotals totals_;
+  // Per step.
+  ScheduledBatch batch_;
+  std::vector<int64_t> budget_;
+  int64_t step_tokens_left_ = 0;
+};
+
+}  // namespace moesim::sim

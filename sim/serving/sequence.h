@@ -1,0 +1,35 @@
+// One request being served, as the replica schedulers and the cluster see it: its request, where
+// it runs (replica, attention rank), how far its prefill and decode got, and the KV blocks it
+// holds. Sequences live in one table owned by the cluster, indexed by sequence id (the order of
+// arrival), because a sequence moves between replicas under P/D disaggregation.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/core/time.h"
+#include "sim/workload/request.h"
+
+namespace moesim::sim {
+
+struct Seq {
+  Request req;
+  int32_t replica = -1;
+  int32_t rank = -1;
+  int64_t prefill_target = 0;  // tokens whose KV must be computed before decoding
+  int64_t prefilled = 0;
+  int64_t generated = 0;
+  int64_t owned_blocks = 0;         // KV + state blocks owned exclusively
+  int64_t capacity_tokens = 0;      // tokens the sequence's KV blocks (owned + pinned) hold
+  int64_t num_hit_blocks = 0;       // leading prefix blocks pinned from the cache
+  int64_t num_inserted_blocks = 0;  // prompt prefix blocks this sequence inserted (pinned)
+  uint64_t admit_order = 0;         // the scheduler's admission counter at the last admission
+  bool running = false;
+  bool first_admission_done = false;
+  bool decode_only = false;  // arrived on a decode replica with its KV transferred
+  // Figures the request's record reports (the cluster copies them into it).
+  SimTime first_scheduled_ns = -1;   // first admission, -1 before
+  int64_t cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at admission
+  int32_t num_preemptions = 0;
+};
+
+}  // namespace moesim::sim

@@ -1,0 +1,222 @@
+// The replica builder and the five uses that build step models through it: the cluster, the
+// policy context (a policy replacing a replica's routed experts), the layer study, the pruning
+// study and validation's re-simulation. For the same inputs every use must give the same step
+// durations. The scenario is calibrated (a profile with fitted ops), so a use that priced with the
+// roofline or ran on another topology would differ.
+#include "sim/serving/replica_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/calibration/resimulate.h"
+#include "sim/calibration/step_trace_reader.h"
+#include "sim/policy/expert_pruning_deployment.h"
+#include "sim/policy/pruned_routing.h"
+#include "sim/policy/pruning_study.h"
+#include "sim/serving/cluster.h"
+#include "sim/serving/layer_study.h"
+#include "sim/serving/run_outputs.h"
+#include "sim/serving/serving_policy.h"
+#include "tests/sim/serving/test_scenarios.h"
+
+namespace moesim::sim {
+namespace {
+
+// tiny_synthetic priced by the shipped CPU profile (fitted ops; the roofline is the fallback).
+const Scenario& calibrated_scenario() {
+  static const Scenario sc = [] {
+    const std::string dir = MOESIM_SOURCE_DIR "/tests/data/scenarios/";
+    std::string text;
+    {
+      std::FILE* f = std::fopen((dir + "tiny_synthetic.toml").c_str(), "rb");
+      EXPECT_NE(f, nullptr);
+      char buf[4096];
+      size_t n;
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+      std::fclose(f);
+    }
+    text += "\n[cost]\nmodel = \"calibrated\"\nprofile = \"" MOESIM_SOURCE_DIR
+            "/profiles/cpu-amd-epyc.toml\"\n";
+    return parse_scenario_text(text, "tiny_synthetic+calibrated", dir);
+  }();
+  return sc;
+}
+
+// A decode batch: n sequences per attention rank at `context` tokens.
+std::vector<std::vector<SeqSlice>> decode_batch(const StepModel& m, int64_t n, int64_t context) {
+  return std::vector<std::vector<SeqSlice>>(
+      m.num_ranks(), std::vector<SeqSlice>(static_cast<size_t>(n), SeqSlice{1, context, false}));
+}
+
+TEST(ReplicaBuilder, ResolvesTheScenariosCostModel) {
+  const Scenario& sc = calibrated_scenario();
+  ASSERT_EQ(sc.cost.kind, CostModelKind::kCalibrated);
+  ASSERT_NE(sc.cost.profile, nullptr);
+  ReplicaBuilder b(sc);
+  EXPECT_EQ(b.cost().name(), "calibrated");
+  EXPECT_EQ(ReplicaBuilder(testing::test_scenario("tiny_synthetic")).cost().name(), "roofline");
+}
+
+TEST(ReplicaBuilder, ReplicaGpusAndRoutingSeedFollowTheNamingRule) {
+  ReplicaBuilder b(calibrated_scenario());
+  const int32_t g = calibrated_scenario().deployment.gpus_per_replica;
+  const std::vector<GpuId> gpus = b.replica_gpus(2);
+  ASSERT_EQ(static_cast<int32_t>(gpus.size()), g);
+  EXPECT_EQ(gpus.front().value, 2 * g);
+  EXPECT_EQ(ReplicaBuilder::routing_seed(5, 1), RngStream(5, "routing.replica.1").next_u64());
+  EXPECT_NE(ReplicaBuilder::routing_seed(5, 1), ReplicaBuilder::routing_seed(5, 0));
+}
+
+TEST(ReplicaBuilder, TheClusterRunsTheBuildersReplica) {
+  const Scenario& sc = calibrated_scenario();
+  RunOptions opt;
+  opt.record_steps = true;
+  opt.record_max_steps = 20;
+  const RunOutput out = run_scenario(sc, opt);
+  ASSERT_GE(out.steps.size(), 5u);
+  ReplicaBuilder b(sc);
+  std::vector<ReplicaParts> replicas;
+  for (int32_t r = 0; r < sc.deployment.num_replicas; ++r) replicas.push_back(b.build(r, sc.run.seed));
+  // Re-run every recorded step through the builder's replica: same batch, same duration. Steps
+  // of a replica come in order, so each step model sees the steps the cluster's saw.
+  for (const StepRecord& rec : out.steps) {
+    ReplicaParts& p = replicas[rec.replica];
+    std::vector<std::vector<SeqSlice>> ranks(p.step_model->num_ranks());
+    const int32_t tp = p.step_model->num_gpus() / p.step_model->num_ranks();
+    for (const StepRecord::Seq& s : rec.seqs) {
+      const int32_t local = s.gpu - p.gpus.front().value;
+      ranks[local / tp].push_back(SeqSlice{s.new_tokens, s.context_tokens, s.prefill});
+    }
+    EXPECT_EQ(p.step_model->run(rec.step, ranks, nullptr).duration_ns, rec.end_ns - rec.start_ns)
+        << "replica " << rec.replica << " step " << rec.step;
+  }
+}
+
+// A policy that replaces replica 0's routed experts with the same card, the static placement
+// and routing seeded like the cluster's: the run must not change.
+class SameExpertsPolicy final : public ServingPolicy {
+ public:
+  SameExpertsPolicy(const Scenario& sc, const ReplicaBuilder& b)
+      : card_(*sc.model), placement_(b.static_placement()),
+        routing_(b.make_routing(ReplicaBuilder::routing_seed(sc.run.seed, 0))) {}
+  std::string_view name() const override { return "same_experts"; }
+  void on_start(PolicyContext& ctx) override {
+    ctx.replace_routed_experts(0, card_, *placement_, routing_.get());
+  }
+
+ private:
+  const ModelCard& card_;
+  std::unique_ptr<ExpertPlacement> placement_;
+  std::unique_ptr<RoutingModel> routing_;
+};
+
+TEST(ReplicaBuilder, ThePolicyContextRebuildsTheSameStepModel) {
+  const Scenario& sc = calibrated_scenario();
+  ReplicaBuilder b(sc);
+  RunOptions opt;
+  opt.record_steps = true;
+  opt.record_max_steps = 20;
+  const RunOutput plain = run_scenario(sc, opt);
+  std::vector<std::unique_ptr<ServingPolicy>> policies;
+  policies.push_back(std::make_unique<SameExpertsPolicy>(sc, b));
+  const RunOutput replaced = run_scenario(sc, opt, -1, std::move(policies));
+  ASSERT_EQ(plain.steps.size(), replaced.steps.size());
+  for (size_t i = 0; i < plain.steps.size(); ++i) {
+    EXPECT_EQ(plain.steps[i].end_ns - plain.steps[i].start_ns,
+              replaced.steps[i].end_ns - replaced.steps[i].start_ns)
+        << "step " << i;
+  }
+  EXPECT_EQ(replaced.counters.actions.at("routed_experts_replaced"), 1);
+}
+
+TEST(ReplicaBuilder, TheLayerStudyTimesTheBuildersStep) {
+  const Scenario& sc = calibrated_scenario();
+  const uint64_t seed = ReplicaBuilder::routing_seed(sc.run.seed, 0);
+  const std::vector<LayerStudyRow> rows = run_layer_study(sc, {2, 16}, 1024, seed);
+  ReplicaBuilder b(sc);
+  for (const LayerStudyRow& row : rows) {
+    if (!row.skewed) continue;
+    ReplicaParts p = b.build(0, sc.run.seed);
+    const SimTime d =
+        p.step_model->run(0, decode_batch(*p.step_model, row.seqs_per_gpu, 1024), nullptr)
+            .duration_ns;
+    EXPECT_DOUBLE_EQ(row.step_ms, to_ms(d)) << row.seqs_per_gpu << " sequences per GPU";
+  }
+}
+
+TEST(ReplicaBuilder, ThePruningStudyTimesTheBuildersStep) {
+  const Scenario& sc = calibrated_scenario();
+  PruningStudyOptions opt;
+  opt.fractions = {0.0};
+  opt.batch_per_gpu = 4;
+  opt.context_tokens = 1024;
+  opt.num_timed_steps = 3;
+  opt.profile.profile_steps = 2;
+  opt.profile.tokens_per_step = 256;
+  const PruningStudy study = run_pruning_study(sc, opt);
+  ASSERT_EQ(study.rows.size(), 1u);
+  // Nothing pruned: the full card, every expert kept and re-packed, routing re-routing nothing.
+  ReplicaBuilder b(sc);
+  const RoutingShape shape = routing_shape_of(*sc.model);
+  const int32_t g = sc.deployment.gpus_per_replica;
+  const ModelCard card = pruned_model_card(*sc.model, shape.num_experts);
+  const ExpertPlacement placement = repacked_placement(
+      shape.num_experts, g, std::min(g, b.topology().gpus_per_node()),
+      static_cast<int32_t>(b.static_placement()->num_shared_experts()));
+  const PruningPlan plan = PruningPlan::from_layers(
+      shape.num_experts, std::vector<std::vector<int32_t>>(shape.num_moe_layers));
+  SyntheticRoutingModel inner(shape, sc.routing, ReplicaBuilder::routing_seed(sc.run.seed, 0));
+  PrunedRoutingModel routing(inner, plan);
+  const std::unique_ptr<NetworkModel> network = b.make_network();
+  const std::unique_ptr<StepModel> m =
+      b.make_step_model(card, b.replica_gpus(0), &placement, network.get(), &routing);
+  double step_s = 0;
+  for (int32_t i = 0; i < opt.num_timed_steps; ++i) {
+    step_s += to_seconds(m->run(i, decode_batch(*m, opt.batch_per_gpu, 1024), nullptr).duration_ns);
+  }
+  EXPECT_DOUBLE_EQ(study.rows[0].decode_step_s, step_s / opt.num_timed_steps);
+}
+
+TEST(ReplicaBuilder, ValidationResimulatesTheRecordedDurations) {
+  const Scenario& sc = calibrated_scenario();
+  RunOptions opt;
+  opt.record_steps = true;
+  opt.record_max_steps = 20;
+  const RunOutput out = run_scenario(sc, opt);
+  const std::filesystem::path path =
+      std::filesystem::path(MOESIM_BINARY_DIR) / "replica_builder_test_trace.jsonl";
+  {
+    std::ofstream f(path);
+    write_step_trace(f, sc, out, sc.run.seed);
+  }
+  const StepTraceFile trace = read_step_trace(path.string());
+  MeasurementSet meas;
+  meas.file = "meas.jsonl";
+  meas.mode = "replay";
+  meas.trace_file = trace.file;
+  for (size_t l = 0; l < sc.model->layers.size(); ++l) {
+    meas.layer_scales[static_cast<int32_t>(l)] = 1;
+  }
+  for (const TraceStep& t : trace.steps) {
+    StepSample sample;
+    sample.step = t.step;
+    meas.steps.push_back(sample);
+  }
+  // The scenario's own profile: the re-simulation prices exactly as the run did.
+  const ValidationInput in = resimulate_recorded_steps(sc, *sc.cost.profile, meas, trace);
+  ASSERT_EQ(in.steps.size(), out.steps.size());
+  for (size_t i = 0; i < in.steps.size(); ++i) {
+    const StepRecord& rec = out.steps[i];
+    EXPECT_EQ(in.steps[i].step, rec.step);
+    EXPECT_EQ(from_seconds(in.steps[i].duration_s), rec.end_ns - rec.start_ns) << "step " << i;
+  }
+  EXPECT_EQ(in.num_routing_mismatches, 0);
+}
+
+}  // namespace
+}  // namespace moesim::sim
