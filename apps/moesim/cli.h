@@ -48,7 +48,7 @@ class Args {
   bool help_ = false;
 };
 
-// Subcommands. Each returns the process exit code (0 ok, 1 failed run/broken invariant,
+// Subcommands. Each returns the process exit code (0 ok, 1 failed run,
 // 2 bad input) and may throw ConfigError (exit 2) or UsageError (exit 2).
 using CommandFn = int (*)(const std::vector<std::string>& argv);
 

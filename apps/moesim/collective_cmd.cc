@@ -10,8 +10,8 @@
 
 #include "apps/moesim/cli.h"
 #include "sim/calibration/network_fit.h"
-#include "sim/cost/profile.h"
 #include "sim/config/config_error.h"
+#include "sim/cost/profile.h"
 #include "sim/network/collective_study.h"
 #include "sim/network/network_model.h"
 #include "sim/topology/topology_parser.h"

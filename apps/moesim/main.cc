@@ -1,5 +1,6 @@
 // moesim: the simulator's command line. One file per subcommand; this file only dispatches.
-// Exit codes: 0 success, 1 a failed run or broken invariant, 2 bad input (ConfigError or usage).
+// Exit codes: 0 success, 1 a failed run (e.g. conservation broken; outputs still written), 2 bad
+// input (ConfigError or usage). A broken internal invariant (MOESIM_CHECK) aborts: SIGABRT, 134.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -47,7 +48,8 @@ void print_help() {
       MOESIM_VERSION);
   for (const auto& c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
   std::printf(
-      "\nexit codes: 0 success, 1 failed run or broken invariant, 2 bad input\n"
+      "\nexit codes: 0 success, 1 failed run, 2 bad input; a broken internal invariant aborts "
+      "(134)\n"
       "every command that prints a summary takes --json\n");
 }
 

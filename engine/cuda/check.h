@@ -3,8 +3,12 @@
 // A failing call throws CudaError whose message names file:line, the call as written and the
 // library's error name, e.g.
 //   "engine/cuda/rmsnorm.cu:42: cudaMemcpy(...) failed: cudaErrorInvalidValue (invalid argument)".
-// Library code never calls exit(): the CUDA backend catches CudaError at the Backend interface
-// and turns it into the engine's error result. Exceptions never cross that boundary.
+// Library code never calls exit(), and nothing in the backend catches CudaError: it propagates
+// out of the Backend call to the caller (the NCCL all-to-all only closes its open group first,
+// engine/cuda/nccl_communicator.cc). moesim-engine's main catches it as a std::exception, prints
+// "moesim-engine: error: <message>" and exits 1 (MPI_Abort first under mpirun, so the other ranks
+// do not wait in a collective). Allocation failures of cudaMalloc / cudaMallocAsync are not
+// CudaErrors: the backend's allocators throw OutOfMemoryError.
 #pragma once
 
 #include <cublas_v2.h>

@@ -21,8 +21,8 @@
 #include <atomic>
 #include <memory>
 
-#include "sim/cost/profile.h"
 #include "sim/cost/cost_model.h"
+#include "sim/cost/profile.h"
 
 namespace moesim::sim {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/cost/network_calibration.h"
 #include "sim/cost/fit_types.h"
+#include "sim/cost/network_calibration.h"
 
 namespace moesim::sim {
 

@@ -22,7 +22,8 @@ void RunRecorder::on_step(const StepUsage& u) {
 
 void RunRecorder::on_action(const std::string& name, int64_t n, SimTime now) {
   counters_.actions[name] += n;
-  if (trace_.size() < kMaxInstants) trace_.push_back(TraceSlice{0, -1, "policy:" + name, -1, now, 0});
+  if (trace_.size() < kMaxInstants)
+    trace_.push_back(TraceSlice{0, -1, "policy:" + name, -1, now, 0});
 }
 
 void RunRecorder::set_initial_placement(int32_t replica_idx,

@@ -186,7 +186,8 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
         t->fail("profile", "file not found: " + s.cost.profile_path);
       }
       // Read once, here: every run, sweep point and replica shares the parsed profile.
-      s.cost.profile = std::make_shared<const CalibrationProfile>(load_profile(s.cost.profile_path));
+      s.cost.profile =
+          std::make_shared<const CalibrationProfile>(load_profile(s.cost.profile_path));
     }
     if (auto r = t->find_table("roofline")) s.cost.roofline = parse_roofline_params(*r);
     t->finish();

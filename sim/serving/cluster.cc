@@ -54,17 +54,17 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
 void ClusterSim::build_replicas() {
   const DeploymentSpec& d = sc_.deployment;
   const std::unique_ptr<ExpertPlacement> placement = builder_.static_placement();
-  const GpuMemoryLayout layout = builder_.memory_layout(
-      card_, placement.get(), "deployment",
-      card_.name + " on " + builder_.topology().gpu_spec().name + " with " +
-          std::to_string(d.gpus_per_replica) + " GPUs per replica");
+  const GpuMemoryLayout layout =
+      builder_.memory_layout(card_, placement.get(), "deployment",
+                             card_.name + " on " + builder_.topology().gpu_spec().name + " with " +
+                                 std::to_string(d.gpus_per_replica) + " GPUs per replica");
   const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
   for (int32_t ri = 0; ri < d.num_replicas; ++ri) {
     Replica r;
     r.idx = ri;
     r.parts = builder_.build(ri, sim_.root_seed());
-    r.scheduler = std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp,
-                                                     layout, &seqs_);
+    r.scheduler =
+        std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp, layout, &seqs_);
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
     if (r.parts.placement) r.layout_slots_per_gpu = r.parts.placement->max_slots_per_gpu();

@@ -44,7 +44,8 @@ int64_t ClusterSim::expert_slot_blocks(const Replica& r) const {
     if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
   }
   // One expert slot in every MoE layer: its weights take KV blocks away from the pool.
-  const double bytes = expert_weight_bytes(card_, *moe) * static_cast<double>(num_moe_layers(card_));
+  const double bytes =
+      expert_weight_bytes(card_, *moe) * static_cast<double>(num_moe_layers(card_));
   return static_cast<int64_t>(std::ceil(bytes / r.scheduler->layout().kv_block_bytes));
 }
 
@@ -107,18 +108,16 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   MOESIM_CHECK(r.placement() != nullptr && routing != nullptr, "a replica with MoE layers");
   MOESIM_CHECK(r.step_idx == 0 && !r.busy && router_.outstanding(replica) == 0,
                "before the first step");
-  MOESIM_CHECK(placement.num_gpus() == static_cast<int32_t>(r.gpus().size()),
-               "the replica's GPUs");
-  const GpuMemoryLayout layout =
-      builder_.memory_layout(card, &placement, "policies",
-                             card.name + " with replaced routed experts on replica " +
-                                 std::to_string(replica));
+  MOESIM_CHECK(placement.num_gpus() == static_cast<int32_t>(r.gpus().size()), "the replica's GPUs");
+  const GpuMemoryLayout layout = builder_.memory_layout(
+      card, &placement, "policies",
+      card.name + " with replaced routed experts on replica " + std::to_string(replica));
   r.layout_slots_per_gpu = placement.max_slots_per_gpu();
   *r.placement() = placement;
   r.scheduler->reset_memory(layout);
   std::fill(r.placement_extra_blocks.begin(), r.placement_extra_blocks.end(), 0);
-  r.parts.step_model = builder_.make_step_model(card, r.gpus(), r.placement(),
-                                                r.parts.network.get(), routing);
+  r.parts.step_model =
+      builder_.make_step_model(card, r.gpus(), r.placement(), r.parts.network.get(), routing);
   r.parts.step_model->set_background(&r.transfers,
                                      sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
   r.parts.step_model->set_report_expert_loads(any_wants_loads_);

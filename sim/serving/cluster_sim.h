@@ -52,9 +52,7 @@ struct Replica {
   const std::vector<GpuId>& gpus() const { return parts.gpus; }
   ExpertPlacement* placement() const { return parts.placement.get(); }
   // GPUs per attention rank.
-  int32_t tp() const {
-    return static_cast<int32_t>(parts.gpus.size()) / scheduler->num_ranks();
-  }
+  int32_t tp() const { return static_cast<int32_t>(parts.gpus.size()) / scheduler->num_ranks(); }
   // Routed expert -> the global GPU ids hosting it.
   std::vector<std::vector<int32_t>> expert_gpus() const;
 };

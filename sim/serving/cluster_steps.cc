@@ -52,8 +52,8 @@ void ClusterSim::record_step(Replica& r, StepRecord rec, SimTime duration_ns) {
                                        r.gpus()[seqs_[sid].rank * r.tp()].value, sl.prefill,
                                        sl.new_tokens, sl.context_tokens});
   }
-  recorder_.add_step(std::move(rec), r.placement() ? r.expert_gpus()
-                                                   : std::vector<std::vector<int32_t>>{});
+  recorder_.add_step(std::move(rec),
+                     r.placement() ? r.expert_gpus() : std::vector<std::vector<int32_t>>{});
 }
 
 void ClusterSim::on_step_done(const Event& e) {

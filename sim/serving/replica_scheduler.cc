@@ -18,7 +18,8 @@ ReplicaScheduler::ReplicaScheduler(const SchedulerSpec& spec, int32_t num_ranks,
     : spec_(spec), layout_(layout), seqs_(*seqs), max_seqs_(spec.max_seqs) {
   MOESIM_CHECK(num_ranks >= 1, "a replica has attention ranks");
   for (int32_t k = 0; k < num_ranks; ++k) {
-    ranks_.push_back(Rank{std::make_unique<KvCache>(layout.num_kv_blocks, spec.kv_block_tokens), {}});
+    ranks_.push_back(
+        Rank{std::make_unique<KvCache>(layout.num_kv_blocks, spec.kv_block_tokens), {}});
   }
 }
 
@@ -134,8 +135,8 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
     if (budget_[k] <= 0 && !s.decode_only) continue;
     const Rank& rank = ranks_[k];
     const int64_t hits = hits_on(rank, s);
-    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) -
-                         hits * blocks_per_prefix() + layout_.state_blocks_per_sequence;
+    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) - hits * blocks_per_prefix() +
+                         layout_.state_blocks_per_sequence;
     if (!rank.kv->can_allocate(need)) continue;
     const int64_t room = rank.kv->free_blocks() + rank.kv->evictable_blocks() -
                          static_cast<int64_t>(rank.running.size()) * 4;
@@ -226,8 +227,8 @@ void ReplicaScheduler::release(Seq& s) {
   s.owned_blocks = 0;
   s.num_hit_blocks = s.num_inserted_blocks = 0;
   s.capacity_tokens = 0;
-  auto it = std::find(rank.running.begin(), rank.running.end(),
-                      static_cast<int32_t>(&s - seqs_.data()));
+  auto it =
+      std::find(rank.running.begin(), rank.running.end(), static_cast<int32_t>(&s - seqs_.data()));
   MOESIM_CHECK(it != rank.running.end(), "sequence not running on its rank");
   rank.running.erase(it);
   num_in_flight_--;

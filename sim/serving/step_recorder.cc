@@ -12,8 +12,8 @@ namespace moesim::sim::detail {
 
 void TraceObserver::on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                              SimTime duration_ns) {
-  out_->push_back(
-      TraceSlice{replica_idx_, gpus_[gpu_idx].value, name, layer_idx, start_ + start_ns, duration_ns});
+  out_->push_back(TraceSlice{replica_idx_, gpus_[gpu_idx].value, name, layer_idx, start_ + start_ns,
+                             duration_ns});
 }
 
 void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
@@ -78,8 +78,7 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
       excess -= x;
     }
     for (const auto& [ed, count] : by_expert_dst) {
-      layer.routing.push_back(
-          {gpus_[s].value, ed.first, gpus_[ed.second].value, count});
+      layer.routing.push_back({gpus_[s].value, ed.first, gpus_[ed.second].value, count});
     }
   }
   rec_->layers.push_back(std::move(layer));

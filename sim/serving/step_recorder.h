@@ -9,9 +9,9 @@
 
 #include "sim/core/rng.h"
 #include "sim/core/time.h"
+#include "sim/metrics/run_recorder.h"
 #include "sim/placement/expert_placement.h"
 #include "sim/routing/count_matrix.h"
-#include "sim/metrics/run_recorder.h"
 #include "sim/routing/routing_model.h"
 #include "sim/serving/step_model.h"
 

@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "sim/calibration/collective_reader.h"
+#include "sim/config/config_error.h"
 #include "sim/cost/cost_model_factory.h"
 #include "sim/cost/profile.h"
-#include "sim/config/config_error.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_matrix.h"
 #include "tests/support/test_topologies.h"

@@ -97,8 +97,10 @@ TEST(PolicyRegistryTest, BadValueNamesItsKey) {
 
 TEST(PolicyRegistryTest, ResolvedSettingsReadThePlanFileOnce) {
   const std::string path = ::testing::TempDir() + "/policy_registry_plan_once.json";
-  Scenario sc = tiny_scenario("\n[policies.concurrency_cap]\nmax_seqs_per_replica = 8\n"
-                              "[policies.expert_pruning]\nplan_file = \"" + path + "\"\n");
+  Scenario sc = tiny_scenario(
+      "\n[policies.concurrency_cap]\nmax_seqs_per_replica = 8\n"
+      "[policies.expert_pruning]\nplan_file = \"" +
+      path + "\"\n");
   const RoutingShape shape = routing_shape_of(*sc.model);
   {
     std::ofstream f(path);

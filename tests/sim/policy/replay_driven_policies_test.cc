@@ -41,8 +41,7 @@ class ReplayRouting final : public ServingPolicy {
     const RoutingShape shape = routing_shape_of(*sc.model);
     for (int32_t r = 0; r < sc.deployment.num_replicas; ++r) {
       routing_.push_back(std::make_unique<ReplayRoutingModel>(
-          hot_trace(shape, sc.deployment.gpus_per_replica), shape,
-          sc.deployment.gpus_per_replica));
+          hot_trace(shape, sc.deployment.gpus_per_replica), shape, sc.deployment.gpus_per_replica));
     }
     placement_ = builder_.static_placement();
   }
@@ -104,7 +103,8 @@ TEST(ReplayDrivenPolicies, LoadsFollowTheReplayedRouting) {
   const RunOutput out = run_with(sc, true, &loads);
   ASSERT_FALSE(loads.empty());
   double hot = 0, cold = 0;
-  for (size_t e = 0; e < loads.size(); ++e) (static_cast<int32_t>(e) < top_k ? hot : cold) += loads[e];
+  for (size_t e = 0; e < loads.size(); ++e)
+    (static_cast<int32_t>(e) < top_k ? hot : cold) += loads[e];
   EXPECT_GT(hot, 0);
   EXPECT_EQ(cold, 0);
   // Each of the hot experts gets one selection per token: equal loads.

@@ -90,8 +90,8 @@ TEST(LayerStudy, OverlapReportsTheAllToAllAndItsExposedPart) {
 // "bottleneck" silently. The tiny model as EP16 over two nodes of the 8x8 H800 cluster, where
 // the models disagree on inter-node flows.
 TEST(LayerStudy, UsesTheScenariosNetworkModel) {
-  Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) +
-                              "/tests/data/scenarios/tiny_synthetic.toml");
+  Scenario sc =
+      load_scenario(std::string(MOESIM_SOURCE_DIR) + "/tests/data/scenarios/tiny_synthetic.toml");
   sc.topology = std::make_shared<const Topology>(
       load_topology(std::string(MOESIM_SOURCE_DIR) + "/topologies/h800-8x8.toml"));
   sc.deployment.gpus_per_replica = 16;

@@ -81,7 +81,8 @@ TEST(ReplicaBuilder, TheClusterRunsTheBuildersReplica) {
   ASSERT_GE(out.steps.size(), 5u);
   ReplicaBuilder b(sc);
   std::vector<ReplicaParts> replicas;
-  for (int32_t r = 0; r < sc.deployment.num_replicas; ++r) replicas.push_back(b.build(r, sc.run.seed));
+  for (int32_t r = 0; r < sc.deployment.num_replicas; ++r)
+    replicas.push_back(b.build(r, sc.run.seed));
   // Re-run every recorded step through the builder's replica: same batch, same duration. Steps
   // of a replica come in order, so each step model sees the steps the cluster's saw.
   for (const StepRecord& rec : out.steps) {
@@ -102,7 +103,8 @@ TEST(ReplicaBuilder, TheClusterRunsTheBuildersReplica) {
 class SameExpertsPolicy final : public ServingPolicy {
  public:
   SameExpertsPolicy(const Scenario& sc, const ReplicaBuilder& b)
-      : card_(*sc.model), placement_(b.static_placement()),
+      : card_(*sc.model),
+        placement_(b.static_placement()),
         routing_(b.make_routing(ReplicaBuilder::routing_seed(sc.run.seed, 0))) {}
   std::string_view name() const override { return "same_experts"; }
   void on_start(PolicyContext& ctx) override {
@@ -165,9 +167,9 @@ TEST(ReplicaBuilder, ThePruningStudyTimesTheBuildersStep) {
   const RoutingShape shape = routing_shape_of(*sc.model);
   const int32_t g = sc.deployment.gpus_per_replica;
   const ModelCard card = pruned_model_card(*sc.model, shape.num_experts);
-  const ExpertPlacement placement = repacked_placement(
-      shape.num_experts, g, std::min(g, b.topology().gpus_per_node()),
-      static_cast<int32_t>(b.static_placement()->num_shared_experts()));
+  const ExpertPlacement placement =
+      repacked_placement(shape.num_experts, g, std::min(g, b.topology().gpus_per_node()),
+                         static_cast<int32_t>(b.static_placement()->num_shared_experts()));
   const PruningPlan plan = PruningPlan::from_layers(
       shape.num_experts, std::vector<std::vector<int32_t>>(shape.num_moe_layers));
   SyntheticRoutingModel inner(shape, sc.routing, ReplicaBuilder::routing_seed(sc.run.seed, 0));
