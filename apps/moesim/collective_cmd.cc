@@ -14,10 +14,8 @@
 #include "sim/cost/profile.h"
 #include "sim/network/collective_study.h"
 #include "sim/network/network_model.h"
+#include "sim/serving/network_models.h"
 #include "sim/topology/topology_parser.h"
-#if defined(MOESIM_HAVE_SIMGRID)
-#include "sim/network/simgrid/simgrid_model.h"
-#endif
 
 namespace moesim::cli {
 namespace {
@@ -175,13 +173,9 @@ int collective_command(const std::vector<std::string>& argv) {
       !problem.empty()) {
     throw UsageError{problem};
   }
-  sim::NetworkModelRegistry registry;
-#if defined(MOESIM_HAVE_SIMGRID)
-  sim::register_simgrid_model(registry);
-#endif
   std::unique_ptr<sim::NetworkModel> model;
   try {
-    model = registry.make(model_name, topology, "--model");
+    model = sim::builtin_network_models().make(model_name, topology, "--model");
   } catch (const sim::ConfigError& e) {
     throw UsageError{"--model: " + e.reason()};
   }

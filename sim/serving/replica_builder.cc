@@ -8,9 +8,6 @@
 #include "sim/core/rng.h"
 #include "sim/cost/cost_model_factory.h"
 #include "sim/routing/synthetic_routing.h"
-#ifdef MOESIM_HAVE_SIMGRID
-#include "sim/network/simgrid/simgrid_model.h"
-#endif
 
 namespace moesim::sim {
 namespace {
@@ -23,17 +20,6 @@ const MoeSpec* first_moe(const ModelCard& card) {
 }
 
 }  // namespace
-
-const NetworkModelRegistry& builtin_network_models() {
-  static const NetworkModelRegistry registry = [] {
-    NetworkModelRegistry r;
-#ifdef MOESIM_HAVE_SIMGRID
-    register_simgrid_model(r);
-#endif
-    return r;
-  }();
-  return registry;
-}
 
 ReplicaBuilder::ReplicaBuilder(const Scenario& scenario)
     : sc_(scenario),

@@ -24,6 +24,7 @@
 #include "sim/memory/memory_layout.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
+#include "sim/serving/network_models.h"
 #include "sim/placement/expert_placement.h"
 #include "sim/routing/routing_model.h"
 #include "sim/routing/routing_spec.h"
@@ -32,10 +33,6 @@
 #include "sim/topology/topology.h"
 
 namespace moesim::sim {
-
-// The network models every caller can name: "bottleneck", "bottleneck_factored", "fluid" and,
-// when built with SimGrid, "simgrid".
-const NetworkModelRegistry& builtin_network_models();
 
 // What one replica runs on. The step model points into the other members: keep them together
 // (moving the struct is fine, the members are heap-allocated).

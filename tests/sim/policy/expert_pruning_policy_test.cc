@@ -84,21 +84,25 @@ TEST(ExpertPruningPolicy, ZeroFractionLosesNoMass) {
   EXPECT_EQ(out.counters.policy_metrics.at("expert_pruning.weight_bytes_freed_per_gpu"), 0.0);
 }
 
-TEST(ExpertPruningPolicy, PlanFileFromThePruneStudyGivesTheSameRun) {
-  // `moesim prune --write-plan` profiles replica 0's routing as the run policy does: running
-  // with the written plan equals running with the fraction.
-  const Scenario sc = tiny_scenario(kSkew);
+// Writes the plan `moesim prune --write-plan` makes for 25% of tiny_scenario(kSkew) to a
+// temporary file named `name`; returns its path.
+std::string write_study_plan(const std::string& name) {
   PruningStudyOptions opt;
   opt.fractions = {0.25};
   opt.batch_per_gpu = 4;
   opt.num_timed_steps = 1;
-  const PruningStudy study = run_pruning_study(sc, opt);
-  ASSERT_EQ(study.plans.size(), 1u);
-  const std::string path = ::testing::TempDir() + "/expert_pruning_policy_plan.json";
-  {
-    std::ofstream f(path);
-    f << format_pruning_plan_json(study.plans[0], study.model_name, 0.25);
-  }
+  const PruningStudy study = run_pruning_study(tiny_scenario(kSkew), opt);
+  EXPECT_EQ(study.plans.size(), 1u);
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream f(path);
+  f << format_pruning_plan_json(study.plans.at(0), study.model_name, 0.25);
+  return path;
+}
+
+TEST(ExpertPruningPolicy, PlanFileFromThePruneStudyGivesTheSameRun) {
+  // `moesim prune --write-plan` profiles replica 0's routing as the run policy does: running
+  // with the written plan equals running with the fraction.
+  const std::string path = write_study_plan("expert_pruning_policy_plan.json");
   const RunOutput from_file = run("\n[policies.expert_pruning]\nplan_file = \"" + path + "\"\n");
   const RunOutput from_fraction = run("\n[policies.expert_pruning]\nfraction = 0.25\n");
   EXPECT_EQ(from_file.digest, from_fraction.digest);
@@ -115,17 +119,7 @@ TEST(ExpertPruningPolicy, PlanFileFromThePruneStudyGivesTheSameRun) {
 // The plan file is read when the table is resolved: policies built from the settings later (one
 // per run) never open it again.
 TEST(ExpertPruningPolicy, PoliciesShareThePlanReadOnce) {
-  const Scenario sc = tiny_scenario(kSkew);
-  PruningStudyOptions opt;
-  opt.fractions = {0.25};
-  opt.batch_per_gpu = 4;
-  opt.num_timed_steps = 1;
-  const PruningStudy study = run_pruning_study(sc, opt);
-  const std::string path = ::testing::TempDir() + "/expert_pruning_policy_plan_once.json";
-  {
-    std::ofstream f(path);
-    f << format_pruning_plan_json(study.plans[0], study.model_name, 0.25);
-  }
+  const std::string path = write_study_plan("expert_pruning_policy_plan_once.json");
   const Scenario with_file = tiny_scenario(
       kSkew + std::string("\n[policies.expert_pruning]\nplan_file = \"") + path + "\"\n");
   TomlTable table = with_file.policies.at(0).table;

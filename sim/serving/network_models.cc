@@ -1,0 +1,20 @@
+#include "sim/serving/network_models.h"
+
+#ifdef MOESIM_HAVE_SIMGRID
+#include "sim/network/simgrid/simgrid_model.h"
+#endif
+
+namespace moesim::sim {
+
+const NetworkModelRegistry& builtin_network_models() {
+  static const NetworkModelRegistry registry = [] {
+    NetworkModelRegistry r;
+#ifdef MOESIM_HAVE_SIMGRID
+    register_simgrid_model(r);
+#endif
+    return r;
+  }();
+  return registry;
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,187 @@
+// StepModel's MoE layer: router, routing, unique tokens per (source, destination), the traffic
+// plan and its collectives (background transfers riding along), expert pricing and the expert
+// loads reported to policies. The timeline of the layer is in step_model.cc.
+#include <algorithm>
+#include <cmath>
+
+#include "sim/core/check.h"
+#include "sim/cost/op_formulas.h"
+#include "sim/serving/step_model.h"
+
+namespace moesim::sim {
+namespace {
+
+// x^k for a small integer k >= 0 by squaring (the hot path avoids std::pow).
+double ipow(double x, int64_t k) {
+  double r = 1.0;
+  while (k > 0) {
+    if (k & 1) r *= x;
+    x *= x;
+    k >>= 1;
+  }
+  return r;
+}
+
+// std::llround for 0 <= x < 2^52 without the libm call: half away from zero is truncation plus
+// one when the fraction is >= 0.5 (the subtraction is exact in that range).
+int64_t round_non_negative(double x) {
+  const auto whole = static_cast<int64_t>(x);
+  return whole + static_cast<int64_t>(x - static_cast<double>(whole) >= 0.5);
+}
+
+}  // namespace
+
+void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver* observer) {
+  const int32_t moe_idx = layers_[layer_idx].moe_idx;
+  const MoeSpec& m = card_.layers[layer_idx].ffn.moe;
+  run_router(layer_idx, m, observer);
+  route(step_idx, moe_idx);
+  if (report_loads_) record_expert_loads(step_idx, moe_idx);
+  count_unique_tokens(m.top_k);
+  // Dispatch: barrier, then the collective. One pass over the counts for both collectives (the
+  // unique (token, node) estimates of hierarchical traffic included).
+  plan_.build(topology_, token_counts_, deployment_.dispatch);
+  plan_.dispatch_traffic(dispatch_row_bytes_, traffic_);
+  if (background_) add_background_traffic();
+  network_->run(traffic_, collective_);
+  const double dispatch_s = to_seconds(collective_.duration_ns);
+  const double dispatch_bytes = traffic_.total_bytes();
+  price_experts(m);
+  plan_.combine_traffic(combine_row_bytes_, traffic_);
+  const double combine_bytes = traffic_.total_bytes();
+  network_->run(traffic_, collective_);
+  const double combine_s = to_seconds(collective_.duration_ns);
+  result_.dispatch_bytes += dispatch_bytes;
+  result_.combine_bytes += combine_bytes;
+  if (observer) observer->on_routing(layer_idx, moe_idx, src_dst_, dispatch_bytes, combine_bytes);
+
+  if (!deployment_.microbatch_overlap) {
+    advance_with_barriers(layer_idx, dispatch_s, combine_s, observer);
+  } else {
+    advance_overlapped(layer_idx, dispatch_s, combine_s, observer);
+  }
+}
+
+void StepModel::run_router(int32_t layer_idx, const MoeSpec& m, StepObserver* observer) {
+  // Router and permutation on every GPU.
+  const int64_t hidden = card_.hidden_size;
+  for (int32_t g = 0; g < num_gpus(); ++g) {
+    const int64_t t = gpu_tokens_[g];
+    if (t == 0) continue;
+    const double r = cost_.seconds(router_work(m, hidden, t, card_.precision.shared_experts)) +
+                     cost_.seconds(permute_work(t, m.top_k, hidden));
+    advance_compute(g, "router", layer_idx, r, observer);
+  }
+}
+
+void StepModel::record_expert_loads(int64_t step_idx, int32_t moe_layer_idx) {
+  const std::span<const double> pi = routing_->expected_shares(moe_layer_idx, step_idx);
+  const auto num_experts = static_cast<size_t>(placement_->num_experts());
+  if (pi.size() != num_experts) {
+    result_.expert_loads.clear();
+    return;
+  }
+  if (moe_layer_idx == 0) result_.expert_loads.assign(num_experts * num_moe_layers(card_), 0.0);
+  if (result_.expert_loads.empty()) return;
+  double* row = &result_.expert_loads[static_cast<size_t>(moe_layer_idx) * num_experts];
+  for (size_t e = 0; e < num_experts; ++e) row[e] = pi[e] * static_cast<double>(step_tokens_);
+}
+
+void StepModel::route(int64_t step_idx, int32_t moe_layer_idx) {
+  // Routing: selections per (source GPU, destination GPU).
+  const int32_t n = num_gpus();
+  RoutingQuery q;
+  q.step_idx = step_idx;
+  q.moe_layer_idx = moe_layer_idx;
+  q.tokens_per_src = src_tokens_;
+  if (placement_->has_replicas() && !routing_->reports_destinations()) {
+    routing_->route(q, src_expert_);
+    dispatcher_.dispatch(*placement_, src_expert_, src_dst_);
+  } else {
+    routing_->route_to_gpus(q, placement_->primary_gpu_of_expert(), n, src_dst_);
+  }
+  for (int32_t g = 0; g < n; ++g) {
+    const int32_t slots = placement_->num_slots(g);
+    if (slots == experts_per_gpu_[g]) continue;
+    experts_per_gpu_[g] = slots;
+    log1p_inv_experts_[g] = std::log1p(-1.0 / static_cast<double>(slots));
+  }
+}
+
+void StepModel::count_unique_tokens(int64_t k) {
+  // T_s (1 - (1 - q)^k) tokens of source s reach destination d, q = sel / (T_s k), clamped to
+  // [ceil(sel / experts of d), min(sel, T_s)].
+  const int32_t n = num_gpus();
+  std::fill(dst_selections_.begin(), dst_selections_.end(), 0);
+  for (int32_t s = 0; s < n; ++s) {
+    int64_t* tokens = &token_counts_.tokens[static_cast<size_t>(s) * n];
+    const double ts = static_cast<double>(gpu_tokens_[s]);
+    if (ts == 0) {
+      std::fill_n(tokens, n, 0);
+      continue;
+    }
+    auto row = src_dst_.row(s);
+    for (int32_t d = 0; d < n; ++d) {
+      int32_t sel = row[d];
+      dst_selections_[d] += sel;
+      if (sel == 0) {
+        tokens[d] = 0;
+        continue;
+      }
+      double qsd = static_cast<double>(sel) / (ts * static_cast<double>(k));
+      double uniq = ts * (1.0 - ipow(1.0 - std::min(qsd, 1.0), k));
+      int64_t u = round_non_negative(uniq);
+      u = std::clamp<int64_t>(u, (sel + experts_per_gpu_[d] - 1) / std::max(1, experts_per_gpu_[d]),
+                              std::min<int64_t>(sel, gpu_tokens_[s]));
+      tokens[d] = u;
+    }
+  }
+}
+
+void StepModel::add_background_traffic() {
+  // Background transfers ride along with the dispatch, chunk by chunk.
+  const int32_t n = num_gpus();
+  for (BackgroundTransfer& t : *background_) {
+    for (int32_t s = 0; s < n; ++s) {
+      for (int32_t d = 0; d < n; ++d) {
+        double& rem = t.remaining_bytes[static_cast<size_t>(s) * n + d];
+        if (rem <= 0) continue;
+        double x = std::min(rem, background_chunk_bytes_);
+        traffic_.add_bytes(s, d, x);
+        rem -= x;
+      }
+    }
+  }
+}
+
+void StepModel::price_experts(const MoeSpec& m) {
+  // Routed and shared experts and the combine on every GPU. Routed experts take the first MoE
+  // layer's shape (moe_), the one the placement holds.
+  const int32_t n = num_gpus();
+  const int64_t hidden = card_.hidden_size;
+  const bool has_shared = m.num_shared_experts > 0;
+  double max_sel = 0, sum_sel = 0;
+  for (int32_t g = 0; g < n; ++g) {
+    const double sel = static_cast<double>(dst_selections_[g]);
+    max_sel = std::max(max_sel, sel);
+    sum_sel += sel;
+    double e = 0;
+    if (sel > 0) {
+      const double active =
+          expected_active_experts(sel, experts_per_gpu_[g], log1p_inv_experts_[g]);
+      e = cost_.seconds(expert_ffn_work(*moe_, hidden, card_.precision.routed_experts,
+                                        dst_selections_[g], active));
+    }
+    const int64_t t = gpu_tokens_[g];
+    double sh = 0;
+    if (has_shared && t > 0) {
+      sh = cost_.seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts));
+    }
+    const double cmb = t > 0 ? cost_.seconds(combine_work(t, m.top_k, has_shared, hidden)) : 0.0;
+    ffn_s_[g] = e + sh + cmb;
+  }
+  result_.max_gpu_selections += max_sel;
+  result_.mean_gpu_selections += sum_sel / n;
+}
+
+}  // namespace moesim::sim
