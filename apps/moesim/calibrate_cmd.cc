@@ -1,7 +1,6 @@
 // `moesim calibrate MEAS.jsonl [...] -o PROFILE.toml`: fits the cost of every operation kind and
 // dtype from engine measurements and writes a calibration profile (docs/calibration.md).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,6 +10,7 @@
 #include "sim/calibration/collective_reader.h"
 #include "sim/calibration/measurement_reader.h"
 #include "sim/cost/profile.h"
+#include "sim/io/output_files.h"
 #include "sim/topology/topology_parser.h"
 
 namespace moesim::cli {
@@ -41,7 +41,7 @@ constexpr const char* kUsage =
     "                      MEAS.jsonl may then be omitted for a network-only profile)\n"
     "  --nccl-ranks N      ranks of those runs (default: counted from their \"# Rank\" lines)\n"
     "  --json              print the fit summary as JSON\n"
-    "exit codes: 0 success, 2 bad input\n";
+    "exit codes: 0 success, 1 the profile could not be written, 2 bad input\n";
 
 }  // namespace
 
@@ -89,6 +89,7 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
     throw UsageError{"missing argument: MEAS.jsonl"};
   }
   if (!out) throw UsageError{"missing -o PROFILE.toml"};
+  sim::io::check_output_file(*out, "-o");
 
   std::vector<sim::MeasurementSet> sets;
   for (const std::string& p : args.positionals()) sets.push_back(sim::read_measurements(p));
@@ -114,11 +115,8 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
   if (rep.profile.ops.empty() && rep.profile.network.empty()) {
     throw UsageError{"no op kind (and no link class) had enough measured records to fit"};
   }
-  {
-    std::ofstream f(*out);
-    if (!f) throw UsageError{"cannot write the profile to " + *out};
-    sim::write_profile(f, rep.profile);
-  }
+  sim::io::write_file_atomically(*out,
+                                 [&](std::ostream& os) { sim::write_profile(os, rep.profile); });
   if (json) {
     nlohmann::json j;
     j["profile"] = *out;

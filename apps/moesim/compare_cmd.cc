@@ -1,11 +1,13 @@
 // `moesim compare A.toml B.toml`: runs both scenarios with the same seeds (common random
 // numbers) and prints the paired differences B - A with bootstrap confidence intervals
 // (sim/study/compare.h explains the two resampling methods).
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "apps/moesim/cli.h"
+#include "sim/metrics/figure_text.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/study/compare.h"
 #include "sim/study/parallel_runs.h"
@@ -16,9 +18,9 @@ namespace {
 constexpr const char* kUsage =
     "usage: moesim compare A.toml B.toml [--seed N] [--replications N] [--resamples N]\n"
     "                      [--confidence C] [--duration SECONDS] [--threads N] [--json]\n\n"
-    "Runs A and B with the same root seed (common random numbers) and prints A, B and B - A for\n"
-    "TTFT/TPOT p50/p99, throughput, goodput, SLO attainment and policy action counts, with\n"
-    "percentile-bootstrap confidence intervals.\n"
+    "Runs A and B with the same root seed (common random numbers) and prints A, B, B - A and\n"
+    "B/A - 1 with units for TTFT/TPOT p50/p99, throughput, goodput, SLO attainment and policy\n"
+    "action counts, with percentile-bootstrap confidence intervals of B - A.\n"
     "  --seed N           root seed (default: A's [run] seed)\n"
     "  --replications N   1 (default): one run each, resample matched requests;\n"
     "                     N >= 2: seeds seed..seed+N-1, resample replications (sound under\n"
@@ -30,16 +32,48 @@ constexpr const char* kUsage =
     "  --json             print the comparison as one JSON document\n"
     "exit codes: 0 success, 1 a run broke conservation, 2 bad input\n";
 
+// A figure, null where there is no data (NaN, sim/study/compare.h).
+nlohmann::json figure_json(double v) {
+  return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(sim::clean_double(v));
+}
+
+// a and b are null on a difference-only row (they are not figures of the runs).
 nlohmann::json metric_json(const sim::study::MetricComparison& m) {
-  nlohmann::json j = {{"metric", m.metric}, {"a", m.a}, {"b", m.b}, {"diff", m.diff}};
-  if (m.has_ci) j["ci"] = {m.ci_lo, m.ci_hi};
+  nlohmann::json j = {
+      {"metric", m.metric},
+      {"unit", m.unit},
+      {"a", m.difference_only ? nlohmann::json(nullptr) : figure_json(m.a)},
+      {"b", m.difference_only ? nlohmann::json(nullptr) : figure_json(m.b)},
+      {"diff", figure_json(m.diff)},
+      {"rel_diff", m.difference_only ? nlohmann::json(nullptr) : figure_json(m.rel_diff)}};
+  if (m.has_ci) j["ci"] = {figure_json(m.ci_lo), figure_json(m.ci_hi)};
   return j;
 }
 
+// "%.5g" of v (with a sign when `sign`), "n/a" for no data.
+std::string cell(double v, bool sign = false) {
+  if (std::isnan(v)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), sign ? "%+.5g" : "%.5g", v);
+  return buf;
+}
+
+// One row: metric, unit, A, B, B - A, (B - A) / |A| in %, interval. A difference-only row shows
+// its difference and interval only.
 void print_metric(const sim::study::MetricComparison& m) {
-  std::printf("  %-28s %12.5g %12.5g %+12.5g", m.metric.c_str(), m.a, m.b, m.diff);
+  std::string rel = "n/a";
+  if (!std::isnan(m.rel_diff)) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%+.2f%%", 100 * m.rel_diff);
+    rel = buf;
+  }
+  const bool d = m.difference_only;
+  std::printf("  %-26s %-10s %12s %12s %12s %9s", m.metric.c_str(), m.unit.c_str(),
+              d ? "-" : cell(m.a).c_str(), d ? "-" : cell(m.b).c_str(), cell(m.diff, true).c_str(),
+              d ? "-" : rel.c_str());
   if (m.has_ci) {
-    std::printf("   [%+.5g, %+.5g]%s\n", m.ci_lo, m.ci_hi, m.ci_lo > 0 || m.ci_hi < 0 ? " *" : "");
+    std::printf("   [%s, %s]%s\n", cell(m.ci_lo, true).c_str(), cell(m.ci_hi, true).c_str(),
+                m.ci_lo > 0 || m.ci_hi < 0 ? " *" : "");
   } else {
     std::printf("   n/a\n");
   }
@@ -131,13 +165,16 @@ int compare_command(const std::vector<std::string>& argv) {
           "means over replications\n\n",
           100 * opt.confidence, r.seeds.size(), opt.num_resamples);
     }
-    std::printf("  %-28s %12s %12s %12s   %s\n", "metric", "A", "B", "B - A", "interval");
+    std::printf("  %-26s %-10s %12s %12s %12s %9s   %s\n", "metric", "unit", "A", "B", "B - A",
+                "B/A - 1", "interval of B - A");
     for (const auto& m : r.metrics) print_metric(m);
     if (!r.actions.empty()) {
-      std::printf("\n  policy actions (counts)\n");
+      std::printf("\n  policy actions\n");
       for (const auto& m : r.actions) print_metric(m);
     }
-    std::printf("\n  * the interval excludes 0\n");
+    std::printf(
+        "\n  * the interval excludes 0; n/a: no data (e.g. TPOT when nothing completed), or no\n"
+        "    interval; slo_attainment is met / decided requests (docs/outputs.md)\n");
     if (!r.conservation_ok) std::printf("  CONSERVATION BROKEN in at least one run\n");
   }
   return r.conservation_ok ? 0 : 1;

@@ -1,6 +1,7 @@
 // moesim: the simulator's command line. One file per subcommand; this file only dispatches.
-// Exit codes: 0 success, 1 a failed run (e.g. conservation broken; outputs still written), 2 bad
-// input (ConfigError or usage). A broken internal invariant (MOESIM_CHECK) aborts: SIGABRT, 134.
+// Exit codes: 0 success, 1 a failed run (e.g. conservation broken; outputs still written) or an
+// output that could not be written (OutputError), 2 bad input (ConfigError or usage, an output
+// path that cannot be used). A broken internal invariant (MOESIM_CHECK) aborts: SIGABRT, 134.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -9,6 +10,7 @@
 #include "apps/moesim/cli.h"
 #include "moesim_version.h"
 #include "sim/config/config_error.h"
+#include "sim/io/output_files.h"
 
 namespace {
 
@@ -48,7 +50,8 @@ void print_help() {
       MOESIM_VERSION);
   for (const auto& c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
   std::printf(
-      "\nexit codes: 0 success, 1 failed run, 2 bad input; a broken internal invariant aborts "
+      "\nexit codes: 0 success, 1 failed run or output write, 2 bad input; a broken internal "
+      "invariant aborts "
       "(134)\n"
       "every command that prints a summary takes --json\n");
 }
@@ -73,6 +76,9 @@ int main(int argc, char** argv) {
     } catch (const moesim::sim::ConfigError& e) {
       std::fprintf(stderr, "moesim: error: %s\n", e.what());
       return moesim::sim::kExitBadInput;
+    } catch (const moesim::sim::io::OutputError& e) {
+      std::fprintf(stderr, "moesim: error: %s\n", e.what());
+      return moesim::sim::io::kExitOutputFailed;
     } catch (const moesim::cli::UsageError& e) {
       std::fprintf(stderr, "moesim %s: %s (see moesim %s --help)\n", c.name, e.message.c_str(),
                    c.name);

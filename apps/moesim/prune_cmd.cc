@@ -2,12 +2,12 @@
 // study (sim/policy/pruning_study.h): for each fraction, experts kept per layer, weight memory,
 // decode step latency and routing mass lost.
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "apps/moesim/cli.h"
+#include "sim/io/output_files.h"
 #include "sim/policy/pruning_plan.h"
 #include "sim/policy/pruning_study.h"
 #include "sim/scenario/scenario.h"
@@ -84,6 +84,7 @@ int prune_command(const std::vector<std::string>& argv) {
   if (write_plan && opt.fractions.size() != 1) {
     throw UsageError{"--write-plan needs exactly one value in --fractions"};
   }
+  if (write_plan) sim::io::check_output_file(*write_plan, "--write-plan");
 
   const sim::Scenario scenario = sim::load_scenario(path);
   if (opt.context_tokens > scenario.model->max_context_tokens) {
@@ -96,10 +97,10 @@ int prune_command(const std::vector<std::string>& argv) {
       json ? sim::format_pruning_study_json(study) : sim::format_pruning_study_text(study);
   std::fputs(out.c_str(), stdout);
   if (write_plan) {
-    std::ofstream file(*write_plan);
-    file << sim::format_pruning_plan_json(study.plans.front(), study.model_name,
+    sim::io::write_file_atomically(*write_plan, [&](std::ostream& os) {
+      os << sim::format_pruning_plan_json(study.plans.front(), study.model_name,
                                           opt.fractions.front());
-    if (!file) throw UsageError{"--write-plan: cannot write " + *write_plan};
+    });
   }
   return 0;
 }

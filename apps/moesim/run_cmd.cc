@@ -1,13 +1,14 @@
 // `moesim run SCENARIO`: simulates a scenario, prints the summary and the event digest, and
-// writes the outputs and the resolved configuration to --out DIR.
+// writes the outputs and the resolved configuration to --out DIR. Output paths are checked, and
+// --out locked, before the simulation starts; every file is written atomically (sim/io).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <iostream>
+#include <optional>
 
 #include "apps/moesim/cli.h"
+#include "sim/io/output_files.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
@@ -28,14 +29,8 @@ constexpr const char* kUsage =
     "  --record-steps N      steps recorded at most (default: [outputs] record_max_steps)\n"
     "  --trace-window A:B    Chrome-trace window in simulated seconds\n"
     "  --json                print the summary as one JSON document instead of the table\n"
-    "exit codes: 0 success, 1 conservation broken, 2 bad input\n";
-
-void write_file(const std::filesystem::path& p, const std::string& what,
-                const std::function<void(std::ostream&)>& fn) {
-  std::ofstream f(p);
-  if (!f) throw UsageError{"cannot write " + what + " to " + p.string()};
-  fn(f);
-}
+    "exit codes: 0 success, 1 conservation broken or an output not written, 2 bad input\n"
+    "           (including an --out that cannot be a directory or is in use by another run)\n";
 
 }  // namespace
 
@@ -83,6 +78,14 @@ int run_command(const std::vector<std::string>& argv) {
   opt.record_max_steps = record_steps ? *record_steps : sc.outputs.record_max_steps;
   uint64_t used_seed = seed ? static_cast<uint64_t>(*seed) : sc.run.seed;
 
+  namespace fs = std::filesystem;
+  std::optional<sim::io::OutputDirLock> out_lock;  // held until the outputs are written
+  if (out_dir) {
+    out_lock.emplace(*out_dir, "--out");
+    sim::io::ensure_output_dir((fs::path(*out_dir) / "resolved").string(), "--out");
+  }
+  if (record) sim::io::check_output_file(*record, "--record");
+
   auto policies = sim::make_policies(sc);
   auto wall_start = std::chrono::steady_clock::now();
   sim::RunOutput out =
@@ -100,30 +103,29 @@ int run_command(const std::vector<std::string>& argv) {
                 wall_s > 0 ? out.summary.duration_s / wall_s : 0.0);
   }
   if (out_dir) {
-    namespace fs = std::filesystem;
+    using sim::io::write_file_atomically;
     fs::path dir(*out_dir);
-    fs::create_directories(dir / "resolved");
     if (sc.outputs.summary_json) {
-      write_file(dir / "summary.json", "summary", [&](std::ostream& os) {
+      write_file_atomically((dir / "summary.json").string(), [&](std::ostream& os) {
         os << sim::summary_json(sc, out, used_seed).dump(2) << "\n";
       });
     }
     if (sc.outputs.requests_csv) {
-      write_file(dir / "requests.csv", "requests",
-                 [&](std::ostream& os) { sim::write_requests_csv(os, out); });
+      write_file_atomically((dir / "requests.csv").string(),
+                            [&](std::ostream& os) { sim::write_requests_csv(os, out); });
     }
     if (opt.chrome_trace) {
-      write_file(dir / "trace.json", "trace",
-                 [&](std::ostream& os) { sim::write_chrome_trace(os, out); });
+      write_file_atomically((dir / "trace.json").string(),
+                            [&](std::ostream& os) { sim::write_chrome_trace(os, out); });
     }
     // The resolved configuration: the inputs as read, and the values the run used.
-    fs::copy_file(sc.source_file, dir / "resolved" / "scenario.toml",
-                  fs::copy_options::overwrite_existing);
-    fs::copy_file(sc.model_path, dir / "resolved" / fs::path(sc.model_path).filename(),
-                  fs::copy_options::overwrite_existing);
-    fs::copy_file(sc.topology_path, dir / "resolved" / fs::path(sc.topology_path).filename(),
-                  fs::copy_options::overwrite_existing);
-    write_file(dir / "resolved" / "run.json", "resolved run settings", [&](std::ostream& os) {
+    const fs::path resolved = dir / "resolved";
+    sim::io::copy_file_atomically(sc.source_file, (resolved / "scenario.toml").string());
+    sim::io::copy_file_atomically(sc.model_path,
+                                  (resolved / fs::path(sc.model_path).filename()).string());
+    sim::io::copy_file_atomically(sc.topology_path,
+                                  (resolved / fs::path(sc.topology_path).filename()).string());
+    write_file_atomically((resolved / "run.json").string(), [&](std::ostream& os) {
       nlohmann::json j;
       j["seed"] = used_seed;
       j["duration_s"] = sc.run.duration_s;
@@ -146,8 +148,8 @@ int run_command(const std::vector<std::string>& argv) {
     });
   }
   if (record) {
-    write_file(*record, "step trace",
-               [&](std::ostream& os) { sim::write_step_trace(os, sc, out, used_seed); });
+    sim::io::write_file_atomically(
+        *record, [&](std::ostream& os) { sim::write_step_trace(os, sc, out, used_seed); });
   }
   return out.conservation_ok ? 0 : 1;
 }

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/moesim/cli.h"
+#include "sim/metrics/figure_text.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/search.h"
 #include "sim/study/sweep.h"
@@ -131,18 +132,26 @@ int search_command(const std::vector<std::string>& argv) {
         cj["num_gpus"] = c.num_gpus;
         cj["rate_unit"] = c.rate_unit;
         cj["base_rate_per_s"] = c.base_rate_per_s;
+        // null where there is no such rate: none met, or none failed.
+        auto rate = [](double v, bool has) {
+          return has ? nlohmann::json(sim::clean_double(v)) : nlohmann::json(nullptr);
+        };
+        const bool failed = c.search.min_fail > 0;
         cj["found"] = c.search.found;
-        cj["max_multiplier"] = c.search.max_ok;
-        cj["max_rate_per_s"] = c.max_rate_per_s;
-        cj["first_failing_multiplier"] = c.search.min_fail;
-        cj["first_failing_rate_per_s"] = c.fail_rate_per_s;
+        cj["max_multiplier"] = rate(c.search.max_ok, c.search.found);
+        cj["max_rate_per_s"] = rate(c.max_rate_per_s, c.search.found);
+        cj["first_failing_multiplier"] = rate(c.search.min_fail, failed);
+        cj["first_failing_rate_per_s"] = rate(c.fail_rate_per_s, failed);
         cj["probes"] = nlohmann::json::array();
         for (const auto& p : c.probes) {
-          cj["probes"].push_back({{"multiplier", p.multiplier},
-                                  {"rate_per_s", p.rate_per_s},
-                                  {"meets", p.verdict.meets},
-                                  {"attainment", p.verdict.attainment},
-                                  {"reason", p.verdict.reason}});
+          cj["probes"].push_back(
+              {{"multiplier", sim::clean_double(p.multiplier)},
+               {"rate_per_s", sim::clean_double(p.rate_per_s)},
+               {"meets", p.verdict.meets},
+               {"attainment", rate(p.verdict.attainment, p.verdict.num_decided > 0)},
+               {"num_met", p.verdict.num_met},
+               {"num_decided", p.verdict.num_decided},
+               {"reason", p.verdict.reason}});
         }
       }
       j["configs"].push_back(cj);
@@ -169,10 +178,15 @@ int search_command(const std::vector<std::string>& argv) {
                   c.error.c_str(), config_text(c).c_str());
       continue;
     }
-    char fail[32] = "-";
+    // "-" where there is no such rate (none met, or none failed), never a 0.
+    char fail[32] = "-", max_rate[32] = "-", max_x[32] = "-";
     if (c.search.min_fail > 0) std::snprintf(fail, sizeof(fail), "%.4g", c.fail_rate_per_s);
-    std::printf("  %-6lld %-5lld %12.4g %8.4g %14s  %s\n", static_cast<long long>(c.config_idx),
-                static_cast<long long>(c.num_gpus), c.max_rate_per_s, c.search.max_ok, fail,
+    if (c.search.found) {
+      std::snprintf(max_rate, sizeof(max_rate), "%.4g", c.max_rate_per_s);
+      std::snprintf(max_x, sizeof(max_x), "%.4g", c.search.max_ok);
+    }
+    std::printf("  %-6lld %-5lld %12s %8s %14s  %s\n", static_cast<long long>(c.config_idx),
+                static_cast<long long>(c.num_gpus), max_rate, max_x, fail,
                 grid ? config_text(c).c_str() : "");
     if (!c.search.found) {
       std::printf("         meets the SLOs at no probed rate (lowest probed: %s)\n",

@@ -4,11 +4,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "apps/moesim/cli.h"
+#include "sim/io/output_files.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/sweep.h"
 #include "sim/study/sweep_merge.h"
@@ -27,7 +28,8 @@ constexpr const char* kUsage =
     "  --progress       draw the progress bar on stderr even when it is not a terminal\n"
     "merge: joins shard CSVs (same header; every run exactly once) into OUT.csv in grid order.\n"
     "exit codes: 0 success (runs that failed to parse or fit are rows with status=error),\n"
-    "            1 a run broke conservation, 2 bad input\n";
+    "            1 a run broke conservation or the CSV could not be written, 2 bad input\n"
+    "the CSV is written to a temporary beside FILE.csv and renamed when complete\n";
 
 // Redraws a one-line progress bar on stderr.
 void draw_progress(int64_t done, int64_t total) {
@@ -51,11 +53,10 @@ int merge_command(const std::vector<std::string>& argv) {
   const std::string& out_path = args.positional(0, "OUT.csv");
   args.positional(1, "SHARD.csv");
   std::vector<std::string> inputs(args.positionals().begin() + 1, args.positionals().end());
+  sim::io::check_output_file(out_path, "OUT.csv");
   std::ostringstream merged;
   sim::study::merge_sweep_csvs(inputs, merged);
-  std::ofstream out(out_path, std::ios::binary);
-  if (!out) throw UsageError{"cannot write " + out_path};
-  out << merged.str();
+  sim::io::write_file_atomically(out_path, [&](std::ostream& os) { os << merged.str(); });
   std::fprintf(stderr, "sweep merge: %zu files -> %s\n", inputs.size(), out_path.c_str());
   return 0;
 }
@@ -88,15 +89,21 @@ int sweep_command(const std::vector<std::string>& argv) {
       threads ? static_cast<int32_t>(*threads) : sim::study::default_num_threads();
   if (shard) options.shard = sim::study::parse_shard(*shard);
 
-  std::ofstream file;
+  // The CSV goes to a temporary beside FILE.csv and replaces it only when complete.
+  std::optional<sim::io::AtomicFile> file;
   if (out_path) {
-    file.open(*out_path, std::ios::binary);
-    if (!file) throw UsageError{"cannot write " + *out_path};
+    sim::io::check_output_file(*out_path, "--out");
+    file.emplace(*out_path);
   }
-  std::ostream& csv = out_path ? static_cast<std::ostream&>(file) : std::cout;
+  std::ostream& csv = file ? file->stream() : std::cout;
   sim::study::SweepStats stats = sim::study::run_sweep(
       spec, scenario, options, csv,
       progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr);
+  if (file) {
+    file->commit();
+  } else if (!std::cout.flush()) {
+    throw sim::io::OutputError("cannot write the CSV to stdout");
+  }
   std::fprintf(stderr, "sweep: %lld runs (shard %d/%d of %lld), %lld errors, %lld broken%s%s\n",
                static_cast<long long>(stats.num_runs), options.shard.index, options.shard.count,
                static_cast<long long>(sim::study::num_sweep_runs(spec)),

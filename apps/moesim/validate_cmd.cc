@@ -4,9 +4,9 @@
 // (sim/calibration/resimulate.h, validation.h; docs/calibration.md).
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include "apps/moesim/cli.h"
 #include "sim/calibration/measurement_reader.h"
@@ -16,6 +16,7 @@
 #include "sim/calibration/validation_writers.h"
 #include "sim/config/config_error.h"
 #include "sim/cost/profile.h"
+#include "sim/io/output_files.h"
 #include "sim/scenario/scenario.h"
 
 namespace moesim::cli {
@@ -31,7 +32,7 @@ constexpr const char* kUsage =
     "op kind, per phase, per step and end to end (TTFT, TPOT, throughput).\n"
     "  --out DIR   also write report.json, report.md, ops.csv, phases.csv, steps.csv\n"
     "  --json      print report.json instead of the table\n"
-    "exit codes: 0 success, 2 bad input\n";
+    "exit codes: 0 success, 1 an output not written, 2 bad input\n";
 
 std::string resolve_trace(const std::string& recorded, const std::string& meas_file) {
   if (recorded.empty()) return recorded;
@@ -41,9 +42,7 @@ std::string resolve_trace(const std::string& recorded, const std::string& meas_f
 }
 
 void write_file(const fs::path& p, const std::function<void(std::ostream&)>& fn) {
-  std::ofstream f(p);
-  if (!f) throw UsageError{"cannot write " + p.string()};
-  fn(f);
+  sim::io::write_file_atomically(p.string(), fn);
 }
 
 }  // namespace
@@ -63,6 +62,8 @@ int validate_command(const std::vector<std::string>& argv) {
   args.finish(1);
   if (!profile_path) throw UsageError{"missing --profile PROFILE.toml"};
   if (!meas_path) throw UsageError{"missing --measurements MEAS.jsonl"};
+  std::optional<sim::io::OutputDirLock> out_lock;  // checked and held before any work
+  if (out_dir) out_lock.emplace(*out_dir, "--out");
 
   sim::Scenario sc = sim::load_scenario(scenario_path);
   sim::CalibrationProfile profile = sim::load_profile(*profile_path);
@@ -84,7 +85,6 @@ int validate_command(const std::vector<std::string>& argv) {
   }
   if (out_dir) {
     fs::path dir(*out_dir);
-    fs::create_directories(dir);
     write_file(dir / "report.json",
                [&](std::ostream& os) { sim::write_validation_json(os, report); });
     write_file(dir / "report.md",

@@ -13,6 +13,7 @@
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/cost_spec.h"
 #include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/serving/replica_builder.h"
 #include "sim/serving/step_model.h"
 
@@ -132,12 +133,13 @@ void resimulate_replica(const Context& cx, int32_t replica_idx, ValidationInput&
                       "replica " + std::to_string(replica_idx) + " has " + std::to_string(n) +
                           " GPUs; the scenario deploys " + std::to_string(dep.gpus_per_replica));
   }
-  std::unique_ptr<ExpertPlacement> placement;
+  std::unique_ptr<LayerPlacements> placement;
   std::unique_ptr<NetworkModel> network;
   std::unique_ptr<RoutingModel> routing;
   if (cx.moe) {
     placement =
-        std::make_unique<ExpertPlacement>(replica_placement(cx, gpus, cx.trace.expert_gpus));
+        std::make_unique<LayerPlacements>(static_cast<int32_t>(num_moe_layers(card)),
+                                          replica_placement(cx, gpus, cx.trace.expert_gpus));
     network = cx.builder.make_network();
     routing = std::make_unique<RecordedRoutingModel>(cx.trace, replica_idx, routing_shape_of(card),
                                                      cx.moe_layer_of_layer);
@@ -159,7 +161,8 @@ void resimulate_replica(const Context& cx, int32_t replica_idx, ValidationInput&
     if (ts.replica != replica_idx) continue;
     for (; next_change < changes.size() && changes[next_change]->step <= ts.step; ++next_change) {
       // The step model reads the placement at every MoE layer.
-      if (placement) *placement = replica_placement(cx, gpus, changes[next_change]->expert_gpus);
+      if (placement)
+        placement->set_all(replica_placement(cx, gpus, changes[next_change]->expert_gpus));
     }
     if (!cx.measured_steps.count(ts.step)) continue;
     std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(n / tp));

@@ -39,6 +39,35 @@ Percentiles percentiles(std::vector<double> v) {
   return p;
 }
 
+SloStatus slo_status(const RequestRecord& r, SimTime end_ns, double ttft_limit_ms,
+                     double tpot_limit_ms) {
+  switch (r.outcome) {
+    case RequestOutcome::kCompleted: {
+      double tpot_ns = r.tpot_ns();
+      bool ok =
+          to_ms(r.ttft_ns()) <= ttft_limit_ms && (tpot_ns < 0 || tpot_ns / 1e6 <= tpot_limit_ms);
+      return ok ? SloStatus::kMet : SloStatus::kMissed;
+    }
+    case RequestOutcome::kRejected:
+      return SloStatus::kMissed;
+    case RequestOutcome::kInFlight:
+      break;
+  }
+  SimTime waited_ns = r.first_token_ns >= 0 ? r.ttft_ns() : end_ns - r.arrival_ns;
+  return to_ms(waited_ns) > ttft_limit_ms ? SloStatus::kMissed : SloStatus::kUndecided;
+}
+
+SloCounts count_slo(const std::vector<RequestRecord>& requests, SimTime end_ns,
+                    double ttft_limit_ms, double tpot_limit_ms) {
+  SloCounts c;
+  for (const RequestRecord& r : requests) {
+    SloStatus st = slo_status(r, end_ns, ttft_limit_ms, tpot_limit_ms);
+    c.num_met += st == SloStatus::kMet;
+    c.num_decided += st != SloStatus::kUndecided;
+  }
+  return c;
+}
+
 RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vector<GpuRecord>& gpus,
                      const RunCounters& counters, SimTime duration_ns, double slo_ttft_ms,
                      double slo_tpot_ms) {
@@ -77,45 +106,53 @@ RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vect
     e2e.push_back(to_ms(r.e2e_ns()));
     double tp = r.tpot_ns();
     if (tp >= 0) tpot.push_back(tp / 1e6);
-    bool ok_ttft = to_ms(r.ttft_ns()) <= slo_ttft_ms;
-    bool ok_tpot = tp < 0 || tp / 1e6 <= slo_tpot_ms;
-    if (ok_ttft && ok_tpot) ++s.slo.num_met;
   }
+  SloCounts slo = count_slo(requests, duration_ns, slo_ttft_ms, slo_tpot_ms);
+  s.slo.num_met = slo.num_met;
+  s.slo.num_decided = slo.num_decided;
   s.queueing_ms = percentiles(std::move(q));
   s.ttft_ms = percentiles(std::move(ttft));
   s.tpot_ms = percentiles(std::move(tpot));
   s.e2e_ms = percentiles(std::move(e2e));
-  if (s.duration_s > 0) {
+  s.has.rates = s.duration_s > 0;
+  if (s.has.rates) {
     s.input_tokens_per_s = static_cast<double>(in_tokens) / s.duration_s;
     s.output_tokens_per_s = static_cast<double>(out_tokens) / s.duration_s;
     s.requests_per_s = static_cast<double>(s.num_completed) / s.duration_s;
     s.slo.goodput_req_per_s = static_cast<double>(s.slo.num_met) / s.duration_s;
   }
-  s.slo.attainment = s.num_completed > 0
-                         ? static_cast<double>(s.slo.num_met) / static_cast<double>(s.num_completed)
-                         : 0.0;
-  s.prefix_cache_hit_rate = counters.prompt_tokens_total > 0
-                                ? static_cast<double>(counters.prompt_tokens_cached) /
-                                      static_cast<double>(counters.prompt_tokens_total)
-                                : 0.0;
-  if (!gpus.empty() && duration_ns > 0) {
+  s.has.attainment = s.slo.num_decided > 0;
+  if (s.has.attainment) {
+    s.slo.attainment = static_cast<double>(s.slo.num_met) / static_cast<double>(s.slo.num_decided);
+  }
+  s.has.max_wait_first_token = s.num_waiting_first_token > 0;
+  s.has.prefix_cache = counters.prompt_tokens_total > 0;
+  if (s.has.prefix_cache) {
+    s.prefix_cache_hit_rate = static_cast<double>(counters.prompt_tokens_cached) /
+                              static_cast<double>(counters.prompt_tokens_total);
+  }
+  for (const GpuRecord& g : gpus) {
+    if (g.num_kv_blocks <= 0) continue;
+    s.has.kv_pool = true;
+    s.kv_high_water_fraction =
+        std::max(s.kv_high_water_fraction, static_cast<double>(g.kv_high_water_blocks) /
+                                               static_cast<double>(g.num_kv_blocks));
+  }
+  s.has.gpu_time = !gpus.empty() && duration_ns > 0;
+  if (s.has.gpu_time) {
     double c = 0, m = 0, w = 0;
     for (const GpuRecord& g : gpus) {
       c += static_cast<double>(g.compute_ns);
       m += static_cast<double>(g.comm_ns);
       w += static_cast<double>(g.wait_ns);
-      if (g.num_kv_blocks > 0) {
-        s.kv_high_water_fraction =
-            std::max(s.kv_high_water_fraction, static_cast<double>(g.kv_high_water_blocks) /
-                                                   static_cast<double>(g.num_kv_blocks));
-      }
     }
     double denom = static_cast<double>(duration_ns) * static_cast<double>(gpus.size());
     s.compute_fraction = c / denom;
     s.comm_fraction = m / denom;
     s.wait_fraction = w / denom;
   }
-  if (counters.mean_gpu_selections_sum > 0) {
+  s.has.expert_load = counters.mean_gpu_selections_sum > 0;
+  if (s.has.expert_load) {
     s.expert_imbalance = (counters.max_gpu_selections_sum - counters.mean_gpu_selections_sum) /
                          counters.mean_gpu_selections_sum;
   }

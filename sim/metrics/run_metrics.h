@@ -64,10 +64,30 @@ struct GpuRecord {
 
 struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0, max = 0;
-  int64_t count = 0;
+  int64_t count = 0;  // 0: no samples, and the figures above mean nothing (written as n/a)
 };
 // Linear interpolation between closest ranks (numpy's default); all zero for no values.
 Percentiles percentiles(std::vector<double> values);
+
+// SLO attainment: one definition for run, sweep, compare and search (docs/outputs.md).
+// A request is
+//   met        when it completed with TTFT <= the TTFT limit and, if it has a TPOT (two tokens or
+//              more), TPOT <= the TPOT limit;
+//   missed     when it completed outside a limit, was rejected, or is in flight at `end_ns` with
+//              its first token later than the TTFT limit or still without one after it;
+//   undecided  otherwise: in flight at the end and still within its limits.
+// Attainment is met / decided (met + missed): a rejected or starved request counts against the
+// deployment, a request the run's end cut short does not count at all.
+enum class SloStatus { kMet, kMissed, kUndecided };
+SloStatus slo_status(const RequestRecord& r, SimTime end_ns, double ttft_limit_ms,
+                     double tpot_limit_ms);
+
+struct SloCounts {
+  int64_t num_met = 0;
+  int64_t num_decided = 0;  // met + missed
+};
+SloCounts count_slo(const std::vector<RequestRecord>& requests, SimTime end_ns,
+                    double ttft_limit_ms, double tpot_limit_ms);
 
 struct RunCounters {
   int64_t num_steps = 0;
@@ -90,10 +110,11 @@ struct RunCounters {
 };
 
 struct SloSummary {
-  double ttft_ms = 0, tpot_ms = 0;
-  int64_t num_met = 0;           // completed requests meeting both
-  double goodput_req_per_s = 0;  // num_met / duration
-  double attainment = 0;         // num_met / completed
+  double ttft_ms = 0, tpot_ms = 0;  // the limits
+  int64_t num_met = 0;              // completed requests meeting both (slo_status)
+  int64_t num_decided = 0;          // met or missed (slo_status)
+  double goodput_req_per_s = 0;     // num_met / duration
+  double attainment = 0;            // num_met / num_decided; 0 (no data) when nothing is decided
 };
 
 struct RunSummary {
@@ -116,6 +137,19 @@ struct RunSummary {
   double kv_high_water_fraction = 0;  // max over GPUs of high-water / pool
   double expert_imbalance = 0;        // mean over MoE layers of (max - mean) / mean, by GPU
   RunCounters counters;
+
+  // Which figures have data. The others are 0 above and are written as "n/a" in text, null in
+  // JSON and an empty CSV cell (sim/metrics/figure_text.h); percentiles say so by their count.
+  struct Has {
+    bool rates = false;                 // throughput and goodput: duration > 0
+    bool attainment = false;            // slo.num_decided > 0
+    bool max_wait_first_token = false;  // num_waiting_first_token > 0
+    bool prefix_cache = false;          // some admitted request had a prompt
+    bool gpu_time = false;              // GPUs and duration > 0: compute / comm / wait fractions
+    bool kv_pool = false;               // some GPU has KV blocks: kv_high_water_fraction
+    bool expert_load = false;           // some MoE layer routed tokens: expert_imbalance
+  };
+  Has has;
 };
 
 // Builds the summary. `duration_ns` is the simulated span measured.

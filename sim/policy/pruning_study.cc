@@ -10,6 +10,7 @@
 #include "sim/core/check.h"
 #include "sim/core/time.h"
 #include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/policy/activation_profile.h"
 #include "sim/policy/expert_pruning_deployment.h"
 #include "sim/policy/pruned_routing.h"
@@ -83,13 +84,14 @@ PruningStudy run_pruning_study(const Scenario& sc, const PruningStudyOptions& op
     const ModelCard pcard = pruned_model_card(card, kept);
     const ExpertPlacement placement = repacked_placement(
         kept, num_gpus, gpus_per_node, static_cast<int32_t>(moe->num_shared_experts));
+    const LayerPlacements placements(shape.num_moe_layers, placement);
     const GpuMemoryLayout layout = builder.memory_layout(
-        pcard, &placement, "deployment",
+        pcard, &placements, "deployment",
         card.name + " pruned to " + std::to_string(kept) + " experts per layer");
     SyntheticRoutingModel inner(shape, sc.routing, routing_seed);
     PrunedRoutingModel routing(inner, plan);
     const std::unique_ptr<StepModel> step = builder.make_step_model(
-        pcard, builder.replica_gpus(0), &placement, network.get(), &routing);
+        pcard, builder.replica_gpus(0), &placements, network.get(), &routing);
     double step_s = 0.0;
     for (int32_t i = 0; i < opt.num_timed_steps; ++i) {
       step_s += to_seconds(step->run(i, ranks, nullptr).duration_ns);

@@ -16,7 +16,10 @@ enum class AttentionParallel { kData, kTensor };
 enum class RouterPolicy { kRoundRobin, kLeastOutstanding, kSessionAffinity };
 // "round_robin", "least_outstanding", "session_affinity".
 const char* router_policy_name(RouterPolicy p);
-enum class PlacementLayout { kContiguous, kStrided };
+// Static expert layout of every MoE layer: expert e on GPU e / (E / G) or e mod G (the same map in
+// every layer), or EPLB: each layer balanced on its own from the replica's profiled expert loads
+// (the routing model's expected shares at step 0), with redundant slots (sim/placement/eplb.h).
+enum class PlacementLayout { kContiguous, kStrided, kEplb };
 
 // A named set of consecutive replicas with its own queue routing (queue isolation, long-context
 // pools). Pools are declared in order and take replicas from 0 upwards.
@@ -31,6 +34,9 @@ struct DeploymentSpec {
   AttentionParallel attention = AttentionParallel::kData;
   int32_t attention_tp = 1;  // TP degree of attention (kTensor), divides gpus_per_replica
   PlacementLayout placement = PlacementLayout::kContiguous;
+  // kEplb: redundant expert slots per MoE layer; experts + redundant slots are the physical slots,
+  // spread evenly over the GPUs (expert parallelism is sized in slots: EP144 with 256 + 32).
+  int32_t redundant_slots = 0;
   DispatchAlgorithm dispatch = DispatchAlgorithm::kDirect;
   WireDtype dispatch_dtype = WireDtype::kFp8;
   WireDtype combine_dtype = WireDtype::kBf16;

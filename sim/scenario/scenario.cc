@@ -4,6 +4,7 @@
 
 #include "sim/config/toml_source.h"
 #include "sim/model/model_card_parser.h"
+#include "sim/placement/eplb.h"
 #include "sim/topology/topology_parser.h"
 
 namespace moesim::sim {
@@ -18,6 +19,40 @@ std::string resolve(const std::string& base_dir, const std::string& rel) {
 WireDtype parse_wire(TomlTable& t, std::string_view key, WireDtype dflt) {
   std::string v = t.get_enum_or(key, {"fp8", "bf16"}, wire_dtype_name(dflt));
   return *parse_wire_dtype(v);
+}
+
+// Experts (+ redundant slots) must fill the GPUs of a replica evenly; an EPLB layout must also
+// satisfy the balancer's shape (groups, nodes), and the placement policies still keep one map for
+// every MoE layer, so they cannot run on per-layer EPLB layouts.
+void check_expert_slots(const Scenario& s, const RoutingShape& shape, TomlTable& dep) {
+  const DeploymentSpec& d = s.deployment;
+  const int64_t slots = int64_t{shape.num_experts} + d.redundant_slots;
+  if (slots % d.gpus_per_replica != 0) {
+    dep.fail(
+        "gpus_per_replica",
+        std::to_string(shape.num_experts) + " routed experts" +
+            (d.redundant_slots > 0 ? " + " + std::to_string(d.redundant_slots) + " redundant slots"
+                                   : std::string()) +
+            " do not divide over " + std::to_string(d.gpus_per_replica) + " GPUs");
+  }
+  if (d.placement != PlacementLayout::kEplb) return;
+  const int32_t gpus_per_node = std::min(d.gpus_per_replica, s.topology->gpus_per_node());
+  if (d.gpus_per_replica % gpus_per_node != 0) {
+    dep.fail("gpus_per_replica",
+             "placement = \"eplb\" needs whole nodes: " + std::to_string(d.gpus_per_replica) +
+                 " GPUs over " + std::to_string(gpus_per_node) + " GPUs per node");
+  }
+  const MoeSpec* moe = nullptr;
+  for (const LayerSpec& l : s.model->layers) {
+    if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
+  }
+  EplbShape es;
+  es.num_experts = shape.num_experts;
+  es.num_physical_slots = static_cast<int32_t>(slots);
+  es.num_groups = static_cast<int32_t>(std::max<int64_t>(1, moe->num_expert_groups));
+  es.num_nodes = d.gpus_per_replica / gpus_per_node;
+  es.num_gpus = d.gpus_per_replica;
+  validate_eplb_shape(es, s.source_file + ": deployment");
 }
 
 DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
@@ -39,9 +74,17 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
     t.fail("attention_tp",
            "must divide gpus_per_replica (" + std::to_string(d.gpus_per_replica) + ")");
   }
-  d.placement = t.get_enum_or("placement", {"contiguous", "strided"}, "contiguous") == "contiguous"
-                    ? PlacementLayout::kContiguous
-                    : PlacementLayout::kStrided;
+  const std::string placement =
+      t.get_enum_or("placement", {"contiguous", "strided", "eplb"}, "contiguous");
+  d.placement = placement == "contiguous" ? PlacementLayout::kContiguous
+                : placement == "strided"  ? PlacementLayout::kStrided
+                                          : PlacementLayout::kEplb;
+  d.redundant_slots = static_cast<int32_t>(t.get_int_in_or("redundant_slots", 0, 1 << 20, 0));
+  if (d.redundant_slots > 0 && d.placement != PlacementLayout::kEplb) {
+    t.fail("redundant_slots",
+           "needs placement = \"eplb\" (the static layouts have one slot per "
+           "expert)");
+  }
   d.dispatch =
       *parse_dispatch_algorithm(t.get_enum_or("dispatch", {"direct", "hierarchical"}, "direct"));
   d.dispatch_dtype = parse_wire(t, "dispatch_dtype", WireDtype::kFp8);
@@ -163,11 +206,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
       TomlTable e = empty.root();
       s.routing = parse_routing(e, shape);
     }
-    int64_t experts = shape.num_experts;
-    if (experts % s.deployment.gpus_per_replica != 0) {
-      dep.fail("gpus_per_replica", std::to_string(experts) + " routed experts do not divide over " +
-                                       std::to_string(s.deployment.gpus_per_replica) + " GPUs");
-    }
+    check_expert_slots(s, shape, dep);
   } else if (root.has("routing")) {
     root.fail("routing", "the model has no MoE layer");
   }
@@ -216,6 +255,13 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   if (auto t = root.find_table("policies")) {
     for (const std::string& name : t->keys()) {
       s.policies.push_back(PolicyConfig{name, doc, t->get_table(name)});
+      // The placement policies keep one placement for every MoE layer.
+      if (s.deployment.placement == PlacementLayout::kEplb &&
+          (name == "eplb" || name == "hot_expert_replication" || name == "expert_pruning")) {
+        t->fail(name,
+                "cannot be combined with [deployment] placement = \"eplb\" yet (one "
+                "layout per MoE layer): the policy keeps one placement for every MoE layer");
+      }
     }
     t->finish();
   }

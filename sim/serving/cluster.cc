@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/config/config_error.h"
 #include "sim/core/check.h"
 #include "sim/serving/cluster_sim.h"
 
@@ -12,7 +13,8 @@ namespace moesim::sim {
 namespace detail {
 
 std::vector<std::vector<int32_t>> Replica::expert_gpus() const {
-  const ExpertPlacement& p = *parts.placement;
+  MOESIM_CHECK(parts.placements->uniform(), "one placement for every MoE layer when recording");
+  const ExpertPlacement& p = parts.placements->layer(0);
   std::vector<std::vector<int32_t>> out(static_cast<size_t>(p.num_experts()));
   for (int32_t e = 0; e < p.num_experts(); ++e) {
     for (int32_t g : p.replicas(e)) out[e].push_back(parts.gpus[g].value);
@@ -53,21 +55,25 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
 
 void ClusterSim::build_replicas() {
   const DeploymentSpec& d = sc_.deployment;
-  const std::unique_ptr<ExpertPlacement> placement = builder_.static_placement();
-  const GpuMemoryLayout layout =
-      builder_.memory_layout(card_, placement.get(), "deployment",
-                             card_.name + " on " + builder_.topology().gpu_spec().name + " with " +
-                                 std::to_string(d.gpus_per_replica) + " GPUs per replica");
   const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
+  GpuMemoryLayout layout;
   for (int32_t ri = 0; ri < d.num_replicas; ++ri) {
     Replica r;
     r.idx = ri;
     r.parts = builder_.build(ri, sim_.root_seed());
+    // Every replica holds the same slots per GPU (a static layout, or EPLB filling every GPU's
+    // slots evenly in every layer): the first replica's layout is every replica's.
+    if (ri == 0) {
+      layout = builder_.memory_layout(card_, r.placements(), "deployment",
+                                      card_.name + " on " + builder_.topology().gpu_spec().name +
+                                          " with " + std::to_string(d.gpus_per_replica) +
+                                          " GPUs per replica");
+    }
     r.scheduler =
         std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp, layout, &seqs_);
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
-    if (r.parts.placement) r.layout_slots_per_gpu = r.parts.placement->max_slots_per_gpu();
+    if (r.placement()) r.layout_slots_per_gpu = r.placement()->max_slots_per_gpu();
     r.placement_extra_blocks.assign(r.scheduler->num_ranks(), 0);
     for (GpuId g : r.gpus()) {
       GpuRecord rec;
@@ -94,9 +100,12 @@ RunOutput ClusterSim::run() {
   const SimTime end = from_seconds(sc_.run.duration_s);
   sim_.schedule_at(end, k_end_);
   for (auto& p : policies_) p->on_start(*this);
-  // The recorded steps' placement at the start: every replica's GPUs (disjoint sets).
+  // The placement at the start (what recorded steps start from): every replica's GPUs (disjoint
+  // sets). Per-layer layouts (placement = "eplb") have no single placement to report.
   for (const Replica& r : replicas_) {
-    if (r.placement()) recorder_.set_initial_placement(r.idx, r.expert_gpus());
+    if (r.placement() && r.placements()->uniform()) {
+      recorder_.set_initial_placement(r.idx, r.expert_gpus());
+    }
   }
   schedule_next_open_loop();
   sim_.run(end);
@@ -177,6 +186,11 @@ RunOutput run_scenario(const Scenario& scenario, const RunOptions& options, int6
                        std::vector<std::unique_ptr<ServingPolicy>> policies) {
   const uint64_t seed =
       seed_override >= 0 ? static_cast<uint64_t>(seed_override) : scenario.run.seed;
+  if (options.record_steps && scenario.deployment.placement == PlacementLayout::kEplb) {
+    throw ConfigError(scenario.source_file, 0, 0, "deployment.placement",
+                      "--record does not support placement = \"eplb\" yet: the step trace holds "
+                      "one expert placement per replica, not one per MoE layer");
+  }
   detail::ClusterSim sim(scenario, options, seed, std::move(policies));
   return sim.run();
 }

@@ -32,7 +32,8 @@ struct RunOutput {
   std::vector<TraceSlice> trace;
   std::vector<StepRecord> steps;
   // Expert placement at the start (after the policies' on_start): per routed expert, the global
-  // GPU ids hosting it in any replica (replicas own disjoint GPUs).
+  // GPU ids hosting it in any replica (replicas own disjoint GPUs). Empty when MoE layers have
+  // their own layouts ([deployment] placement = "eplb").
   std::vector<std::vector<int32_t>> expert_gpus;
   // Placement changes between recorded steps (run_recorder.h), in step order.
   using PlacementChange = ::moesim::sim::PlacementChange;
@@ -43,7 +44,8 @@ struct RunOutput {
 
 // Simulates `scenario` with its seed (or `seed_override` when >= 0) and the given policies
 // (made from scenario.policies by sim/policy's make_policies; empty = none). Throws ConfigError
-// when the deployment does not fit in memory.
+// when the deployment does not fit in memory, and when options.record_steps asks to record a
+// deployment with per-layer placements ([deployment] placement = "eplb", not yet in the schema).
 RunOutput run_scenario(const Scenario& scenario, const RunOptions& options,
                        int64_t seed_override = -1,
                        std::vector<std::unique_ptr<ServingPolicy>> policies = {});

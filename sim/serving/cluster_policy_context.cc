@@ -53,7 +53,9 @@ bool ClusterSim::add_expert_replica(int32_t replica, int32_t expert, int32_t gpu
   Replica& r = replicas_[replica];
   const int64_t blocks = expert_slot_blocks(r);
   if (!r.scheduler->kv(gpu_idx / r.tp()).allocate(blocks)) return false;
-  r.placement()->add_replica(expert, gpu_idx);
+  for (int32_t l = 0; l < r.placements()->num_layers(); ++l) {
+    r.placements()->add_replica(l, expert, gpu_idx);
+  }
   r.replica_slot_blocks[{expert, gpu_idx}] = blocks;
   count_action("expert_replica_add");
   return true;
@@ -63,7 +65,9 @@ void ClusterSim::remove_expert_replica(int32_t replica, int32_t expert, int32_t 
   Replica& r = replicas_[replica];
   auto it = r.replica_slot_blocks.find({expert, gpu_idx});
   MOESIM_CHECK(it != r.replica_slot_blocks.end(), "removing a replica that was not added");
-  r.placement()->remove_replica(expert, gpu_idx);
+  for (int32_t l = 0; l < r.placements()->num_layers(); ++l) {
+    r.placements()->remove_replica(l, expert, gpu_idx);
+  }
   r.scheduler->kv(gpu_idx / r.tp()).release(it->second);
   r.replica_slot_blocks.erase(it);
   count_action("expert_replica_remove");
@@ -97,7 +101,7 @@ bool ClusterSim::set_expert_placement(int32_t replica, const ExpertPlacement& pl
     if (delta > 0) MOESIM_CHECK(r.scheduler->kv(k).allocate(delta), "allocation after the check");
   }
   r.placement_extra_blocks = want;
-  *r.placement() = placement;
+  r.placements()->set_all(placement);
   count_action("expert_placement_set");
   return true;
 }
@@ -113,11 +117,11 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
       card, &placement, "policies",
       card.name + " with replaced routed experts on replica " + std::to_string(replica));
   r.layout_slots_per_gpu = placement.max_slots_per_gpu();
-  *r.placement() = placement;
+  *r.parts.placements = LayerPlacements(static_cast<int32_t>(num_moe_layers(card)), placement);
   r.scheduler->reset_memory(layout);
   std::fill(r.placement_extra_blocks.begin(), r.placement_extra_blocks.end(), 0);
   r.parts.step_model =
-      builder_.make_step_model(card, r.gpus(), r.placement(), r.parts.network.get(), routing);
+      builder_.make_step_model(card, r.gpus(), r.placements(), r.parts.network.get(), routing);
   r.parts.step_model->set_background(&r.transfers,
                                      sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
   r.parts.step_model->set_report_expert_loads(any_wants_loads_);

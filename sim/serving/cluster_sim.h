@@ -50,10 +50,15 @@ struct Replica {
   std::vector<double> step_expert_loads;
 
   const std::vector<GpuId>& gpus() const { return parts.gpus; }
-  ExpertPlacement* placement() const { return parts.placement.get(); }
+  // Every MoE layer's placement (null without MoE layers), and MoE layer 0's.
+  LayerPlacements* placements() const { return parts.placements.get(); }
+  const ExpertPlacement* placement() const {
+    return parts.placements ? &parts.placements->layer(0) : nullptr;
+  }
   // GPUs per attention rank.
   int32_t tp() const { return static_cast<int32_t>(parts.gpus.size()) / scheduler->num_ranks(); }
-  // Routed expert -> the global GPU ids hosting it.
+  // Routed expert -> the global GPU ids hosting it. Precondition (checked): every MoE layer has
+  // the same placement (the step trace records one placement per replica).
   std::vector<std::vector<int32_t>> expert_gpus() const;
 };
 

@@ -26,7 +26,7 @@ void ClusterSim::try_start_step(Replica& r) {
   std::optional<RecordObserver> step_recorder;
   StepObserver* obs = nullptr;
   if (record) {
-    step_recorder.emplace(&rec, r.gpus(), r.placement(), r.parts.routing.get(),
+    step_recorder.emplace(&rec, r.gpus(), r.placements(), r.parts.routing.get(),
                           sim_.rng("record.split"));
     step_recorder->chained = in_window ? &tracer : nullptr;
     obs = &*step_recorder;

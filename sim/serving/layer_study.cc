@@ -87,7 +87,9 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
   if (num_moe == 0) throw ConfigError(sc.source_file, 0, 0, "model", "the model has no MoE layer");
   const DeploymentSpec& d = sc.deployment;
   const ReplicaBuilder builder(sc);
-  const std::unique_ptr<ExpertPlacement> placement = builder.static_placement();
+  // The deployment's placement, profiled (EPLB) from the scenario's routing like replica 0's.
+  const std::unique_ptr<LayerPlacements> placement =
+      builder.static_placements(builder.make_routing(sc.routing, seed).get());
   const std::unique_ptr<NetworkModel> network = builder.make_network();
   const int32_t num_gpus = d.gpus_per_replica;
   const auto num_layers = static_cast<int32_t>(card.layers.size());

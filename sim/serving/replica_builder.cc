@@ -1,12 +1,14 @@
 #include "sim/serving/replica_builder.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 
 #include "sim/config/config_error.h"
 #include "sim/core/rng.h"
 #include "sim/cost/cost_model_factory.h"
+#include "sim/placement/eplb.h"
 #include "sim/routing/synthetic_routing.h"
 
 namespace moesim::sim {
@@ -43,6 +45,7 @@ std::unique_ptr<ExpertPlacement> ReplicaBuilder::static_placement() const {
   const MoeSpec* moe = first_moe(card);
   if (!moe) return nullptr;
   const DeploymentSpec& d = sc_.deployment;
+  MOESIM_CHECK(d.placement != PlacementLayout::kEplb, "a layout shared by every MoE layer");
   const RoutingShape shape = routing_shape_of(card);
   const int32_t gpus_per_node = std::min(d.gpus_per_replica, topology_->gpus_per_node());
   const auto num_shared = static_cast<int32_t>(moe->num_shared_experts);
@@ -55,8 +58,57 @@ std::unique_ptr<ExpertPlacement> ReplicaBuilder::static_placement() const {
                                      num_shared, src));
 }
 
+std::unique_ptr<LayerPlacements> ReplicaBuilder::static_placements(RoutingModel* routing) const {
+  const ModelCard& card = *sc_.model;
+  const MoeSpec* moe = first_moe(card);
+  if (!moe) return nullptr;
+  const auto num_moe = static_cast<int32_t>(num_moe_layers(card));
+  const DeploymentSpec& d = sc_.deployment;
+  if (d.placement != PlacementLayout::kEplb) {
+    return std::make_unique<LayerPlacements>(num_moe, *static_placement());
+  }
+  MOESIM_CHECK(routing != nullptr, "an EPLB placement profiles a routing model");
+  const RoutingShape shape = routing_shape_of(card);
+  std::vector<std::vector<double>> loads(static_cast<size_t>(num_moe));
+  for (int32_t l = 0; l < num_moe; ++l) {
+    const std::span<const double> pi = routing->expected_shares(l, 0);
+    loads[l].assign(pi.begin(), pi.end());
+    if (loads[l].empty()) loads[l].assign(static_cast<size_t>(shape.num_experts), 1.0);
+  }
+  const int32_t gpus_per_node = std::min(d.gpus_per_replica, topology_->gpus_per_node());
+  EplbShape es;
+  es.num_experts = shape.num_experts;
+  es.num_physical_slots = shape.num_experts + d.redundant_slots;
+  es.num_groups = static_cast<int32_t>(std::max<int64_t>(1, moe->num_expert_groups));
+  es.num_nodes = d.gpus_per_replica / gpus_per_node;
+  es.num_gpus = d.gpus_per_replica;
+  const std::vector<ExpertPlacement> layers =
+      balance_placements(loads, es, gpus_per_node, static_cast<int32_t>(moe->num_shared_experts));
+  auto out = std::make_unique<LayerPlacements>(num_moe, layers.front());
+  for (int32_t l = 1; l < num_moe; ++l) out->set_layer(l, layers[l]);
+  return out;
+}
+
 GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
                                               const ExpertPlacement* placement) const {
+  if (!placement) return memory_inputs(card, static_cast<const LayerPlacements*>(nullptr));
+  const LayerPlacements all(static_cast<int32_t>(num_moe_layers(card)), *placement);
+  return memory_inputs(card, &all);
+}
+
+GpuMemoryLayout ReplicaBuilder::memory_layout(const ModelCard& card,
+                                              const ExpertPlacement* placement,
+                                              const std::string& key_path,
+                                              const std::string& what) const {
+  if (!placement) {
+    return memory_layout(card, static_cast<const LayerPlacements*>(nullptr), key_path, what);
+  }
+  const LayerPlacements all(static_cast<int32_t>(num_moe_layers(card)), *placement);
+  return memory_layout(card, &all, key_path, what);
+}
+
+GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
+                                              const LayerPlacements* placements) const {
   const DeploymentSpec& d = sc_.deployment;
   GpuMemoryInputs mem;
   mem.hbm_bytes = topology_->gpu_spec().hbm_bytes;
@@ -64,19 +116,16 @@ GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
   mem.kv_block_tokens = sc_.scheduler.kv_block_tokens;
   mem.workspace_bytes = static_cast<int64_t>(sc_.scheduler.workspace_gib * (1LL << 30));
   mem.reserve_fraction = sc_.scheduler.hbm_reserve_fraction;
-  if (placement) {
-    mem.routed_expert_slots =
-        static_cast<int64_t>(placement->max_slots_per_gpu()) * num_moe_layers(card);
-  }
+  if (placements) mem.routed_expert_slots = placements->max_total_slots_per_gpu();
   return mem;
 }
 
 GpuMemoryLayout ReplicaBuilder::memory_layout(const ModelCard& card,
-                                              const ExpertPlacement* placement,
+                                              const LayerPlacements* placements,
                                               const std::string& key_path,
                                               const std::string& what) const {
   std::string error;
-  GpuMemoryLayout layout = compute_gpu_memory_layout(card, memory_inputs(card, placement), &error);
+  GpuMemoryLayout layout = compute_gpu_memory_layout(card, memory_inputs(card, placements), &error);
   if (!error.empty()) throw ConfigError(sc_.source_file, 0, 0, key_path, what + " " + error);
   return layout;
 }
@@ -96,10 +145,10 @@ std::unique_ptr<RoutingModel> ReplicaBuilder::make_routing(const RoutingSpec& sp
 
 std::unique_ptr<StepModel> ReplicaBuilder::make_step_model(const ModelCard& card,
                                                            std::vector<GpuId> gpus,
-                                                           const ExpertPlacement* placement,
+                                                           const LayerPlacements* placements,
                                                            NetworkModel* network,
                                                            RoutingModel* routing) const {
-  return std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus), placement,
+  return std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus), placements,
                                      *cost_, network, routing);
 }
 
@@ -109,10 +158,10 @@ ReplicaParts ReplicaBuilder::build(int32_t replica_idx, uint64_t root_seed) cons
   if (num_moe_layers(*sc_.model) > 0) {
     p.routing = make_routing(routing_seed(root_seed, replica_idx));
     p.network = make_network();
-    p.placement = static_placement();
+    p.placements = static_placements(p.routing.get());
   }
   p.step_model =
-      make_step_model(*sc_.model, p.gpus, p.placement.get(), p.network.get(), p.routing.get());
+      make_step_model(*sc_.model, p.gpus, p.placements.get(), p.network.get(), p.routing.get());
   return p;
 }
 

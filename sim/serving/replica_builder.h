@@ -24,11 +24,12 @@
 #include "sim/memory/memory_layout.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
-#include "sim/serving/network_models.h"
 #include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/routing/routing_model.h"
 #include "sim/routing/routing_spec.h"
 #include "sim/scenario/scenario.h"
+#include "sim/serving/network_models.h"
 #include "sim/serving/step_model.h"
 #include "sim/topology/topology.h"
 
@@ -38,9 +39,9 @@ namespace moesim::sim {
 // (moving the struct is fine, the members are heap-allocated).
 struct ReplicaParts {
   std::vector<GpuId> gpus;
-  std::unique_ptr<ExpertPlacement> placement;  // null for models without MoE layers
-  std::unique_ptr<RoutingModel> routing;       // null without MoE layers
-  std::unique_ptr<NetworkModel> network;       // null without MoE layers
+  std::unique_ptr<LayerPlacements> placements;  // per MoE layer; null without MoE layers
+  std::unique_ptr<RoutingModel> routing;        // null without MoE layers
+  std::unique_ptr<NetworkModel> network;        // null without MoE layers
   std::unique_ptr<StepModel> step_model;
 };
 
@@ -60,15 +61,25 @@ class ReplicaBuilder {
   std::vector<GpuId> replica_gpus(int32_t replica_idx) const;
   // The routing seed of replica `replica_idx` under `root_seed` (see the file comment).
   static uint64_t routing_seed(uint64_t root_seed, int32_t replica_idx);
-  // The deployment's static placement ([deployment] placement) of `num_experts` routed experts
-  // over one replica's GPUs; null for a model without MoE layers.
+  // The contiguous or strided layout ([deployment] placement) of the routed experts over one
+  // replica's GPUs; null for a model without MoE layers. Precondition (checked): placement is not
+  // "eplb" (that layout differs per layer: static_placements).
   std::unique_ptr<ExpertPlacement> static_placement() const;
+  // The deployment's placement of every MoE layer; null for a model without MoE layers. Contiguous
+  // or strided: the same layout in every layer. EPLB: each layer balanced on its own
+  // (balance_placements, experts + redundant_slots physical slots) from `routing`'s expected
+  // shares at step 0 (equal loads when it states none); `routing` is then required.
+  std::unique_ptr<LayerPlacements> static_placements(RoutingModel* routing = nullptr) const;
 
-  // One GPU's memory inputs for `card` with `placement`'s fullest GPU's slots in every MoE
-  // layer (no slots without a placement).
+  // One GPU's memory inputs for `card`: the fullest GPU's expert slots summed over `card`'s MoE
+  // layers (no slots without placements). The ExpertPlacement form stands for that placement in
+  // every MoE layer.
+  GpuMemoryInputs memory_inputs(const ModelCard& card, const LayerPlacements* placements) const;
   GpuMemoryInputs memory_inputs(const ModelCard& card, const ExpertPlacement* placement) const;
   // The memory layout of one GPU. Throws ConfigError (the scenario's file, key `key_path`) when
   // the weights do not fit, `what` describing the deployment in the message.
+  GpuMemoryLayout memory_layout(const ModelCard& card, const LayerPlacements* placements,
+                                const std::string& key_path, const std::string& what) const;
   GpuMemoryLayout memory_layout(const ModelCard& card, const ExpertPlacement* placement,
                                 const std::string& key_path, const std::string& what) const;
 
@@ -81,12 +92,12 @@ class ReplicaBuilder {
   // A step model of `card` on `gpus` with the builder's topology, deployment and cost model.
   // Pointers may be null for a model without MoE layers and must outlive the step model.
   std::unique_ptr<StepModel> make_step_model(const ModelCard& card, std::vector<GpuId> gpus,
-                                             const ExpertPlacement* placement,
+                                             const LayerPlacements* placements,
                                              NetworkModel* network, RoutingModel* routing) const;
 
-  // Replica `replica_idx` of the scenario as the cluster runs it: its GPUs, the static placement,
-  // synthetic routing seeded by routing_seed(root_seed, replica_idx), a network model and the
-  // step model over them.
+  // Replica `replica_idx` of the scenario as the cluster runs it: its GPUs, synthetic routing
+  // seeded by routing_seed(root_seed, replica_idx), the static placements (EPLB: profiled from
+  // that routing), a network model and the step model over them.
   ReplicaParts build(int32_t replica_idx, uint64_t root_seed) const;
 
  private:

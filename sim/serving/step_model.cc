@@ -30,13 +30,13 @@ double BackgroundTransfer::remaining_total() const {
 
 StepModel::StepModel(const ModelCard& card, const Topology& topology,
                      const DeploymentSpec& deployment, std::vector<GpuId> gpus,
-                     const ExpertPlacement* placement, const CostModel& cost, NetworkModel* network,
-                     RoutingModel* routing)
+                     const LayerPlacements* placements, const CostModel& cost,
+                     NetworkModel* network, RoutingModel* routing)
     : card_(card),
       topology_(topology),
       deployment_(deployment),
       gpus_(std::move(gpus)),
-      placement_(placement),
+      placements_(placements),
       cost_(cost),
       network_(network),
       routing_(routing),
@@ -56,11 +56,12 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
     layers_.push_back(info);
   }
   if (moe_) {
-    MOESIM_CHECK(network_ && routing_ && placement_,
+    MOESIM_CHECK(network_ && routing_ && placements_,
                  "MoE step model needs placement, network and routing models");
-    MOESIM_CHECK(placement_->num_experts() == moe_->num_routed_experts,
+    MOESIM_CHECK(placements_->num_layers() == moe_idx, "one placement per MoE layer");
+    MOESIM_CHECK(placements_->num_experts() == moe_->num_routed_experts,
                  "placement size differs from the number of experts");
-    MOESIM_CHECK(placement_->num_gpus() == static_cast<int32_t>(gpus_.size()),
+    MOESIM_CHECK(placements_->num_gpus() == static_cast<int32_t>(gpus_.size()),
                  "placement GPUs differ from the replica's");
     experts_per_gpu_.assign(gpus_.size(), -1);  // -1: not seen yet
     int64_t width = moe_->latent_dim > 0 ? moe_->latent_dim : card_.hidden_size;

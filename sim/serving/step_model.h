@@ -31,6 +31,7 @@
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_plan.h"
 #include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_model.h"
 #include "sim/scenario/deployment.h"
@@ -79,12 +80,13 @@ struct StepResult {
 
 class StepModel {
  public:
-  // `gpus`: the replica's GPUs; `placement`: routed experts on replica GPU indices (null for
-  // models without MoE layers). With replicas in the placement, routing is drawn per expert and
-  // dispatched by the token-to-replica rule; otherwise per destination GPU (the fast path).
-  // References and pointers must outlive the model; the placement may change between steps.
+  // `gpus`: the replica's GPUs; `placements`: routed experts on replica GPU indices, one map per
+  // MoE layer (null for models without MoE layers): MoE layer l is routed, dispatched and priced
+  // with placements->layer(l). Where a layer's placement has replicas, routing is drawn per
+  // expert and dispatched by the token-to-replica rule; otherwise per destination GPU (the fast
+  // path). References and pointers must outlive the model; placements may change between steps.
   StepModel(const ModelCard& card, const Topology& topology, const DeploymentSpec& deployment,
-            std::vector<GpuId> gpus, const ExpertPlacement* placement, const CostModel& cost,
+            std::vector<GpuId> gpus, const LayerPlacements* placements, const CostModel& cost,
             NetworkModel* network, RoutingModel* routing);
 
   // Background transfers carried by the next steps' dispatch collectives (null: none), at most
@@ -145,7 +147,7 @@ class StepModel {
   const Topology& topology_;
   DeploymentSpec deployment_;
   std::vector<GpuId> gpus_;
-  const ExpertPlacement* placement_ = nullptr;
+  const LayerPlacements* placements_ = nullptr;
   std::vector<BackgroundTransfer>* background_ = nullptr;
   double background_chunk_bytes_ = 0;
   CountMatrix src_expert_;

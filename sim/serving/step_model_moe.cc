@@ -76,7 +76,7 @@ void StepModel::run_router(int32_t layer_idx, const MoeSpec& m, StepObserver* ob
 
 void StepModel::record_expert_loads(int64_t step_idx, int32_t moe_layer_idx) {
   const std::span<const double> pi = routing_->expected_shares(moe_layer_idx, step_idx);
-  const auto num_experts = static_cast<size_t>(placement_->num_experts());
+  const auto num_experts = static_cast<size_t>(placements_->num_experts());
   if (pi.size() != num_experts) {
     result_.expert_loads.clear();
     return;
@@ -94,14 +94,15 @@ void StepModel::route(int64_t step_idx, int32_t moe_layer_idx) {
   q.step_idx = step_idx;
   q.moe_layer_idx = moe_layer_idx;
   q.tokens_per_src = src_tokens_;
-  if (placement_->has_replicas() && !routing_->reports_destinations()) {
+  const ExpertPlacement& placement = placements_->layer(moe_layer_idx);
+  if (placement.has_replicas() && !routing_->reports_destinations()) {
     routing_->route(q, src_expert_);
-    dispatcher_.dispatch(*placement_, src_expert_, src_dst_);
+    dispatcher_.dispatch(placement, src_expert_, src_dst_);
   } else {
-    routing_->route_to_gpus(q, placement_->primary_gpu_of_expert(), n, src_dst_);
+    routing_->route_to_gpus(q, placement.primary_gpu_of_expert(), n, src_dst_);
   }
   for (int32_t g = 0; g < n; ++g) {
-    const int32_t slots = placement_->num_slots(g);
+    const int32_t slots = placement.num_slots(g);
     if (slots == experts_per_gpu_[g]) continue;
     experts_per_gpu_[g] = slots;
     log1p_inv_experts_[g] = std::log1p(-1.0 / static_cast<double>(slots));

@@ -26,13 +26,14 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
   layer.dispatch_bytes = dispatch_bytes;
   layer.combine_bytes = combine_bytes;
   const int32_t top_k = routing_->shape().top_k;
+  const ExpertPlacement& placement = placements_->layer(moe_layer_idx);
   std::vector<double> shares;
   std::vector<int64_t> counts;
   // For one source GPU: a token picks distinct experts, so no expert may get more selections
   // from a source than the source has tokens, summed over the expert's replicas; excess moves
   // to the experts with room on the same destination GPU first, then to any expert's primary
   // GPU. Entries are (expert, destination) pairs: a replicated expert may receive on several.
-  std::vector<int64_t> total(placement_->num_experts());
+  std::vector<int64_t> total(placement.num_experts());
   std::map<std::pair<int32_t, int32_t>, int64_t> by_expert_dst;
   for (int32_t s = 0; s < src_dst.num_rows(); ++s) {
     const int64_t tokens = src_dst.row_sum(s) / top_k;
@@ -42,7 +43,7 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
     for (int32_t d = 0; d < src_dst.num_cols(); ++d) {
       int32_t c = src_dst.at(s, d);
       if (c == 0) continue;
-      auto experts = placement_->experts_on(d);
+      auto experts = placement.experts_on(d);
       shares.assign(experts.size(), 1.0);
       const std::span<const double> pi = routing_->expected_shares(moe_layer_idx, rec_->step);
       if (!pi.empty()) {
@@ -70,11 +71,11 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
         if (counts[i] > 0) by_expert_dst[{experts[i], d}] += counts[i];
       }
     }
-    for (int32_t e = 0; e < placement_->num_experts() && excess > 0; ++e) {
+    for (int32_t e = 0; e < placement.num_experts() && excess > 0; ++e) {
       const int64_t x = std::min(tokens - total[e], excess);
       if (x <= 0) continue;
       total[e] += x;
-      by_expert_dst[{e, placement_->primary_gpu_of_expert()[e]}] += x;
+      by_expert_dst[{e, placement.primary_gpu_of_expert()[e]}] += x;
       excess -= x;
     }
     for (const auto& [ed, count] : by_expert_dst) {

@@ -10,7 +10,7 @@
 #include "sim/core/rng.h"
 #include "sim/core/time.h"
 #include "sim/metrics/run_recorder.h"
-#include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_model.h"
 #include "sim/serving/step_model.h"
@@ -39,9 +39,9 @@ class TraceObserver final : public StepObserver {
 // states none), from its own RNG stream, so that recording never changes the simulation.
 class RecordObserver final : public StepObserver {
  public:
-  RecordObserver(StepRecord* rec, std::span<const GpuId> gpus, const ExpertPlacement* placement,
+  RecordObserver(StepRecord* rec, std::span<const GpuId> gpus, const LayerPlacements* placements,
                  RoutingModel* routing, RngStream& rng)
-      : rec_(rec), gpus_(gpus), placement_(placement), routing_(routing), rng_(rng) {}
+      : rec_(rec), gpus_(gpus), placements_(placements), routing_(routing), rng_(rng) {}
   StepObserver* chained = nullptr;
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override {
@@ -53,7 +53,7 @@ class RecordObserver final : public StepObserver {
  private:
   StepRecord* rec_;
   std::span<const GpuId> gpus_;
-  const ExpertPlacement* placement_;
+  const LayerPlacements* placements_;
   RoutingModel* routing_;
   RngStream& rng_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sim/core/check.h"
 #include "sim/core/rng.h"
@@ -42,6 +43,12 @@ std::vector<ConfidenceInterval> bootstrap_cis(int64_t n, int32_t num_stats, cons
   double tail = (1.0 - options.confidence) / 2.0;
   for (int32_t s = 0; s < num_stats; ++s) {
     std::vector<double>& v = resampled[static_cast<size_t>(s)];
+    std::erase_if(v, [](double x) { return std::isnan(x); });
+    if (v.empty()) {
+      cis[static_cast<size_t>(s)].lo = cis[static_cast<size_t>(s)].hi =
+          std::numeric_limits<double>::quiet_NaN();
+      continue;
+    }
     std::sort(v.begin(), v.end());
     cis[static_cast<size_t>(s)].lo = quantile_sorted(v, tail);
     cis[static_cast<size_t>(s)].hi = quantile_sorted(v, 1.0 - tail);

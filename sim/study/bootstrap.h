@@ -28,7 +28,10 @@ struct BootstrapOptions {
 using StatisticsFn = std::function<void(std::span<const int64_t>, std::span<double>)>;
 
 // Intervals for num_stats statistics over n >= 1 units, all from the same resamples (so the
-// intervals of related statistics are consistent). Deterministic for a given seed.
+// intervals of related statistics are consistent). Deterministic for a given seed. A statistic
+// may be NaN where a sample has no data for it (a TPOT percentile over requests none of which
+// completed): its NaN resamples are left out of its interval, and lo and hi are NaN when every
+// resample is.
 std::vector<ConfidenceInterval> bootstrap_cis(int64_t n, int32_t num_stats, const StatisticsFn& fn,
                                               const BootstrapOptions& options);
 

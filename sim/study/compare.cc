@@ -1,5 +1,7 @@
 #include "sim/study/compare.h"
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -19,9 +21,33 @@ const std::vector<std::string>& metric_names() {
   return kNames;
 }
 
+// The unit of a figure or action row, from its name.
+std::string unit_of(const std::string& metric) {
+  if (metric.rfind("action:", 0) == 0) return "count";
+  if (metric.ends_with("_ms")) return "ms";
+  if (metric == "output_tokens_per_s") return "tokens/s";
+  if (metric.ends_with("_per_s")) return "requests/s";
+  return "fraction";
+}
+
+constexpr double kNoData = std::numeric_limits<double>::quiet_NaN();
+double or_no_data(double v, bool has) { return has ? v : kNoData; }
+
+// B - A over |A|; NaN without data or when A is 0.
+double relative(double a, double diff) {
+  return std::isfinite(a) && a != 0 && !std::isnan(diff) ? diff / std::fabs(a) : kNoData;
+}
+
 std::vector<double> summary_figures(const RunSummary& s) {
-  return {s.ttft_ms.p50,         s.ttft_ms.p99,    s.tpot_ms.p50,           s.tpot_ms.p99,
-          s.output_tokens_per_s, s.requests_per_s, s.slo.goodput_req_per_s, s.slo.attainment};
+  const bool ttft = s.ttft_ms.count > 0, tpot = s.tpot_ms.count > 0, rates = s.has.rates;
+  return {or_no_data(s.ttft_ms.p50, ttft),
+          or_no_data(s.ttft_ms.p99, ttft),
+          or_no_data(s.tpot_ms.p50, tpot),
+          or_no_data(s.tpot_ms.p99, tpot),
+          or_no_data(s.output_tokens_per_s, rates),
+          or_no_data(s.requests_per_s, rates),
+          or_no_data(s.slo.goodput_req_per_s, rates),
+          or_no_data(s.slo.attainment, s.has.attainment)};
 }
 
 // What one request contributes to the figures, computed as summarize() does.
@@ -29,11 +55,12 @@ struct RequestFigures {
   double ttft_ms = -1;  // -1: no first token
   double tpot_ms = -1;  // -1: not completed, or fewer than two tokens
   bool completed = false;
-  bool met_slo = false;  // completed within the scenario's [slo] limits
+  bool met_slo = false;  // slo_status kMet under the scenario's [slo] limits
+  bool decided = false;  // slo_status kMet or kMissed
   int64_t generated_tokens = 0;
 };
 
-RequestFigures figures_of(const RequestRecord& r, const SloSpec& slo) {
+RequestFigures figures_of(const RequestRecord& r, const SloSpec& slo, SimTime end_ns) {
   RequestFigures f;
   if (r.ttft_ns() >= 0) f.ttft_ms = to_ms(r.ttft_ns());
   f.generated_tokens = r.generated_tokens;
@@ -41,17 +68,19 @@ RequestFigures figures_of(const RequestRecord& r, const SloSpec& slo) {
   if (f.completed) {
     double tp = r.tpot_ns();
     if (tp >= 0) f.tpot_ms = tp / 1e6;
-    f.met_slo = f.ttft_ms <= slo.ttft_ms && (tp < 0 || tp / 1e6 <= slo.tpot_ms);
   }
+  SloStatus st = slo_status(r, end_ns, slo.ttft_ms, slo.tpot_ms);
+  f.met_slo = st == SloStatus::kMet;
+  f.decided = st != SloStatus::kUndecided;
   return f;
 }
 
 // The figures of metric_names() over the requests at `rows` (nullptr entries are absent in this
-// run), written to out (size 8).
+// run), written to out (size 8); NaN where there is no data.
 void figures_over(const std::vector<const RequestFigures*>& rows, double duration_s,
                   std::span<double> out) {
   std::vector<double> ttft, tpot;
-  int64_t tokens = 0, completed = 0, met = 0;
+  int64_t tokens = 0, completed = 0, met = 0, decided = 0;
   for (const RequestFigures* f : rows) {
     if (!f) continue;
     if (f->ttft_ms >= 0) ttft.push_back(f->ttft_ms);
@@ -59,18 +88,20 @@ void figures_over(const std::vector<const RequestFigures*>& rows, double duratio
     tokens += f->generated_tokens;
     completed += f->completed;
     met += f->met_slo;
+    decided += f->decided;
   }
   Percentiles t = percentiles(std::move(ttft));
   Percentiles p = percentiles(std::move(tpot));
-  double per_s = duration_s > 0 ? 1.0 / duration_s : 0.0;
-  out[0] = t.p50;
-  out[1] = t.p99;
-  out[2] = p.p50;
-  out[3] = p.p99;
-  out[4] = static_cast<double>(tokens) * per_s;
-  out[5] = static_cast<double>(completed) * per_s;
-  out[6] = static_cast<double>(met) * per_s;
-  out[7] = completed > 0 ? static_cast<double>(met) / static_cast<double>(completed) : 0.0;
+  const bool rates = duration_s > 0;
+  const double per_s = rates ? 1.0 / duration_s : 0.0;
+  out[0] = or_no_data(t.p50, t.count > 0);
+  out[1] = or_no_data(t.p99, t.count > 0);
+  out[2] = or_no_data(p.p50, p.count > 0);
+  out[3] = or_no_data(p.p99, p.count > 0);
+  out[4] = or_no_data(static_cast<double>(tokens) * per_s, rates);
+  out[5] = or_no_data(static_cast<double>(completed) * per_s, rates);
+  out[6] = or_no_data(static_cast<double>(met) * per_s, rates);
+  out[7] = decided > 0 ? static_cast<double>(met) / static_cast<double>(decided) : kNoData;
 }
 
 struct RunPair {
@@ -91,8 +122,8 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
   for (const auto& [key, recs] : by_id) {
     const RequestFigures* pa = nullptr;
     const RequestFigures* pb = nullptr;
-    if (recs.first) pa = &fa.emplace_back(figures_of(*recs.first, sa.slo));
-    if (recs.second) pb = &fb.emplace_back(figures_of(*recs.second, sb.slo));
+    if (recs.first) pa = &fa.emplace_back(figures_of(*recs.first, sa.slo, runs.a.end_ns));
+    if (recs.second) pb = &fb.emplace_back(figures_of(*recs.second, sb.slo, runs.b.end_ns));
     if (pa && pb) {
       ++result.num_matched;
       if (recs.first->arrival_ns == recs.second->arrival_ns &&
@@ -136,26 +167,41 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
     figures_over(ra, dur_a, va);
     figures_over(rb, dur_b, vb);
     for (int32_t m = 0; m < num_figures; ++m) out[m] = vb[m] - va[m];
-    double n = num_paired > 0 ? static_cast<double>(num_paired) : 1.0;
-    out[num_figures] = (sum_b - sum_a) / n;
-    out[num_figures + 1] = sum_a / n;
-    out[num_figures + 2] = sum_b / n;
+    double n = static_cast<double>(num_paired);
+    out[num_figures] = num_paired > 0 ? (sum_b - sum_a) / n : kNoData;
+    out[num_figures + 1] = num_paired > 0 ? sum_a / n : kNoData;
+    out[num_figures + 2] = num_paired > 0 ? sum_b / n : kNoData;
   };
   std::vector<ConfidenceInterval> cis = bootstrap_cis(
       std::max<int64_t>(1, static_cast<int64_t>(units_a.size())), num_figures + 3, fn, boot);
   std::vector<double> a = summary_figures(runs.a.summary), b = summary_figures(runs.b.summary);
   for (int32_t m = 0; m < num_figures; ++m) {
     const ConfidenceInterval& ci = cis[static_cast<size_t>(m)];
-    result.metrics.push_back({metric_names()[static_cast<size_t>(m)], a[static_cast<size_t>(m)],
-                              b[static_cast<size_t>(m)],
-                              b[static_cast<size_t>(m)] - a[static_cast<size_t>(m)],
-                              !units_a.empty(), ci.lo, ci.hi});
+    MetricComparison c;
+    c.metric = metric_names()[static_cast<size_t>(m)];
+    c.unit = unit_of(c.metric);
+    c.a = a[static_cast<size_t>(m)];
+    c.b = b[static_cast<size_t>(m)];
+    c.diff = c.b - c.a;
+    c.rel_diff = relative(c.a, c.diff);
+    c.has_ci = !units_a.empty() && !std::isnan(c.diff) && !std::isnan(ci.lo);
+    c.ci_lo = ci.lo;
+    c.ci_hi = ci.hi;
+    result.metrics.push_back(c);
   }
   const ConfidenceInterval& paired_ci = cis[static_cast<size_t>(num_figures)];
-  result.metrics.push_back({"ttft_paired_mean_diff_ms",
-                            cis[static_cast<size_t>(num_figures) + 1].estimate,
-                            cis[static_cast<size_t>(num_figures) + 2].estimate, paired_ci.estimate,
-                            !paired_units.empty(), paired_ci.lo, paired_ci.hi});
+  MetricComparison paired_row;
+  paired_row.metric = "ttft_paired_mean_diff_ms";
+  paired_row.unit = "ms";
+  paired_row.difference_only = true;
+  paired_row.a = cis[static_cast<size_t>(num_figures) + 1].estimate;
+  paired_row.b = cis[static_cast<size_t>(num_figures) + 2].estimate;
+  paired_row.diff = paired_ci.estimate;
+  paired_row.rel_diff = relative(paired_row.a, paired_row.diff);
+  paired_row.has_ci = !paired_units.empty() && !std::isnan(paired_ci.lo);
+  paired_row.ci_lo = paired_ci.lo;
+  paired_row.ci_hi = paired_ci.hi;
+  result.metrics.push_back(paired_row);
   std::set<std::string> names;
   for (const auto& [name, n] : runs.a.summary.counters.actions) names.insert(name);
   for (const auto& [name, n] : runs.b.summary.counters.actions) names.insert(name);
@@ -164,8 +210,14 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
     return it == out.summary.counters.actions.end() ? 0.0 : static_cast<double>(it->second);
   };
   for (const std::string& name : names) {
-    double ca = count(runs.a, name), cb = count(runs.b, name);
-    result.actions.push_back({"action:" + name, ca, cb, cb - ca, false, 0, 0});
+    MetricComparison c;
+    c.metric = "action:" + name;
+    c.unit = unit_of(c.metric);
+    c.a = count(runs.a, name);
+    c.b = count(runs.b, name);
+    c.diff = c.b - c.a;
+    c.rel_diff = relative(c.a, c.diff);
+    result.actions.push_back(c);
   }
 }
 
@@ -194,29 +246,46 @@ void compare_by_replications(const std::vector<RunPair>& runs, const BootstrapOp
     }
   }
   const int32_t num_stats = static_cast<int32_t>(labels.size());
+  // The mean paired difference over the replications where both runs have the figure (NaN: none).
   StatisticsFn fn = [&](std::span<const int64_t> idx, std::span<double> out) {
     for (int32_t s = 0; s < num_stats; ++s) {
       double sum = 0;
+      int64_t n = 0;
       for (int64_t i : idx) {
-        sum += vb[static_cast<size_t>(i)][static_cast<size_t>(s)] -
-               va[static_cast<size_t>(i)][static_cast<size_t>(s)];
+        double d = vb[static_cast<size_t>(i)][static_cast<size_t>(s)] -
+                   va[static_cast<size_t>(i)][static_cast<size_t>(s)];
+        if (std::isnan(d)) continue;
+        sum += d;
+        ++n;
       }
-      out[s] = sum / static_cast<double>(idx.size());
+      out[s] = n > 0 ? sum / static_cast<double>(n) : kNoData;
     }
   };
   std::vector<ConfidenceInterval> cis =
       bootstrap_cis(static_cast<int64_t>(num_reps), num_stats, fn, boot);
-  for (int32_t s = 0; s < num_stats; ++s) {
-    double mean_a = 0, mean_b = 0;
+  // Each run's mean over the replications where it has the figure (NaN: none).
+  auto mean_of = [&](const std::vector<std::vector<double>>& v, size_t s) {
+    double sum = 0;
+    int64_t n = 0;
     for (size_t r = 0; r < num_reps; ++r) {
-      mean_a += va[r][static_cast<size_t>(s)];
-      mean_b += vb[r][static_cast<size_t>(s)];
+      if (std::isnan(v[r][s])) continue;
+      sum += v[r][s];
+      ++n;
     }
-    mean_a /= static_cast<double>(num_reps);
-    mean_b /= static_cast<double>(num_reps);
+    return n > 0 ? sum / static_cast<double>(n) : kNoData;
+  };
+  for (int32_t s = 0; s < num_stats; ++s) {
     const ConfidenceInterval& ci = cis[static_cast<size_t>(s)];
-    MetricComparison m{
-        labels[static_cast<size_t>(s)], mean_a, mean_b, ci.estimate, true, ci.lo, ci.hi};
+    MetricComparison m;
+    m.metric = labels[static_cast<size_t>(s)];
+    m.unit = unit_of(m.metric);
+    m.a = mean_of(va, static_cast<size_t>(s));
+    m.b = mean_of(vb, static_cast<size_t>(s));
+    m.diff = ci.estimate;
+    m.rel_diff = relative(m.a, m.diff);
+    m.has_ci = !std::isnan(ci.estimate) && !std::isnan(ci.lo);
+    m.ci_lo = ci.lo;
+    m.ci_hi = ci.hi;
     (s < static_cast<int32_t>(metric_names().size()) ? result.metrics : result.actions)
         .push_back(m);
   }

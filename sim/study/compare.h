@@ -34,11 +34,19 @@ struct CompareOptions {
   int32_t num_threads = 1;       // >= 1
 };
 
+// Figures without data are NaN: a and b where the run has no samples for the figure (a TPOT
+// percentile when nothing completed, the attainment when nothing was decided), diff where either
+// is, rel_diff where a is also 0. The writers print them as "n/a" / null.
 struct MetricComparison {
-  std::string metric;   // e.g. "ttft_p99_ms", or "action:<name>" for a policy action count
+  std::string metric;  // e.g. "ttft_p99_ms", or "action:<name>" for a policy action count
+  std::string unit;    // "ms", "tokens/s", "requests/s", "fraction", "count"
+  // A difference of paired values (ttft_paired_mean_diff_ms): a and b are the means it is taken
+  // between, not figures of the runs, and are not printed.
+  bool difference_only = false;
   double a = 0;         // A's figure (mean over replications)
   double b = 0;         // B's figure (mean over replications)
   double diff = 0;      // B - A (the mean of the paired differences)
+  double rel_diff = 0;  // diff / |a|
   bool has_ci = false;  // false for action counts with one replication (no per-request units)
   double ci_lo = 0;
   double ci_hi = 0;
@@ -52,9 +60,10 @@ struct CompareResult {
   int64_t num_requests_a = 0, num_requests_b = 0;
   int64_t num_matched = 0, num_identical = 0;
   // ttft_p50_ms, ttft_p99_ms, tpot_p50_ms, tpot_p99_ms, output_tokens_per_s, requests_per_s,
-  // goodput_req_per_s, slo_attainment; in requests mode also ttft_paired_mean_diff_ms (the mean
-  // over matched requests with a first token in both runs of TTFT(B) - TTFT(A); a and b are the
-  // means of those TTFTs).
+  // goodput_req_per_s, slo_attainment (met / decided, slo_status in sim/metrics/run_metrics.h);
+  // in requests mode also ttft_paired_mean_diff_ms (difference_only: the mean over matched
+  // requests with a first token in both runs of TTFT(B) - TTFT(A); a and b are the means of
+  // those TTFTs).
   std::vector<MetricComparison> metrics;
   // One per action name counted in any run (union, ordered by name).
   std::vector<MetricComparison> actions;

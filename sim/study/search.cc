@@ -24,14 +24,21 @@ const std::vector<std::string>& percentile_limit_names() {
   return kNames;
 }
 
+const Percentiles& percentiles_of(const RunSummary& s, const std::string& name) {
+  std::string metric = name.substr(0, name.find('_'));
+  return metric == "ttft"   ? s.ttft_ms
+         : metric == "tpot" ? s.tpot_ms
+         : metric == "e2e"  ? s.e2e_ms
+                            : s.queueing_ms;
+}
+
+int64_t percentile_count(const RunSummary& s, const std::string& name) {
+  return percentiles_of(s, name).count;
+}
+
 double percentile_of(const RunSummary& s, const std::string& name) {
-  auto under = name.find('_');
-  std::string metric = name.substr(0, under);
-  std::string p = name.substr(under + 1, 3);
-  const Percentiles& pc = metric == "ttft"   ? s.ttft_ms
-                          : metric == "tpot" ? s.tpot_ms
-                          : metric == "e2e"  ? s.e2e_ms
-                                             : s.queueing_ms;
+  const Percentiles& pc = percentiles_of(s, name);
+  std::string p = name.substr(name.find('_') + 1, 3);
   return p == "p50" ? pc.p50 : p == "p90" ? pc.p90 : pc.p99;
 }
 
@@ -90,35 +97,29 @@ SearchSlo parse_search_slo(const std::string& text) {
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo) {
   const double ttft_limit_ms = slo.request_ttft_ms.value_or(scenario.slo.ttft_ms);
   const double tpot_limit_ms = slo.request_tpot_ms.value_or(scenario.slo.tpot_ms);
-  int64_t decided = 0, met = 0;
-  for (const RequestRecord& r : out.requests) {
-    switch (r.outcome) {
-      case RequestOutcome::kCompleted: {
-        ++decided;
-        double tpot_ns = r.tpot_ns();
-        bool ok =
-            to_ms(r.ttft_ns()) <= ttft_limit_ms && (tpot_ns < 0 || tpot_ns / 1e6 <= tpot_limit_ms);
-        met += ok;
-        break;
-      }
-      case RequestOutcome::kRejected:
-        ++decided;
-        break;
-      case RequestOutcome::kInFlight:
-        if (r.first_token_ns < 0 && to_ms(out.end_ns - r.arrival_ns) > ttft_limit_ms) ++decided;
-        break;
-    }
-  }
+  SloCounts counts = count_slo(out.requests, out.end_ns, ttft_limit_ms, tpot_limit_ms);
   SloVerdict v;
-  v.attainment = decided > 0 ? static_cast<double>(met) / static_cast<double>(decided) : 1.0;
+  v.num_met = counts.num_met;
+  v.num_decided = counts.num_decided;
+  if (v.num_decided > 0) {
+    v.attainment = static_cast<double>(v.num_met) / static_cast<double>(v.num_decided);
+  }
   for (const SearchSlo::Limit& l : slo.percentile_limits) {
+    if (percentile_count(out.summary, l.name) == 0) {
+      v.reason = l.name + " n/a (no samples)";
+      return v;
+    }
     double x = percentile_of(out.summary, l.name);
     if (x > l.limit_ms) {
       v.reason = l.name + " " + format_g(x) + " > " + format_g(l.limit_ms);
       return v;
     }
   }
-  if (v.attainment < slo.min_attainment) {
+  if (v.num_decided == 0 && slo.min_attainment > 0) {
+    v.reason = "attainment n/a (no request decided)";
+    return v;
+  }
+  if (v.num_decided > 0 && v.attainment < slo.min_attainment) {
     v.reason = "attainment " + format_g(v.attainment) + " < " + format_g(slo.min_attainment);
     return v;
   }

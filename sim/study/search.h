@@ -7,11 +7,12 @@
 // value. Every probe runs with the same root seed, so a higher multiplier replays the same
 // requests compressed in time (common random numbers).
 //
-// "Meets the SLOs" at a rate: every percentile limit holds (over completed requests, as in the
-// run summary) and the attainment, met / decided, is at least min_attainment. A request is met
-// when it completed within the per-request limits; decided requests are the completed, the
-// rejected, and those still waiting for a first token at the end longer than the TTFT limit
-// (they have missed it already). Requests still running within their limits are not counted.
+// "Meets the SLOs" at a rate: every percentile limit holds (over the samples of the run summary)
+// and the attainment, met / decided, is at least min_attainment. Attainment is the one of every
+// command (slo_status, sim/metrics/run_metrics.h), with the per-request limits of the --slo
+// option: met are the requests completed within the limits; decided are the met and those that
+// missed (completed outside a limit, rejected, or in flight past the TTFT limit at the end).
+// Requests still running within their limits are not counted.
 //
 // Search: probe m = 1, then double (or halve) until the verdict flips, at most max_doublings
 // times; then bisect geometrically until hi / lo <= 1 + rel_tolerance. This assumes that meeting
@@ -48,11 +49,14 @@ struct SearchSlo {
 // in [0, 1]). Throws ConfigError (file "--slo") naming the bad item and the valid names.
 SearchSlo parse_search_slo(const std::string& text);
 
-// The verdict on one run.
+// The verdict on one run. A limit over no data is not met: a percentile limit over no samples
+// ("ttft_p99_ms n/a (no samples)") and, when min_attainment > 0, an attainment with no decided
+// request.
 struct SloVerdict {
   bool meets = false;
-  double attainment = 0;  // met / decided (1 when nothing was decided)
-  std::string reason;     // the first limit broken, e.g. "ttft_p99_ms 2301 > 2000"; "" if met
+  int64_t num_met = 0, num_decided = 0;  // count_slo (sim/metrics/run_metrics.h)
+  double attainment = 0;                 // num_met / num_decided; 0 (no data) when none decided
+  std::string reason;  // the first limit broken, e.g. "ttft_p99_ms 2301 > 2000"; "" if met
 };
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo);
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/core/check.h"
+#include "sim/metrics/figure_text.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/study/csv.h"
 #include "sim/study/parallel_runs.h"
@@ -120,7 +121,13 @@ bool is_schema_error(const ConfigError& e) {
   return e.reason().rfind("unknown ", 0) == 0 || e.reason().rfind("expected ", 0) == 0;
 }
 
-std::string number_text(double v) { return override_value_text(v); }
+// A figure cell (sim/metrics/figure_text.h): 15 significant digits, shortest form; empty where
+// the figure has no data.
+std::string figure(double v, bool has = true) { return has ? number_text(v) : ""; }
+// A policy metric: byte counts as integers.
+std::string metric_text(const std::string& name, double v) {
+  return is_bytes_name(name) ? count_text(v) : number_text(v);
+}
 
 // A message on one line, so that every CSV row is one line (sweep_merge reads lines).
 std::string one_line(std::string s) {
@@ -154,6 +161,8 @@ const std::vector<std::string>& figure_columns() {
                                                     "requests_per_s",
                                                     "goodput_req_per_s",
                                                     "slo_attainment",
+                                                    "num_slo_met",
+                                                    "num_slo_decided",
                                                     "prefix_cache_hit_rate",
                                                     "compute_fraction",
                                                     "comm_fraction",
@@ -176,8 +185,10 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out) 
     actions += (actions.empty() ? "" : ";") + name + "=" + std::to_string(n);
   }
   for (const auto& [name, v] : s.counters.policy_metrics) {
-    metrics += (metrics.empty() ? "" : ";") + name + "=" + number_text(v);
+    metrics += (metrics.empty() ? "" : ";") + name + "=" + metric_text(name, v);
   }
+  const bool ttft = s.ttft_ms.count > 0, tpot = s.tpot_ms.count > 0, e2e = s.e2e_ms.count > 0,
+             queueing = s.queueing_ms.count > 0;
   return {out.conservation_ok ? "ok" : "conservation_broken",
           std::to_string(num_gpus(sc)),
           std::to_string(s.num_arrived),
@@ -185,28 +196,30 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out) 
           std::to_string(s.num_rejected),
           std::to_string(s.num_in_flight),
           std::to_string(s.num_waiting_first_token),
-          number_text(s.max_wait_first_token_ms),
-          number_text(s.ttft_ms.p50),
-          number_text(s.ttft_ms.p90),
-          number_text(s.ttft_ms.p99),
-          number_text(s.tpot_ms.p50),
-          number_text(s.tpot_ms.p90),
-          number_text(s.tpot_ms.p99),
-          number_text(s.e2e_ms.p50),
-          number_text(s.e2e_ms.p99),
-          number_text(s.queueing_ms.p50),
-          number_text(s.queueing_ms.p99),
-          number_text(s.input_tokens_per_s),
-          number_text(s.output_tokens_per_s),
-          number_text(s.requests_per_s),
-          number_text(s.slo.goodput_req_per_s),
-          number_text(s.slo.attainment),
-          number_text(s.prefix_cache_hit_rate),
-          number_text(s.compute_fraction),
-          number_text(s.comm_fraction),
-          number_text(s.wait_fraction),
-          number_text(s.kv_high_water_fraction),
-          number_text(s.expert_imbalance),
+          figure(s.max_wait_first_token_ms, s.has.max_wait_first_token),
+          figure(s.ttft_ms.p50, ttft),
+          figure(s.ttft_ms.p90, ttft),
+          figure(s.ttft_ms.p99, ttft),
+          figure(s.tpot_ms.p50, tpot),
+          figure(s.tpot_ms.p90, tpot),
+          figure(s.tpot_ms.p99, tpot),
+          figure(s.e2e_ms.p50, e2e),
+          figure(s.e2e_ms.p99, e2e),
+          figure(s.queueing_ms.p50, queueing),
+          figure(s.queueing_ms.p99, queueing),
+          figure(s.input_tokens_per_s, s.has.rates),
+          figure(s.output_tokens_per_s, s.has.rates),
+          figure(s.requests_per_s, s.has.rates),
+          figure(s.slo.goodput_req_per_s, s.has.rates),
+          figure(s.slo.attainment, s.has.attainment),
+          std::to_string(s.slo.num_met),
+          std::to_string(s.slo.num_decided),
+          figure(s.prefix_cache_hit_rate, s.has.prefix_cache),
+          figure(s.compute_fraction, s.has.gpu_time),
+          figure(s.comm_fraction, s.has.gpu_time),
+          figure(s.wait_fraction, s.has.gpu_time),
+          figure(s.kv_high_water_fraction, s.has.kv_pool),
+          figure(s.expert_imbalance, s.has.expert_load),
           std::to_string(s.counters.num_preemptions),
           std::to_string(s.counters.num_steps),
           actions,

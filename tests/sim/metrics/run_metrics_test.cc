@@ -98,8 +98,17 @@ TEST(SummarizeTest, CountsLatenciesThroughputAndSlo) {
   EXPECT_DOUBLE_EQ(s.tpot_ms.max, 100.0);
   EXPECT_DOUBLE_EQ(s.e2e_ms.max, 410.0);
   EXPECT_EQ(s.slo.num_met, 1);
-  EXPECT_DOUBLE_EQ(s.slo.attainment, 1.0 / 3);
+  // Decided: the three completed and the rejected one; the running one (TTFT 20 ms) is not.
+  EXPECT_EQ(s.slo.num_decided, 4);
+  EXPECT_TRUE(s.has.attainment);
+  EXPECT_DOUBLE_EQ(s.slo.attainment, 1.0 / 4);
   EXPECT_DOUBLE_EQ(s.slo.goodput_req_per_s, 0.5);
+  EXPECT_TRUE(s.has.rates);
+  EXPECT_TRUE(s.has.prefix_cache);
+  EXPECT_FALSE(s.has.max_wait_first_token);
+  EXPECT_FALSE(s.has.gpu_time);
+  EXPECT_FALSE(s.has.kv_pool);
+  EXPECT_FALSE(s.has.expert_load);
   EXPECT_DOUBLE_EQ(s.requests_per_s, 1.5);
   // Input tokens of requests that produced a token; output tokens generated so far.
   EXPECT_DOUBLE_EQ(s.input_tokens_per_s, (100 + 200 + 300 + 400) / 2.0);
@@ -126,8 +135,53 @@ TEST(SummarizeTest, GpuFractionsHighWaterAndImbalance) {
   EXPECT_DOUBLE_EQ(s.wait_fraction, 0.05);
   EXPECT_DOUBLE_EQ(s.kv_high_water_fraction, 0.6);
   EXPECT_DOUBLE_EQ(s.expert_imbalance, 0.5);
+  EXPECT_TRUE(s.has.gpu_time);
+  EXPECT_TRUE(s.has.kv_pool);
+  EXPECT_TRUE(s.has.expert_load);
+  // No request: no attainment, no percentiles, no prefix-cache rate (0 and flagged as no data).
   EXPECT_EQ(s.num_arrived, 0);
+  EXPECT_FALSE(s.has.attainment);
   EXPECT_EQ(s.slo.attainment, 0.0);
+  EXPECT_EQ(s.ttft_ms.count, 0);
+  EXPECT_EQ(s.tpot_ms.count, 0);
+  EXPECT_FALSE(s.has.prefix_cache);
+  EXPECT_FALSE(s.has.max_wait_first_token);
+}
+
+// One definition of attainment for every command: met / (met + missed), missed including the
+// rejected and the requests in flight past the TTFT limit.
+TEST(SloStatusTest, MetMissedAndUndecided) {
+  const SimTime end_ns = 1'000'000'000;  // the run ends at 1 s; limits TTFT 100 ms, TPOT 10 ms
+  auto status = [&](const RequestRecord& r) { return slo_status(r, end_ns, 100, 10); };
+  EXPECT_EQ(status(completed(0, 0, 50'000'000, 140'000'000, 10, 10)), SloStatus::kMet);
+  EXPECT_EQ(status(completed(0, 0, 150'000'000, 200'000'000, 10, 10)), SloStatus::kMissed);
+  EXPECT_EQ(status(completed(0, 0, 50'000'000, 500'000'000, 10, 10)), SloStatus::kMissed);
+  EXPECT_EQ(status(completed(0, 0, 50'000'000, 50'000'000, 10, 1)), SloStatus::kMet);  // no TPOT
+  RequestRecord rejected;
+  rejected.outcome = RequestOutcome::kRejected;
+  EXPECT_EQ(status(rejected), SloStatus::kMissed);
+  RequestRecord queued;  // in flight without a first token
+  queued.outcome = RequestOutcome::kInFlight;
+  queued.arrival_ns = 950'000'000;  // waited 50 ms: may still make it
+  EXPECT_EQ(status(queued), SloStatus::kUndecided);
+  queued.arrival_ns = 800'000'000;  // waited 200 ms: missed
+  EXPECT_EQ(status(queued), SloStatus::kMissed);
+  RequestRecord decoding = queued;
+  decoding.first_token_ns = 850'000'000;  // TTFT 50 ms
+  EXPECT_EQ(status(decoding), SloStatus::kUndecided);
+  decoding.first_token_ns = 950'000'000;  // TTFT 150 ms: missed already
+  EXPECT_EQ(status(decoding), SloStatus::kMissed);
+
+  std::vector<RequestRecord> reqs = {completed(0, 0, 50'000'000, 140'000'000, 10, 10), rejected,
+                                     queued, decoding};
+  reqs[2].arrival_ns = 950'000'000;
+  SloCounts c = count_slo(reqs, end_ns, 100, 10);
+  EXPECT_EQ(c.num_met, 1);
+  EXPECT_EQ(c.num_decided, 3);
+  RunSummary s = summarize(reqs, {}, {}, end_ns, 100, 10);
+  EXPECT_EQ(s.slo.num_met, 1);
+  EXPECT_EQ(s.slo.num_decided, 3);
+  EXPECT_DOUBLE_EQ(s.slo.attainment, 1.0 / 3);
 }
 
 }  // namespace
@@ -149,6 +203,7 @@ TEST(SummarizeTest, CountsRequestsWaitingForAFirstToken) {
   RunSummary s = summarize(reqs, {}, {}, 2'000'000'000, 200, 50);
   EXPECT_EQ(s.num_in_flight, 3);
   EXPECT_EQ(s.num_waiting_first_token, 2);
+  EXPECT_TRUE(s.has.max_wait_first_token);
   EXPECT_DOUBLE_EQ(s.max_wait_first_token_ms, 1500.0);
 }
 

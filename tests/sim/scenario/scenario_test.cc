@@ -41,6 +41,16 @@ const std::map<std::string, std::string>& expected_messages() {
       {"calibrated_profile_not_found.toml",
        "{dir}/calibrated_profile_not_found.toml:23:11: cost.profile: file not found: "
        "{dir}/no-such-profile.json"},
+      {"eplb_slots_not_dividing.toml",
+       "{dir}/eplb_slots_not_dividing.toml:7:20: deployment.gpus_per_replica: 16 routed "
+       "experts + 4 redundant slots do not divide over 8 GPUs"},
+      {"eplb_with_placement_policy.toml",
+       "{dir}/eplb_with_placement_policy.toml:23:1: policies.hot_expert_replication: cannot be "
+       "combined with [deployment] placement = \"eplb\" yet (one layout per MoE layer): the "
+       "policy keeps one placement for every MoE layer"},
+      {"redundant_slots_without_eplb.toml",
+       "{dir}/redundant_slots_without_eplb.toml:8:19: deployment.redundant_slots: needs placement "
+       "= \"eplb\" (the static layouts have one slot per expert)"},
       {"experts_not_divisible.toml",
        "{dir}/experts_not_divisible.toml:7:20: deployment.gpus_per_replica: 16 routed "
        "experts do not divide over 6 GPUs"},

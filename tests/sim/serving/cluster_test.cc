@@ -231,7 +231,9 @@ TEST(ClusterTest, StepRecordsFollowTheBatch) {
     EXPECT_FALSE(s.seqs.empty());
     EXPECT_EQ(s.layers.size(), 3u);  // tiny: 3 MoE layers
     for (const StepRecord::Seq& q : s.seqs) {
-      if (!q.prefill) EXPECT_EQ(q.new_tokens, 1);
+      if (!q.prefill) {
+        EXPECT_EQ(q.new_tokens, 1);
+      }
       EXPECT_GE(q.gpu, 0);
       EXPECT_LT(q.gpu, 8);
     }

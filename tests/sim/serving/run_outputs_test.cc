@@ -266,6 +266,100 @@ TEST(SummaryTest, JsonHasTheCountsAndIsDeterministic) {
   EXPECT_NE(text.str().find(r.out.digest_hex), std::string::npos);
 }
 
+// Every figure of the JSON summary is in the text, bytes in binary units (never 1.02e+10), and
+// byte counters are whole numbers in the JSON.
+TEST(SummaryTest, TextHasEveryJsonFigureWithUnits) {
+  const Recorded& r = recorded("tiny_agent");
+  std::ostringstream os;
+  write_summary_text(os, *r.sc, r.out, 3);
+  const std::string text = os.str();
+  for (const char* part : {"arrived ",
+                           "completed ",
+                           "rejected ",
+                           "in flight ",
+                           "conservation ok",
+                           "p50",
+                           "p90",
+                           "p99",
+                           "mean",
+                           "max",
+                           "samples",
+                           "input tok/s",
+                           "output tok/s",
+                           "completed req/s",
+                           "met of",
+                           "decided, attainment ",
+                           "goodput ",
+                           "compute ",
+                           "communication ",
+                           "barrier wait ",
+                           "KV high-water ",
+                           "prefix-cache hit rate ",
+                           "preemptions ",
+                           "KV evictions ",
+                           "load imbalance ",
+                           "dispatch ",
+                           "combine ",
+                           "KV transfers ",
+                           "HBM ",
+                           "weights ",
+                           "KV pool ",
+                           "blocks of ",
+                           "cost model ",
+                           "queries outside",
+                           "actions ",
+                           "rollback=",
+                           "event digest ",
+                           " MiB",
+                           " GiB"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  }
+  EXPECT_EQ(text.find("e+"), std::string::npos) << text;
+  json j = summary_json(*r.sc, r.out, 3);
+  for (const char* key : {"dispatch_bytes", "combine_bytes", "kv_transfer_bytes"}) {
+    EXPECT_TRUE(j["counters"][key].is_number_integer()) << key;
+  }
+  for (const char* key : {"hbm_bytes", "weight_bytes", "kv_pool_bytes", "kv_block_bytes"}) {
+    EXPECT_TRUE(j["memory_per_gpu"][key].is_number_integer()) << key;
+  }
+  EXPECT_EQ(j["slo"]["num_decided"], r.out.summary.slo.num_decided);
+}
+
+// A run too short for any request: every figure without samples is null in the JSON and "n/a"
+// in the text, never 0.
+TEST(SummaryTest, FiguresWithoutSamplesAreNullAndNa) {
+  Scenario sc = test_scenario("tiny_synthetic");
+  sc.run.duration_s = 0.002;
+  RunOutput out = run_scenario(sc, RunOptions{});
+  ASSERT_EQ(out.summary.num_completed, 0);
+  json j = summary_json(sc, out, 1);
+  for (const char* figure : {"queueing_ms", "ttft_ms", "tpot_ms", "e2e_ms"}) {
+    EXPECT_EQ(j[figure]["count"], 0) << figure;
+    for (const char* p : {"p50", "p90", "p99", "mean", "max"}) {
+      EXPECT_TRUE(j[figure][p].is_null()) << figure << "." << p;
+    }
+  }
+  EXPECT_TRUE(j["slo"]["attainment"].is_null());
+  EXPECT_EQ(j["slo"]["num_decided"], 0);
+  EXPECT_TRUE(j["requests"]["max_wait_first_token_ms"].is_null());
+  EXPECT_TRUE(j["prefix_cache_hit_rate"].is_null());
+  EXPECT_FALSE(j["throughput"]["output_tokens_per_s"].is_null());  // 0 tokens in 2 ms: a figure
+  std::ostringstream os;
+  write_summary_text(os, sc, out, 1);
+  EXPECT_NE(os.str().find("TPOT                 n/a        n/a"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("attainment n/a"), std::string::npos) << os.str();
+  EXPECT_NE(os.str().find("prefix-cache hit rate n/a"), std::string::npos) << os.str();
+}
+
+TEST(SummaryTest, DenseModelHasNoExpertImbalance) {
+  const Scenario& sc = test_scenario("tiny_dense");
+  RunOutput out = run_scenario(sc, RunOptions{});
+  EXPECT_TRUE(summary_json(sc, out, 1)["expert_gpu_imbalance"].is_null());
+  std::ostringstream os;
+  write_summary_text(os, sc, out, 1);
+  EXPECT_NE(os.str().find("(max-mean)/mean n/a"), std::string::npos) << os.str();
+}
+
 TEST(OutputsTest, TwoRunsWriteByteIdenticalFiles) {
   const Scenario& sc = test_scenario("tiny_agent");
   auto write_all = [&sc]() {

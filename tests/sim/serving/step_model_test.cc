@@ -86,7 +86,8 @@ struct Fixture {
     if (num_moe_layers(card) > 0) {
       RoutingShape shape = routing_shape_of(card);
       // Contiguous: expert e on GPU e / (experts / GPUs).
-      placement = std::make_unique<ExpertPlacement>(
+      placement = std::make_unique<LayerPlacements>(
+          shape.num_moe_layers,
           ExpertPlacement::contiguous(shape.num_experts, num_gpus, num_gpus, 1, "test"));
       network = NetworkModelRegistry().make("bottleneck", topology);
       routing = std::make_unique<FixedRouting>(shape, hot_gpu);
@@ -99,7 +100,7 @@ struct Fixture {
   Topology topology;
   RooflineCostModel cost;
   DeploymentSpec deployment;
-  std::unique_ptr<ExpertPlacement> placement;
+  std::unique_ptr<LayerPlacements> placement;
   std::unique_ptr<NetworkModel> network;
   std::unique_ptr<RoutingModel> routing;
   std::unique_ptr<StepModel> model;
@@ -264,7 +265,8 @@ TEST(StepModelTest, SyntheticRoutingIsDeterministicPerSeed) {
   RoutingShape shape = routing_shape_of(tiny());
   std::vector<GpuId> gpus;
   for (int g = 0; g < 8; ++g) gpus.emplace_back(g);
-  ExpertPlacement placement = ExpertPlacement::contiguous(16, 8, 8, 1, "test");
+  const LayerPlacements placement(routing_shape_of(tiny()).num_moe_layers,
+                                  ExpertPlacement::contiguous(16, 8, 8, 1, "test"));
   RoutingSpec spec;
   spec.defaults.popularity = PopularityKind::kZipf;
   auto run_with = [&](uint64_t seed) {
@@ -316,6 +318,42 @@ TEST(StepModelTest, TensorParallelAttentionIsFasterPerRank) {
   std::vector<std::vector<SeqSlice>> prefill(1, {SeqSlice{2048, 0, true}});
   EXPECT_LT(two.model->run(0, prefill, nullptr).duration_ns,
             one.model->run(0, prefill, nullptr).duration_ns);
+}
+
+// Each MoE layer is dispatched with its own placement: a replica of expert 0 on GPU 7 in the
+// second MoE layer changes that layer's destinations only.
+class ColumnSums final : public StepObserver {
+ public:
+  void on_routing(int32_t, int32_t moe_layer_idx, const CountMatrix& src_dst, double,
+                  double) override {
+    if (static_cast<size_t>(moe_layer_idx) >= received.size()) received.resize(moe_layer_idx + 1);
+    received[moe_layer_idx].assign(src_dst.num_cols(), 0);
+    src_dst.col_sums(received[moe_layer_idx]);
+  }
+  std::vector<std::vector<int64_t>> received;  // per MoE layer, selections per destination GPU
+};
+
+TEST(StepModelTest, EveryMoeLayerUsesItsOwnPlacement) {
+  DeploymentSpec d;
+  Fixture f(tiny(), 8, d);
+  const int32_t num_moe = f.placement->num_layers();
+  ASSERT_GE(num_moe, 2);
+  ExpertPlacement replicated = f.placement->layer(1);
+  replicated.add_replica(0, 7);
+  f.placement->set_layer(1, replicated);
+  EXPECT_FALSE(f.placement->uniform());
+  EXPECT_EQ(f.placement->total_slots(7), 2 * num_moe + 1);
+  EXPECT_EQ(f.placement->max_total_slots_per_gpu(), 2 * num_moe + 1);
+  ColumnSums obs;
+  f.model->run(0, decode_batch(8, 8, 100), &obs);
+  ASSERT_EQ(static_cast<int32_t>(obs.received.size()), num_moe);
+  // 8 sources x 8 tokens x top_k 2 = 128 selections, spread i % 16 over experts: 8 per expert.
+  // Token-to-replica rule: GPU 7 serves its own expert-0 selection; the other sources' go to
+  // the replica with the fewest selections so far, ties to the lowest GPU: GPU 0.
+  EXPECT_EQ(obs.received[0][7], 16);      // experts 14, 15
+  EXPECT_EQ(obs.received[1][7], 16 + 1);  // + GPU 7's own expert-0 selection
+  EXPECT_EQ(obs.received[1][0], obs.received[0][0] - 1);
+  for (int32_t l = 2; l < num_moe; ++l) EXPECT_EQ(obs.received[l], obs.received[0]);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/study/overrides.h"
 #include "sim/study/simulate.h"
 
@@ -34,9 +36,36 @@ TEST(Compare, AScenarioAgainstItselfDiffersByNothing) {
   ASSERT_EQ(r.metrics.size(), 9u);
   for (const MetricComparison& m : r.metrics) {
     EXPECT_EQ(m.diff, 0) << m.metric;
+    EXPECT_EQ(m.rel_diff, 0) << m.metric;
     EXPECT_TRUE(m.has_ci) << m.metric;
     EXPECT_EQ(m.ci_lo, 0) << m.metric;
     EXPECT_EQ(m.ci_hi, 0) << m.metric;
+    EXPECT_EQ(m.difference_only, m.metric == "ttft_paired_mean_diff_ms") << m.metric;
+  }
+  EXPECT_EQ(metric(r, "ttft_p99_ms").unit, "ms");
+  EXPECT_EQ(metric(r, "output_tokens_per_s").unit, "tokens/s");
+  EXPECT_EQ(metric(r, "goodput_req_per_s").unit, "requests/s");
+  EXPECT_EQ(metric(r, "slo_attainment").unit, "fraction");
+}
+
+// Figures without samples are NaN (printed n/a), and so are their differences and intervals.
+TEST(Compare, FiguresWithoutSamplesHaveNoDifference) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  Scenario a = t.instantiate(std::vector<Override>{{"run.duration_s", 0.0005}});  // none completes
+  Scenario b = t.instantiate({});
+  CompareOptions opt;
+  opt.seed = 5;
+  opt.num_resamples = 100;
+  CompareResult r = compare_scenarios(a, b, opt);
+  const MetricComparison& tpot = metric(r, "tpot_p50_ms");
+  EXPECT_TRUE(std::isnan(tpot.a));
+  EXPECT_FALSE(std::isnan(tpot.b));
+  EXPECT_TRUE(std::isnan(tpot.diff));
+  EXPECT_TRUE(std::isnan(tpot.rel_diff));
+  EXPECT_FALSE(tpot.has_ci);
+  EXPECT_FALSE(std::isnan(metric(r, "output_tokens_per_s").diff));
+  for (const MetricComparison& m : r.metrics) {
+    if (m.has_ci) EXPECT_LE(m.ci_lo, m.ci_hi) << m.metric;
   }
 }
 

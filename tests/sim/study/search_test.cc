@@ -100,6 +100,42 @@ TEST(Search, JudgesDecidedRequests) {
   EXPECT_EQ(v.reason, "ttft_p90_ms 130 > 120");
 }
 
+// The attainment is the run summary's (count_slo): the same numbers in both.
+TEST(Search, AttainmentIsTheRunSummarys) {
+  Scenario sc = load_scenario(kScenario);
+  RunOutput out = simulate(sc, sc.run.seed);
+  SloVerdict v = judge_run(out, sc, SearchSlo{});
+  EXPECT_GT(v.num_decided, 0);
+  EXPECT_EQ(v.num_met, out.summary.slo.num_met);
+  EXPECT_EQ(v.num_decided, out.summary.slo.num_decided);
+  EXPECT_DOUBLE_EQ(v.attainment, out.summary.slo.attainment);
+}
+
+// A limit over no data is not met: a percentile without samples, an attainment with nothing
+// decided.
+TEST(Search, LimitsWithoutDataAreNotMet) {
+  Scenario sc;
+  sc.slo.ttft_ms = 100;
+  sc.slo.tpot_ms = 10;
+  RunOutput out;
+  out.end_ns = from_seconds(1.0);
+  out.requests = {request(0, RequestOutcome::kInFlight, 950, -1, -1, 0),    // undecided
+                  request(1, RequestOutcome::kInFlight, 900, 950, -1, 1)};  // undecided
+  out.summary = summarize(out.requests, {}, RunCounters{}, out.end_ns, 100, 10);
+  SearchSlo slo;
+  slo.percentile_limits = {{"tpot_p99_ms", 50}};
+  SloVerdict v = judge_run(out, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_EQ(v.reason, "tpot_p99_ms n/a (no samples)");
+  slo.percentile_limits = {{"ttft_p99_ms", 80}};  // one sample, 50 ms
+  v = judge_run(out, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_EQ(v.num_decided, 0);
+  EXPECT_EQ(v.reason, "attainment n/a (no request decided)");
+  slo.min_attainment = 0;
+  EXPECT_TRUE(judge_run(out, sc, slo).meets);
+}
+
 TEST(Search, RateOverridesFollowTheWorkloadKind) {
   Scenario sc = load_scenario(kScenario);
   EXPECT_EQ(base_rate_per_s(sc), 40);

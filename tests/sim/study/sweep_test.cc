@@ -210,6 +210,48 @@ TEST(Sweep, InfeasibleCombinationsAreErrorRows) {
   EXPECT_EQ(rows[3][3], "11");  // the scenario's [run] seed
 }
 
+// The cell of `column` in `row`, by the header's names.
+std::string cell(const std::vector<std::vector<std::string>>& rows, size_t row,
+                 const std::string& column) {
+  for (size_t c = 0; c < rows[0].size(); ++c) {
+    if (rows[0][c] == column) return rows[row][c];
+  }
+  ADD_FAILURE() << "no column " << column;
+  return "";
+}
+
+// A run too short for a request to complete: the figures without samples are empty cells, not
+// zeros; counts stay numbers. Figures have at most 15 significant digits.
+TEST(Sweep, FiguresWithoutSamplesAreEmptyCells) {
+  std::string path =
+      write_temp("short.toml",
+                 sweep_text("[[parameters]]\nkey = \"run.duration_s\"\nvalues = [0.0005, 1.0]\n"));
+  auto rows = rows_of(run_to_string(load_sweep(path), 1));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(cell(rows, 1, "num_completed"), "0");
+  for (const char* column : {"tpot_p50_ms", "tpot_p99_ms", "e2e_p50_ms", "e2e_p99_ms"}) {
+    EXPECT_EQ(cell(rows, 1, column), "") << column;
+  }
+  EXPECT_EQ(cell(rows, 1, "num_slo_met"), "0");
+  if (cell(rows, 1, "num_slo_decided") == "0") EXPECT_EQ(cell(rows, 1, "slo_attainment"), "");
+  // The longer run completes requests: every figure is a number of at most 15 digits.
+  EXPECT_NE(cell(rows, 2, "num_completed"), "0");
+  for (const char* column : {"tpot_p50_ms", "e2e_p99_ms", "slo_attainment", "requests_per_s",
+                             "output_tokens_per_s", "compute_fraction"}) {
+    std::string v = cell(rows, 2, column);
+    EXPECT_FALSE(v.empty()) << column;
+    size_t significant = 0;
+    bool leading = true;  // zeros before the first non-zero digit are not significant
+    for (size_t i = 0; i < v.size() && v[i] != 'e'; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(v[i]))) continue;
+      leading = leading && v[i] == '0';
+      significant += !leading;
+    }
+    EXPECT_LE(significant, 15u) << column << " = " << v;
+  }
+  EXPECT_GE(std::stoll(cell(rows, 2, "num_slo_decided")), std::stoll(cell(rows, 2, "num_slo_met")));
+}
+
 TEST(Sweep, ReplicationsOffsetTheScenarioSeed) {
   std::string path = write_temp(
       "reps.toml", sweep_text("replications = 3\n[[parameters]]\nkey = \"run.duration_s\"\n"

@@ -1,0 +1,252 @@
+// POSIX I/O so that every failure has its errno: a stream buffer over a file descriptor that
+// remembers the first failed write(2), then fsync(2), close(2) and rename(2), each checked.
+#include "sim/io/output_files.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <streambuf>
+
+#include "sim/config/config_error.h"
+
+namespace moesim::sim::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+[[noreturn]] void bad_path(const std::string& path, const std::string& option,
+                           const std::string& reason) {
+  throw ConfigError(path, 0, 0, option, reason);
+}
+
+std::string parent_dir(const std::string& path) {
+  fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+// Keeps temporary names within NAME_MAX (255) however long the final name is.
+std::string temp_name_for(const std::string& path) {
+  static std::atomic<uint64_t> next_idx{0};
+  std::string name = fs::path(path).filename().string().substr(0, 200);
+  return (fs::path(parent_dir(path)) / ("." + name + ".tmp." + std::to_string(::getpid()) + "." +
+                                        std::to_string(next_idx.fetch_add(1))))
+      .string();
+}
+
+// fsync of a directory makes a rename durable; some file systems refuse it (EINVAL), and the
+// file is already complete under its final name, so a failure here is not reported.
+void sync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+// A buffered stream buffer over a file descriptor it does not own. After the first failed
+// write(2) it writes nothing more and error() returns that errno.
+class AtomicFile::FdBuf : public std::streambuf {
+ public:
+  explicit FdBuf(int fd) : fd_(fd) { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
+  int error() const { return error_; }
+  // Writes the buffered bytes; false after any failure.
+  bool drain() {
+    write_all(pbase(), static_cast<size_t>(pptr() - pbase()));
+    setp(buffer_.data(), buffer_.data() + buffer_.size());
+    return error_ == 0;
+  }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(ch, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(ch);
+      pbump(1);
+    }
+    return traits_type::not_eof(ch);
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    if (n > epptr() - pptr()) {
+      if (!drain()) return 0;
+      if (n >= static_cast<std::streamsize>(buffer_.size())) {
+        write_all(s, static_cast<size_t>(n));
+        return error_ == 0 ? n : 0;
+      }
+    }
+    std::memcpy(pptr(), s, static_cast<size_t>(n));
+    pbump(static_cast<int>(n));
+    return n;
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  void write_all(const char* data, size_t num_bytes) {
+    while (error_ == 0 && num_bytes > 0) {
+      ssize_t n = ::write(fd_, data, num_bytes);
+      if (n < 0) {
+        if (errno != EINTR) error_ = errno;
+        continue;
+      }
+      data += n;
+      num_bytes -= static_cast<size_t>(n);
+    }
+  }
+
+  int fd_;
+  int error_ = 0;
+  std::array<char, 1 << 16> buffer_;
+};
+
+void ensure_output_dir(const std::string& dir, const std::string& option) {
+  if (dir.empty()) bad_path(dir, option, "empty directory name");
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) bad_path(dir, option, "exists and is not a directory");
+  } else if (errno == ENOENT) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) bad_path(dir, option, "cannot create the directory: " + ec.message());
+  } else {
+    bad_path(dir, option, "cannot be a directory: " + errno_text(errno));
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    bad_path(dir, option, "directory not writable: " + errno_text(errno));
+  }
+}
+
+void check_output_file(const std::string& path, const std::string& option) {
+  if (path.empty()) bad_path(path, option, "empty file name");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) bad_path(path, option, "is a directory");
+    if (!S_ISREG(st.st_mode)) return;  // a device or FIFO, written in place
+  } else if (errno != ENOENT) {
+    bad_path(path, option, "cannot be a file: " + errno_text(errno));
+  }
+  const std::string parent = parent_dir(path);
+  if (::stat(parent.c_str(), &st) != 0) {
+    bad_path(path, option, "directory '" + parent + "': " + errno_text(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) bad_path(path, option, "'" + parent + "' is not a directory");
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    bad_path(path, option, "directory '" + parent + "' not writable: " + errno_text(errno));
+  }
+}
+
+OutputDirLock::OutputDirLock(const std::string& dir, const std::string& option) : dir_(dir) {
+  ensure_output_dir(dir, option);
+  const std::string lock_path = (fs::path(dir) / kLockFileName).string();
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) bad_path(dir, option, "cannot open the lock file: " + errno_text(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK) {
+      bad_path(dir, option, "in use by another moesim run (it holds " + lock_path + ")");
+    }
+    bad_path(dir, option, "cannot lock " + lock_path + ": " + errno_text(err));
+  }
+}
+
+OutputDirLock::~OutputDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock
+}
+
+OutputDirLock::OutputDirLock(OutputDirLock&& other) noexcept
+    : dir_(std::move(other.dir_)), fd_(other.fd_) {
+  other.fd_ = -1;
+}
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  // A link to a regular file keeps being a link: the target is replaced.
+  struct stat st {};
+  bool in_place = false;
+  bool replaces = false;
+  if (::stat(path_.c_str(), &st) == 0) {
+    in_place = !S_ISREG(st.st_mode);
+    replaces = !in_place;
+    std::error_code ec;
+    if (!in_place && fs::is_symlink(path_, ec)) {
+      fs::path target = fs::canonical(path_, ec);
+      if (!ec) path_ = target.string();
+    }
+  }
+  int fd = -1;
+  if (in_place) {
+    fd = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  } else {
+    do {
+      temp_path_ = temp_name_for(path_);
+      fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    } while (fd < 0 && errno == EEXIST);
+    // The new bytes keep the permissions of the file they replace (best effort: metadata).
+    if (fd >= 0 && replaces) ::fchmod(fd, st.st_mode & 07777);
+  }
+  if (fd < 0) {
+    int err = errno;
+    temp_path_.clear();
+    done_ = true;
+    throw OutputError("cannot write " + path_ + ": " + errno_text(err));
+  }
+  fd_ = fd;
+  buf_ = std::make_unique<FdBuf>(fd);
+  os_ = std::make_unique<std::ostream>(buf_.get());
+}
+
+AtomicFile::~AtomicFile() {
+  if (done_) return;
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+}
+
+std::ostream& AtomicFile::stream() { return *os_; }
+
+void AtomicFile::commit() {
+  if (done_) return;
+  done_ = true;
+  int err = buf_->drain() ? 0 : buf_->error();
+  if (err == 0 && os_->bad()) err = EIO;  // a writer left the stream bad without a failed write
+  if (err == 0 && !temp_path_.empty() && ::fsync(fd_) != 0) err = errno;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && !temp_path_.empty() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    err = errno;
+  }
+  if (err != 0) {
+    if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+    temp_path_.clear();
+    throw OutputError("cannot write " + path_ + ": " + errno_text(err));
+  }
+  if (!temp_path_.empty()) sync_dir(parent_dir(path_));
+  temp_path_.clear();
+}
+
+void write_file_atomically(const std::string& path,
+                           const std::function<void(std::ostream&)>& fill) {
+  AtomicFile file(path);
+  fill(file.stream());
+  file.commit();
+}
+
+void copy_file_atomically(const std::string& source, const std::string& path) {
+  std::ifstream in(source, std::ios::binary);
+  std::string bytes;
+  if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (!in) throw OutputError("cannot read " + source + ": " + errno_text(errno));
+  write_file_atomically(path, [&](std::ostream& os) { os.write(bytes.data(), bytes.size()); });
+}
+
+}  // namespace moesim::sim::io
