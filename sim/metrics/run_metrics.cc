@@ -156,6 +156,18 @@ RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vect
     s.expert_imbalance = (counters.max_gpu_selections_sum - counters.mean_gpu_selections_sum) /
                          counters.mean_gpu_selections_sum;
   }
+  s.has.gpu_balance = counters.num_gpu_balance_samples > 0;
+  if (s.has.gpu_balance) {
+    const auto n = static_cast<double>(counters.num_gpu_balance_samples);
+    s.expert_gpu_imbalance_mean = counters.gpu_imbalance_sum / n;
+    s.expert_gpu_balancedness = counters.gpu_balancedness_sum / n;
+  }
+  s.has.slot_balance = counters.num_slot_balance_samples > 0;
+  if (s.has.slot_balance) {
+    const auto n = static_cast<double>(counters.num_slot_balance_samples);
+    s.expert_slot_imbalance_mean = counters.slot_imbalance_sum / n;
+    s.expert_slot_balancedness = counters.slot_balancedness_sum / n;
+  }
   return s;
 }
 

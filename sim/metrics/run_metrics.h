@@ -103,6 +103,14 @@ struct RunCounters {
   double combine_bytes = 0;
   double max_gpu_selections_sum = 0;  // imbalance: sum over steps and MoE layers
   double mean_gpu_selections_sum = 0;
+  // Per (MoE layer, step) balance: sums over the samples of (max - mean) / mean and of
+  // mean / max, by GPU and by expert slot, and the numbers of samples (StepUsage).
+  double gpu_imbalance_sum = 0;
+  double gpu_balancedness_sum = 0;
+  int64_t num_gpu_balance_samples = 0;
+  double slot_imbalance_sum = 0;
+  double slot_balancedness_sum = 0;
+  int64_t num_slot_balance_samples = 0;
   // Policy and workload actions by name (e.g. "rollback", "reject:too_long"), ordered.
   std::map<std::string, int64_t> actions;
   // Figures reported by policies (PolicyContext::report_metric), ordered by name.
@@ -135,7 +143,16 @@ struct RunSummary {
   // and can sum above 1.
   double compute_fraction = 0, comm_fraction = 0, wait_fraction = 0;
   double kv_high_water_fraction = 0;  // max over GPUs of high-water / pool
-  double expert_imbalance = 0;        // mean over MoE layers of (max - mean) / mean, by GPU
+  // Routed selections by GPU: (sum over MoE layers and steps of the hottest GPU's - sum of the
+  // mean GPU's) / sum of the mean GPU's, a ratio of sums (summary key expert_gpu_imbalance).
+  double expert_imbalance = 0;
+  // Averages over (MoE layer, step) samples of the per-layer (max - mean) / mean (the
+  // TensorRT-LLM wide-EP imbalance) and mean / max (EPLB's balancedness), by GPU and by expert
+  // slot (RunCounters; docs/outputs.md).
+  double expert_gpu_imbalance_mean = 0;
+  double expert_gpu_balancedness = 0;
+  double expert_slot_imbalance_mean = 0;
+  double expert_slot_balancedness = 0;
   RunCounters counters;
 
   // Which figures have data. The others are 0 above and are written as "n/a" in text, null in
@@ -148,6 +165,8 @@ struct RunSummary {
     bool gpu_time = false;              // GPUs and duration > 0: compute / comm / wait fractions
     bool kv_pool = false;               // some GPU has KV blocks: kv_high_water_fraction
     bool expert_load = false;           // some MoE layer routed tokens: expert_imbalance
+    bool gpu_balance = false;           // a (layer, step) sample by GPU: expert_gpu_* below
+    bool slot_balance = false;          // a (layer, step) sample by slot: expert_slot_*
   };
   Has has;
 };

@@ -76,6 +76,14 @@ struct StepUsage {
   double combine_bytes = 0;
   double max_gpu_selections = 0;
   double mean_gpu_selections = 0;
+  // Per-layer balance summed over the step's MoE layers, and the layers counted (StepResult in
+  // sim/serving/step_model.h): (max - mean) / mean and mean / max, by GPU and by expert slot.
+  double gpu_imbalance_sum = 0;
+  double gpu_balancedness_sum = 0;
+  int64_t num_gpu_balance_layers = 0;
+  double slot_imbalance_sum = 0;
+  double slot_balancedness_sum = 0;
+  int64_t num_slot_balance_layers = 0;
 };
 
 class RunRecorder {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "sim/config/config_error.h"
@@ -11,6 +12,21 @@
 
 namespace moesim::sim {
 namespace {
+
+// (max - mean) / mean of the GPU loads of `placement` under one layer's expert loads (each split
+// evenly over the expert's replicas); nullopt when the loads sum to 0.
+std::optional<double> gpu_imbalance(const ExpertPlacement& placement,
+                                    std::span<const double> expert_loads) {
+  const std::vector<double> g = EplbRebalancer::gpu_loads(placement, expert_loads);
+  double total = 0.0, max_load = 0.0;
+  for (double x : g) {
+    total += x;
+    max_load = std::max(max_load, x);
+  }
+  if (total <= 0.0) return std::nullopt;
+  const double mean = total / static_cast<double>(g.size());
+  return (max_load - mean) / mean;
+}
 
 class EplbPolicy final : public ServingPolicy {
  public:
@@ -92,10 +108,24 @@ class EplbPolicy final : public ServingPolicy {
     // Predicted imbalance (max / mean GPU load, layers summed) under each replica's final
     // averaged loads: its static placement vs the placement it ends with; means over replicas.
     double static_sum = 0.0, final_sum = 0.0;
+    // The measured quantity (expert_gpu_imbalance_mean): per layer, (max - mean) / mean of the
+    // predicted GPU loads; averaged over the replicas' layers that saw load.
+    double static_layers_sum = 0.0, final_layers_sum = 0.0;
+    int64_t num_layers = 0;
     for (const auto& [r, s] : states_) {
       const std::vector<double> loads = s.rebalancer->expert_loads();
       static_sum += EplbRebalancer::imbalance(*s.initial, loads);
       final_sum += EplbRebalancer::imbalance(*ctx.placement(r), loads);
+      const ExpertLoadAverage& average = s.rebalancer->load_average();
+      for (int32_t l = 0; l < average.num_layers(); ++l) {
+        if (average.num_samples(l) == 0) continue;
+        const std::vector<double> layer_loads = average.average(l);
+        const std::optional<double> at_static = gpu_imbalance(*s.initial, layer_loads);
+        if (!at_static) continue;
+        static_layers_sum += *at_static;
+        final_layers_sum += gpu_imbalance(*ctx.placement(r), layer_loads).value_or(0.0);
+        ++num_layers;
+      }
     }
     const double n = static_cast<double>(std::max<size_t>(states_.size(), 1));
     ctx.report_metric("eplb.rebalances_applied", static_cast<double>(num_applied_));
@@ -103,6 +133,11 @@ class EplbPolicy final : public ServingPolicy {
     ctx.report_metric("eplb.weight_bytes_copied", bytes_copied_);
     ctx.report_metric("eplb.predicted_imbalance_static", static_sum / n);
     ctx.report_metric("eplb.predicted_imbalance_final", final_sum / n);
+    if (num_layers > 0) {
+      const auto m = static_cast<double>(num_layers);
+      ctx.report_metric("eplb.predicted_gpu_imbalance_static", static_layers_sum / m);
+      ctx.report_metric("eplb.predicted_gpu_imbalance_final", final_layers_sum / m);
+    }
   }
 
  private:

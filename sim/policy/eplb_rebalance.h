@@ -68,6 +68,8 @@ class EplbRebalancer {
   void observe(int32_t moe_layer_idx, std::span<const double> selections);
   // Moving-average loads summed over MoE layers, per expert.
   std::vector<double> expert_loads() const;
+  // The per-layer moving averages (observe()).
+  const ExpertLoadAverage& load_average() const { return average_; }
   // The rebalance of the file comment for the current averages.
   EplbPlan plan(const ExpertPlacement& current) const;
   // Bytes to copy per (src, dst): bytes[src * P + dst] for the P GPUs.

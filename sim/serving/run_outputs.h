@@ -1,6 +1,5 @@
 // Writers for a run's outputs. All take a std::ostream; the CLI decides file names.
-//   summary text   the human table printed on stdout
-//   summary JSON   the same content, keys with units (docs/outputs.md)
+//   summary        text and JSON (run_summary.h, included here)
 //   requests CSV   one row per arrived request
 //   Chrome trace   JSON trace-event format (opens in Perfetto): one track per GPU
 //   step trace     JSONL, docs/schemas/step_trace.md (what the engine replays)
@@ -12,11 +11,10 @@
 
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
+#include "sim/serving/run_summary.h"
 
 namespace moesim::sim {
 
-nlohmann::json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed);
-void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed);
 void write_requests_csv(std::ostream& os, const RunOutput& out);
 void write_chrome_trace(std::ostream& os, const RunOutput& out);
 // Header with the model shapes, topology, replicas and placement, then one line per step.

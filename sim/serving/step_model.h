@@ -71,6 +71,22 @@ struct StepResult {
   // Routed selections of the hottest GPU over the mean, summed over MoE layers (imbalance).
   double max_gpu_selections = 0;
   double mean_gpu_selections = 0;
+  // Balance per MoE layer as operators measure it, summed over the step's MoE layers with the
+  // number of layers summed: r = (max - mean) / mean (imbalance) and b = mean / max
+  // (balancedness). By GPU: over the replica's GPUs, of the routed selections each receives; a
+  // layer without selections is not counted. By slot: over the layer's expert slots (one per
+  // replica of an expert), of the selections each slot serves: the dispatcher's per-slot counts
+  // where the layer has replicas and is dispatched per expert; otherwise (the per-GPU fast path
+  // draws no per-expert counts) the routing model's expected selections per expert
+  // (RoutingModel::expected_shares x the step's tokens, as expert_loads; split evenly over an
+  // expert's replicas), so the slot figure is an expectation there. A layer without slot loads
+  // (no expectation, or all zero) is not counted.
+  double gpu_imbalance_sum = 0;
+  double gpu_balancedness_sum = 0;
+  int64_t num_gpu_balance_layers = 0;
+  double slot_imbalance_sum = 0;
+  double slot_balancedness_sum = 0;
+  int64_t num_slot_balance_layers = 0;
   // With set_report_expert_loads(true): the load of every routed expert in every MoE layer
   // (num_moe_layers x num_experts, row-major), the routing model's expected selections per token
   // (RoutingModel::expected_shares) x the step's tokens. Empty otherwise, or when the routing
@@ -134,8 +150,11 @@ class StepModel {
   void count_unique_tokens(int64_t top_k);
   // Background transfer chunks added to the dispatch traffic (traffic_).
   void add_background_traffic();
-  // Routed + shared experts + combine seconds per GPU into ffn_s_; the imbalance sums.
+  // Routed + shared experts + combine seconds per GPU into ffn_s_; the imbalance sums and the
+  // per-GPU balance of the layer.
   void price_experts(const MoeSpec& moe);
+  // The per-slot balance of one MoE layer into result_ (after route(); StepResult).
+  void record_slot_balance(int64_t step_idx, int32_t moe_layer_idx);
   void advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s,
                              StepObserver* observer);
   void advance_overlapped(int32_t layer_idx, double dispatch_s, double combine_s,

@@ -37,6 +37,7 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver*
   run_router(layer_idx, m, observer);
   route(step_idx, moe_idx);
   if (report_loads_) record_expert_loads(step_idx, moe_idx);
+  record_slot_balance(step_idx, moe_idx);
   count_unique_tokens(m.top_k);
   // Dispatch: barrier, then the collective. One pass over the counts for both collectives (the
   // unique (token, node) estimates of hierarchical traffic included).
@@ -183,6 +184,40 @@ void StepModel::price_experts(const MoeSpec& m) {
   }
   result_.max_gpu_selections += max_sel;
   result_.mean_gpu_selections += sum_sel / n;
+  if (max_sel > 0) {
+    const double mean_sel = sum_sel / n;
+    result_.gpu_imbalance_sum += (max_sel - mean_sel) / mean_sel;
+    result_.gpu_balancedness_sum += mean_sel / max_sel;
+    result_.num_gpu_balance_layers++;
+  }
+}
+
+void StepModel::record_slot_balance(int64_t step_idx, int32_t moe_layer_idx) {
+  const ExpertPlacement& placement = placements_->layer(moe_layer_idx);
+  double max_load = 0, sum_load = 0;
+  if (placement.has_replicas() && !routing_->reports_destinations()) {
+    // route() dispatched per expert: the selections each slot received.
+    for (const int64_t c : dispatcher_.slot_loads()) {
+      const auto load = static_cast<double>(c);
+      max_load = std::max(max_load, load);
+      sum_load += load;
+    }
+  } else {
+    // Fast path: no per-expert counts were drawn; the expected ones (a scale of the shares:
+    // the ratios do not depend on the step's tokens).
+    const std::span<const double> pi = routing_->expected_shares(moe_layer_idx, step_idx);
+    if (static_cast<int32_t>(pi.size()) != placement.num_experts()) return;
+    for (int32_t e = 0; e < placement.num_experts(); ++e) {
+      const double load = pi[e] / static_cast<double>(placement.replicas(e).size());
+      max_load = std::max(max_load, load);
+      sum_load += load * static_cast<double>(placement.replicas(e).size());
+    }
+  }
+  if (max_load <= 0) return;
+  const double mean_load = sum_load / static_cast<double>(placement.total_slots());
+  result_.slot_imbalance_sum += (max_load - mean_load) / mean_load;
+  result_.slot_balancedness_sum += mean_load / max_load;
+  result_.num_slot_balance_layers++;
 }
 
 }  // namespace moesim::sim

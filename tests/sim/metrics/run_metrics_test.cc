@@ -146,6 +146,42 @@ TEST(SummarizeTest, GpuFractionsHighWaterAndImbalance) {
   EXPECT_EQ(s.tpot_ms.count, 0);
   EXPECT_FALSE(s.has.prefix_cache);
   EXPECT_FALSE(s.has.max_wait_first_token);
+  EXPECT_FALSE(s.has.gpu_balance);
+  EXPECT_FALSE(s.has.slot_balance);
+}
+
+// Two (layer, step) samples by GPU: max 30 over mean 10 (r = 2, b = 1/3) and max 110 over mean
+// 100 (r = 0.1, b = 10/11). The mean of the per-layer ratios (1.05) is not the ratio of the sums
+// ((140 - 110) / 110, dominated by the busier layer); both are reported.
+TEST(SummarizeTest, PerLayerBalanceIsTheMeanOfTheLayerRatios) {
+  RunCounters counters;
+  counters.max_gpu_selections_sum = 30 + 110;
+  counters.mean_gpu_selections_sum = 10 + 100;
+  counters.gpu_imbalance_sum = 2.0 + 0.1;
+  counters.gpu_balancedness_sum = 1.0 / 3 + 10.0 / 11;
+  counters.num_gpu_balance_samples = 2;
+  counters.slot_imbalance_sum = 3.0 + 5.0 + 1.0;  // three samples by slot
+  counters.slot_balancedness_sum = 0.25 + 1.0 / 6 + 0.5;
+  counters.num_slot_balance_samples = 3;
+  RunSummary s = summarize({}, {}, counters, 1000, 1, 1);
+  EXPECT_TRUE(s.has.expert_load);
+  EXPECT_DOUBLE_EQ(s.expert_imbalance, 30.0 / 110);
+  EXPECT_TRUE(s.has.gpu_balance);
+  EXPECT_DOUBLE_EQ(s.expert_gpu_imbalance_mean, 1.05);
+  EXPECT_DOUBLE_EQ(s.expert_gpu_balancedness, (1.0 / 3 + 10.0 / 11) / 2);
+  EXPECT_TRUE(s.has.slot_balance);
+  EXPECT_DOUBLE_EQ(s.expert_slot_imbalance_mean, 3.0);
+  EXPECT_DOUBLE_EQ(s.expert_slot_balancedness, (0.25 + 1.0 / 6 + 0.5) / 3);
+
+  // Samples by GPU only (a routing model without expected shares on the fast path): the slot
+  // figures have no data.
+  counters.slot_imbalance_sum = counters.slot_balancedness_sum = 0;
+  counters.num_slot_balance_samples = 0;
+  RunSummary g = summarize({}, {}, counters, 1000, 1, 1);
+  EXPECT_TRUE(g.has.gpu_balance);
+  EXPECT_FALSE(g.has.slot_balance);
+  EXPECT_EQ(g.expert_slot_imbalance_mean, 0.0);
+  EXPECT_EQ(g.expert_slot_balancedness, 0.0);
 }
 
 // One definition of attainment for every command: met / (met + missed), missed including the

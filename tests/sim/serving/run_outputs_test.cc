@@ -143,7 +143,9 @@ int64_t check_steps(const std::string& name) {
     for (const json& q : s["sequences"]) {
       EXPECT_TRUE(gpus.count(q["gpu"])) << q.dump();
       EXPECT_TRUE(q["phase"] == "prefill" || q["phase"] == "decode");
-      if (q["phase"] == "decode") EXPECT_EQ(q["new_tokens"], 1);
+      if (q["phase"] == "decode") {
+        EXPECT_EQ(q["new_tokens"], 1);
+      }
       EXPECT_GE(q["context_tokens"].get<int64_t>(), 0);
       tokens_of_gpu[q["gpu"]] += q["new_tokens"].get<int64_t>();
     }

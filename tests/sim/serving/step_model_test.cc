@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ Topology h200_node(int32_t num_gpus) {
 }
 
 // Routing that sends every selection to one GPU (hot_gpu >= 0; that GPU must host >= top_k
-// experts), or spreads them evenly over the GPUs (hot_gpu < 0).
+// experts), or spreads them evenly over the GPUs (hot_gpu < 0). States `expected` as its
+// expected shares (none by default) and, with `destinations`, that route_to_gpus() reports the
+// destinations replicas included.
 class FixedRouting final : public RoutingModel {
  public:
   FixedRouting(RoutingShape shape, int32_t hot_gpu) : shape_(shape), hot_gpu_(hot_gpu) {}
@@ -66,6 +69,11 @@ class FixedRouting final : public RoutingModel {
       }
     }
   }
+  bool reports_destinations() const override { return destinations; }
+  std::span<const double> expected_shares(int32_t, int64_t) override { return expected; }
+
+  std::vector<double> expected;
+  bool destinations = false;
 
  private:
   RoutingShape shape_;
@@ -91,6 +99,7 @@ struct Fixture {
           ExpertPlacement::contiguous(shape.num_experts, num_gpus, num_gpus, 1, "test"));
       network = NetworkModelRegistry().make("bottleneck", topology);
       routing = std::make_unique<FixedRouting>(shape, hot_gpu);
+      fixed = static_cast<FixedRouting*>(routing.get());
       net = network.get();
       rt = routing.get();
     }
@@ -103,6 +112,7 @@ struct Fixture {
   std::unique_ptr<LayerPlacements> placement;
   std::unique_ptr<NetworkModel> network;
   std::unique_ptr<RoutingModel> routing;
+  FixedRouting* fixed = nullptr;  // routing, as its class
   std::unique_ptr<StepModel> model;
 };
 
@@ -354,6 +364,74 @@ TEST(StepModelTest, EveryMoeLayerUsesItsOwnPlacement) {
   EXPECT_EQ(obs.received[1][7], 16 + 1);  // + GPU 7's own expert-0 selection
   EXPECT_EQ(obs.received[1][0], obs.received[0][0] - 1);
   for (int32_t l = 2; l < num_moe; ++l) EXPECT_EQ(obs.received[l], obs.received[0]);
+}
+
+// Per-layer balance by GPU, hand-computed (tiny: 3 MoE layers, 16 experts, top_k 2, 2 experts per
+// GPU on 8 GPUs): every selection on GPU 0 gives, per layer, max 64 over mean 8.
+TEST(StepModelTest, BalanceByGpuIsPerLayerMaxOverMean) {
+  Fixture hot(tiny(), 8, DeploymentSpec{}, /*hot_gpu=*/0);
+  const StepResult& h = hot.model->run(0, decode_batch(8, 4, 100), nullptr);  // 64 selections
+  EXPECT_EQ(h.num_gpu_balance_layers, 3);
+  EXPECT_DOUBLE_EQ(h.gpu_imbalance_sum, 3 * (64.0 - 8.0) / 8.0);
+  EXPECT_DOUBLE_EQ(h.gpu_balancedness_sum, 3 * 8.0 / 64.0);
+  // Spread evenly per source, the remainder to the lowest GPUs: one token per source (2
+  // selections) puts 8 selections on GPUs 0 and 1 and none elsewhere: max 8, mean 2.
+  Fixture spread(tiny(), 8, DeploymentSpec{});
+  const StepResult& b = spread.model->run(0, decode_batch(8, 1, 100), nullptr);
+  EXPECT_EQ(b.num_gpu_balance_layers, 3);
+  EXPECT_DOUBLE_EQ(b.gpu_imbalance_sum, 3 * (8.0 - 2.0) / 2.0);
+  EXPECT_DOUBLE_EQ(b.gpu_balancedness_sum, 3 * 2.0 / 8.0);
+  // Perfectly even: r = 0, b = 1. FixedRouting states no expectation: no slot figure.
+  const StepResult& e = spread.model->run(1, decode_batch(8, 8, 100), nullptr);
+  EXPECT_EQ(e.num_gpu_balance_layers, 3);
+  EXPECT_DOUBLE_EQ(e.gpu_imbalance_sum, 0.0);
+  EXPECT_DOUBLE_EQ(e.gpu_balancedness_sum, 3.0);
+  EXPECT_EQ(e.num_slot_balance_layers, 0);
+  // A step without tokens has no sample (the sums restart every step).
+  const StepResult& z = hot.model->run(1, decode_batch(8, 0, 0), nullptr);
+  EXPECT_EQ(z.num_gpu_balance_layers, 0);
+  EXPECT_EQ(z.gpu_imbalance_sum, 0.0);
+  EXPECT_EQ(z.gpu_balancedness_sum, 0.0);
+}
+
+// By slot where the layer has replicas: the dispatcher's per-slot counts. Layer 1 has a replica
+// of expert 0 on GPU 7 (as above: 8 selections per expert, GPU 7's own one of expert 0 on GPU 7,
+// the 7 others on GPU 0): 17 slots {7, 1, 8 x 15}, mean 128 / 17, max 8. Layers 0 and 2 take the
+// fast path, where FixedRouting states no expectation: not counted.
+TEST(StepModelTest, BalanceBySlotUsesTheDispatchedSlotLoads) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  ExpertPlacement replicated = f.placement->layer(1);
+  replicated.add_replica(0, 7);
+  f.placement->set_layer(1, replicated);
+  const StepResult& r = f.model->run(0, decode_batch(8, 8, 100), nullptr);
+  EXPECT_EQ(r.num_slot_balance_layers, 1);
+  const double mean = 128.0 / 17.0;
+  EXPECT_DOUBLE_EQ(r.slot_imbalance_sum, (8.0 - mean) / mean);
+  EXPECT_DOUBLE_EQ(r.slot_balancedness_sum, mean / 8.0);
+}
+
+// By slot on the fast path: the routing model's expected shares, split evenly over an expert's
+// replicas. Expert 0 takes 1 selection per token, the 15 others 1/15 each (sum top_k = 2): 16
+// slots, max 1, mean 1/8. With a replica of expert 0 in layer 1 (destinations reported, so no
+// dispatch): 17 slots, max 1/2, mean 2/17.
+TEST(StepModelTest, BalanceBySlotOnTheFastPathIsTheExpectation) {
+  Fixture f(tiny(), 8, DeploymentSpec{});
+  f.fixed->expected.assign(16, 1.0 / 15.0);
+  f.fixed->expected[0] = 1.0;
+  const StepResult& a = f.model->run(0, decode_batch(8, 8, 100), nullptr);
+  EXPECT_EQ(a.num_slot_balance_layers, 3);
+  EXPECT_NEAR(a.slot_imbalance_sum, 3 * (1.0 - 0.125) / 0.125, 1e-12);
+  EXPECT_NEAR(a.slot_balancedness_sum, 3 * 0.125, 1e-12);
+
+  f.fixed->destinations = true;
+  ExpertPlacement replicated = f.placement->layer(1);
+  replicated.add_replica(0, 7);
+  f.placement->set_layer(1, replicated);
+  const StepResult& b = f.model->run(1, decode_batch(8, 8, 100), nullptr);
+  EXPECT_EQ(b.num_slot_balance_layers, 3);
+  const double mean = 2.0 / 17.0;
+  EXPECT_NEAR(b.slot_imbalance_sum, 2 * 7.0 + (0.5 - mean) / mean, 1e-12);
+  EXPECT_NEAR(b.slot_balancedness_sum, 2 * 0.125 + mean / 0.5, 1e-12);
 }
 
 }  // namespace

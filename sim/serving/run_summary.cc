@@ -1,0 +1,221 @@
+#include "sim/serving/run_summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+
+#include "moesim_version.h"
+#include "sim/metrics/figure_text.h"
+
+namespace moesim::sim {
+namespace {
+
+using nlohmann::json;
+
+// A figure: the 15-digit value (figure_text.h), or null where it has no data.
+json num(double v, bool has = true) { return has ? json(clean_double(v)) : json(nullptr); }
+// A byte or token count: a whole number.
+json count_json(double v) { return json(std::llround(v)); }
+
+json pct_json(const Percentiles& p) {
+  const bool has = p.count > 0;
+  return json{{"p50", num(p.p50, has)},   {"p90", num(p.p90, has)}, {"p99", num(p.p99, has)},
+              {"mean", num(p.mean, has)}, {"max", num(p.max, has)}, {"count", p.count}};
+}
+
+// A policy metric: bytes as whole numbers (figure_text.h), anything else as a figure.
+json metric_json(const std::string& name, double v) {
+  return is_bytes_name(name) ? count_json(v) : num(v);
+}
+
+// "n/a" or the value formatted with the printf format `f`.
+std::string fmt_or_na(const char* f, double v, bool has) {
+  if (!has) return "n/a";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+// A policy metric for people: bytes in binary units with the exact count, whole numbers as
+// integers, anything else with 6 significant digits.
+std::string metric_text(const std::string& name, double v) {
+  if (is_bytes_name(name)) return bytes_text(v) + " (" + count_text(v) + " bytes)";
+  if (std::isfinite(v) && v == std::round(v) && std::fabs(v) < 1e15) return count_text(v);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+}  // namespace
+
+json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
+  const RunSummary& s = out.summary;
+  json j;
+  j["scenario"] = sc.name;
+  j["model"] = sc.model->name;
+  j["topology"] = sc.topology->name();
+  j["seed"] = seed;
+  j["event_digest"] = out.digest_hex;
+  j["num_events"] = out.num_events;
+  j["simulated_s"] = num(s.duration_s);
+  j["requests"] = {
+      {"arrived", s.num_arrived},
+      {"completed", s.num_completed},
+      {"rejected", s.num_rejected},
+      {"in_flight", s.num_in_flight},
+      {"waiting_first_token", s.num_waiting_first_token},
+      {"max_wait_first_token_ms", num(s.max_wait_first_token_ms, s.has.max_wait_first_token)}};
+  j["conservation_ok"] = out.conservation_ok;
+  j["queueing_ms"] = pct_json(s.queueing_ms);
+  j["ttft_ms"] = pct_json(s.ttft_ms);
+  j["tpot_ms"] = pct_json(s.tpot_ms);
+  j["e2e_ms"] = pct_json(s.e2e_ms);
+  j["throughput"] = {{"input_tokens_per_s", num(s.input_tokens_per_s, s.has.rates)},
+                     {"output_tokens_per_s", num(s.output_tokens_per_s, s.has.rates)},
+                     {"completed_requests_per_s", num(s.requests_per_s, s.has.rates)}};
+  j["slo"] = {{"ttft_ms", num(s.slo.ttft_ms)},
+              {"tpot_ms", num(s.slo.tpot_ms)},
+              {"num_met", s.slo.num_met},
+              {"num_decided", s.slo.num_decided},
+              {"attainment", num(s.slo.attainment, s.has.attainment)},
+              {"goodput_requests_per_s", num(s.slo.goodput_req_per_s, s.has.rates)}};
+  j["gpu_time_fraction"] = {{"compute", num(s.compute_fraction, s.has.gpu_time)},
+                            {"communication", num(s.comm_fraction, s.has.gpu_time)},
+                            {"barrier_wait", num(s.wait_fraction, s.has.gpu_time)}};
+  j["kv_high_water_fraction"] = num(s.kv_high_water_fraction, s.has.kv_pool);
+  j["prefix_cache_hit_rate"] = num(s.prefix_cache_hit_rate, s.has.prefix_cache);
+  j["expert_gpu_imbalance"] = num(s.expert_imbalance, s.has.expert_load);
+  j["expert_gpu_imbalance_mean"] = num(s.expert_gpu_imbalance_mean, s.has.gpu_balance);
+  j["expert_gpu_balancedness"] = num(s.expert_gpu_balancedness, s.has.gpu_balance);
+  j["expert_slot_imbalance_mean"] = num(s.expert_slot_imbalance_mean, s.has.slot_balance);
+  j["expert_slot_balancedness"] = num(s.expert_slot_balancedness, s.has.slot_balance);
+  const RunCounters& c = s.counters;
+  j["counters"] = {{"steps", c.num_steps},
+                   {"preemptions", c.num_preemptions},
+                   {"kv_evictions", c.kv_evictions},
+                   {"kv_transfers", c.kv_transfers},
+                   {"kv_transfer_bytes", count_json(c.kv_transfer_bytes)},
+                   {"cost_out_of_range_queries", c.cost_out_of_range_queries},
+                   {"dispatch_bytes", count_json(c.dispatch_bytes)},
+                   {"combine_bytes", count_json(c.combine_bytes)}};
+  j["actions"] = json::object();
+  for (const auto& [k, v] : c.actions) j["actions"][k] = v;
+  j["policy_metrics"] = json::object();
+  for (const auto& [k, v] : c.policy_metrics) j["policy_metrics"][k] = metric_json(k, v);
+  if (!out.gpus.empty()) {
+    const GpuRecord& g = out.gpus.front();
+    j["memory_per_gpu"] = {{"hbm_bytes", sc.topology->gpu_spec().hbm_bytes},
+                           {"weight_bytes", count_json(g.weight_bytes)},
+                           {"kv_pool_bytes", count_json(g.kv_pool_bytes)},
+                           {"kv_block_bytes", count_json(g.kv_block_bytes)},
+                           {"num_kv_blocks", g.num_kv_blocks}};
+  }
+  return j;
+}
+
+void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed) {
+  const RunSummary& s = out.summary;
+  os << "moesim run: " << sc.name << "\n";
+  os << "  model " << sc.model->name << ", topology " << sc.topology->name() << ", "
+     << sc.deployment.num_replicas << " replica(s) x " << sc.deployment.gpus_per_replica
+     << " GPUs, network " << sc.network_model << ", seed " << seed << "\n";
+  os << "  simulated " << fmt("%.3f", s.duration_s) << " s, " << out.num_events << " events, "
+     << s.counters.num_steps << " steps\n\n";
+  os << "  requests   arrived " << s.num_arrived << "  completed " << s.num_completed
+     << "  rejected " << s.num_rejected << "  in flight " << s.num_in_flight;
+  if (s.has.max_wait_first_token) {
+    os << " (" << s.num_waiting_first_token << " without a first token, longest wait "
+       << fmt("%.0f", s.max_wait_first_token_ms) << " ms)\n";
+  } else {
+    os << " (none without a first token)\n";
+  }
+  os << "  conservation " << (out.conservation_ok ? "ok: " : "BROKEN: ") << out.conservation_message
+     << "\n\n";
+  os << "  latency (ms)         p50        p90        p99       mean        max   samples\n";
+  auto row = [&os](const char* name, const Percentiles& p) {
+    const bool has = p.count > 0;
+    os << "  " << std::left << std::setw(14) << name << std::right;
+    for (double v : {p.p50, p.p90, p.p99, p.mean, p.max}) {
+      os << std::setw(10) << fmt_or_na("%.2f", v, has) << " ";
+    }
+    os << std::setw(9) << p.count << "\n";
+  };
+  row("queueing", s.queueing_ms);
+  row("TTFT", s.ttft_ms);
+  row("TPOT", s.tpot_ms);
+  row("end-to-end", s.e2e_ms);
+  os << "\n  throughput  " << fmt_or_na("%.1f", s.input_tokens_per_s, s.has.rates)
+     << " input tok/s, " << fmt_or_na("%.1f", s.output_tokens_per_s, s.has.rates)
+     << " output tok/s, " << fmt_or_na("%.2f", s.requests_per_s, s.has.rates)
+     << " completed req/s\n";
+  // Attainment over decided requests (slo_status, run_metrics.h; docs/outputs.md).
+  os << "  SLO (TTFT <= " << fmt("%.0f", s.slo.ttft_ms)
+     << " ms, TPOT <= " << fmt("%.0f", s.slo.tpot_ms) << " ms): " << s.slo.num_met << " met of "
+     << s.slo.num_decided << " decided, attainment "
+     << fmt_or_na("%.1f%%", 100 * s.slo.attainment, s.has.attainment) << ", goodput "
+     << fmt_or_na("%.2f", s.slo.goodput_req_per_s, s.has.rates) << " req/s\n";
+  // Fractions of GPUs x simulated time (docs/outputs.md). With micro-batch overlap the collectives
+  // run under compute, so the three overlap: say so rather than print a sum above 100% unlabelled.
+  const bool g = s.has.gpu_time;
+  os << "  GPU time    compute " << fmt_or_na("%.1f%%", 100 * s.compute_fraction, g)
+     << ", communication " << fmt_or_na("%.1f%%", 100 * s.comm_fraction, g) << ", barrier wait "
+     << fmt_or_na("%.1f%%", 100 * s.wait_fraction, g) << " of GPUs x simulated time\n";
+  if (sc.deployment.microbatch_overlap) {
+    os << "              (overlapping: with micro-batch overlap communication runs under compute,\n"
+          "              so the three can sum above 100%)\n";
+  }
+  const RunCounters& c = s.counters;
+  os << "  memory      KV high-water "
+     << fmt_or_na("%.1f%% of pool", 100 * s.kv_high_water_fraction, s.has.kv_pool)
+     << ", prefix-cache hit rate "
+     << fmt_or_na("%.1f%%", 100 * s.prefix_cache_hit_rate, s.has.prefix_cache) << ", preemptions "
+     << c.num_preemptions << ", KV evictions " << c.kv_evictions << "\n";
+  os << "  experts     per-GPU load imbalance (max-mean)/mean "
+     << fmt_or_na("%.3f", s.expert_imbalance, s.has.expert_load)
+     << " (summed loads); per layer and step:\n"
+     << "              by GPU imbalance "
+     << fmt_or_na("%.3f", s.expert_gpu_imbalance_mean, s.has.gpu_balance) << ", balancedness "
+     << fmt_or_na("%.3f", s.expert_gpu_balancedness, s.has.gpu_balance)
+     << " (mean/max); by slot imbalance "
+     << fmt_or_na("%.3f", s.expert_slot_imbalance_mean, s.has.slot_balance) << ", balancedness "
+     << fmt_or_na("%.3f", s.expert_slot_balancedness, s.has.slot_balance) << "\n";
+  os << "  traffic     dispatch " << bytes_text(c.dispatch_bytes) << ", combine "
+     << bytes_text(c.combine_bytes) << ", KV transfers " << c.kv_transfers << " ("
+     << bytes_text(c.kv_transfer_bytes) << ")\n";
+  if (!out.gpus.empty()) {
+    const GpuRecord& gpu = out.gpus.front();
+    os << "  per GPU     HBM " << bytes_text(static_cast<double>(sc.topology->gpu_spec().hbm_bytes))
+       << ": weights " << bytes_text(gpu.weight_bytes) << ", KV pool "
+       << bytes_text(gpu.kv_pool_bytes) << " (" << gpu.num_kv_blocks << " blocks of "
+       << bytes_text(gpu.kv_block_bytes) << ")  [first GPU]\n";
+  }
+  if (sc.cost.kind == CostModelKind::kCalibrated) {
+    os << "  cost model  calibrated profile " << sc.cost.profile_path << ": "
+       << c.cost_out_of_range_queries << " queries outside the fitted ranges\n";
+  } else {
+    os << "  cost model  roofline (" << c.cost_out_of_range_queries
+       << " queries outside a fitted range)\n";
+  }
+  os << "  actions    ";
+  if (c.actions.empty()) os << " none";
+  for (const auto& [k, v] : c.actions) os << " " << k << "=" << v;
+  os << "\n";
+  if (!c.policy_metrics.empty()) {
+    os << "  policy metrics\n";
+    for (const auto& [k, v] : c.policy_metrics) {
+      os << "    " << std::left << std::setw(48) << k << std::right << " " << metric_text(k, v)
+         << "\n";
+    }
+  }
+  os << "\n  event digest " << out.digest_hex << "\n";
+}
+
+}  // namespace moesim::sim
