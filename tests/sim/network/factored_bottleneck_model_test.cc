@@ -147,7 +147,7 @@ TEST(FactoredBottleneckModel, ExactWithoutSpineTraffic) {
     EXPECT_LE(rel, 1e-9) << skew;
     EXPECT_EQ(f.num_flows, e.num_flows);
     EXPECT_EQ(f.bottleneck_link, e.bottleneck_link);
-    for (int32_t i = 0; i < f.recv_done_ns.size(); ++i) {
+    for (size_t i = 0; i < f.recv_done_ns.size(); ++i) {
       EXPECT_NEAR(f.recv_done_ns[i], e.recv_done_ns[i], 1) << skew << " gpu " << i;
     }
   }
