@@ -7,17 +7,18 @@
 namespace moesim::sim {
 
 void RunRecorder::on_step(const StepUsage& u) {
+  const StepTotals& t = u.totals;
   counters_.num_steps++;
-  counters_.dispatch_bytes += u.dispatch_bytes;
-  counters_.combine_bytes += u.combine_bytes;
-  counters_.max_gpu_selections_sum += u.max_gpu_selections;
-  counters_.mean_gpu_selections_sum += u.mean_gpu_selections;
-  counters_.gpu_imbalance_sum += u.gpu_imbalance_sum;
-  counters_.gpu_balancedness_sum += u.gpu_balancedness_sum;
-  counters_.num_gpu_balance_samples += u.num_gpu_balance_layers;
-  counters_.slot_imbalance_sum += u.slot_imbalance_sum;
-  counters_.slot_balancedness_sum += u.slot_balancedness_sum;
-  counters_.num_slot_balance_samples += u.num_slot_balance_layers;
+  counters_.dispatch_bytes += t.dispatch_bytes;
+  counters_.combine_bytes += t.combine_bytes;
+  counters_.max_gpu_selections_sum += t.max_gpu_selections;
+  counters_.mean_gpu_selections_sum += t.mean_gpu_selections;
+  counters_.gpu_imbalance_sum += t.gpu_imbalance_sum;
+  counters_.gpu_balancedness_sum += t.gpu_balancedness_sum;
+  counters_.num_gpu_balance_samples += t.num_gpu_balance_layers;
+  counters_.slot_imbalance_sum += t.slot_imbalance_sum;
+  counters_.slot_balancedness_sum += t.slot_balancedness_sum;
+  counters_.num_slot_balance_samples += t.num_slot_balance_layers;
   for (size_t g = 0; g < u.gpus.size(); ++g) {
     GpuRecord& gr = gpus_[u.gpus[g].value];
     gr.compute_ns += u.compute_ns[g];

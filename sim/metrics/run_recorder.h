@@ -14,6 +14,7 @@
 #include "sim/core/ids.h"
 #include "sim/core/time.h"
 #include "sim/metrics/run_metrics.h"
+#include "sim/metrics/step_totals.h"
 
 namespace moesim::sim {
 
@@ -68,22 +69,12 @@ struct RunOptions {
   SimTime trace_end_ns = 0;
 };
 
-// One step's usage as the step model measured it, per GPU of the replica (same order as gpus).
+// One step's usage as the step model measured it: per GPU of the replica (same order as gpus) and
+// its totals.
 struct StepUsage {
   std::span<const GpuId> gpus;
   std::span<const SimTime> compute_ns, comm_ns, wait_ns;
-  double dispatch_bytes = 0;
-  double combine_bytes = 0;
-  double max_gpu_selections = 0;
-  double mean_gpu_selections = 0;
-  // Per-layer balance summed over the step's MoE layers, and the layers counted (StepResult in
-  // sim/serving/step_model.h): (max - mean) / mean and mean / max, by GPU and by expert slot.
-  double gpu_imbalance_sum = 0;
-  double gpu_balancedness_sum = 0;
-  int64_t num_gpu_balance_layers = 0;
-  double slot_imbalance_sum = 0;
-  double slot_balancedness_sum = 0;
-  int64_t num_slot_balance_layers = 0;
+  const StepTotals& totals;
 };
 
 class RunRecorder {

@@ -113,11 +113,12 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   MOESIM_CHECK(r.step_idx == 0 && !r.busy && router_.outstanding(replica) == 0,
                "before the first step");
   MOESIM_CHECK(placement.num_gpus() == static_cast<int32_t>(r.gpus().size()), "the replica's GPUs");
+  LayerPlacements placements(static_cast<int32_t>(num_moe_layers(card)), placement);
   const GpuMemoryLayout layout = builder_.memory_layout(
-      card, &placement, "policies",
+      card, &placements, "policies",
       card.name + " with replaced routed experts on replica " + std::to_string(replica));
   r.layout_slots_per_gpu = placement.max_slots_per_gpu();
-  *r.parts.placements = LayerPlacements(static_cast<int32_t>(num_moe_layers(card)), placement);
+  *r.parts.placements = std::move(placements);
   r.scheduler->reset_memory(layout);
   std::fill(r.placement_extra_blocks.begin(), r.placement_extra_blocks.end(), 0);
   r.parts.step_model =

@@ -36,11 +36,7 @@ void ClusterSim::try_start_step(Replica& r) {
   const StepResult& res = r.parts.step_model->run(r.step_idx, batch.ranks, obs);
   r.busy = true;
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
-  recorder_.on_step(
-      StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res.dispatch_bytes,
-                res.combine_bytes, res.max_gpu_selections, res.mean_gpu_selections,
-                res.gpu_imbalance_sum, res.gpu_balancedness_sum, res.num_gpu_balance_layers,
-                res.slot_imbalance_sum, res.slot_balancedness_sum, res.num_slot_balance_layers});
+  recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res});
   if (record) record_step(r, std::move(rec), res.duration_ns);
   sim_.schedule_after(res.duration_ns, k_step_done_, r.idx, r.step_idx);
   r.step_idx++;

@@ -90,24 +90,6 @@ std::unique_ptr<LayerPlacements> ReplicaBuilder::static_placements(RoutingModel*
 }
 
 GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
-                                              const ExpertPlacement* placement) const {
-  if (!placement) return memory_inputs(card, static_cast<const LayerPlacements*>(nullptr));
-  const LayerPlacements all(static_cast<int32_t>(num_moe_layers(card)), *placement);
-  return memory_inputs(card, &all);
-}
-
-GpuMemoryLayout ReplicaBuilder::memory_layout(const ModelCard& card,
-                                              const ExpertPlacement* placement,
-                                              const std::string& key_path,
-                                              const std::string& what) const {
-  if (!placement) {
-    return memory_layout(card, static_cast<const LayerPlacements*>(nullptr), key_path, what);
-  }
-  const LayerPlacements all(static_cast<int32_t>(num_moe_layers(card)), *placement);
-  return memory_layout(card, &all, key_path, what);
-}
-
-GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
                                               const LayerPlacements* placements) const {
   const DeploymentSpec& d = sc_.deployment;
   GpuMemoryInputs mem;

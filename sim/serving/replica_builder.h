@@ -54,7 +54,6 @@ class ReplicaBuilder {
   const Scenario& scenario() const { return sc_; }
   // The topology the network and step models run on (calibrated when the profile says so).
   const Topology& topology() const { return *topology_; }
-  const std::shared_ptr<const Topology>& shared_topology() const { return topology_; }
   const CostModel& cost() const { return *cost_; }
 
   // Global GPU ids of replica `replica_idx` (see the file comment).
@@ -72,15 +71,11 @@ class ReplicaBuilder {
   std::unique_ptr<LayerPlacements> static_placements(RoutingModel* routing = nullptr) const;
 
   // One GPU's memory inputs for `card`: the fullest GPU's expert slots summed over `card`'s MoE
-  // layers (no slots without placements). The ExpertPlacement form stands for that placement in
-  // every MoE layer.
+  // layers (no slots without placements).
   GpuMemoryInputs memory_inputs(const ModelCard& card, const LayerPlacements* placements) const;
-  GpuMemoryInputs memory_inputs(const ModelCard& card, const ExpertPlacement* placement) const;
   // The memory layout of one GPU. Throws ConfigError (the scenario's file, key `key_path`) when
   // the weights do not fit, `what` describing the deployment in the message.
   GpuMemoryLayout memory_layout(const ModelCard& card, const LayerPlacements* placements,
-                                const std::string& key_path, const std::string& what) const;
-  GpuMemoryLayout memory_layout(const ModelCard& card, const ExpertPlacement* placement,
                                 const std::string& key_path, const std::string& what) const;
 
   // A network model of the scenario's kind ([network] model) on topology().

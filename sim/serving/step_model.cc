@@ -111,11 +111,7 @@ void StepModel::begin_step() {
   std::fill(result_.comm_ns.begin(), result_.comm_ns.end(), 0);
   std::fill(result_.wait_ns.begin(), result_.wait_ns.end(), 0);
   result_.duration_ns = 0;
-  result_.dispatch_bytes = result_.combine_bytes = 0;
-  result_.max_gpu_selections = result_.mean_gpu_selections = 0;
-  result_.gpu_imbalance_sum = result_.gpu_balancedness_sum = 0;
-  result_.slot_imbalance_sum = result_.slot_balancedness_sum = 0;
-  result_.num_gpu_balance_layers = result_.num_slot_balance_layers = 0;
+  static_cast<StepTotals&>(result_) = StepTotals{};
   std::fill(clock_s_.begin(), clock_s_.end(), 0.0);
   std::fill(compute_s_.begin(), compute_s_.end(), 0.0);
   std::fill(comm_s_.begin(), comm_s_.end(), 0.0);

@@ -27,6 +27,7 @@
 #include "sim/core/time.h"
 #include "sim/cost/cost_model.h"
 #include "sim/cost/seq_slice.h"
+#include "sim/metrics/step_totals.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_plan.h"
@@ -62,31 +63,12 @@ struct BackgroundTransfer {
   double remaining_total() const;
 };
 
-struct StepResult {
+// One step as the step model timed it: its duration, per-GPU time, and the traffic and balance
+// totals (StepTotals).
+struct StepResult : StepTotals {
   SimTime duration_ns = 0;
   // Per replica GPU: busy computing, in collectives, waiting at barriers.
   std::vector<SimTime> compute_ns, comm_ns, wait_ns;
-  double dispatch_bytes = 0;  // all MoE layers, all GPUs
-  double combine_bytes = 0;
-  // Routed selections of the hottest GPU over the mean, summed over MoE layers (imbalance).
-  double max_gpu_selections = 0;
-  double mean_gpu_selections = 0;
-  // Balance per MoE layer as operators measure it, summed over the step's MoE layers with the
-  // number of layers summed: r = (max - mean) / mean (imbalance) and b = mean / max
-  // (balancedness). By GPU: over the replica's GPUs, of the routed selections each receives; a
-  // layer without selections is not counted. By slot: over the layer's expert slots (one per
-  // replica of an expert), of the selections each slot serves: the dispatcher's per-slot counts
-  // where the layer has replicas and is dispatched per expert; otherwise (the per-GPU fast path
-  // draws no per-expert counts) the routing model's expected selections per expert
-  // (RoutingModel::expected_shares x the step's tokens, as expert_loads; split evenly over an
-  // expert's replicas), so the slot figure is an expectation there. A layer without slot loads
-  // (no expectation, or all zero) is not counted.
-  double gpu_imbalance_sum = 0;
-  double gpu_balancedness_sum = 0;
-  int64_t num_gpu_balance_layers = 0;
-  double slot_imbalance_sum = 0;
-  double slot_balancedness_sum = 0;
-  int64_t num_slot_balance_layers = 0;
   // With set_report_expert_loads(true): the load of every routed expert in every MoE layer
   // (num_moe_layers x num_experts, row-major), the routing model's expected selections per token
   // (RoutingModel::expected_shares) x the step's tokens. Empty otherwise, or when the routing
