@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/scratch_files.h"
+
 namespace {
 
 const std::string kBinary = std::string(MOESIM_BINARY_DIR) + "/engine/moesim-engine";
@@ -31,7 +33,7 @@ Result run(const std::string& args, const std::string& env = "") {
 }
 
 std::string temp_path(const std::string& name) {
-  return std::string(testing::TempDir()) + "/" + name;
+  return moesim::scratch::path(name);
 }
 
 TEST(EngineMain, VersionAndHelp) {

@@ -12,6 +12,7 @@
 #include "sim/policy/pruning_plan.h"
 #include "sim/policy/pruning_study.h"
 #include "tests/sim/policy/policy_test_util.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -93,7 +94,7 @@ std::string write_study_plan(const std::string& name) {
   opt.num_timed_steps = 1;
   const PruningStudy study = run_pruning_study(tiny_scenario(kSkew), opt);
   EXPECT_EQ(study.plans.size(), 1u);
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = scratch::path(name);
   std::ofstream f(path);
   f << format_pruning_plan_json(study.plans.at(0), study.model_name, 0.25);
   return path;

@@ -8,6 +8,7 @@
 #include "sim/config/toml_source.h"
 #include "tests/sim/policy/policy_test_util.h"
 #include "tests/sim/policy/pruning_test_util.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -52,7 +53,7 @@ TEST(ExpertPruningSettings, ReadsThePlanFileOnce) {
   EXPECT_EQ(by_fraction.plan, nullptr);
   EXPECT_DOUBLE_EQ(by_fraction.config.fraction, 0.25);
 
-  const std::string path = ::testing::TempDir() + "/expert_pruning_settings_plan.json";
+  const std::string path = scratch::path("expert_pruning_settings_plan.json");
   {
     std::ofstream f(path);
     f << format_pruning_plan_json(

@@ -16,6 +16,7 @@
 #include "sim/policy/pruning_plan.h"
 #include "sim/routing/routing_spec.h"
 #include "tests/sim/policy/policy_test_util.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -96,7 +97,7 @@ TEST(PolicyRegistryTest, BadValueNamesItsKey) {
 }
 
 TEST(PolicyRegistryTest, ResolvedSettingsReadThePlanFileOnce) {
-  const std::string path = ::testing::TempDir() + "/policy_registry_plan_once.json";
+  const std::string path = scratch::path("policy_registry_plan_once.json");
   Scenario sc = tiny_scenario(
       "\n[policies.concurrency_cap]\nmax_seqs_per_replica = 8\n"
       "[policies.expert_pruning]\nplan_file = \"" +

@@ -8,6 +8,7 @@
 
 #include "sim/cost/profile.h"
 #include "tests/sim/policy/pruning_test_util.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -15,10 +16,7 @@ namespace {
 using testing::config_error_of;
 
 Scenario tiny_prune_scenario() {
-  const std::filesystem::path dir =
-      std::filesystem::path(MOESIM_BINARY_DIR) / "tests" / "pruning_study_test";
-  std::filesystem::create_directories(dir);
-  const std::filesystem::path file = dir / "tiny_prune.toml";
+  const std::string file = scratch::path("tiny_prune.toml");
   {
     std::ofstream f(file);
     f << "name = \"tiny_prune\"\n"
@@ -35,7 +33,7 @@ Scenario tiny_prune_scenario() {
       << "[routing]\npopularity = \"zipf\"\nzipf_s = 1.2\n"
       << "[run]\nseed = 3\nduration_s = 1\n";
   }
-  return load_scenario(file.string());
+  return load_scenario(file);
 }
 
 PruningStudyOptions small_options() {

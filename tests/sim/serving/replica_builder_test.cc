@@ -25,6 +25,7 @@
 #include "sim/serving/run_outputs.h"
 #include "sim/serving/serving_policy.h"
 #include "tests/sim/serving/test_scenarios.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -203,7 +204,7 @@ TEST(ReplicaBuilder, ValidationResimulatesTheRecordedDurations) {
   opt.record_max_steps = 20;
   const RunOutput out = run_scenario(sc, opt);
   const std::filesystem::path path =
-      std::filesystem::path(MOESIM_BINARY_DIR) / "replica_builder_test_trace.jsonl";
+      std::filesystem::path(scratch::path("trace.jsonl"));
   {
     std::ofstream f(path);
     write_step_trace(f, sc, out, sc.run.seed);

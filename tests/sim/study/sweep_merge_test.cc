@@ -6,14 +6,13 @@
 #include <sstream>
 
 #include "tests/support/config_errors.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim::study {
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return scratch::write(name, text);
 }
 
 std::string merge_error(const std::vector<std::string>& paths) {

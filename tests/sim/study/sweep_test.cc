@@ -9,6 +9,7 @@
 #include "sim/study/csv.h"
 #include "sim/study/sweep_merge.h"
 #include "tests/support/config_errors.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim::study {
 namespace {
@@ -18,9 +19,7 @@ const std::string kGrid = kDataDir + "/grid.toml";
 
 // Writes `text` to a file in the test's temporary directory and returns its path.
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return scratch::write(name, text);
 }
 
 std::string sweep_text(const std::string& body) {
