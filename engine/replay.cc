@@ -384,7 +384,8 @@ class GpuReplay {
     const DType act = dtypes_.activations;
     const TraceDtypes& td = trace_.model.dtypes;
     const TraceMoeLayer* routing = step_->moe_layer(l.layer_idx);
-    const TracePlacement& placement = trace_.placement_at(step_->replica_idx, step_->step_idx);
+    const TracePlacement& placement =
+        trace_.placement_at(step_->replica_idx, step_->step_idx, l.layer_idx);
     const int64_t sent = tokens_ * k;
 
     // Forced routing of this GPU's tokens, and its send / receive row counts per GPU.

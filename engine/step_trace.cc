@@ -40,10 +40,14 @@ const TraceMoeLayer* TraceStep::moe_layer(int64_t layer_idx) const {
   return nullptr;
 }
 
-const TracePlacement& StepTrace::placement_at(int64_t replica_idx, int64_t step_idx) const {
+const TracePlacement& StepTrace::placement_at(int64_t replica_idx, int64_t step_idx,
+                                              int64_t layer_idx) const {
   const TracePlacement* found = &placements.front();
   for (const TracePlacement& p : placements) {
-    if ((p.replica_idx < 0 || p.replica_idx == replica_idx) && p.from_step <= step_idx) found = &p;
+    if ((p.replica_idx < 0 || p.replica_idx == replica_idx) &&
+        (p.layer_idx < 0 || p.layer_idx == layer_idx) && p.from_step <= step_idx) {
+      found = &p;
+    }
   }
   return *found;
 }
@@ -374,7 +378,6 @@ void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep
   }
 
   const json& layers = array_field(w, j, "", "layers");
-  const TracePlacement& placement = trace.placement_at(step.replica_idx, step.step_idx);
   const int64_t num_gpus = trace.topology.num_gpus;
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string lp = index("layers", i);
@@ -388,6 +391,8 @@ void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep
       w.fail(join(lp, "layer"), "layer " + std::to_string(ml.layer_idx) + " listed twice");
     }
     const TraceLayer& spec = trace.model.layers[ml.layer_idx];
+    const TracePlacement& placement =
+        trace.placement_at(step.replica_idx, step.step_idx, ml.layer_idx);
     ml.dispatch_bytes = int_field_or(w, layers[i], lp, "dispatch_bytes", 0, 0);
     ml.combine_bytes = int_field_or(w, layers[i], lp, "combine_bytes", 0, 0);
     const json& routing = array_field(w, layers[i], lp, "routing");
@@ -502,6 +507,11 @@ StepTrace parse_step_trace(std::string_view text, const std::string& file_name) 
         w.fail("replica", "replica " + std::to_string(p.replica_idx) +
                               " does not exist (the header has " +
                               std::to_string(trace.replicas.size()) + ")");
+      }
+      p.layer_idx = int_field_or(w, j, "", "layer", 0, -1);  // absent: every MoE layer
+      if (p.layer_idx >= static_cast<int64_t>(trace.model.layers.size()) ||
+          (p.layer_idx >= 0 && !trace.model.layers[p.layer_idx].is_moe)) {
+        w.fail("layer", "layer " + std::to_string(p.layer_idx) + " is not a MoE layer");
       }
       for (const TracePlacement& earlier : trace.placements) {
         if (earlier.replica_idx == p.replica_idx && p.from_step < earlier.from_step) {

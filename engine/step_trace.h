@@ -76,10 +76,12 @@ struct TraceReplica {
 };
 
 // Expert -> GPUs holding a replica of it, valid from `from_step` on: for every replica (the
-// header's placement, replica_idx -1) or for one replica's steps (a placement record naming it).
+// header's placement, replica_idx -1) or for one replica's steps (a placement record naming it),
+// in every MoE layer (layer_idx -1) or in one (a placement record with "layer").
 struct TracePlacement {
   int64_t from_step = 0;
   int64_t replica_idx = -1;
+  int64_t layer_idx = -1;
   int64_t num_slots_per_gpu = 0;
   std::vector<std::vector<int32_t>> expert_gpus;
 };
@@ -136,9 +138,11 @@ struct StepTrace {
   std::vector<TracePlacement> placements;
   std::vector<TraceStep> steps;  // file order
 
-  // The placement in force at step `step_idx` of replica `replica_idx`: the last placement
-  // record for that replica (or for all replicas) from that step or earlier.
-  const TracePlacement& placement_at(int64_t replica_idx, int64_t step_idx) const;
+  // The placement in force at step `step_idx` of replica `replica_idx` in MoE layer `layer_idx`:
+  // the last placement record for that replica (or for all replicas) and that layer (or for all
+  // layers) from that step or earlier.
+  const TracePlacement& placement_at(int64_t replica_idx, int64_t step_idx,
+                                     int64_t layer_idx) const;
 };
 
 // Reads and validates a trace file. Throws InputError (see above); a missing file is

@@ -160,9 +160,21 @@ void resimulate_replica(const Context& cx, int32_t replica_idx, ValidationInput&
   for (const TraceStep& ts : cx.trace.steps) {
     if (ts.replica != replica_idx) continue;
     for (; next_change < changes.size() && changes[next_change]->step <= ts.step; ++next_change) {
-      // The step model reads the placement at every MoE layer.
-      if (placement)
-        placement->set_all(replica_placement(cx, gpus, changes[next_change]->expert_gpus));
+      // The step model reads each MoE layer's placement.
+      const TracePlacementChange& c = *changes[next_change];
+      if (!placement) continue;
+      const ExpertPlacement p = replica_placement(cx, gpus, c.expert_gpus);
+      if (c.layer < 0) {
+        placement->set_all(p);
+        continue;
+      }
+      if (c.layer >= static_cast<int32_t>(cx.moe_layer_of_layer.size()) ||
+          cx.moe_layer_of_layer[c.layer] < 0) {
+        throw ConfigError(trace_path, 0, 0, "placement.layer",
+                          "layer " + std::to_string(c.layer) + " is not a MoE layer of " +
+                              card.name);
+      }
+      placement->set_layer(cx.moe_layer_of_layer[c.layer], p);
     }
     if (!cx.measured_steps.count(ts.step)) continue;
     std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(n / tp));

@@ -1,6 +1,7 @@
 #include "sim/calibration/step_trace_reader.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -126,6 +127,11 @@ TracePlacementChange read_placement(const Ctx& c, const json& j, const StepTrace
     if (p.replica < 0 || p.replica >= static_cast<int32_t>(t.replica_gpus.size())) {
       c.fail("replica", "no such replica in the header");
     }
+  }
+  if (j.contains("layer")) {
+    const int64_t layer = c.get_int(j, "layer");
+    if (layer < 0 || layer > INT32_MAX) c.fail("layer", "must be a model layer index");
+    p.layer = static_cast<int32_t>(layer);
   }
   const json& eg = c.at(j, "expert_gpus");
   if (!eg.is_array()) c.fail("expert_gpus", "must be an array of arrays");

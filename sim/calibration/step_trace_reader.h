@@ -36,11 +36,12 @@ struct TraceStep {
 };
 
 // A `placement` record: from step `step` of replica `replica` (every replica when -1) on, routed
-// expert e lives on the GPUs expert_gpus[e] (global ids; those outside a replica do not concern
-// it).
+// expert e of model layer `layer` (every MoE layer when -1) lives on the GPUs expert_gpus[e]
+// (global ids; those outside a replica do not concern it).
 struct TracePlacementChange {
   int32_t replica = -1;
   int64_t step = 0;
+  int32_t layer = -1;
   std::vector<std::vector<int32_t>> expert_gpus;
 };
 

@@ -1,5 +1,6 @@
 #include "sim/metrics/run_recorder.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "sim/core/check.h"
@@ -33,22 +34,37 @@ void RunRecorder::on_action(const std::string& name, int64_t n, SimTime now) {
     trace_.push_back(TraceSlice{0, -1, "policy:" + name, -1, now, 0});
 }
 
-void RunRecorder::set_initial_placement(int32_t replica_idx,
-                                        std::vector<std::vector<int32_t>> expert_gpus) {
+void RunRecorder::set_initial_placement(int32_t replica_idx, const ExpertGpus& layer0,
+                                        int32_t num_moe_layers) {
   MOESIM_CHECK(static_cast<size_t>(replica_idx) == recorded_placement_.size(),
                "initial placements in replica order");
-  initial_.resize(expert_gpus.size());
-  for (size_t e = 0; e < expert_gpus.size(); ++e) {
-    initial_[e].insert(initial_[e].end(), expert_gpus[e].begin(), expert_gpus[e].end());
+  initial_.resize(layer0.size());
+  for (size_t e = 0; e < layer0.size(); ++e) {
+    initial_[e].insert(initial_[e].end(), layer0[e].begin(), layer0[e].end());
   }
-  recorded_placement_.push_back(std::move(expert_gpus));
+  // Only recorded steps compare placements: without them one copy is enough.
+  const int32_t copies = opt_.record_steps ? num_moe_layers : 0;
+  recorded_placement_.emplace_back(static_cast<size_t>(copies), layer0);
 }
 
-void RunRecorder::add_step(StepRecord record, std::vector<std::vector<int32_t>> expert_gpus) {
-  if (static_cast<size_t>(record.replica) < recorded_placement_.size() &&
-      expert_gpus != recorded_placement_[record.replica]) {
-    changes_.push_back({record.replica, record.step, expert_gpus});
-    recorded_placement_[record.replica] = std::move(expert_gpus);
+void RunRecorder::add_step(StepRecord record, const std::vector<ExpertGpus>* layers) {
+  if (layers != nullptr && static_cast<size_t>(record.replica) < recorded_placement_.size()) {
+    std::vector<ExpertGpus>& recorded = recorded_placement_[record.replica];
+    MOESIM_CHECK(recorded.size() == layers->size(), "one placement per MoE layer");
+    std::vector<int32_t> changed;
+    for (size_t l = 0; l < layers->size(); ++l) {
+      if ((*layers)[l] != recorded[l]) changed.push_back(static_cast<int32_t>(l));
+    }
+    const bool all_same =
+        !changed.empty() && changed.size() == layers->size() &&
+        std::all_of(layers->begin(), layers->end(),
+                    [&](const ExpertGpus& p) { return p == layers->front(); });
+    if (all_same) {
+      changes_.push_back({record.replica, record.step, -1, layers->front()});
+    } else {
+      for (int32_t l : changed) changes_.push_back({record.replica, record.step, l, (*layers)[l]});
+    }
+    for (int32_t l : changed) recorded[l] = (*layers)[l];
   }
   steps_.push_back(std::move(record));
 }

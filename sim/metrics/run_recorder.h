@@ -53,12 +53,17 @@ struct TraceSlice {
   SimTime duration_ns = 0;
 };
 
-// A replica's placement changed (e.g. a replication or balancing policy): from its recorded step
-// `step` on, routed expert e is on the replica's global GPUs expert_gpus[e].
+// Routed expert -> the global GPU ids hosting it (one MoE layer's placement).
+using ExpertGpus = std::vector<std::vector<int32_t>>;
+
+// A replica's placement changed (e.g. a replication or balancing policy, or a per-layer layout
+// that differs from the header's): from its recorded step `step` on, routed expert e of MoE layer
+// `moe_layer` (every MoE layer when -1) is on the replica's global GPUs expert_gpus[e].
 struct PlacementChange {
   int32_t replica = 0;
   int64_t step = 0;
-  std::vector<std::vector<int32_t>> expert_gpus;
+  int32_t moe_layer = -1;
+  ExpertGpus expert_gpus;
 };
 
 struct RunOptions {
@@ -105,15 +110,19 @@ class RunRecorder {
   // A policy action at `now`, counted by name and marked in the trace (instants are capped).
   void on_action(const std::string& name, int64_t n, SimTime now);
 
-  // The placement the recorded steps start from: replica `replica_idx`'s expert -> global GPUs
-  // (call once per replica, in replica order, before the first step).
-  void set_initial_placement(int32_t replica_idx, std::vector<std::vector<int32_t>> expert_gpus);
-  // A recorded step, with its replica's placement when it ran (a change is recorded when it
-  // differs from the last one recorded for that replica).
-  void add_step(StepRecord record, std::vector<std::vector<int32_t>> expert_gpus);
+  // The placement the recorded steps start from (the step trace's header): replica
+  // `replica_idx`'s MoE layer 0 (call once per replica, in replica order, before the first step).
+  // Recorded steps compare each of its num_moe_layers layers with it.
+  void set_initial_placement(int32_t replica_idx, const ExpertGpus& layer0,
+                             int32_t num_moe_layers);
+  // A recorded step. `layers`: its replica's placement of every MoE layer when the step ran, when
+  // it may have changed since the replica's last recorded step (null when it has not): the
+  // layers that differ from the ones recorded last become changes at this step (one change for
+  // every layer when they all moved to the same placement).
+  void add_step(StepRecord record, const std::vector<ExpertGpus>* layers);
 
-  // Per routed expert, the global GPUs hosting it in any replica at the start.
-  const std::vector<std::vector<int32_t>>& initial_expert_gpus() const { return initial_; }
+  // Per routed expert, the global GPUs hosting it in MoE layer 0 of any replica at the start.
+  const ExpertGpus& initial_expert_gpus() const { return initial_; }
   // What the run output takes at the end (moved out).
   std::vector<GpuRecord>& gpus() { return gpus_; }
   std::vector<TraceSlice>& trace_slices() { return trace_; }
@@ -126,8 +135,8 @@ class RunRecorder {
   std::vector<GpuRecord> gpus_;
   std::vector<TraceSlice> trace_;
   std::vector<StepRecord> steps_;
-  std::vector<std::vector<int32_t>> initial_;
-  std::vector<std::vector<std::vector<int32_t>>> recorded_placement_;  // per replica
+  ExpertGpus initial_;
+  std::vector<std::vector<ExpertGpus>> recorded_placement_;  // per replica and MoE layer
   std::vector<PlacementChange> changes_;
 };
 

@@ -189,15 +189,10 @@ void ReplicaDispatcher::dispatch(const ExpertPlacement& placement, const CountMa
       const int32_t c = row[e];
       if (c == 0) continue;
       const std::span<const int32_t> gpus = placement.replicas(e);
-      int32_t local = -1;
-      if (gpus.size() == 1) local = 0;
-      for (size_t i = 0; local < 0 && i < gpus.size(); ++i) {
-        if (gpus[i] == s) local = static_cast<int32_t>(i);
-      }
-      if (local >= 0) {
-        gpu_load_[gpus[local]] += c;
-        dst_row[gpus[local]] += c;
-        slot_loads_[slot_offsets_[e] + local] += c;
+      if (gpus.size() == 1) {
+        gpu_load_[gpus[0]] += c;
+        dst_row[gpus[0]] += c;
+        slot_loads_[slot_offsets_[e]] += c;
         continue;
       }
       candidates_.clear();
@@ -210,93 +205,6 @@ void ReplicaDispatcher::dispatch(const ExpertPlacement& placement, const CountMa
       water_fill(c, e, placement, dst_row);
     }
   }
-}
-
-PlacementPlan::PlacementPlan(int32_t num_moe_layers, ExpertPlacement default_placement)
-    : index_of_layer_(num_moe_layers, 0) {
-  MOESIM_CHECK(num_moe_layers >= 1, "a plan needs a layer");
-  placements_.push_back(std::move(default_placement));
-}
-
-void PlacementPlan::set_layers(int32_t first_layer, int32_t last_layer, ExpertPlacement placement) {
-  MOESIM_CHECK(first_layer >= 0 && first_layer <= last_layer && last_layer < num_moe_layers(),
-               "layer range");
-  MOESIM_CHECK(placement.num_experts() == placements_[0].num_experts() &&
-                   placement.num_gpus() == placements_[0].num_gpus(),
-               "every layer's placement has the same experts and GPUs");
-  placements_.push_back(std::move(placement));
-  for (int32_t l = first_layer; l <= last_layer; ++l) {
-    index_of_layer_[l] = static_cast<int32_t>(placements_.size()) - 1;
-  }
-}
-
-ExpertPlacement& PlacementPlan::mutable_layer(int32_t moe_layer_idx) {
-  const int32_t idx = index_of_layer_[moe_layer_idx];
-  const auto num_sharing = std::count(index_of_layer_.begin(), index_of_layer_.end(), idx);
-  if (num_sharing > 1) {
-    placements_.push_back(placements_[idx]);
-    index_of_layer_[moe_layer_idx] = static_cast<int32_t>(placements_.size()) - 1;
-  }
-  return placements_[index_of_layer_[moe_layer_idx]];
-}
-
-namespace {
-
-ExpertPlacement parse_one_placement(TomlTable& t, const std::string& default_layout,
-                                    int32_t num_experts, int32_t num_gpus, int32_t gpus_per_node,
-                                    int32_t num_shared_experts) {
-  const std::string layout = t.get_enum_or("layout", {"contiguous", "strided"}, default_layout);
-  std::vector<std::vector<int32_t>> replicas;
-  try {
-    replicas = static_layout(num_experts, num_gpus, layout == "strided", t.file());
-  } catch (const ConfigError& e) {
-    t.fail(t.has("layout") ? "layout" : "", e.reason());
-  }
-  for (TomlTable& r : t.get_table_array("replicas", false)) {
-    const auto expert = static_cast<int32_t>(r.get_int_in("expert", 0, num_experts - 1));
-    for (int64_t g : r.get_int_array("gpus")) {
-      if (g < 0 || g >= num_gpus) {
-        r.fail("gpus", "GPU " + std::to_string(g) + " is not in the EP group [0, " +
-                           std::to_string(num_gpus) + ")");
-      }
-      std::vector<int32_t>& gpus = replicas[expert];
-      if (std::find(gpus.begin(), gpus.end(), g) != gpus.end()) {
-        r.fail("gpus",
-               "GPU " + std::to_string(g) + " already hosts expert " + std::to_string(expert));
-      }
-      gpus.push_back(static_cast<int32_t>(g));
-    }
-    r.finish();
-  }
-  try {
-    return ExpertPlacement(num_experts, num_gpus, gpus_per_node, num_shared_experts,
-                           std::move(replicas), t.file());
-  } catch (const ConfigError& e) {
-    t.fail_table(e.key_path() + ": " + e.reason());
-  }
-}
-
-}  // namespace
-
-PlacementPlan parse_placement(TomlTable& t, int32_t num_moe_layers, int32_t num_experts,
-                              int32_t num_gpus, int32_t gpus_per_node, int32_t num_shared_experts) {
-  std::vector<TomlTable> overrides = t.get_table_array("layer_overrides", false);
-  PlacementPlan plan(num_moe_layers, parse_one_placement(t, "contiguous", num_experts, num_gpus,
-                                                         gpus_per_node, num_shared_experts));
-  const std::string default_layout = t.get_string_or("layout", "contiguous");
-  for (TomlTable& o : overrides) {
-    const std::vector<int64_t> range = o.get_int_array("layers");
-    if (range.size() != 2 || range[0] < 0 || range[1] < range[0] || range[1] >= num_moe_layers) {
-      o.fail("layers", "expected [first, last] within the " + std::to_string(num_moe_layers) +
-                           " MoE layers (0-based, first <= last)");
-    }
-    plan.set_layers(static_cast<int32_t>(range[0]), static_cast<int32_t>(range[1]),
-                    parse_one_placement(o, default_layout, num_experts, num_gpus, gpus_per_node,
-                                        num_shared_experts));
-    o.finish();
-  }
-  t.finish();
-  return plan;
 }
 
 }  // namespace moesim::sim

@@ -8,6 +8,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/policy/eplb_rebalance.h"
 
 namespace moesim::sim {
@@ -42,12 +43,12 @@ class EplbPolicy final : public ServingPolicy {
 
   void on_start(PolicyContext& ctx) override {
     for (int32_t r = 0; r < ctx.num_replicas(); ++r) {
-      const ExpertPlacement* p = ctx.placement(r);
+      const LayerPlacements* p = ctx.placements(r);
       if (!p) continue;
       State s;
-      s.rebalancer = std::make_unique<EplbRebalancer>(config_, num_moe_layers_, *p, num_groups_,
-                                                      slot_weight_bytes_);
-      s.initial = std::make_unique<ExpertPlacement>(*p);
+      s.rebalancer = std::make_unique<EplbRebalancer>(config_, num_moe_layers_, p->layer(0),
+                                                      num_groups_, slot_weight_bytes_);
+      s.initial = std::make_unique<LayerPlacements>(*p);
       states_.emplace(r, std::move(s));
     }
     if (!states_.empty()) ctx.schedule_timer(this, from_seconds(config_.balance.period_s), 0);
@@ -59,6 +60,8 @@ class EplbPolicy final : public ServingPolicy {
     if (it != states_.end()) it->second.rebalancer->observe(moe_layer_idx, selections);
   }
 
+  // Every period: each MoE layer of each replica is planned on its own; the layers whose plan
+  // applies change together, when the copies of all of them have landed.
   void on_timer(PolicyContext& ctx, int64_t tag) override {
     for (auto& [r, s] : states_) {
       if (s.transfer_id >= 0) {
@@ -66,29 +69,37 @@ class EplbPolicy final : public ServingPolicy {
         continue;
       }
       ctx.count_action("eplb_rebalance");
-      EplbPlan plan = s.rebalancer->plan(*ctx.placement(r));
-      switch (plan.decision) {
-        case EplbPlan::Decision::kNoLoad:
-          ctx.count_action("eplb_skip_no_load");
-          continue;
-        case EplbPlan::Decision::kUnchanged:
-          ctx.count_action("eplb_unchanged");
-          continue;
-        case EplbPlan::Decision::kNoGain:
-          ctx.count_action("eplb_skip_no_gain");
-          continue;
-        case EplbPlan::Decision::kApply:
-          break;
+      const LayerPlacements& current = *ctx.placements(r);
+      std::vector<EplbPlan> apply_plans;
+      int64_t num_copies = 0;
+      for (int32_t l = 0; l < current.num_layers(); ++l) {
+        EplbPlan plan = s.rebalancer->plan(l, current.layer(l));
+        switch (plan.decision) {
+          case EplbPlan::Decision::kNoLoad:
+            ctx.count_action("eplb_layer_skip_no_load");
+            continue;
+          case EplbPlan::Decision::kUnchanged:
+            ctx.count_action("eplb_layer_unchanged");
+            continue;
+          case EplbPlan::Decision::kNoGain:
+            ctx.count_action("eplb_layer_skip_no_gain");
+            continue;
+          case EplbPlan::Decision::kApply:
+            break;
+        }
+        num_copies += static_cast<int64_t>(plan.copies.size());
+        apply_plans.push_back(std::move(plan));
       }
-      if (plan.copies.empty()) {
-        apply(ctx, r, s, plan);
+      if (apply_plans.empty()) continue;
+      if (num_copies == 0) {
+        apply(ctx, r, apply_plans);
         continue;
       }
-      ctx.count_action("eplb_expert_copy", static_cast<int64_t>(plan.copies.size()));
-      num_copies_ += static_cast<int64_t>(plan.copies.size());
-      bytes_copied_ += slot_weight_bytes_ * static_cast<double>(plan.copies.size());
-      std::vector<double> traffic = s.rebalancer->transfer_traffic(plan);
-      s.pending = std::move(plan);
+      ctx.count_action("eplb_expert_copy", num_copies);
+      num_copies_ += num_copies;
+      bytes_copied_ += slot_weight_bytes_ * static_cast<double>(num_copies);
+      std::vector<double> traffic = s.rebalancer->transfer_traffic(apply_plans);
+      s.pending = std::move(apply_plans);
       s.transfer_id = ctx.start_weight_transfer(this, r, std::move(traffic));
     }
     ctx.schedule_timer(this, from_seconds(config_.balance.period_s), tag + 1);
@@ -98,66 +109,71 @@ class EplbPolicy final : public ServingPolicy {
     for (auto& [r, s] : states_) {
       if (s.transfer_id != transfer_id) continue;
       s.transfer_id = -1;
-      EplbPlan plan = std::move(*s.pending);
-      s.pending.reset();
-      apply(ctx, r, s, plan);
+      std::vector<EplbPlan> plans = std::move(s.pending);
+      s.pending.clear();
+      apply(ctx, r, plans);
     }
   }
 
   void on_finish(PolicyContext& ctx) override {
-    // Predicted imbalance (max / mean GPU load, layers summed) under each replica's final
-    // averaged loads: its static placement vs the placement it ends with; means over replicas.
-    double static_sum = 0.0, final_sum = 0.0;
-    // The measured quantity (expert_gpu_imbalance_mean): per layer, (max - mean) / mean of the
-    // predicted GPU loads; averaged over the replicas' layers that saw load.
-    double static_layers_sum = 0.0, final_layers_sum = 0.0;
+    // The measured quantity (expert_gpu_imbalance_mean) predicted from the final averaged loads:
+    // per MoE layer, (max - mean) / mean of the GPU loads (each expert's load split evenly over
+    // its replicas) under the layer's static placement and under the one it ends with; averaged
+    // over the replicas' layers that saw load. Balancedness is mean / max, averaged the same way.
+    double static_sum = 0.0, final_sum = 0.0, static_bal = 0.0, final_bal = 0.0;
     int64_t num_layers = 0;
     for (const auto& [r, s] : states_) {
-      const std::vector<double> loads = s.rebalancer->expert_loads();
-      static_sum += EplbRebalancer::imbalance(*s.initial, loads);
-      final_sum += EplbRebalancer::imbalance(*ctx.placement(r), loads);
       const ExpertLoadAverage& average = s.rebalancer->load_average();
+      const LayerPlacements& now = *ctx.placements(r);
       for (int32_t l = 0; l < average.num_layers(); ++l) {
         if (average.num_samples(l) == 0) continue;
-        const std::vector<double> layer_loads = average.average(l);
-        const std::optional<double> at_static = gpu_imbalance(*s.initial, layer_loads);
+        const std::vector<double> loads = average.average(l);
+        const std::optional<double> at_static = gpu_imbalance(s.initial->layer(l), loads);
         if (!at_static) continue;
-        static_layers_sum += *at_static;
-        final_layers_sum += gpu_imbalance(*ctx.placement(r), layer_loads).value_or(0.0);
+        const double at_final = gpu_imbalance(now.layer(l), loads).value_or(0.0);
+        static_sum += *at_static;
+        final_sum += at_final;
+        static_bal += 1.0 / (1.0 + *at_static);
+        final_bal += 1.0 / (1.0 + at_final);
         ++num_layers;
       }
     }
-    const double n = static_cast<double>(std::max<size_t>(states_.size(), 1));
     ctx.report_metric("eplb.rebalances_applied", static_cast<double>(num_applied_));
+    ctx.report_metric("eplb.layer_placements_applied", static_cast<double>(num_layers_applied_));
     ctx.report_metric("eplb.expert_copies", static_cast<double>(num_copies_));
     ctx.report_metric("eplb.weight_bytes_copied", bytes_copied_);
-    ctx.report_metric("eplb.predicted_imbalance_static", static_sum / n);
-    ctx.report_metric("eplb.predicted_imbalance_final", final_sum / n);
     if (num_layers > 0) {
       const auto m = static_cast<double>(num_layers);
-      ctx.report_metric("eplb.predicted_gpu_imbalance_static", static_layers_sum / m);
-      ctx.report_metric("eplb.predicted_gpu_imbalance_final", final_layers_sum / m);
+      ctx.report_metric("eplb.predicted_gpu_imbalance_static", static_sum / m);
+      ctx.report_metric("eplb.predicted_gpu_imbalance_final", final_sum / m);
+      ctx.report_metric("eplb.predicted_gpu_balancedness_static", static_bal / m);
+      ctx.report_metric("eplb.predicted_gpu_balancedness_final", final_bal / m);
     }
   }
 
  private:
   struct State {
     std::unique_ptr<EplbRebalancer> rebalancer;
-    std::unique_ptr<ExpertPlacement> initial;
+    std::unique_ptr<LayerPlacements> initial;
     int64_t transfer_id = -1;
-    std::optional<EplbPlan> pending;
+    std::vector<EplbPlan> pending;  // the layers whose copies are in flight
   };
 
-  void apply(PolicyContext& ctx, int32_t replica, State& s, const EplbPlan& plan) {
-    if (!ctx.set_expert_placement(replica, *plan.target)) {
+  void apply(PolicyContext& ctx, int32_t replica, const std::vector<EplbPlan>& plans) {
+    std::vector<std::pair<int32_t, ExpertPlacement>> layers;
+    int64_t drops = 0;
+    for (const EplbPlan& plan : plans) {
+      layers.emplace_back(plan.moe_layer_idx, *plan.target);
+      drops += static_cast<int64_t>(plan.drops.size());
+    }
+    if (!ctx.set_layer_placements(replica, layers)) {
       ctx.count_action("eplb_apply_no_memory");
       return;
     }
     ctx.count_action("eplb_apply");
-    if (!plan.drops.empty()) {
-      ctx.count_action("eplb_expert_drop", static_cast<int64_t>(plan.drops.size()));
-    }
+    if (drops > 0) ctx.count_action("eplb_expert_drop", drops);
     ++num_applied_;
+    num_layers_applied_ += static_cast<int64_t>(plans.size());
   }
 
   EplbPolicyConfig config_;
@@ -166,6 +182,7 @@ class EplbPolicy final : public ServingPolicy {
   double slot_weight_bytes_;
   std::map<int32_t, State> states_;
   int64_t num_applied_ = 0;
+  int64_t num_layers_applied_ = 0;
   int64_t num_copies_ = 0;
   double bytes_copied_ = 0.0;
 };
@@ -192,8 +209,8 @@ std::unique_ptr<ServingPolicy> make_eplb_policy(TomlTable& table, const Scenario
   EplbPolicyConfig config =
       parse_eplb_policy_config(table, num_experts, num_groups, num_gpus / gpus_per_node, num_gpus);
   const auto num_moe = static_cast<int32_t>(num_moe_layers(card));
-  const double bytes = expert_weight_bytes(card, *moe) * static_cast<double>(num_moe);
-  return std::make_unique<EplbPolicy>(config, num_moe, num_groups, bytes);
+  return std::make_unique<EplbPolicy>(config, num_moe, num_groups,
+                                      expert_weight_bytes(card, *moe));
 }
 
 }  // namespace moesim::sim

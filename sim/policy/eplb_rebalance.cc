@@ -84,16 +84,6 @@ void EplbRebalancer::observe(int32_t moe_layer_idx, std::span<const double> sele
   average_.add(moe_layer_idx, selections);
 }
 
-std::vector<double> EplbRebalancer::expert_loads() const {
-  std::vector<double> out(static_cast<size_t>(shape_.num_experts), 0.0);
-  for (int32_t l = 0; l < average_.num_layers(); ++l) {
-    if (average_.num_samples(l) == 0) continue;
-    const std::vector<double> avg = average_.average(l);
-    for (size_t e = 0; e < out.size(); ++e) out[e] += avg[e];
-  }
-  return out;
-}
-
 std::vector<double> EplbRebalancer::gpu_loads(const ExpertPlacement& p,
                                               std::span<const double> loads) {
   MOESIM_CHECK(static_cast<int32_t>(loads.size()) == p.num_experts(), "one load per expert");
@@ -159,12 +149,15 @@ ExpertPlacement EplbRebalancer::align_to(const ExpertPlacement& target,
                          std::move(replicas), "eplb");
 }
 
-EplbPlan EplbRebalancer::plan(const ExpertPlacement& current) const {
+EplbPlan EplbRebalancer::plan(int32_t moe_layer_idx, const ExpertPlacement& current) const {
   MOESIM_CHECK(current.num_experts() == shape_.num_experts && current.num_gpus() == num_gpus_ &&
                    current.gpus_per_node() == gpus_per_node_,
                "current placement of the balancer's shape");
+  MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < average_.num_layers(), "a MoE layer");
   EplbPlan out;
-  const std::vector<double> loads = expert_loads();
+  out.moe_layer_idx = moe_layer_idx;
+  if (average_.num_samples(moe_layer_idx) == 0) return out;
+  const std::vector<double> loads = average_.average(moe_layer_idx);
   if (std::accumulate(loads.begin(), loads.end(), 0.0) <= 0.0) return out;
   EplbLayout layout = balance_experts(loads, shape_);
   const ExpertPlacement balanced(shape_.num_experts, num_gpus_, gpus_per_node_, num_shared_experts_,
@@ -200,12 +193,14 @@ EplbPlan EplbRebalancer::plan(const ExpertPlacement& current) const {
   return out;
 }
 
-std::vector<double> EplbRebalancer::transfer_traffic(const EplbPlan& plan) const {
+std::vector<double> EplbRebalancer::transfer_traffic(std::span<const EplbPlan> plans) const {
   const auto p = static_cast<size_t>(num_gpus_);
   std::vector<double> bytes(p * p, 0.0);
-  for (const ReplicaAddition& c : plan.copies) {
-    bytes[static_cast<size_t>(c.src_gpu_idx) * p + static_cast<size_t>(c.dst_gpu_idx)] +=
-        slot_weight_bytes_;
+  for (const EplbPlan& plan : plans) {
+    for (const ReplicaAddition& c : plan.copies) {
+      bytes[static_cast<size_t>(c.src_gpu_idx) * p + static_cast<size_t>(c.dst_gpu_idx)] +=
+          slot_weight_bytes_;
+    }
   }
   return bytes;
 }

@@ -1,21 +1,22 @@
 // EPLB-style rebalancing: the decision logic of the eplb policy (the serving loop owns the
 // events; eplb_policy.h wires them).
 //
-// The serving loop serves every MoE layer of a replica with one placement, so the policy
-// balances the sum over MoE layers of each layer's moving-average expert loads (one sample per
-// layer and step: the step's expected selections per expert). Every rebalance:
-//  1. balance: balance_experts() (sim/placement/eplb.h) on those loads: redundant slots to the
-//     largest load per replica, then balanced packing onto the GPUs (hierarchical or global);
+// Every MoE layer is balanced on its own, as EPLB does (its output is a physical-to-logical map
+// per layer): the policy keeps each layer's moving-average expert loads (one sample per layer and
+// step: the step's expected selections per expert). Every rebalance, for each MoE layer:
+//  1. balance: balance_experts() (sim/placement/eplb.h) on that layer's loads: redundant slots to
+//     the largest load per replica, then balanced packing onto the GPUs (hierarchical or global);
 //  2. align: the balanced layout's GPUs are relabelled to keep as many experts where they are as
 //     possible (a GPU permutation changes no GPU's load): nodes first (greedy: the pair of
 //     layout node and current node sharing the most expert replicas, ties to the lower ids),
 //     then GPUs within each matched node pair the same way;
-//  3. diff against the current placement: every (expert, GPU) the target gains is one weight
-//     copy (the expert in every MoE layer) from a GPU holding it now, on the destination's node
-//     if any, lowest id; every (expert, GPU) it loses is dropped when the target is applied;
-//  4. decide: no load observed yet -> skip; target equals current -> unchanged; predicted
-//     imbalance (max over mean of GPU loads, each expert's load split evenly over its replicas)
-//     not lower by more than min_imbalance_gain -> skip; else apply.
+//  3. diff against the layer's current placement: every (expert, GPU) the target gains is one
+//     weight copy (the expert's weights in this layer) from a GPU holding it now, on the
+//     destination's node if any, lowest id; every (expert, GPU) it loses is dropped when the
+//     target is applied;
+//  4. decide: no load observed for the layer yet -> skip; target equals current -> unchanged;
+//     predicted imbalance (max over mean of GPU loads, each expert's load split evenly over its
+//     replicas) not lower by more than min_imbalance_gain -> skip; else apply.
 #pragma once
 
 #include <cstdint>
@@ -46,19 +47,20 @@ EplbPolicyConfig parse_eplb_policy_config(TomlTable& table, int32_t num_experts,
 
 struct EplbPlan {
   enum class Decision { kApply, kNoLoad, kUnchanged, kNoGain };
+  int32_t moe_layer_idx = 0;
   Decision decision = Decision::kNoLoad;
   std::optional<ExpertPlacement> target;  // set unless kNoLoad
   std::vector<ReplicaAddition> copies;    // by (expert, destination GPU)
   std::vector<ReplicaRemoval> drops;      // by (expert, GPU)
-  double current_imbalance = 1.0;         // predicted, under the averaged loads
+  double current_imbalance = 1.0;         // predicted, under the layer's averaged loads
   double target_imbalance = 1.0;
 };
 
 class EplbRebalancer {
  public:
-  // initial: the replica's static placement (experts, GPUs, nodes). slot_weight_bytes: the bytes
-  // of one expert in every MoE layer (one copy), > 0. Preconditions (checked): config parsed for
-  // these dimensions, num_moe_layers >= 1.
+  // initial: the shape every MoE layer's placement has (experts, GPUs, nodes). slot_weight_bytes:
+  // the bytes of one expert in one MoE layer (one copy), > 0. Preconditions (checked): config
+  // parsed for these dimensions, num_moe_layers >= 1.
   EplbRebalancer(const EplbPolicyConfig& config, int32_t num_moe_layers,
                  const ExpertPlacement& initial, int32_t num_groups, double slot_weight_bytes);
 
@@ -66,14 +68,13 @@ class EplbRebalancer {
   const EplbShape& shape() const { return shape_; }
   // One sample of a layer's expected selections per expert.
   void observe(int32_t moe_layer_idx, std::span<const double> selections);
-  // Moving-average loads summed over MoE layers, per expert.
-  std::vector<double> expert_loads() const;
   // The per-layer moving averages (observe()).
   const ExpertLoadAverage& load_average() const { return average_; }
-  // The rebalance of the file comment for the current averages.
-  EplbPlan plan(const ExpertPlacement& current) const;
-  // Bytes to copy per (src, dst): bytes[src * P + dst] for the P GPUs.
-  std::vector<double> transfer_traffic(const EplbPlan& plan) const;
+  // The rebalance of the file comment for one MoE layer, whose placement is `current`, under its
+  // current averages.
+  EplbPlan plan(int32_t moe_layer_idx, const ExpertPlacement& current) const;
+  // Bytes to copy per (src, dst) for all of `plans`: bytes[src * P + dst] for the P GPUs.
+  std::vector<double> transfer_traffic(std::span<const EplbPlan> plans) const;
 
   // Per GPU: the sum of its experts' loads, each split evenly over the expert's replicas.
   static std::vector<double> gpu_loads(const ExpertPlacement& placement,

@@ -5,6 +5,7 @@
 
 #include "sim/core/check.h"
 #include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/policy/activation_profile.h"
 #include "sim/policy/expert_pruning_deployment.h"
 #include "sim/policy/pruned_routing.h"
@@ -24,7 +25,7 @@ class ExpertPruningPolicy final : public ServingPolicy {
   std::string_view name() const override { return "expert_pruning"; }
 
   void on_start(PolicyContext& ctx) override {
-    if (ctx.num_replicas() == 0 || !ctx.placement(0)) return;
+    if (ctx.num_replicas() == 0 || !ctx.placements(0)) return;
     auto* sampler = dynamic_cast<SyntheticRoutingModel*>(ctx.routing_model(0));
     MOESIM_CHECK(sampler != nullptr, "synthetic routing (checked by the factory)");
     const RoutingShape& shape = sampler->shape();
@@ -38,7 +39,7 @@ class ExpertPruningPolicy final : public ServingPolicy {
         held_out_reroute(*sampler, *plan_, config_.profile_steps, config_.profile_steps,
                          config_.tokens_per_step, kHeldOutSeed);
     const int32_t kept = plan_->num_kept_per_layer();
-    const ExpertPlacement& before = *ctx.placement(0);
+    const ExpertPlacement& before = ctx.placements(0)->layer(0);
     const int32_t slots_before = before.max_slots_per_gpu();
     pruned_card_ = std::make_unique<ModelCard>(pruned_model_card(card_, kept));
     const ExpertPlacement placement = repacked_placement(

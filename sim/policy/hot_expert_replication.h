@@ -6,8 +6,8 @@
 // no longer hot are dropped. A plan lists replica additions (each a weight copy from a GPU that
 // already holds the expert) and removals; the serving loop reserves HBM on the receiving GPUs,
 // sends transfer_traffic() alongside serving traffic, and adds the replicas to the placement
-// only when the transfer completes. Tokens then go to the nearest replica (same GPU, then same
-// node; ReplicaDispatcher in sim/placement/expert_placement.h).
+// only when the transfer completes. Tokens then go to the least loaded replica on their node, else
+// anywhere (ReplicaDispatcher in sim/placement/expert_placement.h).
 //
 // Choices, all deterministic:
 //  - hot set: the ceil(top_fraction * experts) experts with the largest window load, equal loads
@@ -97,7 +97,7 @@ class HotExpertReplication {
  public:
   // base: the static placement (its replicas are never removed; extra slots are counted over
   // it). replica_weight_bytes: HBM one replica occupies and the bytes its copy sends (the
-  // expert's weights in every MoE layer the placement serves), > 0.
+  // expert's weights in the MoE layers the placement serves: one layer in the serving loop), > 0.
   HotExpertReplication(const HotExpertReplicationConfig& config, ExpertPlacement base,
                        double replica_weight_bytes);
 

@@ -7,6 +7,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/placement/expert_placement.h"
+#include "sim/placement/layer_placements.h"
 #include "sim/policy/hot_expert_replication.h"
 
 namespace moesim::sim {
@@ -22,11 +23,14 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
 
   void on_start(PolicyContext& ctx) override {
     for (int32_t r = 0; r < ctx.num_replicas(); ++r) {
-      const ExpertPlacement* p = ctx.placement(r);
+      const LayerPlacements* p = ctx.placements(r);
       if (!p) continue;
       State s;
-      s.planner = std::make_unique<HotExpertReplication>(config_, *p, replica_weight_bytes_);
-      s.window.emplace(s.planner->make_window());
+      for (int32_t l = 0; l < p->num_layers(); ++l) {
+        s.layers.push_back(std::make_unique<HotExpertReplication>(config_, p->layer(l),
+                                                                  replica_weight_bytes_));
+        s.windows.push_back(s.layers.back()->make_window());
+      }
       states_.emplace(r, std::move(s));
     }
     if (!states_.empty()) ctx.schedule_timer(this, from_seconds(config_.period_s), 0);
@@ -35,9 +39,10 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
   void on_expert_loads(PolicyContext& ctx, int32_t replica, int32_t moe_layer_idx,
                        std::span<const double> selections) override {
     auto it = states_.find(replica);
-    if (it != states_.end()) it->second.window->add(ctx.now(), selections);
+    if (it != states_.end()) it->second.windows[moe_layer_idx].add(ctx.now(), selections);
   }
 
+  // Every period: each MoE layer's hot set from that layer's window, its replicas in that layer.
   void on_timer(PolicyContext& ctx, int64_t tag) override {
     for (auto& [r, s] : states_) {
       if (s.transfer_id >= 0) {
@@ -45,15 +50,25 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
         continue;
       }
       ctx.count_action("replication_refresh");
-      ReplicationPlan plan = s.planner->plan(s.window->loads(ctx.now()), *ctx.placement(r));
-      for (const ReplicaRemoval& rm : plan.removals) {
-        ctx.remove_expert_replica(r, rm.expert_idx, rm.gpu_idx);
-        s.replicas_on_gpu[rm.gpu_idx]--;
+      const LayerPlacements& current = *ctx.placements(r);
+      std::vector<Addition> additions;
+      std::vector<double> traffic;
+      for (int32_t l = 0; l < current.num_layers(); ++l) {
+        const ReplicationPlan plan =
+            s.layers[l]->plan(s.windows[l].loads(ctx.now()), current.layer(l));
+        for (const ReplicaRemoval& rm : plan.removals) {
+          ctx.remove_expert_replica(r, l, rm.expert_idx, rm.gpu_idx);
+          s.replicas_on_gpu[rm.gpu_idx]--;
+        }
+        if (plan.additions.empty()) continue;
+        const std::vector<double> t = s.layers[l]->transfer_traffic(plan);
+        if (traffic.empty()) traffic.assign(t.size(), 0.0);
+        for (size_t i = 0; i < t.size(); ++i) traffic[i] += t[i];
+        for (const ReplicaAddition& a : plan.additions) additions.push_back(Addition{l, a});
       }
-      if (plan.additions.empty()) continue;
-      s.pending = plan;
-      std::vector<double> traffic = s.planner->transfer_traffic(plan);
+      if (additions.empty()) continue;
       for (double b : traffic) weight_bytes_copied_ += b;
+      s.pending = std::move(additions);
       s.transfer_id = ctx.start_weight_transfer(this, r, std::move(traffic));
     }
     ctx.schedule_timer(this, from_seconds(config_.period_s), tag + 1);
@@ -65,7 +80,7 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
     int32_t max_replicas = 0, gpus = 0;
     int64_t total_replicas = 0;
     for (const auto& [r, s] : states_) {
-      gpus += ctx.placement(r)->num_gpus();
+      gpus += ctx.placements(r)->num_gpus();
       for (const auto& [gpu, n] : s.replicas_on_gpu) {
         max_replicas = std::max(max_replicas, n);
         total_replicas += n;
@@ -82,25 +97,29 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
   void on_transfer_done(PolicyContext& ctx, int64_t transfer_id) override {
     for (auto& [r, s] : states_) {
       if (s.transfer_id != transfer_id) continue;
-      for (const ReplicaAddition& a : s.pending.additions) {
-        if (!ctx.add_expert_replica(r, a.expert_idx, a.dst_gpu_idx)) {
+      for (const Addition& a : s.pending) {
+        if (!ctx.add_expert_replica(r, a.moe_layer_idx, a.add.expert_idx, a.add.dst_gpu_idx)) {
           ctx.count_action("replica_add_no_memory");
         } else {
-          s.replicas_on_gpu[a.dst_gpu_idx]++;
+          s.replicas_on_gpu[a.add.dst_gpu_idx]++;
         }
       }
       s.transfer_id = -1;
-      s.pending = ReplicationPlan{};
+      s.pending.clear();
     }
   }
 
  private:
+  struct Addition {
+    int32_t moe_layer_idx = 0;
+    ReplicaAddition add;
+  };
   struct State {
-    std::unique_ptr<HotExpertReplication> planner;
-    std::optional<ExpertLoadWindow> window;
+    std::vector<std::unique_ptr<HotExpertReplication>> layers;  // per MoE layer
+    std::vector<ExpertLoadWindow> windows;                      // per MoE layer
     int64_t transfer_id = -1;
-    ReplicationPlan pending;
-    std::map<int32_t, int32_t> replicas_on_gpu;  // replica-local GPU -> replicas added, held
+    std::vector<Addition> pending;
+    std::map<int32_t, int32_t> replicas_on_gpu;  // replica-local GPU -> replicas added, all layers
   };
   HotExpertReplicationConfig config_;
   double replica_weight_bytes_;
@@ -122,8 +141,7 @@ std::unique_ptr<ServingPolicy> make_hot_expert_replication_policy(TomlTable& tab
     }
   }
   if (!moe) table.fail_table("hot_expert_replication needs a model with MoE layers");
-  double bytes = expert_weight_bytes(card, *moe) * static_cast<double>(num_moe_layers(card));
-  return std::make_unique<HotExpertReplicationPolicy>(config, bytes);
+  return std::make_unique<HotExpertReplicationPolicy>(config, expert_weight_bytes(card, *moe));
 }
 
 }  // namespace moesim::sim

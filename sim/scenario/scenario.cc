@@ -255,12 +255,11 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   if (auto t = root.find_table("policies")) {
     for (const std::string& name : t->keys()) {
       s.policies.push_back(PolicyConfig{name, doc, t->get_table(name)});
-      // The placement policies keep one placement for every MoE layer.
-      if (s.deployment.placement == PlacementLayout::kEplb &&
-          (name == "eplb" || name == "hot_expert_replication" || name == "expert_pruning")) {
+      // Pruning repacks the kept experts into one placement for every MoE layer.
+      if (s.deployment.placement == PlacementLayout::kEplb && name == "expert_pruning") {
         t->fail(name,
-                "cannot be combined with [deployment] placement = \"eplb\" yet (one "
-                "layout per MoE layer): the policy keeps one placement for every MoE layer");
+                "cannot be combined with [deployment] placement = \"eplb\" (one layout per MoE "
+                "layer): pruning repacks the kept experts into one placement for every layer");
       }
     }
     t->finish();

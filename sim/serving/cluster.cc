@@ -12,10 +12,9 @@
 namespace moesim::sim {
 namespace detail {
 
-std::vector<std::vector<int32_t>> Replica::expert_gpus() const {
-  MOESIM_CHECK(parts.placements->uniform(), "one placement for every MoE layer when recording");
-  const ExpertPlacement& p = parts.placements->layer(0);
-  std::vector<std::vector<int32_t>> out(static_cast<size_t>(p.num_experts()));
+ExpertGpus Replica::expert_gpus(int32_t moe_layer_idx) const {
+  const ExpertPlacement& p = parts.placements->layer(moe_layer_idx);
+  ExpertGpus out(static_cast<size_t>(p.num_experts()));
   for (int32_t e = 0; e < p.num_experts(); ++e) {
     for (int32_t g : p.replicas(e)) out[e].push_back(parts.gpus[g].value);
   }
@@ -73,7 +72,7 @@ void ClusterSim::build_replicas() {
         std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp, layout, &seqs_);
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
-    if (r.placement()) r.layout_slots_per_gpu = r.placement()->max_slots_per_gpu();
+    if (r.placements()) r.layout_total_slots = r.placements()->max_total_slots_per_gpu();
     r.placement_extra_blocks.assign(r.scheduler->num_ranks(), 0);
     for (GpuId g : r.gpus()) {
       GpuRecord rec;
@@ -101,10 +100,10 @@ RunOutput ClusterSim::run() {
   sim_.schedule_at(end, k_end_);
   for (auto& p : policies_) p->on_start(*this);
   // The placement at the start (what recorded steps start from): every replica's GPUs (disjoint
-  // sets). Per-layer layouts (placement = "eplb") have no single placement to report.
+  // sets), MoE layer 0's; layers laid out otherwise are placement changes of the first step.
   for (const Replica& r : replicas_) {
-    if (r.placement() && r.placements()->uniform()) {
-      recorder_.set_initial_placement(r.idx, r.expert_gpus());
+    if (r.placements()) {
+      recorder_.set_initial_placement(r.idx, r.expert_gpus(0), r.placements()->num_layers());
     }
   }
   schedule_next_open_loop();
@@ -186,11 +185,6 @@ RunOutput run_scenario(const Scenario& scenario, const RunOptions& options, int6
                        std::vector<std::unique_ptr<ServingPolicy>> policies) {
   const uint64_t seed =
       seed_override >= 0 ? static_cast<uint64_t>(seed_override) : scenario.run.seed;
-  if (options.record_steps && scenario.deployment.placement == PlacementLayout::kEplb) {
-    throw ConfigError(scenario.source_file, 0, 0, "deployment.placement",
-                      "--record does not support placement = \"eplb\" yet: the step trace holds "
-                      "one expert placement per replica, not one per MoE layer");
-  }
   detail::ClusterSim sim(scenario, options, seed, std::move(policies));
   return sim.run();
 }

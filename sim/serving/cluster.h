@@ -31,11 +31,11 @@ struct RunOutput {
   SimTime end_ns = 0;
   std::vector<TraceSlice> trace;
   std::vector<StepRecord> steps;
-  // Expert placement at the start (after the policies' on_start): per routed expert, the global
-  // GPU ids hosting it in any replica (replicas own disjoint GPUs). Empty when MoE layers have
-  // their own layouts ([deployment] placement = "eplb").
+  // Expert placement of MoE layer 0 at the start (after the policies' on_start): per routed
+  // expert, the global GPU ids hosting it in any replica (replicas own disjoint GPUs).
   std::vector<std::vector<int32_t>> expert_gpus;
-  // Placement changes between recorded steps (run_recorder.h), in step order.
+  // Placement changes between recorded steps (run_recorder.h), in step order; a layer whose
+  // placement differs from layer 0's at the start appears at its replica's first recorded step.
   using PlacementChange = ::moesim::sim::PlacementChange;
   std::vector<PlacementChange> placement_changes;
   bool conservation_ok = false;

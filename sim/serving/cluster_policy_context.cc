@@ -38,58 +38,22 @@ int64_t ClusterSim::start_weight_transfer(ServingPolicy* policy, int32_t replica
   return id;
 }
 
-int64_t ClusterSim::expert_slot_blocks(const Replica& r) const {
+bool ClusterSim::settle_expert_memory(Replica& r) {
   const MoeSpec* moe = nullptr;
   for (const LayerSpec& l : card_.layers) {
     if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
   }
-  // One expert slot in every MoE layer: its weights take KV blocks away from the pool.
-  const double bytes =
-      expert_weight_bytes(card_, *moe) * static_cast<double>(num_moe_layers(card_));
-  return static_cast<int64_t>(std::ceil(bytes / r.scheduler->layout().kv_block_bytes));
-}
-
-bool ClusterSim::add_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) {
-  Replica& r = replicas_[replica];
-  const int64_t blocks = expert_slot_blocks(r);
-  if (!r.scheduler->kv(gpu_idx / r.tp()).allocate(blocks)) return false;
-  for (int32_t l = 0; l < r.placements()->num_layers(); ++l) {
-    r.placements()->add_replica(l, expert, gpu_idx);
-  }
-  r.replica_slot_blocks[{expert, gpu_idx}] = blocks;
-  count_action("expert_replica_add");
-  return true;
-}
-
-void ClusterSim::remove_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) {
-  Replica& r = replicas_[replica];
-  auto it = r.replica_slot_blocks.find({expert, gpu_idx});
-  MOESIM_CHECK(it != r.replica_slot_blocks.end(), "removing a replica that was not added");
-  for (int32_t l = 0; l < r.placements()->num_layers(); ++l) {
-    r.placements()->remove_replica(l, expert, gpu_idx);
-  }
-  r.scheduler->kv(gpu_idx / r.tp()).release(it->second);
-  r.replica_slot_blocks.erase(it);
-  count_action("expert_replica_remove");
-}
-
-bool ClusterSim::set_expert_placement(int32_t replica, const ExpertPlacement& placement) {
-  Replica& r = replicas_[replica];
-  MOESIM_CHECK(r.placement() != nullptr, "a placement to replace");
-  const ExpertPlacement& cur = *r.placement();
-  MOESIM_CHECK(placement.num_experts() == cur.num_experts() &&
-                   placement.num_gpus() == cur.num_gpus() &&
-                   placement.gpus_per_node() == cur.gpus_per_node() &&
-                   placement.num_shared_experts() == cur.num_shared_experts(),
-               "a placement of the same shape");
-  MOESIM_CHECK(r.replica_slot_blocks.empty(), "no replicas added by add_expert_replica");
-  // A rank's KV pool pays for its fullest GPU's slots beyond the layout's.
-  const int64_t slot_blocks = expert_slot_blocks(r);
+  // One slot is one expert's weights in one MoE layer.
+  const double slot_bytes = expert_weight_bytes(card_, *moe);
+  const double block_bytes = r.scheduler->layout().kv_block_bytes;
+  const LayerPlacements& p = *r.placements();
   const int32_t num_ranks = r.scheduler->num_ranks();
   std::vector<int64_t> want(num_ranks, 0);
-  for (int32_t g = 0; g < placement.num_gpus(); ++g) {
-    const int64_t extra = std::max(0, placement.num_slots(g) - r.layout_slots_per_gpu);
-    want[g / r.tp()] = std::max(want[g / r.tp()], extra * slot_blocks);
+  for (int32_t g = 0; g < p.num_gpus(); ++g) {
+    const int64_t extra = std::max<int64_t>(0, p.total_slots(g) - r.layout_total_slots);
+    const auto blocks =
+        static_cast<int64_t>(std::ceil(static_cast<double>(extra) * slot_bytes / block_bytes));
+    want[g / r.tp()] = std::max(want[g / r.tp()], blocks);
   }
   for (int32_t k = 0; k < num_ranks; ++k) {
     const int64_t delta = want[k] - r.placement_extra_blocks[k];
@@ -100,8 +64,48 @@ bool ClusterSim::set_expert_placement(int32_t replica, const ExpertPlacement& pl
     if (delta < 0) r.scheduler->kv(k).release(-delta);
     if (delta > 0) MOESIM_CHECK(r.scheduler->kv(k).allocate(delta), "allocation after the check");
   }
-  r.placement_extra_blocks = want;
-  r.placements()->set_all(placement);
+  r.placement_extra_blocks = std::move(want);
+  return true;
+}
+
+bool ClusterSim::add_expert_replica(int32_t replica, int32_t moe_layer_idx, int32_t expert,
+                                    int32_t gpu_idx) {
+  Replica& r = replicas_[replica];
+  r.placements()->add_replica(moe_layer_idx, expert, gpu_idx);
+  if (!settle_expert_memory(r)) {
+    r.placements()->remove_replica(moe_layer_idx, expert, gpu_idx);
+    return false;
+  }
+  ++r.placement_version;
+  count_action("expert_replica_add");
+  return true;
+}
+
+void ClusterSim::remove_expert_replica(int32_t replica, int32_t moe_layer_idx, int32_t expert,
+                                       int32_t gpu_idx) {
+  Replica& r = replicas_[replica];
+  r.placements()->remove_replica(moe_layer_idx, expert, gpu_idx);
+  MOESIM_CHECK(settle_expert_memory(r), "freeing a slot needs no memory");
+  ++r.placement_version;
+  count_action("expert_replica_remove");
+}
+
+bool ClusterSim::set_layer_placements(
+    int32_t replica, const std::vector<std::pair<int32_t, ExpertPlacement>>& layers) {
+  Replica& r = replicas_[replica];
+  MOESIM_CHECK(r.placements() != nullptr, "a placement to replace");
+  LayerPlacements& p = *r.placements();
+  std::vector<std::pair<int32_t, ExpertPlacement>> before;
+  before.reserve(layers.size());
+  for (const auto& [l, placement] : layers) {
+    before.emplace_back(l, p.layer(l));
+    p.set_layer(l, placement);  // checks the shape
+  }
+  if (!settle_expert_memory(r)) {
+    for (auto it = before.rbegin(); it != before.rend(); ++it) p.set_layer(it->first, it->second);
+    return false;
+  }
+  ++r.placement_version;
   count_action("expert_placement_set");
   return true;
 }
@@ -109,7 +113,7 @@ bool ClusterSim::set_expert_placement(int32_t replica, const ExpertPlacement& pl
 void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
                                         const ExpertPlacement& placement, RoutingModel* routing) {
   Replica& r = replicas_[replica];
-  MOESIM_CHECK(r.placement() != nullptr && routing != nullptr, "a replica with MoE layers");
+  MOESIM_CHECK(r.placements() != nullptr && routing != nullptr, "a replica with MoE layers");
   MOESIM_CHECK(r.step_idx == 0 && !r.busy && router_.outstanding(replica) == 0,
                "before the first step");
   MOESIM_CHECK(placement.num_gpus() == static_cast<int32_t>(r.gpus().size()), "the replica's GPUs");
@@ -117,9 +121,10 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   const GpuMemoryLayout layout = builder_.memory_layout(
       card, &placements, "policies",
       card.name + " with replaced routed experts on replica " + std::to_string(replica));
-  r.layout_slots_per_gpu = placement.max_slots_per_gpu();
+  r.layout_total_slots = placements.max_total_slots_per_gpu();
   *r.parts.placements = std::move(placements);
   r.scheduler->reset_memory(layout);
+  ++r.placement_version;
   std::fill(r.placement_extra_blocks.begin(), r.placement_extra_blocks.end(), 0);
   r.parts.step_model =
       builder_.make_step_model(card, r.gpus(), r.placements(), r.parts.network.get(), routing);

@@ -39,9 +39,13 @@ struct Replica {
   std::unique_ptr<ReplicaScheduler> scheduler;
   std::vector<BackgroundTransfer> transfers;
   std::map<int64_t, ServingPolicy*> transfer_owner;
-  std::map<std::pair<int32_t, int32_t>, int64_t> replica_slot_blocks;  // (expert, gpu) -> blocks
-  int32_t layout_slots_per_gpu = 0;  // routed-expert slots per GPU and MoE layer in the layout
-  std::vector<int64_t> placement_extra_blocks;  // per rank: KV blocks held by set_expert_placement
+  // Routed-expert slots, summed over MoE layers, that the memory layout holds on every GPU (the
+  // fullest GPU's at layout time); slots beyond them take KV blocks from the GPU's rank.
+  int64_t layout_total_slots = 0;
+  std::vector<int64_t> placement_extra_blocks;  // per rank: KV blocks held for those slots
+  // Bumped by every placement change; the step recorder compares placements only when it moved.
+  int64_t placement_version = 0;
+  int64_t recorded_placement_version = -1;
   bool prefill_only = false;
   bool decode_only = false;
   bool busy = false;
@@ -50,16 +54,12 @@ struct Replica {
   std::vector<double> step_expert_loads;
 
   const std::vector<GpuId>& gpus() const { return parts.gpus; }
-  // Every MoE layer's placement (null without MoE layers), and MoE layer 0's.
+  // Every MoE layer's placement (null without MoE layers).
   LayerPlacements* placements() const { return parts.placements.get(); }
-  const ExpertPlacement* placement() const {
-    return parts.placements ? &parts.placements->layer(0) : nullptr;
-  }
   // GPUs per attention rank.
   int32_t tp() const { return static_cast<int32_t>(parts.gpus.size()) / scheduler->num_ranks(); }
-  // Routed expert -> the global GPU ids hosting it. Precondition (checked): every MoE layer has
-  // the same placement (the step trace records one placement per replica).
-  std::vector<std::vector<int32_t>> expert_gpus() const;
+  // Routed expert -> the global GPU ids hosting it in MoE layer `moe_layer_idx`.
+  ExpertGpus expert_gpus(int32_t moe_layer_idx) const;
 };
 
 class ClusterSim final : public PolicyContext {
@@ -79,15 +79,18 @@ class ClusterSim final : public PolicyContext {
   int64_t pool_outstanding(const std::string& pool) const override {
     return router_.pool_outstanding(pool);
   }
-  const ExpertPlacement* placement(int32_t replica) const override {
-    return replicas_[replica].placement();
+  const LayerPlacements* placements(int32_t replica) const override {
+    return replicas_[replica].placements();
   }
   int32_t num_replicas() const override { return static_cast<int32_t>(replicas_.size()); }
   int64_t start_weight_transfer(ServingPolicy* policy, int32_t replica,
                                 std::vector<double> bytes) override;
-  bool add_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) override;
-  void remove_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) override;
-  bool set_expert_placement(int32_t replica, const ExpertPlacement& placement) override;
+  bool add_expert_replica(int32_t replica, int32_t moe_layer_idx, int32_t expert,
+                          int32_t gpu_idx) override;
+  void remove_expert_replica(int32_t replica, int32_t moe_layer_idx, int32_t expert,
+                             int32_t gpu_idx) override;
+  bool set_layer_placements(
+      int32_t replica, const std::vector<std::pair<int32_t, ExpertPlacement>>& layers) override;
   RoutingModel* routing_model(int32_t replica) override {
     return replicas_[replica].parts.routing.get();
   }
@@ -120,8 +123,10 @@ class ClusterSim final : public PolicyContext {
   void transfer_kv(Replica& r, int32_t sid);
   void on_transfer_done(const Event& e);
   void after_step_policies(Replica& r);
-  // One MoE slot's expert weights in every MoE layer, in KV blocks of replica `r`'s layout.
-  int64_t expert_slot_blocks(const Replica& r) const;
+  // Takes or returns KV blocks so that every rank of `r` holds its GPUs' routed-expert slots
+  // beyond the layout's (the most of any of its GPUs); false, changing nothing, when a rank lacks
+  // the blocks.
+  bool settle_expert_memory(Replica& r);
 
   const Scenario& sc_;
   RunOptions opt_;

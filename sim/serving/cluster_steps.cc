@@ -50,8 +50,12 @@ void ClusterSim::record_step(Replica& r, StepRecord rec, SimTime duration_ns) {
                                        r.gpus()[seqs_[sid].rank * r.tp()].value, sl.prefill,
                                        sl.new_tokens, sl.context_tokens});
   }
-  recorder_.add_step(std::move(rec),
-                     r.placement() ? r.expert_gpus() : std::vector<std::vector<int32_t>>{});
+  std::vector<ExpertGpus> layers;
+  if (r.placements() && r.placement_version != r.recorded_placement_version) {
+    for (int32_t l = 0; l < r.placements()->num_layers(); ++l) layers.push_back(r.expert_gpus(l));
+    r.recorded_placement_version = r.placement_version;
+  }
+  recorder_.add_step(std::move(rec), layers.empty() ? nullptr : &layers);
 }
 
 void ClusterSim::on_step_done(const Event& e) {

@@ -194,6 +194,11 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
   };
   h["placement"] = placement_json(out.expert_gpus);
   os << h.dump() << "\n";
+  // A per-layer placement record names its layer by the model's layer index.
+  std::vector<int32_t> moe_layer_ids;
+  for (size_t i = 0; i < sc.model->layers.size(); ++i) {
+    if (sc.model->layers[i].ffn.is_moe) moe_layer_ids.push_back(static_cast<int32_t>(i));
+  }
   size_t next_change = 0;
   for (const StepRecord& s : out.steps) {
     // A replica's placement changed before this step: a placement record for its steps.
@@ -205,6 +210,7 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
       p["record"] = "placement";
       p["replica"] = c.replica;
       p["step"] = c.step;
+      if (c.moe_layer >= 0) p["layer"] = moe_layer_ids.at(static_cast<size_t>(c.moe_layer));
       os << p.dump() << "\n";
     }
     json j;

@@ -10,16 +10,19 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/core/time.h"
 #include "sim/metrics/run_metrics.h"
+#include "sim/placement/expert_placement.h"
 #include "sim/workload/request.h"
 
 namespace moesim::sim {
 
 class ServingPolicy;
 class ExpertPlacement;
+class LayerPlacements;
 class RoutingModel;
 struct ModelCard;
 
@@ -48,8 +51,8 @@ class PolicyContext {
   virtual std::vector<std::string> pool_names() const = 0;
   // Requests waiting or running in a pool (its load).
   virtual int64_t pool_outstanding(const std::string& pool) const = 0;
-  // Routed-expert placement of a replica (read-only) and the number of MoE layers.
-  virtual const ExpertPlacement* placement(int32_t replica) const = 0;
+  // Every MoE layer's routed-expert placement of a replica (read-only; null without MoE layers).
+  virtual const LayerPlacements* placements(int32_t replica) const = 0;
   virtual int32_t num_replicas() const = 0;
   // Starts copying expert weights between GPUs of a replica: bytes[src * P + dst] for the
   // replica's P GPUs. The bytes travel alongside the replica's dispatch collectives (competing
@@ -57,18 +60,21 @@ class PolicyContext {
   // Returns the transfer id.
   virtual int64_t start_weight_transfer(ServingPolicy* policy, int32_t replica,
                                         std::vector<double> bytes) = 0;
-  // Adds a replica of `expert` on replica-local GPU `gpu_idx` (after a transfer completes) or
-  // removes one; charges / frees the expert's weight bytes on that GPU. Returns false (and
-  // changes nothing) when the GPU lacks the memory.
-  virtual bool add_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) = 0;
-  virtual void remove_expert_replica(int32_t replica, int32_t expert, int32_t gpu_idx) = 0;
-  // Replaces a replica's whole routed-expert placement (same experts, GPUs, GPUs per node and
-  // shared experts), e.g. a rebalance whose weight copies have landed; experts may move. Slots a
-  // GPU holds beyond the static placement's slots per GPU (those are in the memory layout) are
-  // charged to its KV pool, and slots it gives up go back to it. Returns false (and changes
-  // nothing) when a GPU lacks the memory. Counted as "expert_placement_set". Precondition
-  // (checked): no replica added by add_expert_replica is live on this replica.
-  virtual bool set_expert_placement(int32_t replica, const ExpertPlacement& placement) = 0;
+  // Memory, for every change below: a GPU's routed-expert weights are one expert's weights of one
+  // MoE layer per slot it holds, summed over layers. Slots beyond those of the memory layout
+  // (the deployment's fullest GPU) are charged to its rank's KV pool, and slots given up go back
+  // to it; a change that does not fit returns false and changes nothing.
+  // Adds a replica of `expert` in MoE layer `moe_layer_idx` on replica-local GPU `gpu_idx`
+  // (after its copy lands), or removes one.
+  virtual bool add_expert_replica(int32_t replica, int32_t moe_layer_idx, int32_t expert,
+                                  int32_t gpu_idx) = 0;
+  virtual void remove_expert_replica(int32_t replica, int32_t moe_layer_idx, int32_t expert,
+                                     int32_t gpu_idx) = 0;
+  // Replaces the placement of MoE layer `moe_layer_idx` of every pair (same experts, GPUs, GPUs
+  // per node and shared experts), e.g. a rebalance whose weight copies have landed; experts may
+  // move. All layers change or none. Counted as "expert_placement_set" once per call.
+  virtual bool set_layer_placements(
+      int32_t replica, const std::vector<std::pair<int32_t, ExpertPlacement>>& layers) = 0;
   // The routing model of a replica (null without MoE layers), for policies that wrap it.
   virtual RoutingModel* routing_model(int32_t replica) = 0;
   // From on_start only (before any step): the replica serves `card` (the scenario's layers with

@@ -190,7 +190,7 @@ TEST(Resimulate, PlacementRecordAppliesFromItsStep) {
   StepTraceFile replicated = recorded;  // the new placement from the start
   replicated.expert_gpus = everywhere;
   StepTraceFile changed = recorded;  // the recorded placement, then the new one
-  changed.placement_changes = {TracePlacementChange{0, change_step, everywhere}};
+  changed.placement_changes = {TracePlacementChange{0, change_step, -1, everywhere}};
 
   const ValidationInput a = resimulate_recorded_steps(sc, profile, meas, recorded);
   const ValidationInput b = resimulate_recorded_steps(sc, profile, meas, replicated);

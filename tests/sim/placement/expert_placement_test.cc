@@ -46,13 +46,19 @@ TEST(ExpertPlacement, ImpossibleLayoutsAreConfigErrors) {
 // 8 GPUs, 4 per node; expert e on GPU e (8 experts); replicas added per test.
 ExpertPlacement eight() { return ExpertPlacement::contiguous(8, 8, 4, 0, "t"); }
 
-TEST(ReplicaDispatcher, SameGpuFirst) {
+// A source hosting a replica shares its selections with the other replicas on its node (the
+// split EPLB sizes replicas for), and keeps them when it is the node's only one.
+TEST(ReplicaDispatcher, SourcesShareTheirNodesReplicas) {
   ExpertPlacement p = eight();
-  p.add_replica(0, 5);
+  p.add_replica(0, 1);  // expert 0 on GPUs 0 and 1 (node 0)
+  p.add_replica(0, 5);  // and on GPU 5 (node 1)
   CountMatrix se(8, 8), sd;
-  se.at(5, 0) = 7;  // source 5 hosts a replica of expert 0
+  se.at(1, 0) = 6;  // source 1 hosts a replica of expert 0
+  se.at(5, 0) = 7;  // source 5 hosts node 1's only one
   ReplicaDispatcher d;
   d.dispatch(p, se, sd);
+  EXPECT_EQ(sd.at(1, 0), 3);
+  EXPECT_EQ(sd.at(1, 1), 3);
   EXPECT_EQ(sd.at(5, 5), 7);
   EXPECT_EQ(sd.at(5, 0), 0);
 }
@@ -109,8 +115,7 @@ TEST(ReplicaDispatcher, MatchesPerSelectionGreedyAndConservesSelections) {
         const auto gpus = p.replicas(e);
         for (int unit = 0; unit < se.at(s, e); ++unit) {
           int32_t dst = -1;
-          for (int32_t g : gpus) dst = g == s ? g : dst;
-          if (dst < 0) {
+          {
             std::vector<int32_t> cands;
             for (int32_t g : gpus) {
               if (p.node_of(g) == p.node_of(s)) cands.push_back(g);
@@ -131,48 +136,6 @@ TEST(ReplicaDispatcher, MatchesPerSelectionGreedyAndConservesSelections) {
     for (int64_t v : d.slot_loads()) slot_total += v;
     EXPECT_EQ(slot_total, se.total());
   }
-}
-
-TEST(PlacementPlan, PerLayerOverridesAndCopyOnWrite) {
-  PlacementPlan plan(4, ExpertPlacement::contiguous(8, 4, 2, 0, "t"));
-  plan.set_layers(2, 3, ExpertPlacement::strided(8, 4, 2, 0, "t"));
-  EXPECT_EQ(plan.layer(0).replicas(1)[0], 0);
-  EXPECT_EQ(plan.layer(3).replicas(1)[0], 1);
-  plan.mutable_layer(0).add_replica(1, 3);
-  EXPECT_TRUE(plan.layer(0).has_replicas());
-  EXPECT_FALSE(plan.layer(1).has_replicas());
-}
-
-TEST(PlacementPlan, ParsesTomlWithKeyPathErrors) {
-  auto doc = TomlDocument::parse_string(R"(
-[placement]
-layout = "strided"
-[[placement.replicas]]
-expert = 3
-gpus = [0, 2]
-[[placement.layer_overrides]]
-layers = [1, 1]
-layout = "contiguous"
-)",
-                                        "p.toml");
-  TomlTable t = doc.root().get_table("placement");
-  const PlacementPlan plan = parse_placement(t, 3, 8, 4, 2, 0);
-  EXPECT_EQ(
-      std::vector<int32_t>(plan.layer(0).replicas(3).begin(), plan.layer(0).replicas(3).end()),
-      (std::vector<int32_t>{0, 2, 3}));
-  EXPECT_EQ(plan.layer(1).replicas(3)[0], 1);
-  EXPECT_FALSE(plan.layer(1).has_replicas());
-  auto bad = TomlDocument::parse_string(
-      "[placement]\n[[placement.replicas]]\nexpert = 1\n"
-      "gpus = [0]\n",
-      "p.toml");
-  TomlTable b = bad.root().get_table("placement");
-  EXPECT_EQ(config_error_of([&] { parse_placement(b, 1, 8, 4, 2, 0); }),
-            "p.toml:4:8: placement.replicas[0].gpus: GPU 0 already hosts expert 1");
-  auto uneven = TomlDocument::parse_string("[placement]\nlayout = 'strided'\n", "p.toml");
-  TomlTable u = uneven.root().get_table("placement");
-  EXPECT_EQ(config_error_of([&] { parse_placement(u, 1, 6, 4, 2, 0); }),
-            "p.toml:2:10: placement.layout: the 6 experts do not divide evenly over 4 GPUs");
 }
 
 }  // namespace

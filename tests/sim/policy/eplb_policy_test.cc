@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sim/config/config_error.h"
 #include "sim/model/model_card.h"
@@ -60,13 +63,20 @@ TEST(EplbPolicy, RebalancesCopiesWeightsAndAppliesThePlacement) {
   // (or never), and skips rebalances meanwhile.
   EXPECT_GE(action_count(out, "eplb_apply"), 1);
   EXPECT_EQ(action_count(out, "expert_placement_set"), action_count(out, "eplb_apply"));
-  EXPECT_GE(action_count(out, "eplb_unchanged"), 1);  // alignment: same loads, nothing moves
+  EXPECT_GE(action_count(out, "eplb_layer_unchanged"), 1);  // alignment: same loads, no move
+  // Every MoE layer is placed on its own: an application changes layers, copies are per layer.
+  EXPECT_GE(out.counters.policy_metrics.at("eplb.layer_placements_applied"),
+            out.counters.policy_metrics.at("eplb.rebalances_applied"));
   EXPECT_EQ(action_count(out, "eplb_apply_no_memory"), 0);
   EXPECT_EQ(out.counters.policy_metrics.at("eplb.rebalances_applied"),
             static_cast<double>(action_count(out, "eplb_apply")));
-  // The predicted imbalance of the final placement is below the static one.
-  EXPECT_LT(out.counters.policy_metrics.at("eplb.predicted_imbalance_final"),
-            out.counters.policy_metrics.at("eplb.predicted_imbalance_static"));
+  // The predicted imbalance of the final placement is below the static one, in both measures
+  // (per layer: (max - mean) / mean falls, mean / max rises).
+  const auto& m = out.counters.policy_metrics;
+  EXPECT_LT(m.at("eplb.predicted_gpu_imbalance_final"), m.at("eplb.predicted_gpu_imbalance_static"));
+  EXPECT_GT(m.at("eplb.predicted_gpu_balancedness_final"),
+            m.at("eplb.predicted_gpu_balancedness_static"));
+  EXPECT_LE(m.at("eplb.predicted_gpu_balancedness_final"), 1.0);
   // Actions are marked in the trace.
   EXPECT_TRUE(std::any_of(out.trace.begin(), out.trace.end(),
                           [](const TraceSlice& s) { return s.name == "policy:eplb_apply"; }));
@@ -115,6 +125,124 @@ TEST(EplbPolicy, RedundantSlotsAreChargedToTheKvPool) {
   EXPECT_GE(action_count(tight, "eplb_apply_no_memory"), 1);
   EXPECT_EQ(action_count(tight, "eplb_apply"), 0);
   EXPECT_EQ(action_count(tight, "expert_placement_set"), 0);
+}
+
+// Per MoE layer and recorded step: the mean over GPUs of the selections each receives, divided by
+// the most any receives (balancedness, what operators measure), averaged over the steps with
+// routing in [first_step, last_step] of replica 0 and their MoE layers.
+double measured_balancedness(const RunOutput& out, int64_t first_step, int64_t last_step,
+                             int32_t num_gpus) {
+  double sum = 0.0;
+  int64_t n = 0;
+  for (const StepRecord& s : out.steps) {
+    if (s.replica != 0 || s.step < first_step || s.step > last_step) continue;
+    for (const StepRecord::Layer& l : s.layers) {
+      std::vector<double> received(static_cast<size_t>(num_gpus), 0.0);
+      for (const auto& [src, expert, dst, count] : l.routing) {
+        received.at(static_cast<size_t>(dst)) += static_cast<double>(count);
+      }
+      const double max = *std::max_element(received.begin(), received.end());
+      if (max <= 0.0) continue;
+      double total = 0.0;
+      for (double x : received) total += x;
+      sum += total / static_cast<double>(num_gpus) / max;
+      ++n;
+    }
+  }
+  EXPECT_GT(n, 0);
+  return n > 0 ? sum / static_cast<double>(n) : 0.0;
+}
+
+// The same over the window's load instead of each step's: per MoE layer, the selections every
+// GPU received in the steps of [first_step, last_step] summed, mean / max; averaged over layers.
+double window_balancedness(const RunOutput& out, int64_t first_step, int64_t last_step,
+                           int32_t num_gpus) {
+  std::map<int32_t, std::vector<double>> received;  // layer -> GPU -> selections
+  for (const StepRecord& s : out.steps) {
+    if (s.replica != 0 || s.step < first_step || s.step > last_step) continue;
+    for (const StepRecord::Layer& l : s.layers) {
+      std::vector<double>& r = received[l.layer];
+      r.resize(static_cast<size_t>(num_gpus), 0.0);
+      for (const auto& [src, expert, dst, count] : l.routing) {
+        r.at(static_cast<size_t>(dst)) += static_cast<double>(count);
+      }
+    }
+  }
+  double sum = 0.0;
+  for (const auto& [layer, r] : received) {
+    double total = 0.0;
+    for (double x : r) total += x;
+    sum += total / static_cast<double>(num_gpus) / *std::max_element(r.begin(), r.end());
+  }
+  EXPECT_FALSE(received.empty());
+  return received.empty() ? 0.0 : sum / static_cast<double>(received.size());
+}
+
+// Done-when of per-layer EPLB: with stationary routing the balance measured on the dispatched
+// tokens after a rebalance is the one the algorithm predicted from the layers' loads: within 10%
+// per step (4.5% here: each step's draws add noise to the prediction's expectation; 32768 decode
+// tokens per step), within 3% over the window's summed load (1.2% here); the static placement's
+// measured balance before it matches its prediction the same way. Zipf 0.63: at sharper skew the
+// tiny model's group-limited top-2 makes the routing model's expected shares, what the policy
+// balances, differ from its draws (docs/routing.md, "Approximation error").
+TEST(EplbPolicy, MeasuredBalanceAfterARebalanceIsThePredictedOne) {
+  const std::string text = R"(name = "eplb_prediction"
+model = "../../../models/tiny.toml"
+topology = "../../../topologies/h200-node.toml"
+[deployment]
+replicas = 1
+gpus_per_replica = 8
+[scheduler]
+max_seqs = 32768
+max_batch_tokens_per_gpu = 4096
+workspace_gib = 1
+[workload]
+kind = "synthetic"
+num_requests = 32768
+[workload.arrival]
+rate_per_s = 1000000
+[workload.prompt_tokens]
+distribution = "constant"
+value = 16
+[workload.output_tokens]
+distribution = "constant"
+value = 400
+[routing]
+popularity = "zipf"
+zipf_s = 0.63
+[run]
+duration_s = 2
+[policies.eplb]
+redundant_slots = 8
+period_s = 0.05
+ema_alpha = 0.5
+)";
+  const Scenario sc = parse_scenario_text(text, "eplb_prediction.toml", testing::kPolicyTestDir);
+  RunOptions opt;
+  opt.record_steps = true;
+  opt.record_max_steps = 1'000'000;
+  const RunOutput out = run_scenario(sc, opt, -1, make_policies(sc));
+  ASSERT_TRUE(out.conservation_ok) << out.conservation_message;
+  ASSERT_EQ(action_count(out, "eplb_apply"), 1) << "one rebalance; stationary loads keep it";
+  ASSERT_FALSE(out.placement_changes.empty());
+  const int64_t change = out.placement_changes.front().step;
+  for (const PlacementChange& c : out.placement_changes) EXPECT_EQ(c.step, change);
+  const auto& m = out.counters.policy_metrics;
+  const double before = measured_balancedness(out, 0, change - 1, 8);
+  const double after = measured_balancedness(out, change, INT64_MAX, 8);
+  const double predicted_static = m.at("eplb.predicted_gpu_balancedness_static");
+  const double predicted_final = m.at("eplb.predicted_gpu_balancedness_final");
+  EXPECT_LT(predicted_static, 0.8 * predicted_final) << "the rebalance has work to do";
+  EXPECT_NEAR(after, predicted_final, 0.1 * predicted_final);
+  EXPECT_NEAR(before, predicted_static, 0.1 * predicted_static);
+  EXPECT_NEAR(window_balancedness(out, change, INT64_MAX, 8), predicted_final,
+              0.03 * predicted_final);
+  EXPECT_NEAR(window_balancedness(out, 0, change - 1, 8), predicted_static,
+              0.03 * predicted_static);
+  // And in the imbalance form of the summary, (max - mean) / mean: the measured mean over the
+  // whole run lies between the two predictions.
+  EXPECT_LT(out.summary.expert_gpu_imbalance_mean, m.at("eplb.predicted_gpu_imbalance_static"));
+  EXPECT_GT(out.summary.expert_gpu_imbalance_mean, m.at("eplb.predicted_gpu_imbalance_final"));
 }
 
 TEST(EplbPolicy, ShippedScenarioLowersStepTime) {

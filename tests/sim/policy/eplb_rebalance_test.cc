@@ -1,4 +1,4 @@
-// The EPLB rebalancer's decisions: moving-average loads over layers, the plan (target, copies,
+// The EPLB rebalancer's decisions: per-layer moving-average loads, the plan (target, copies,
 // drops), alignment to the current placement, and the predicted imbalance it removes.
 #include "sim/policy/eplb_rebalance.h"
 
@@ -67,24 +67,39 @@ std::vector<double> loads_of(std::initializer_list<std::pair<int32_t, double>> h
   return v;
 }
 
-TEST(EplbRebalancer, MovingAverageSumsLayers) {
-  EplbRebalancer ema(config(8, LoadAverageKind::kExponential, 0.5), 2, contiguous(), 4, 1.0);
-  ema.observe(0, loads_of({{0, 8.0}}, 0.0));
-  ema.observe(0, loads_of({}, 0.0));  // avg 8 -> 4
-  ema.observe(1, loads_of({{0, 2.0}, {5, 6.0}}, 0.0));
-  const std::vector<double> l = ema.expert_loads();
-  EXPECT_DOUBLE_EQ(l[0], 6.0);
-  EXPECT_DOUBLE_EQ(l[5], 6.0);
-  EXPECT_DOUBLE_EQ(l[1], 0.0);
+TEST(EplbRebalancer, EachLayerIsBalancedFromItsOwnAverage) {
+  EplbRebalancer ema(config(8, LoadAverageKind::kExponential, 0.5), 3, contiguous(), 4, 1.0);
+  ema.observe(0, loads_of({{0, 8.0}}));
+  ema.observe(0, loads_of({}));  // layer 0: expert 0 averages (8 + 1) / 2
+  ema.observe(1, loads_of({{9, 20.0}, {14, 6.0}}));
+  EXPECT_DOUBLE_EQ(ema.load_average().average(0)[0], 4.5);
+  const EplbPlan p0 = ema.plan(0, contiguous());
+  const EplbPlan p1 = ema.plan(1, contiguous());
+  ASSERT_EQ(p0.decision, EplbPlan::Decision::kApply);
+  ASSERT_EQ(p1.decision, EplbPlan::Decision::kApply);
+  EXPECT_EQ(p0.moe_layer_idx, 0);
+  EXPECT_EQ(p1.moe_layer_idx, 1);
+  // Each layer's redundant slots go to its own hot experts.
+  EXPECT_GE(p0.target->replicas(0).size(), 2u);
+  EXPECT_EQ(p0.target->replicas(9).size(), 1u);
+  EXPECT_GE(p1.target->replicas(9).size(), 3u);
+  EXPECT_EQ(p1.target->replicas(0).size(), 1u);
+  // A layer without samples has no plan; the others are unaffected by it.
+  EXPECT_EQ(ema.plan(2, contiguous()).decision, EplbPlan::Decision::kNoLoad);
+  // One transfer for several layers: the copies of all of them.
+  const std::vector<EplbPlan> both = {p0, p1};
+  const std::vector<double> traffic = ema.transfer_traffic(both);
+  EXPECT_DOUBLE_EQ(std::accumulate(traffic.begin(), traffic.end(), 0.0),
+                   static_cast<double>(p0.copies.size() + p1.copies.size()));
 
   EplbRebalancer win(config(8, LoadAverageKind::kWindow, 0.1, 2), 1, contiguous(), 4, 1.0);
   for (double x : {1.0, 2.0, 3.0}) win.observe(0, loads_of({{3, x}}, 0.0));
-  EXPECT_DOUBLE_EQ(win.expert_loads()[3], 2.5);  // the last two samples
+  EXPECT_DOUBLE_EQ(win.load_average().average(0)[3], 2.5);  // the last two samples
 }
 
 TEST(EplbRebalancer, NoLoadNoPlan) {
   const EplbRebalancer r(config(8), 1, contiguous(), 4, 1.0);
-  const EplbPlan plan = r.plan(contiguous());
+  const EplbPlan plan = r.plan(0, contiguous());
   EXPECT_EQ(plan.decision, EplbPlan::Decision::kNoLoad);
   EXPECT_FALSE(plan.target.has_value());
 }
@@ -94,7 +109,7 @@ TEST(EplbRebalancer, PlanBalancesAndDiffsAgainstCurrent) {
   // Experts 0 and 1 (both on GPU 0) are hot.
   r.observe(0, loads_of({{0, 40.0}, {1, 30.0}, {2, 10.0}}));
   const ExpertPlacement current = contiguous();
-  const EplbPlan plan = r.plan(current);
+  const EplbPlan plan = r.plan(0, current);
   ASSERT_EQ(plan.decision, EplbPlan::Decision::kApply);
   const ExpertPlacement& target = *plan.target;
   // 24 slots: 3 per GPU; the hot experts get the redundant slots.
@@ -122,7 +137,7 @@ TEST(EplbRebalancer, PlanBalancesAndDiffsAgainstCurrent) {
     EXPECT_EQ(std::find(tgt.begin(), tgt.end(), d.gpu_idx), tgt.end());
   }
   // Transfer bytes: one slot's weights per copy.
-  const std::vector<double> traffic = r.transfer_traffic(plan);
+  const std::vector<double> traffic = r.transfer_traffic(std::span<const EplbPlan>(&plan, 1));
   EXPECT_DOUBLE_EQ(std::accumulate(traffic.begin(), traffic.end(), 0.0),
                    100.0 * static_cast<double>(plan.copies.size()));
   for (int32_t g = 0; g < 8; ++g) EXPECT_EQ(traffic[g * 8 + g], 0.0);
@@ -132,7 +147,7 @@ TEST(EplbRebalancer, PlanBalancesAndDiffsAgainstCurrent) {
   EXPECT_LT(plan.target_imbalance, plan.current_imbalance);
 
   // Applied, the same loads change nothing: alignment keeps experts where they are.
-  const EplbPlan again = r.plan(target);
+  const EplbPlan again = r.plan(0, target);
   EXPECT_EQ(again.decision, EplbPlan::Decision::kUnchanged);
   EXPECT_TRUE(again.copies.empty());
   EXPECT_TRUE(again.drops.empty());
@@ -156,7 +171,7 @@ TEST(EplbRebalancer, MinGainSkipsSmallImprovements) {
   c.min_imbalance_gain = 100.0;
   EplbRebalancer r(c, 1, contiguous(), 4, 1.0);
   r.observe(0, loads_of({{0, 40.0}}));
-  EXPECT_EQ(r.plan(contiguous()).decision, EplbPlan::Decision::kNoGain);
+  EXPECT_EQ(r.plan(0, contiguous()).decision, EplbPlan::Decision::kNoGain);
 }
 
 TEST(EplbRebalancer, HierarchicalKeepsGroupsOnOneNode) {
@@ -165,7 +180,7 @@ TEST(EplbRebalancer, HierarchicalKeepsGroupsOnOneNode) {
   EplbRebalancer r(config(8), 1, current, 4, 1.0);
   EXPECT_TRUE(eplb_is_hierarchical(r.shape()));
   r.observe(0, loads_of({{0, 30.0}, {5, 20.0}, {9, 10.0}}));
-  const EplbPlan plan = r.plan(current);
+  const EplbPlan plan = r.plan(0, current);
   ASSERT_EQ(plan.decision, EplbPlan::Decision::kApply);
   for (int32_t grp = 0; grp < 4; ++grp) {
     const int32_t node = plan.target->replicas(grp * 4)[0] / 4;
@@ -189,7 +204,7 @@ TEST(EplbRebalancer, ImbalanceOfSkewedLoadsFalls) {
   for (int32_t e = 0; e < 16; ++e) zipf[e] = 1.0 / std::pow(static_cast<double>(e) + 1.0, 1.1);
   EplbRebalancer r(config(8), 1, contiguous(), 4, 1.0);
   r.observe(0, zipf);
-  const EplbPlan plan = r.plan(contiguous());
+  const EplbPlan plan = r.plan(0, contiguous());
   EXPECT_GT(EplbRebalancer::imbalance(contiguous(), zipf), 2.5);
   EXPECT_LT(EplbRebalancer::imbalance(*plan.target, zipf), 1.25);
   const std::vector<double> g = EplbRebalancer::gpu_loads(*plan.target, zipf);

@@ -24,15 +24,18 @@ class FakePolicyContext final : public PolicyContext {
   }
   std::vector<std::string> pool_names() const override { return pools_; }
   int64_t pool_outstanding(const std::string& pool) const override { return 0; }
-  const ExpertPlacement* placement(int32_t replica) const override { return nullptr; }
+  const LayerPlacements* placements(int32_t replica) const override { return nullptr; }
   int32_t num_replicas() const override { return num_replicas_; }
   int64_t start_weight_transfer(ServingPolicy*, int32_t, std::vector<double>) override {
     MOESIM_CHECK(false, "no transfers in FakePolicyContext");
     return -1;
   }
-  bool add_expert_replica(int32_t, int32_t, int32_t) override { return false; }
-  void remove_expert_replica(int32_t, int32_t, int32_t) override {}
-  bool set_expert_placement(int32_t, const ExpertPlacement&) override { return false; }
+  bool add_expert_replica(int32_t, int32_t, int32_t, int32_t) override { return false; }
+  void remove_expert_replica(int32_t, int32_t, int32_t, int32_t) override {}
+  bool set_layer_placements(int32_t,
+                            const std::vector<std::pair<int32_t, ExpertPlacement>>&) override {
+    return false;
+  }
   RoutingModel* routing_model(int32_t) override { return nullptr; }
   void replace_routed_experts(int32_t, const ModelCard&, const ExpertPlacement&,
                               RoutingModel*) override {

@@ -44,19 +44,35 @@ void check_recorded_placements(const std::string& scenario) {
   ASSERT_TRUE(out.conservation_ok) << out.conservation_message;
   ASSERT_FALSE(out.placement_changes.empty()) << scenario << ": no placement change recorded";
   ASSERT_FALSE(out.expert_gpus.empty());
-  std::map<int32_t, std::vector<std::vector<int32_t>>> in_force;  // replica -> expert -> GPUs
+  std::map<int32_t, int32_t> moe_of_layer;  // model layer -> MoE layer
+  for (size_t i = 0; i < sc.model->layers.size(); ++i) {
+    if (sc.model->layers[i].ffn.is_moe) {
+      const auto next = static_cast<int32_t>(moe_of_layer.size());
+      moe_of_layer[static_cast<int32_t>(i)] = next;
+    }
+  }
+  // replica -> MoE layer -> expert -> GPUs
+  std::map<int32_t, std::vector<ExpertGpus>> in_force;
   size_t next_change = 0;
-  int64_t checked = 0;
+  int64_t checked = 0, per_layer_changes = 0;
   for (const StepRecord& s : out.steps) {
+    if (!in_force.count(s.replica)) in_force[s.replica].assign(moe_of_layer.size(), out.expert_gpus);
+    std::vector<ExpertGpus>& layers = in_force[s.replica];
     while (next_change < out.placement_changes.size() &&
            out.placement_changes[next_change].replica == s.replica &&
            out.placement_changes[next_change].step == s.step) {
-      in_force[s.replica] = out.placement_changes[next_change++].expert_gpus;
+      const PlacementChange& c = out.placement_changes[next_change++];
+      if (c.moe_layer < 0) {
+        layers.assign(layers.size(), c.expert_gpus);
+      } else {
+        layers.at(static_cast<size_t>(c.moe_layer)) = c.expert_gpus;
+        ++per_layer_changes;
+      }
     }
-    const auto& placement = in_force.count(s.replica) ? in_force[s.replica] : out.expert_gpus;
     std::map<int32_t, int64_t> tokens_of_gpu;
     for (const StepRecord::Seq& q : s.seqs) tokens_of_gpu[q.gpu] += q.new_tokens;
     for (const StepRecord::Layer& l : s.layers) {
+      const ExpertGpus& placement = layers.at(static_cast<size_t>(moe_of_layer.at(l.layer)));
       std::map<std::pair<int64_t, int64_t>, int64_t> per_src_expert;
       for (const auto& [src, expert, dst, count] : l.routing) {
         const auto& gpus = placement.at(static_cast<size_t>(expert));
@@ -75,6 +91,7 @@ void check_recorded_placements(const std::string& scenario) {
   }
   EXPECT_EQ(next_change, out.placement_changes.size()) << "a placement change matched no step";
   EXPECT_GT(checked, 0);
+  EXPECT_GT(per_layer_changes, 0) << scenario << ": the policy places MoE layers separately";
 }
 
 TEST(PolicyStepTraceTest, HotExpertReplicationRecordsItsPlacements) {

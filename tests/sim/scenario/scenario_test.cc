@@ -44,10 +44,10 @@ const std::map<std::string, std::string>& expected_messages() {
       {"eplb_slots_not_dividing.toml",
        "{dir}/eplb_slots_not_dividing.toml:7:20: deployment.gpus_per_replica: 16 routed "
        "experts + 4 redundant slots do not divide over 8 GPUs"},
-      {"eplb_with_placement_policy.toml",
-       "{dir}/eplb_with_placement_policy.toml:23:1: policies.hot_expert_replication: cannot be "
-       "combined with [deployment] placement = \"eplb\" yet (one layout per MoE layer): the "
-       "policy keeps one placement for every MoE layer"},
+      {"eplb_with_expert_pruning.toml",
+       "{dir}/eplb_with_expert_pruning.toml:23:1: policies.expert_pruning: cannot be combined "
+       "with [deployment] placement = \"eplb\" (one layout per MoE layer): pruning repacks the "
+       "kept experts into one placement for every layer"},
       {"redundant_slots_without_eplb.toml",
        "{dir}/redundant_slots_without_eplb.toml:8:19: deployment.redundant_slots: needs placement "
        "= \"eplb\" (the static layouts have one slot per expert)"},

@@ -271,10 +271,30 @@ TEST(ReplicaBuilder, EplbBalancesTheExpertLoadOfARun) {
   EXPECT_TRUE(b.conservation_ok) << b.conservation_message;
   EXPECT_GT(a.summary.expert_imbalance, 0.0);
   EXPECT_LT(b.summary.expert_imbalance, 0.9 * a.summary.expert_imbalance);
-  // The step trace holds one placement per replica: recording per-layer layouts is refused.
+  // Recorded, every MoE layer whose layout differs from layer 0's (the header's) is a placement
+  // change of the first recorded step, and the trace reads back with them.
   RunOptions record;
   record.record_steps = true;
-  EXPECT_THROW(run_scenario(eplb, record), ConfigError);
+  record.record_max_steps = 5;
+  const RunOutput rec = run_scenario(eplb, record);
+  ASSERT_FALSE(rec.steps.empty());
+  ASSERT_FALSE(rec.placement_changes.empty());
+  for (const PlacementChange& c : rec.placement_changes) {
+    EXPECT_EQ(c.step, rec.steps.front().step);
+    EXPECT_GE(c.moe_layer, 1);  // layer 0 is the header's
+    EXPECT_NE(c.expert_gpus, rec.expert_gpus);
+  }
+  const std::string path = scratch::path("eplb_trace.jsonl");
+  {
+    std::ofstream f(path);
+    write_step_trace(f, eplb, rec, eplb.run.seed);
+  }
+  const StepTraceFile trace = read_step_trace(path);
+  ASSERT_EQ(trace.placement_changes.size(), rec.placement_changes.size());
+  for (const TracePlacementChange& c : trace.placement_changes) {
+    EXPECT_GE(c.layer, 0);
+    EXPECT_TRUE(eplb.model->layers.at(static_cast<size_t>(c.layer)).ffn.is_moe);
+  }
 }
 
 }  // namespace

@@ -348,21 +348,23 @@ TEST(StepModelTest, EveryMoeLayerUsesItsOwnPlacement) {
   Fixture f(tiny(), 8, d);
   const int32_t num_moe = f.placement->num_layers();
   ASSERT_GE(num_moe, 2);
-  ExpertPlacement replicated = f.placement->layer(1);
+  ExpertPlacement replicated = f.placement->layer(1);  // layer 1: experts 0, 1 also on GPU 7
   replicated.add_replica(0, 7);
+  replicated.add_replica(1, 7);
   f.placement->set_layer(1, replicated);
   EXPECT_FALSE(f.placement->uniform());
-  EXPECT_EQ(f.placement->total_slots(7), 2 * num_moe + 1);
-  EXPECT_EQ(f.placement->max_total_slots_per_gpu(), 2 * num_moe + 1);
+  EXPECT_EQ(f.placement->total_slots(7), 2 * num_moe + 2);
+  EXPECT_EQ(f.placement->max_total_slots_per_gpu(), 2 * num_moe + 2);
   ColumnSums obs;
   f.model->run(0, decode_batch(8, 8, 100), &obs);
   ASSERT_EQ(static_cast<int32_t>(obs.received.size()), num_moe);
   // 8 sources x 8 tokens x top_k 2 = 128 selections, spread i % 16 over experts: 8 per expert.
-  // Token-to-replica rule: GPU 7 serves its own expert-0 selection; the other sources' go to
-  // the replica with the fewest selections so far, ties to the lowest GPU: GPU 0.
-  EXPECT_EQ(obs.received[0][7], 16);      // experts 14, 15
-  EXPECT_EQ(obs.received[1][7], 16 + 1);  // + GPU 7's own expert-0 selection
-  EXPECT_EQ(obs.received[1][0], obs.received[0][0] - 1);
+  // Layer 0: GPUs 0 and 7 hold 2 experts each. Layer 1: experts 0 and 1 go to the less loaded of
+  // GPUs 0 and 7 (ties to GPU 0): 1 and 3 after source 0, then level, 16 each at the end.
+  EXPECT_EQ(obs.received[0][0], 16);
+  EXPECT_EQ(obs.received[0][7], 16);  // experts 14, 15
+  EXPECT_EQ(obs.received[1][0] + obs.received[1][7], 32);
+  EXPECT_NE(obs.received[1], obs.received[0]);
   for (int32_t l = 2; l < num_moe; ++l) EXPECT_EQ(obs.received[l], obs.received[0]);
 }
 
@@ -395,9 +397,10 @@ TEST(StepModelTest, BalanceByGpuIsPerLayerMaxOverMean) {
 }
 
 // By slot where the layer has replicas: the dispatcher's per-slot counts. Layer 1 has a replica
-// of expert 0 on GPU 7 (as above: 8 selections per expert, GPU 7's own one of expert 0 on GPU 7,
-// the 7 others on GPU 0): 17 slots {7, 1, 8 x 15}, mean 128 / 17, max 8. Layers 0 and 2 take the
-// fast path, where FixedRouting states no expectation: not counted.
+// of expert 0 on GPU 7 (8 selections per expert, one per source; GPUs 0 and 7 tie before each
+// source's expert-0 selection, so all 8 go to GPU 0): 17 slots {8, 0, 8 x 15}, mean 128 / 17,
+// max 8. Layers 0 and 2 take the fast path, where FixedRouting states no expectation: not
+// counted.
 TEST(StepModelTest, BalanceBySlotUsesTheDispatchedSlotLoads) {
   Fixture f(tiny(), 8, DeploymentSpec{});
   ExpertPlacement replicated = f.placement->layer(1);
