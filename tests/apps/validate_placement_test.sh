@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `moesim validate` of a run whose placement changes (EPLB): record the tiny EPLB scenario,
-# replay its first steps on the CPU engine, validate. The trace must hold a placement record
-# inside the replayed steps, and the re-simulation must reproduce the recorded routing under the
+# replay its first steps on the CPU engine, validate. The trace must hold a per-layer placement
+# record inside the replayed steps, and the re-simulation must reproduce the recorded routing under the
 # placement in force at every step (num_routing_mismatches == 0). Then the same with two-micro-batch
 # overlap, whose step composition must match the StepModel's.
 # Usage: validate_placement_test.sh MOESIM MOESIM_ENGINE SOURCE_DIR
@@ -20,6 +20,11 @@ first=$(grep -m1 '"record":"placement"' "$tmp/steps.jsonl" |
         /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["step"])')
 if [ "$first" -ge "$steps" ]; then
   echo "the first placement change is at step $first, after the $steps replayed steps"
+  exit 1
+fi
+# EPLB places every MoE layer on its own: per-layer placement records.
+if ! grep -m1 '"record":"placement"' "$tmp/steps.jsonl" | grep -q '"layer":'; then
+  echo "the placement records name no layer: EPLB should place MoE layers separately"
   exit 1
 fi
 OMP_NUM_THREADS=1 "$engine" replay "$tmp/steps.jsonl" --out "$tmp/meas.jsonl" \

@@ -190,5 +190,41 @@ TEST(StepTrace, RejectsATraceWithoutHeader) {
   EXPECT_EQ(error_of(""), "bad.jsonl:1: record: empty trace (no header)");
 }
 
+// A placement record for one MoE layer ("layer": 2 moves expert 2 to GPU 1 there) applies to
+// that layer only; routing is checked against each layer's placement in force.
+TEST(StepTrace, PerLayerPlacementRecordsApplyToTheirLayer) {
+  const std::string layer2 =
+      "{\"record\": \"placement\", \"replica\": 0, \"step\": 0, \"layer\": 2, "
+      "\"num_slots_per_gpu\": 9, \"expert_gpus\": [[0], [0], [1], [0], [0], [0], [0], [0], [1], "
+      "[1], [1], [1], [1], [1], [1], [1]]}\n";
+  std::string text = trace_text();
+  const size_t first_step = text.find("{\"record\": \"step\"");
+  ASSERT_NE(first_step, std::string::npos);
+  std::string moved = text;
+  moved.insert(first_step, layer2);
+  // Step 0 sends expert 2's layer-2 tokens to GPU 0: no longer a replica there.
+  EXPECT_EQ(error_of(moved),
+            "bad.jsonl:3: layers[1].routing[0][2]: GPU 0 holds no replica of expert 2 at step 0");
+  // Sent to GPU 1 instead (both steps), the trace reads; layer 1 keeps the header's placement.
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"[0, 2, 0, 6]", "[0, 2, 1, 6]"},
+                                 {"[1, 2, 0, 3]", "[1, 2, 1, 3]"}}) {
+    const size_t cell = moved.find(from);
+    ASSERT_NE(cell, std::string::npos) << from;
+    moved.replace(cell, from.size(), to);
+  }
+  const StepTrace t = parse_step_trace(moved, "moved.jsonl");
+  ASSERT_EQ(t.placements.size(), 2u);
+  EXPECT_EQ(t.placements[1].layer_idx, 2);
+  EXPECT_EQ(t.placement_at(0, 0, 2).expert_gpus[2], std::vector<int32_t>{1});
+  EXPECT_EQ(t.placement_at(0, 1, 2).expert_gpus[2], std::vector<int32_t>{1});
+  EXPECT_EQ(t.placement_at(0, 0, 1).expert_gpus[2], std::vector<int32_t>{0});
+  // A dense layer has no placement.
+  std::string dense = text;
+  std::string record = layer2;
+  record.replace(record.find("\"layer\": 2"), 10, "\"layer\": 0");
+  dense.insert(first_step, record);
+  EXPECT_EQ(error_of(dense), "bad.jsonl:2: layer: layer 0 is not a MoE layer");
+}
+
 }  // namespace
 }  // namespace moesim::engine

@@ -34,14 +34,16 @@ RoutingTrace hot_trace(const RoutingShape& shape, int32_t num_src) {
   return t;
 }
 
-// Serves every replica with the replayed routing from the start.
+// Serves every replica with a replayed routing trace (hot_trace by default) from the start.
 class ReplayRouting final : public ServingPolicy {
  public:
-  explicit ReplayRouting(const Scenario& sc) : sc_(sc), builder_(sc) {
+  explicit ReplayRouting(const Scenario& sc, const RoutingTrace* trace = nullptr)
+      : sc_(sc), builder_(sc) {
     const RoutingShape shape = routing_shape_of(*sc.model);
+    const int32_t num_src = sc.deployment.gpus_per_replica;
     for (int32_t r = 0; r < sc.deployment.num_replicas; ++r) {
       routing_.push_back(std::make_unique<ReplayRoutingModel>(
-          hot_trace(shape, sc.deployment.gpus_per_replica), shape, sc.deployment.gpus_per_replica));
+          trace ? *trace : hot_trace(shape, num_src), shape, num_src));
     }
     placement_ = builder_.static_placement();
   }
@@ -88,9 +90,10 @@ period_s = 0.2
 max_extra_slots_per_gpu = 4
 )";
 
-RunOutput run_with(const Scenario& sc, bool replay, std::vector<double>* loads) {
+RunOutput run_with(const Scenario& sc, bool replay, std::vector<double>* loads,
+                   const RoutingTrace* trace = nullptr) {
   std::vector<std::unique_ptr<ServingPolicy>> policies;
-  if (replay) policies.push_back(std::make_unique<ReplayRouting>(sc));
+  if (replay) policies.push_back(std::make_unique<ReplayRouting>(sc, trace));
   policies.push_back(std::make_unique<LoadSpy>(loads));
   for (auto& p : make_policies(sc)) policies.push_back(std::move(p));
   return run_scenario(sc, RunOptions{}, -1, std::move(policies));
@@ -122,6 +125,56 @@ TEST(ReplayDrivenPolicies, SyntheticRoutingSpreadsTheSameLoads) {
   int32_t loaded = 0;
   for (double l : loads) loaded += l > 0 ? 1 : 0;
   EXPECT_EQ(loaded, static_cast<int32_t>(loads.size()));  // uniform: every expert is loaded
+}
+
+// A recording of the synthetic routing itself (the replica's model, 64 steps of 4096 tokens per
+// source) replayed: EPLB balances the same per-layer loads either way, so it applies the same
+// rebalance and predicts the same balance within 2%.
+TEST(ReplayDrivenPolicies, EplbBalancesAReplayedRecordingAsTheSyntheticRouting) {
+  const Scenario sc = testing::tiny_scenario(R"(
+[routing]
+popularity = "zipf"
+zipf_s = 0.8
+[policies.eplb]
+period_s = 0.3
+ema_alpha = 0.5
+)", "", 40);
+  const RoutingShape shape = routing_shape_of(*sc.model);
+  const int32_t num_src = sc.deployment.gpus_per_replica;
+  ReplicaParts parts = ReplicaBuilder(sc).build(0, sc.run.seed);
+  RoutingTrace trace;
+  trace.file = "recorded_synthetic.jsonl";
+  trace.header = RoutingTraceHeader{shape.num_moe_layers, shape.num_experts, num_src, shape.top_k};
+  trace.num_steps = 64;
+  const std::vector<int32_t> tokens(static_cast<size_t>(num_src), 4096);
+  for (int64_t step = 0; step < trace.num_steps; ++step) {
+    for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
+      RoutingQuery q;
+      q.step_idx = step;
+      q.moe_layer_idx = l;
+      q.tokens_per_src = tokens;
+      CountMatrix m;
+      parts.routing->route(q, m);
+      trace.counts.push_back(std::move(m));
+    }
+  }
+  std::vector<double> synthetic_loads, replay_loads;
+  const RunOutput synthetic = run_with(sc, false, &synthetic_loads);
+  const RunOutput replay = run_with(sc, true, &replay_loads, &trace);
+  ASSERT_TRUE(replay.conservation_ok) << replay.conservation_message;
+  const auto& ms = synthetic.counters.policy_metrics;
+  const auto& mr = replay.counters.policy_metrics;
+  EXPECT_EQ(testing::action_count(replay, "eplb_apply"),
+            testing::action_count(synthetic, "eplb_apply"));
+  EXPECT_GE(testing::action_count(replay, "eplb_apply"), 1);
+  EXPECT_NEAR(mr.at("eplb.predicted_gpu_balancedness_static"),
+              ms.at("eplb.predicted_gpu_balancedness_static"),
+              0.02 * ms.at("eplb.predicted_gpu_balancedness_static"));
+  EXPECT_NEAR(mr.at("eplb.predicted_gpu_balancedness_final"),
+              ms.at("eplb.predicted_gpu_balancedness_final"),
+              0.02 * ms.at("eplb.predicted_gpu_balancedness_final"));
+  EXPECT_GT(mr.at("eplb.predicted_gpu_balancedness_final"),
+            mr.at("eplb.predicted_gpu_balancedness_static"));
 }
 
 }  // namespace
