@@ -56,6 +56,11 @@ struct GpuRecord {
   SimTime comm_ns = 0;
   SimTime wait_ns = 0;
   double weight_bytes = 0;
+  // Routed-expert slots the memory layout holds on the GPU, summed over MoE layers (a slot is one
+  // expert's weights in one layer), and their bytes; num_moe_layers to read them per layer.
+  int64_t routed_expert_slots = 0;
+  int32_t num_moe_layers = 0;
+  double routed_expert_weight_bytes = 0;
   double kv_pool_bytes = 0;
   int64_t num_kv_blocks = 0;
   int64_t kv_high_water_blocks = 0;

@@ -79,6 +79,9 @@ void ClusterSim::build_replicas() {
       rec.gpu = g.value;
       rec.replica = ri;
       rec.weight_bytes = layout.weight_bytes();
+      rec.routed_expert_slots = r.layout_total_slots;
+      rec.num_moe_layers = r.placements() ? r.placements()->num_layers() : 0;
+      rec.routed_expert_weight_bytes = layout.routed_expert_weight_bytes;
       rec.kv_pool_bytes = layout.kv_pool_bytes;
       rec.num_kv_blocks = layout.num_kv_blocks;
       rec.kv_block_bytes = layout.kv_block_bytes;

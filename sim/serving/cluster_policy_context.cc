@@ -134,6 +134,8 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   for (GpuId g : r.gpus()) {
     GpuRecord& rec = recorder_.gpu(g.value);
     rec.weight_bytes = layout.weight_bytes();
+    rec.routed_expert_slots = r.layout_total_slots;
+    rec.routed_expert_weight_bytes = layout.routed_expert_weight_bytes;
     rec.kv_pool_bytes = layout.kv_pool_bytes;
     rec.num_kv_blocks = layout.num_kv_blocks;
     rec.kv_block_bytes = layout.kv_block_bytes;

@@ -114,6 +114,8 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
     const GpuRecord& g = out.gpus.front();
     j["memory_per_gpu"] = {{"hbm_bytes", sc.topology->gpu_spec().hbm_bytes},
                            {"weight_bytes", count_json(g.weight_bytes)},
+                           {"routed_expert_slots", g.routed_expert_slots},
+                           {"routed_expert_weight_bytes", count_json(g.routed_expert_weight_bytes)},
                            {"kv_pool_bytes", count_json(g.kv_pool_bytes)},
                            {"kv_block_bytes", count_json(g.kv_block_bytes)},
                            {"num_kv_blocks", g.num_kv_blocks}};
@@ -196,6 +198,11 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
        << ": weights " << bytes_text(gpu.weight_bytes) << ", KV pool "
        << bytes_text(gpu.kv_pool_bytes) << " (" << gpu.num_kv_blocks << " blocks of "
        << bytes_text(gpu.kv_block_bytes) << ")  [first GPU]\n";
+    if (gpu.num_moe_layers > 0) {
+      os << "              routed experts " << gpu.routed_expert_slots << " slots ("
+         << number_text(static_cast<double>(gpu.routed_expert_slots) / gpu.num_moe_layers)
+         << " per MoE layer), " << bytes_text(gpu.routed_expert_weight_bytes) << "\n";
+    }
   }
   if (sc.cost.kind == CostModelKind::kCalibrated) {
     os << "  cost model  calibrated profile " << sc.cost.profile_path << ": "

@@ -297,5 +297,26 @@ TEST(ReplicaBuilder, EplbBalancesTheExpertLoadOfARun) {
   }
 }
 
+// DeepSeek's decode unit as shipped: EP144 with 32 redundant experts runs, and every GPU's memory
+// holds 2 slots per MoE layer (288 slots over 144 GPUs), one expert's weights each.
+TEST(ReplicaBuilder, Ep144DecodeUnitHoldsTwoSlotsPerLayerPerGpu) {
+  Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/deepseek-v3-ep144-eplb.toml");
+  sc.run.duration_s = 0.3;
+  const RunOutput out = run_scenario(sc, RunOptions{});
+  ASSERT_TRUE(out.conservation_ok) << out.conservation_message;
+  ASSERT_EQ(out.gpus.size(), 144u);
+  const auto num_moe = static_cast<int64_t>(num_moe_layers(*sc.model));
+  const MoeSpec* moe = nullptr;
+  for (const LayerSpec& l : sc.model->layers) {
+    if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
+  }
+  for (const GpuRecord& g : out.gpus) {
+    EXPECT_EQ(g.routed_expert_slots, 2 * num_moe) << "GPU " << g.gpu;
+    EXPECT_EQ(g.num_moe_layers, num_moe);
+    EXPECT_DOUBLE_EQ(g.routed_expert_weight_bytes,
+                     2.0 * static_cast<double>(num_moe) * expert_weight_bytes(*sc.model, *moe));
+  }
+}
+
 }  // namespace
 }  // namespace moesim::sim
