@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct DeploymentSpec {
   // kEplb: redundant expert slots per MoE layer; experts + redundant slots are the physical slots,
   // spread evenly over the GPUs (expert parallelism is sized in slots: EP144 with 256 + 32).
   int32_t redundant_slots = 0;
+  // kEplb: the profiled loads the layout is balanced for, per MoE layer and routed expert: the
+  // selection totals of the routing trace `eplb_loads_path` names (summed over its steps and
+  // sources), read at load time; null: the routing model's expected shares at step 0.
+  std::string eplb_loads_path;
+  std::shared_ptr<const std::vector<std::vector<double>>> eplb_loads;
   DispatchAlgorithm dispatch = DispatchAlgorithm::kDirect;
   WireDtype dispatch_dtype = WireDtype::kFp8;
   WireDtype combine_dtype = WireDtype::kBf16;

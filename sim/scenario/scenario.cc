@@ -5,6 +5,7 @@
 #include "sim/config/toml_source.h"
 #include "sim/model/model_card_parser.h"
 #include "sim/placement/eplb.h"
+#include "sim/routing/routing_trace.h"
 #include "sim/topology/topology_parser.h"
 
 namespace moesim::sim {
@@ -24,6 +25,39 @@ WireDtype parse_wire(TomlTable& t, std::string_view key, WireDtype dflt) {
 // Experts (+ redundant slots) must fill the GPUs of a replica evenly; an EPLB layout must also
 // satisfy the balancer's shape (groups, nodes), and the placement policies still keep one map for
 // every MoE layer, so they cannot run on per-layer EPLB layouts.
+// [deployment] eplb_loads: a routing trace (docs/schemas/routing_trace.md) of this model's MoE
+// layers and experts; its selections summed over steps and sources are each layer's profiled
+// loads. Read once, here.
+void read_eplb_loads(Scenario& s, const RoutingShape& shape, TomlTable& dep,
+                     const std::string& base_dir) {
+  DeploymentSpec& d = s.deployment;
+  d.eplb_loads_path = resolve(base_dir, d.eplb_loads_path);
+  if (!std::filesystem::exists(d.eplb_loads_path)) {
+    dep.fail("eplb_loads", "file not found: " + d.eplb_loads_path);
+  }
+  const RoutingTrace trace = load_routing_trace(d.eplb_loads_path);
+  if (trace.header.num_moe_layers != shape.num_moe_layers ||
+      trace.header.num_experts != shape.num_experts) {
+    dep.fail("eplb_loads", d.eplb_loads_path + " has " +
+                               std::to_string(trace.header.num_moe_layers) + " MoE layers of " +
+                               std::to_string(trace.header.num_experts) + " experts; the model has " +
+                               std::to_string(shape.num_moe_layers) + " of " +
+                               std::to_string(shape.num_experts));
+  }
+  auto loads = std::make_shared<std::vector<std::vector<double>>>(
+      static_cast<size_t>(shape.num_moe_layers),
+      std::vector<double>(static_cast<size_t>(shape.num_experts), 0.0));
+  for (int64_t step = 0; step < trace.num_steps; ++step) {
+    for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
+      const CountMatrix& m = trace.at(step, l);
+      for (int32_t src = 0; src < m.num_rows(); ++src) {
+        for (int32_t e = 0; e < m.num_cols(); ++e) (*loads)[l][e] += m.at(src, e);
+      }
+    }
+  }
+  d.eplb_loads = std::move(loads);
+}
+
 void check_expert_slots(const Scenario& s, const RoutingShape& shape, TomlTable& dep) {
   const DeploymentSpec& d = s.deployment;
   const int64_t slots = int64_t{shape.num_experts} + d.redundant_slots;
@@ -84,6 +118,12 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
     t.fail("redundant_slots",
            "needs placement = \"eplb\" (the static layouts have one slot per "
            "expert)");
+  }
+  if (t.has("eplb_loads")) {
+    d.eplb_loads_path = t.get_string("eplb_loads");  // resolved and read by load_scenario
+    if (d.placement != PlacementLayout::kEplb) {
+      t.fail("eplb_loads", "needs placement = \"eplb\" (the loads an EPLB layout is balanced for)");
+    }
   }
   d.dispatch =
       *parse_dispatch_algorithm(t.get_enum_or("dispatch", {"direct", "hierarchical"}, "direct"));
@@ -207,6 +247,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
       s.routing = parse_routing(e, shape);
     }
     check_expert_slots(s, shape, dep);
+    if (!s.deployment.eplb_loads_path.empty()) read_eplb_loads(s, shape, dep, base_dir);
   } else if (root.has("routing")) {
     root.fail("routing", "the model has no MoE layer");
   }

@@ -69,11 +69,19 @@ std::unique_ptr<LayerPlacements> ReplicaBuilder::static_placements(RoutingModel*
   }
   MOESIM_CHECK(routing != nullptr, "an EPLB placement profiles a routing model");
   const RoutingShape shape = routing_shape_of(card);
+  // Profiled loads: the scenario's recorded ones (eplb_loads), else the routing model's
+  // expected shares at step 0; a layer without any is balanced as uniform.
   std::vector<std::vector<double>> loads(static_cast<size_t>(num_moe));
   for (int32_t l = 0; l < num_moe; ++l) {
-    const std::span<const double> pi = routing->expected_shares(l, 0);
-    loads[l].assign(pi.begin(), pi.end());
-    if (loads[l].empty()) loads[l].assign(static_cast<size_t>(shape.num_experts), 1.0);
+    if (d.eplb_loads) {
+      loads[l] = (*d.eplb_loads)[l];
+    } else {
+      const std::span<const double> pi = routing->expected_shares(l, 0);
+      loads[l].assign(pi.begin(), pi.end());
+    }
+    double total = 0.0;
+    for (double x : loads[l]) total += x;
+    if (total <= 0.0) loads[l].assign(static_cast<size_t>(shape.num_experts), 1.0);
   }
   const int32_t gpus_per_node = std::min(d.gpus_per_replica, topology_->gpus_per_node());
   EplbShape es;

@@ -20,11 +20,13 @@
 #include "sim/policy/expert_pruning_deployment.h"
 #include "sim/policy/pruned_routing.h"
 #include "sim/policy/pruning_study.h"
+#include "sim/routing/routing_trace.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/layer_study.h"
 #include "sim/serving/run_outputs.h"
 #include "sim/serving/serving_policy.h"
 #include "tests/sim/serving/test_scenarios.h"
+#include "tests/support/config_errors.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
@@ -316,6 +318,76 @@ TEST(ReplicaBuilder, Ep144DecodeUnitHoldsTwoSlotsPerLayerPerGpu) {
     EXPECT_DOUBLE_EQ(g.routed_expert_weight_bytes,
                      2.0 * static_cast<double>(num_moe) * expert_weight_bytes(*sc.model, *moe));
   }
+}
+
+// placement = "eplb" with eplb_loads: the layout is balanced for the loads of a recorded routing
+// trace (production telemetry in docs/schemas/routing_trace.md), not the routing model's. The
+// trace makes expert 5 of MoE layer 0 and expert 11 of the others carry half of every token's
+// selections: the redundant slots go to them.
+TEST(ReplicaBuilder, EplbBalancesForTheLoadsOfARecordedTrace) {
+  const Scenario plain = tiny_synthetic("", "", "tiny_synthetic");
+  const RoutingShape shape = routing_shape_of(*plain.model);
+  const int32_t num_src = plain.deployment.gpus_per_replica;
+  const std::string path = scratch::path("loads.jsonl");
+  {
+    std::ofstream out(path);
+    RoutingTraceWriter writer(out, RoutingTraceHeader{shape.num_moe_layers, shape.num_experts,
+                                                      num_src, shape.top_k});
+    for (int64_t step = 0; step < 3; ++step) {
+      for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
+        CountMatrix m(num_src, shape.num_experts);
+        const int32_t hot = l == 0 ? 5 : 11;
+        for (int32_t src = 0; src < num_src; ++src) {
+          m.at(src, hot) = 64;  // every token picks the hot expert, then one of the rest
+          for (int32_t t = 0; t < 64 * (shape.top_k - 1); ++t) {
+            int32_t e = (t + src) % (shape.num_experts - 1);
+            if (e >= hot) ++e;
+            m.at(src, e)++;
+          }
+        }
+        writer.write(step, l, m);
+      }
+    }
+  }
+  const Scenario sc = tiny_synthetic(
+      "placement = \"eplb\"\nredundant_slots = 8\neplb_loads = \"" + path + "\"\n", "",
+      "tiny_synthetic+eplb_loads");
+  ASSERT_TRUE(sc.deployment.eplb_loads);
+  const ReplicaParts p = ReplicaBuilder(sc).build(0, sc.run.seed);
+  const LayerPlacements& lp = *p.placements;
+  EXPECT_GE(lp.layer(0).replicas(5).size(), 3u);
+  EXPECT_EQ(lp.layer(0).replicas(11).size(), 1u);
+  for (int32_t l = 1; l < lp.num_layers(); ++l) {
+    EXPECT_GE(lp.layer(l).replicas(11).size(), 3u) << l;
+    EXPECT_EQ(lp.layer(l).replicas(5).size(), 1u) << l;
+  }
+  // Bad input names the key: a trace of another shape, no file, no eplb placement.
+  const std::string bad = scratch::path("bad_loads.jsonl");
+  {
+    std::ofstream out(bad);
+    const int32_t experts = shape.num_experts / 2;
+    RoutingTraceWriter w(out, RoutingTraceHeader{shape.num_moe_layers, experts, num_src,
+                                                 shape.top_k});
+    for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
+      CountMatrix m(num_src, experts);
+      for (int32_t src = 0; src < num_src; ++src) {
+        for (int32_t e = 0; e < shape.top_k; ++e) m.at(src, e) = 1;
+      }
+      w.write(0, l, m);
+    }
+  }
+  EXPECT_NE(testing::config_error_of([&] {
+              tiny_synthetic("placement = \"eplb\"\neplb_loads = \"" + bad + "\"\n", "", "b");
+            }).find("deployment.eplb_loads: " + bad + " has "),
+            std::string::npos);
+  EXPECT_NE(testing::config_error_of([&] {
+              tiny_synthetic("placement = \"eplb\"\neplb_loads = \"no-such.jsonl\"\n", "", "b");
+            }).find("deployment.eplb_loads: file not found"),
+            std::string::npos);
+  EXPECT_NE(testing::config_error_of([&] {
+              tiny_synthetic("eplb_loads = \"" + path + "\"\n", "", "b");
+            }).find("deployment.eplb_loads: needs placement = \"eplb\""),
+            std::string::npos);
 }
 
 }  // namespace
