@@ -1,14 +1,19 @@
 // `moesim sweep SWEEP.toml`: runs a parameter grid (docs/sweeps.md) on a pool of threads and
 // writes one CSV row per run, in grid order. `moesim sweep merge OUT.csv SHARD.csv...` joins the
-// CSVs of a sweep split with --shard K/N (a job array) into the CSV of the whole sweep.
+// CSVs of a sweep split with --shard K/N (a job array) into the CSV of the whole sweep. Under
+// `mpirun -np N` the ranks take the shards and rank 0 writes the merged CSV (mpi_world.h).
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 #include <sstream>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/mpi_world.h"
+#include "sim/config/config_error.h"
 #include "sim/io/output_files.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/sweep.h"
@@ -61,25 +66,24 @@ int merge_command(const std::vector<std::string>& argv) {
   return 0;
 }
 
-}  // namespace
-
-int sweep_command(const std::vector<std::string>& argv) {
-  if (!argv.empty() && argv[0] == "merge") {
-    return merge_command(std::vector<std::string>(argv.begin() + 1, argv.end()));
-  }
+// The sweep itself, on this process or on the ranks of an MPI job (mpi_world.h).
+int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& world) {
   Args args(argv, {"--out", "--threads", "--shard"});
   if (args.help_requested()) {
-    std::fputs(kUsage, stdout);
+    if (world.rank() == 0) std::fputs(kUsage, stdout);
     return 0;
   }
   const std::string& path = args.positional(0, "SWEEP.toml");
   auto out_path = args.value("--out");
   auto threads = args.int_value("--threads");
   auto shard = args.value("--shard");
-  bool progress = args.flag("--progress") || isatty(fileno(stderr));
+  bool progress = (args.flag("--progress") || isatty(fileno(stderr))) && world.rank() == 0;
   args.finish(1);
   if (threads && (*threads < 1 || *threads > 4096))
     throw UsageError{"--threads must be in 1..4096"};
+  if (shard && world.active()) {
+    throw UsageError{"--shard cannot be combined with mpirun (the ranks shard the sweep)"};
+  }
 
   sim::study::SweepSpec spec = sim::study::load_sweep(path);
   sim::study::ScenarioTemplate scenario = sim::study::ScenarioTemplate::load(spec.scenario_path);
@@ -88,28 +92,88 @@ int sweep_command(const std::vector<std::string>& argv) {
   options.num_threads =
       threads ? static_cast<int32_t>(*threads) : sim::study::default_num_threads();
   if (shard) options.shard = sim::study::parse_shard(*shard);
+  // Under mpirun rank r runs the shard r + 1 of N.
+  if (world.active()) options.shard = sim::study::Shard{world.rank() + 1, world.size()};
 
-  // The CSV goes to a temporary beside FILE.csv and replaces it only when complete.
+  // The CSV goes to a temporary beside FILE.csv and replaces it only when complete; under mpirun
+  // only rank 0 writes it.
   std::optional<sim::io::AtomicFile> file;
-  if (out_path) {
+  if (out_path && world.rank() == 0) {
     sim::io::check_output_file(*out_path, "--out");
     file.emplace(*out_path);
   }
-  std::ostream& csv = file ? file->stream() : std::cout;
-  sim::study::SweepStats stats = sim::study::run_sweep(
-      spec, scenario, options, csv,
-      progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr);
+  const auto draw = progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr;
+  sim::study::SweepStats stats;
+  if (!world.active()) {
+    std::ostream& csv = file ? file->stream() : std::cout;
+    stats = sim::study::run_sweep(spec, scenario, options, csv, draw);
+  } else {
+    std::ostringstream part;
+    stats = sim::study::run_sweep(spec, scenario, options, part, draw);
+    const std::vector<std::string> parts = world.gather_to_root(part.str());
+    stats.num_runs = world.sum(stats.num_runs);
+    stats.num_errors = world.sum(stats.num_errors);
+    stats.num_broken = world.sum(stats.num_broken);
+    if (world.rank() != 0) return stats.num_broken > 0 ? 1 : 0;
+    std::vector<std::istringstream> streams;
+    streams.reserve(parts.size());
+    std::vector<sim::study::NamedCsv> inputs;
+    for (size_t r = 0; r < parts.size(); ++r) {
+      streams.emplace_back(parts[r]);
+      inputs.push_back({"rank " + std::to_string(r), &streams.back()});
+    }
+    std::ostream& csv = file ? file->stream() : std::cout;
+    sim::study::merge_sweep_csv_streams(inputs, csv);
+  }
   if (file) {
     file->commit();
   } else if (!std::cout.flush()) {
     throw sim::io::OutputError("cannot write the CSV to stdout");
   }
-  std::fprintf(stderr, "sweep: %lld runs (shard %d/%d of %lld), %lld errors, %lld broken%s%s\n",
-               static_cast<long long>(stats.num_runs), options.shard.index, options.shard.count,
-               static_cast<long long>(sim::study::num_sweep_runs(spec)),
-               static_cast<long long>(stats.num_errors), static_cast<long long>(stats.num_broken),
-               out_path ? " -> " : "", out_path ? out_path->c_str() : "");
+  if (world.active()) {
+    std::fprintf(stderr, "sweep: %lld runs on %d MPI ranks, %lld errors, %lld broken%s%s\n",
+                 static_cast<long long>(stats.num_runs), world.size(),
+                 static_cast<long long>(stats.num_errors),
+                 static_cast<long long>(stats.num_broken), out_path ? " -> " : "",
+                 out_path ? out_path->c_str() : "");
+  } else {
+    std::fprintf(stderr, "sweep: %lld runs (shard %d/%d of %lld), %lld errors, %lld broken%s%s\n",
+                 static_cast<long long>(stats.num_runs), options.shard.index, options.shard.count,
+                 static_cast<long long>(sim::study::num_sweep_runs(spec)),
+                 static_cast<long long>(stats.num_errors),
+                 static_cast<long long>(stats.num_broken), out_path ? " -> " : "",
+                 out_path ? out_path->c_str() : "");
+  }
   return stats.num_broken > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int sweep_command(const std::vector<std::string>& argv) {
+  if (!argv.empty() && argv[0] == "merge") {
+    return merge_command(std::vector<std::string>(argv.begin() + 1, argv.end()));
+  }
+  const MpiWorld world;
+  if (!world.active()) return run_sweep_command(argv, world);
+  // A rank that fails on its own would leave the others waiting in a collective: it reports and
+  // ends the whole job with its exit code.
+  auto fail = [&](const std::string& message, int code) {
+    std::fprintf(stderr, "moesim sweep (rank %d of %d): %s\n", world.rank(), world.size(),
+                 message.c_str());
+    world.abort(code);
+  };
+  int code = 0;
+  try {
+    code = run_sweep_command(argv, world);
+  } catch (const sim::ConfigError& e) {
+    fail(std::string("error: ") + e.what(), sim::kExitBadInput);
+  } catch (const sim::io::OutputError& e) {
+    fail(std::string("error: ") + e.what(), sim::io::kExitOutputFailed);
+  } catch (const UsageError& e) {
+    fail(e.message + " (see moesim sweep --help)", sim::kExitBadInput);
+  }
+  // Every rank ends with the job's worst status.
+  return static_cast<int>(world.max(code));
 }
 
 }  // namespace moesim::cli

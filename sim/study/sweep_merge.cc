@@ -22,15 +22,29 @@ int64_t parse_index(const std::string& cell, const std::string& file, int line,
 }  // namespace
 
 void merge_sweep_csvs(const std::vector<std::string>& paths, std::ostream& out) {
-  if (paths.empty()) throw ConfigError("", 0, 0, "", "no CSV files to merge");
+  std::vector<std::ifstream> files;
+  files.reserve(paths.size());
+  std::vector<NamedCsv> inputs;
+  for (const std::string& path : paths) {
+    files.emplace_back(path, std::ios::binary);
+    if (!files.back()) throw ConfigError(path, 0, 0, "", "cannot open file");
+    inputs.push_back(NamedCsv{path, &files.back()});
+  }
+  merge_sweep_csv_streams(inputs, out);
+}
+
+void merge_sweep_csv_streams(const std::vector<NamedCsv>& inputs, std::ostream& out) {
+  if (inputs.empty()) throw ConfigError("", 0, 0, "", "no CSV files to merge");
+  std::vector<std::string> paths;
+  for (const NamedCsv& c : inputs) paths.push_back(c.name);
   std::string header;
   std::string header_file;
   size_t num_columns = 0;
   int64_t num_runs = -1;
   std::map<int64_t, std::pair<std::string, std::string>> rows;  // run_idx -> (line, file:line)
-  for (const std::string& path : paths) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
+  for (const NamedCsv& input : inputs) {
+    const std::string& path = input.name;
+    std::istream& in = *input.in;
     std::string line;
     int line_no = 0;
     std::vector<std::string> cells;

@@ -2,6 +2,7 @@
 // the whole sweep, byte for byte what an unsharded run writes.
 #pragma once
 
+#include <istream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,5 +15,13 @@ namespace moesim::sim::study {
 // Throws ConfigError naming the file and line of a mismatch or duplicate, or listing the missing
 // run_idx values; nothing is written then.
 void merge_sweep_csvs(const std::vector<std::string>& paths, std::ostream& out);
+
+// The same over CSVs already open (e.g. the shards that MPI ranks sent): `name` stands for the
+// file in messages.
+struct NamedCsv {
+  std::string name;
+  std::istream* in = nullptr;
+};
+void merge_sweep_csv_streams(const std::vector<NamedCsv>& inputs, std::ostream& out);
 
 }  // namespace moesim::sim::study

@@ -18,7 +18,9 @@ std::string write_temp(const std::string& name, const std::string& text) {
 std::string merge_error(const std::vector<std::string>& paths) {
   std::ostringstream out;
   const std::string error = testing::config_error_of([&] { merge_sweep_csvs(paths, out); });
-  if (!error.empty()) EXPECT_EQ(out.str(), "");  // nothing written on error
+  if (!error.empty()) {
+    EXPECT_EQ(out.str(), "");  // nothing written on error
+  }
   return error;
 }
 
