@@ -31,6 +31,7 @@ constexpr const char* kUsage =
     "  --threads N      runs in parallel (default: the machine's hardware threads)\n"
     "  --shard K/N      run only the runs with run_idx % N == K - 1 (K in 1..N)\n"
     "  --progress       draw the progress bar on stderr even when it is not a terminal\n"
+    "under mpirun -np N: rank r runs shard r+1/N and rank 0 writes the whole CSV (same bytes).\n"
     "merge: joins shard CSVs (same header; every run exactly once) into OUT.csv in grid order.\n"
     "exit codes: 0 success (runs that failed to parse or fit are rows with status=error),\n"
     "            1 a run broke conservation or the CSV could not be written, 2 bad input\n"
