@@ -1,6 +1,7 @@
 // `moesim search SCENARIO --slo ...`: for each configuration of a grid, the highest request rate
 // that meets the SLOs (binary search on the rate multiplier, sim/study/search.h), and the
-// cheapest configuration (fewest GPUs) that sustains --target-rate.
+// cheapest configuration (fewest GPUs) that sustains --target-rate. Under `mpirun -np N` the
+// ranks search the configurations and rank 0 prints the result (mpi_world.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/mpi_world.h"
+#include "sim/config/config_error.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/search.h"
@@ -39,6 +42,7 @@ constexpr const char* kUsage =
     "  --threads N         configurations searched in parallel (default: hardware threads)\n"
     "  --progress          progress bar on stderr even when it is not a terminal\n"
     "  --json              print every probe as one JSON document\n"
+    "under mpirun -np N: rank r searches configurations r, r+N, ...; rank 0 prints the result.\n"
     "exit codes: 0 success, 2 bad input\n";
 
 void draw_progress(int64_t done, int64_t total) {
@@ -52,13 +56,52 @@ std::string config_text(const sim::study::ConfigSearch& c) {
   return sim::study::overrides_text(c.overrides);
 }
 
-}  // namespace
+// What an MPI rank sends rank 0 of a configuration it searched (the overrides rank 0 has), in
+// JSON, whose numbers read back to the same doubles.
+nlohmann::json searched_json(const sim::study::ConfigSearch& c) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const auto& p : c.probes) {
+    probes.push_back({p.multiplier, p.rate_per_s, p.verdict.meets, p.verdict.num_met,
+                      p.verdict.num_decided, p.verdict.attainment, p.verdict.reason});
+  }
+  return {{"idx", c.config_idx},         {"error", c.error},
+          {"gpus", c.num_gpus},          {"unit", c.rate_unit},
+          {"base", c.base_rate_per_s},   {"found", c.search.found},
+          {"max_ok", c.search.max_ok},   {"min_fail", c.search.min_fail},
+          {"n", c.search.num_probes},    {"max_rate", c.max_rate_per_s},
+          {"fail_rate", c.fail_rate_per_s}, {"probes", probes}};
+}
 
-int search_command(const std::vector<std::string>& argv) {
+void read_searched(const nlohmann::json& j, sim::study::ConfigSearch& c) {
+  c.error = j.at("error").get<std::string>();
+  c.num_gpus = j.at("gpus").get<int64_t>();
+  c.rate_unit = j.at("unit").get<std::string>();
+  c.base_rate_per_s = j.at("base").get<double>();
+  c.search.found = j.at("found").get<bool>();
+  c.search.max_ok = j.at("max_ok").get<double>();
+  c.search.min_fail = j.at("min_fail").get<double>();
+  c.search.num_probes = j.at("n").get<int32_t>();
+  c.max_rate_per_s = j.at("max_rate").get<double>();
+  c.fail_rate_per_s = j.at("fail_rate").get<double>();
+  c.probes.clear();
+  for (const auto& p : j.at("probes")) {
+    sim::study::RateProbe probe;
+    probe.multiplier = p.at(0).get<double>();
+    probe.rate_per_s = p.at(1).get<double>();
+    probe.verdict.meets = p.at(2).get<bool>();
+    probe.verdict.num_met = p.at(3).get<int64_t>();
+    probe.verdict.num_decided = p.at(4).get<int64_t>();
+    probe.verdict.attainment = p.at(5).get<double>();
+    probe.verdict.reason = p.at(6).get<std::string>();
+    c.probes.push_back(std::move(probe));
+  }
+}
+
+int run_search_command(const std::vector<std::string>& argv, const MpiWorld& world) {
   Args args(argv, {"--slo", "--grid", "--target-rate", "--min-attainment", "--seed", "--tolerance",
                    "--max-doublings", "--threads"});
   if (args.help_requested()) {
-    std::fputs(kUsage, stdout);
+    if (world.rank() == 0) std::fputs(kUsage, stdout);
     return 0;
   }
   const std::string& path = args.positional(0, "SCENARIO");
@@ -70,7 +113,7 @@ int search_command(const std::vector<std::string>& argv) {
   auto tolerance = args.double_value("--tolerance");
   auto doublings = args.int_value("--max-doublings");
   auto threads = args.int_value("--threads");
-  bool progress = args.flag("--progress") || isatty(fileno(stderr));
+  bool progress = (args.flag("--progress") || isatty(fileno(stderr))) && world.rank() == 0;
   bool json = args.flag("--json");
   args.finish(1);
   if (!slo_text) throw UsageError{"--slo is required"};
@@ -107,10 +150,28 @@ int search_command(const std::vector<std::string>& argv) {
   if (doublings) opt.max_doublings = static_cast<int32_t>(*doublings);
   opt.num_threads = threads ? static_cast<int32_t>(*threads) : sim::study::default_num_threads();
   opt.target_rate_per_s = target;
+  // Under mpirun rank r searches the configurations with config_idx % N == r; rank 0 gathers
+  // them and prints what one process prints.
+  opt.shard_index = world.rank();
+  opt.shard_count = world.size();
 
   sim::study::SearchResult r = sim::study::search_rates(
       scenario, configs, slo, opt,
       progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr);
+  if (world.active()) {
+    nlohmann::json mine = nlohmann::json::array();
+    for (const auto& c : r.configs) {
+      if (c.config_idx % world.size() == world.rank()) mine.push_back(searched_json(c));
+    }
+    const std::vector<std::string> parts = world.gather_to_root(mine.dump());
+    if (world.rank() != 0) return 0;
+    for (const std::string& part : parts) {
+      for (const auto& j : nlohmann::json::parse(part)) {
+        read_searched(j, r.configs.at(j.at("idx").get<size_t>()));
+      }
+    }
+    if (target) r.cheapest = sim::study::cheapest_config(r.configs, *target);
+  }
 
   if (json) {
     nlohmann::json j;
@@ -210,6 +271,28 @@ int search_command(const std::vector<std::string>& argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int search_command(const std::vector<std::string>& argv) {
+  const MpiWorld world;
+  if (!world.active()) return run_search_command(argv, world);
+  // A rank that fails on its own ends the whole job (the others would wait in the gather).
+  auto fail = [&](const std::string& message, int code) {
+    std::fprintf(stderr, "moesim search (rank %d of %d): %s\n", world.rank(), world.size(),
+                 message.c_str());
+    world.abort(code);
+  };
+  int code = 0;
+  try {
+    code = run_search_command(argv, world);
+  } catch (const sim::ConfigError& e) {
+    fail(std::string("error: ") + e.what(), sim::kExitBadInput);
+  } catch (const UsageError& e) {
+    fail(e.message + " (see moesim search --help)", sim::kExitBadInput);
+  }
+  return static_cast<int>(world.max(code));
 }
 
 }  // namespace moesim::cli

@@ -246,6 +246,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
     ConfigSearch c;
     c.config_idx = i;
     c.overrides = configs[static_cast<size_t>(i)];
+    if (i % options.shard_count != options.shard_index) return c;
     try {
       Scenario base = scenario.instantiate(c.overrides);
       c.num_gpus = num_gpus(base);
@@ -274,7 +275,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
       [&](int64_t i, ConfigSearch& c) { result.configs[static_cast<size_t>(i)] = std::move(c); },
       progress);
 
-  if (options.target_rate_per_s) {
+  if (options.target_rate_per_s && options.shard_count == 1) {
     result.cheapest = cheapest_config(result.configs, *options.target_rate_per_s);
   }
   return result;

@@ -85,6 +85,11 @@ struct SearchOptions {
   int32_t max_doublings = 10;               // >= 0
   int32_t num_threads = 1;                  // >= 1; configurations are searched in parallel
   std::optional<double> target_rate_per_s;  // for the cheapest configuration
+  // Only the configurations with config_idx % shard_count == shard_index are searched (MPI
+  // ranks); the others keep their config_idx and overrides, nothing else, and never count as
+  // the cheapest.
+  int32_t shard_index = 0;  // in [0, shard_count)
+  int32_t shard_count = 1;  // >= 1
 };
 
 struct RateProbe {

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 moesim sweep`: the ranks split the runs and rank 0 writes the CSV, the same bytes
 # as one process writes (and as --shard + `sweep merge`); a rank's bad output path ends the job
-# with exit code 2 instead of leaving the other rank waiting.
-# Usage: mpi_sweep_test.sh MPIEXEC MOESIM SWEEP.toml
+# with exit code 2 instead of leaving the other rank waiting. `mpirun -np 2 moesim search` over
+# the same grid prints what one process prints (text and JSON).
+# Usage: mpi_sweep_test.sh MPIEXEC MOESIM SWEEP.toml SCENARIO.toml
 set -euo pipefail
 mpiexec=$1
 moesim=$2
 sweep=$3
+scenario=$4
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # CI runs as root; Open MPI refuses that unless told.
@@ -38,4 +40,13 @@ if [ "$code" -ne 2 ]; then
   exit 1
 fi
 grep -q "rank 0 of 2" "$tmp/bad.log" || { cat "$tmp/bad.log"; exit 1; }
-echo "mpi_sweep_test: mpirun -np 2 writes the single-process CSV"
+
+search=(search "$scenario" --slo ttft_p99_ms=500 --grid "$sweep" --target-rate 5 --threads 1)
+"$moesim" "${search[@]}" > "$tmp/search1.txt" 2> /dev/null
+"$moesim" "${search[@]}" --json > "$tmp/search1.json" 2> /dev/null
+timeout 120 "${mpi[@]}" "$moesim" "${search[@]}" > "$tmp/search2.txt" 2> /dev/null
+timeout 120 "${mpi[@]}" "$moesim" "${search[@]}" --json > "$tmp/search2.json" 2> /dev/null
+cmp "$tmp/search1.txt" "$tmp/search2.txt"
+cmp "$tmp/search1.json" "$tmp/search2.json"
+grep -q "cheapest sustaining" "$tmp/search2.txt"
+echo "mpi_sweep_test: mpirun -np 2 writes the single-process CSV and search result"
