@@ -1,5 +1,8 @@
 // Whole-simulator speed: simulated seconds per wall second for every shipped scenario.
 //
+// BM_SimScale/gpus:N: the same figures for a generated DeepSeek-V3 decode-heavy deployment of N
+// GPUs (64, 256, 1,024, 4,096; scale_scenario_text below), issue 15's reference points.
+//
 // One benchmark per scenarios/*.toml (scenarios/policies/*.toml too with --policies): load the
 // scenario, simulate a fixed short span (--sim_s, default 10 simulated seconds, from time 0 so
 // warm-up is included) and report
@@ -19,7 +22,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/policy/policy_registry.h"
@@ -56,6 +63,80 @@ void BM_SimSpeed(benchmark::State& state, const std::string& path, double sim_s)
   state.SetLabel("digest " + digest);
 }
 
+// The scale family (issue 15's reference points): DeepSeek-V3 decode-heavy traffic with the
+// deepseek-v3-decode skew on the rail-optimised H800 fat tree, data-parallel attention,
+// hierarchical dispatch, bottleneck (contention-aware) all-to-alls; one EP64 replica at 64 GPUs,
+// EP128 replicas above (256 = 2 x EP128, 1,024 = 8 x EP128, 4,096 = 32 x EP128 on a 512-node
+// variant of the topology written to a temporary directory). Load scales with the GPUs: 3
+// requests/s per GPU, prompts ~256 tokens, answers ~400.
+std::string scale_scenario_text(int32_t num_gpus, const std::string& topology_path) {
+  const int32_t ep = std::min(num_gpus, num_gpus <= 64 ? 64 : 128);
+  return "name = \"scale-" + std::to_string(num_gpus) + "\"\n" +
+         "model = \"" MOESIM_SOURCE_DIR "/models/deepseek-v3.toml\"\n" + "topology = \"" +
+         topology_path + "\"\n" +
+         "[deployment]\nreplicas = " + std::to_string(num_gpus / ep) +
+         "\ngpus_per_replica = " + std::to_string(ep) +
+         "\nattention = \"dp\"\ndispatch = \"hierarchical\"\n"
+         "[scheduler]\nmax_seqs = 8192\nmax_batch_tokens_per_gpu = 2048\nworkspace_gib = 6\n"
+         "[workload]\nkind = \"synthetic\"\nduration_s = 1000\n"
+         "[workload.arrival]\nrate_per_s = " + std::to_string(3 * num_gpus) + "\n"
+         "[workload.prompt_tokens]\ndistribution = \"lognormal\"\np50 = 256\np99 = 1024\n"
+         "max = 2048\n"
+         "[workload.output_tokens]\ndistribution = \"lognormal\"\nmean = 400\nsigma = 0.6\n"
+         "max = 2000\n"
+         "[routing]\npreset = \"deepseek-v3-decode\"\n"
+         "[run]\nseed = 1\nduration_s = 10\n";
+}
+
+// The 512-node (4,096-GPU) variant of topologies/h800-128x8.toml: same nodes and links, 4 times
+// the leaves, 64 spines. Written once into a temporary directory; returns its path.
+std::string write_4096_gpu_topology() {
+  std::ifstream in(MOESIM_SOURCE_DIR "/topologies/h800-128x8.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string t = text.str();
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"num_nodes = 128", "num_nodes = 512"},
+                                 {"num_spines = 16", "num_spines = 64"}}) {
+    const size_t at = t.find(from);
+    if (at == std::string::npos) throw std::runtime_error("topology text changed: " + from);
+    t.replace(at, from.size(), to);
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "moesim-scale-bench";
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path path = dir / "h800-512x8.toml";
+  std::ofstream(path) << t;
+  return path.string();
+}
+
+void BM_SimScale(benchmark::State& state, int32_t num_gpus, double sim_s) {
+  const std::string topology =
+      num_gpus > 1024 ? write_4096_gpu_topology()
+                      : std::string(MOESIM_SOURCE_DIR "/topologies/h800-128x8.toml");
+  Scenario scenario = parse_scenario_text(scale_scenario_text(num_gpus, topology),
+                                          "scale-" + std::to_string(num_gpus) + ".toml",
+                                          MOESIM_SOURCE_DIR "/scenarios");
+  scenario.run.duration_s = sim_s;
+  double sim_total_s = 0, wall_total_s = 0;
+  int64_t steps = 0;
+  std::string digest;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    RunOutput out = run_scenario(scenario, RunOptions{}, -1, {});
+    const auto stop = std::chrono::steady_clock::now();
+    wall_total_s += std::chrono::duration<double>(stop - start).count();
+    sim_total_s += out.summary.duration_s;
+    steps += out.counters.num_steps;
+    digest = out.digest_hex;
+  }
+  const double layers = static_cast<double>(scenario.model->layers.size());
+  state.counters["sim_s_per_wall_s"] = wall_total_s > 0 ? sim_total_s / wall_total_s : 0.0;
+  state.counters["steps"] = static_cast<double>(steps) / static_cast<double>(state.iterations());
+  const double us_per_step = steps > 0 ? 1e6 * wall_total_s / static_cast<double>(steps) : 0.0;
+  // Steps are counted per replica: this is wall time per replica-step-layer.
+  state.counters["wall_us_per_layer"] = layers > 0 ? us_per_step / layers : 0.0;
+  state.SetLabel("digest " + digest);
+}
+
 std::vector<std::string> scenario_files(const std::filesystem::path& dir) {
   std::vector<std::string> out;
   if (!std::filesystem::is_directory(dir)) return out;
@@ -73,22 +154,26 @@ std::vector<std::string> scenario_files(const std::filesystem::path& dir) {
 
 // Extra flags (removed before Google Benchmark parses the rest):
 //   --sim_s=SECONDS   simulated span per run (default 10);
+//   --scale_sim_s=S   simulated span of the BM_SimScale runs (default 10);
 //   --policies        also run scenarios/policies/*.toml.
 int main(int argc, char** argv) {
   double sim_s = 10.0;
+  double scale_sim_s = 10.0;
   bool policies = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     if (std::strncmp(argv[i], "--sim_s=", 8) == 0) {
       sim_s = std::strtod(argv[i] + 8, nullptr);
+    } else if (std::strncmp(argv[i], "--scale_sim_s=", 14) == 0) {
+      scale_sim_s = std::strtod(argv[i] + 14, nullptr);
     } else if (std::strcmp(argv[i], "--policies") == 0) {
       policies = true;
     } else {
       args.push_back(argv[i]);
     }
   }
-  if (!(sim_s > 0)) {
-    std::fprintf(stderr, "--sim_s must be > 0\n");
+  if (!(sim_s > 0) || !(scale_sim_s > 0)) {
+    std::fprintf(stderr, "--sim_s and --scale_sim_s must be > 0\n");
     return 2;
   }
   const std::filesystem::path root = std::filesystem::path(MOESIM_SOURCE_DIR) / "scenarios";
@@ -101,6 +186,14 @@ int main(int argc, char** argv) {
         std::filesystem::relative(file, root).replace_extension().generic_string();
     benchmark::RegisterBenchmark(("BM_SimSpeed/" + name).c_str(), moesim::sim::BM_SimSpeed, file,
                                  sim_s)
+        ->UseRealTime()
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond);
+  }
+  // The scale family: GPU counts of issue 15's targets.
+  for (const int32_t gpus : {64, 256, 1024, 4096}) {
+    benchmark::RegisterBenchmark(("BM_SimScale/gpus:" + std::to_string(gpus)).c_str(),
+                                 moesim::sim::BM_SimScale, gpus, scale_sim_s)
         ->UseRealTime()
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);

@@ -41,47 +41,13 @@ size_t destinations_per_block(size_t num_classes_with_none) {
   return std::max<size_t>(8, (2048 / num_classes_with_none) & ~size_t{7});
 }
 
-}  // namespace
-
-BottleneckModel::BottleneckModel(const Topology& topology) : topology_(topology) {
-  const auto& links = topology.links();
-  num_links_ = links.size();
+// The route classes of the structured path (see the header), when the topology has them.
+void build_structured_tables(const Topology& topology, BottleneckTables& t) {
   const int32_t g = topology.num_gpus();
-  for (int32_t s = 0; s < g; ++s) {
-    for (int32_t d = 0; d < g; ++d) {
-      max_route_links_ = std::max(max_route_links_,
-                                  static_cast<int32_t>(topology.route(GpuId(s), GpuId(d)).size()));
-    }
-  }
-  const size_t num_pairs = static_cast<size_t>(g) * static_cast<size_t>(g);
-  padded_routes_.assign(num_pairs * max_route_links_, static_cast<int32_t>(num_links_));
-  route_latency_s_.resize(num_pairs);
-  for (int32_t s = 0; s < g; ++s) {
-    for (int32_t d = 0; d < g; ++d) {
-      const size_t pair = static_cast<size_t>(s) * g + d;
-      const std::span<const int32_t> route = topology.route(GpuId(s), GpuId(d));
-      std::copy(route.begin(), route.end(), padded_routes_.begin() + pair * max_route_links_);
-      route_latency_s_[pair] = to_seconds(topology.route_latency_ns(GpuId(s), GpuId(d)));
-    }
-  }
-  inv_capacity_s_per_byte_.resize(num_links_ + 1);
-  capacity_bytes_per_s_.resize(num_links_);
-  for (size_t l = 0; l < num_links_; ++l) {
-    inv_capacity_s_per_byte_[l] = 1.0 / links[l].capacity_bytes_per_s;
-    capacity_bytes_per_s_[l] = links[l].capacity_bytes_per_s;
-  }
-  inv_capacity_s_per_byte_[num_links_] = 0.0;  // the dummy link never delays a flow
-  link_bytes_.assign(num_links_ + 1, 0.0);
-  link_time_s_.assign(num_links_ + 1, 0.0);
-  build_structured_tables();
-}
-
-void BottleneckModel::build_structured_tables() {
-  const int32_t g = topology_.num_gpus();
-  const auto dummy = static_cast<int32_t>(num_links_);
-  if (max_route_links_ > 4) return;
+  const auto dummy = static_cast<int32_t>(t.num_links);
+  if (t.max_route_links > 4) return;
   enum Role : uint8_t { kUnused, kFirst, kLast, kMiddle };
-  std::vector<uint8_t> role(num_links_, kUnused);
+  std::vector<uint8_t> role(t.num_links, kUnused);
   auto claim = [&](int32_t link, Role r) {
     if (role[link] != kUnused && role[link] != r) return false;
     role[link] = r;
@@ -98,7 +64,7 @@ void BottleneckModel::build_structured_tables() {
   for (int32_t s = 0; s < g; ++s) {
     for (int32_t d = 0; d < g; ++d) {
       if (s == d) continue;
-      const std::span<const int32_t> route = topology_.route(GpuId(s), GpuId(d));
+      const std::span<const int32_t> route = topology.route(GpuId(s), GpuId(d));
       const size_t n = route.size();
       if (n < 2 || n > 4 || !claim(route.front(), kFirst) || !claim(route.back(), kLast)) return;
       if (n >= 3 && !claim(route[1], kMiddle)) return;
@@ -126,19 +92,19 @@ void BottleneckModel::build_structured_tables() {
   std::vector<double> latencies_s;
   std::vector<int32_t> src_links(static_cast<size_t>(g) * 256 * 2, dummy);
   std::vector<int32_t> dst_links(static_cast<size_t>(g) * 256 * 2, dummy);
-  pair_class_.assign(static_cast<size_t>(g) * g, 0);
-  class_latency_s_.clear();
+  t.pair_class.assign(static_cast<size_t>(g) * g, 0);
+  t.class_latency_s.clear();
   uint64_t last_key = ~uint64_t{0};
   int32_t last_class = 0;
   for (int32_t s = 0; s < g; ++s) {
     for (int32_t d = 0; d < g; ++d) {
       if (s == d) continue;
       const size_t pair = static_cast<size_t>(s) * g + d;
-      const std::span<const int32_t> route = topology_.route(GpuId(s), GpuId(d));
+      const std::span<const int32_t> route = topology.route(GpuId(s), GpuId(d));
       const size_t n = route.size();
       const int32_t second = n >= 3 ? route[1] : dummy;
       const int32_t before_last = n == 4 ? route[2] : dummy;
-      const double lat_s = route_latency_s_[pair];
+      const double lat_s = t.route_latency_s[pair];
       auto lat_it = std::find(latencies_s.begin(), latencies_s.end(), lat_s);
       if (lat_it == latencies_s.end()) lat_it = latencies_s.insert(lat_it, lat_s);
       const uint64_t key = index_of(ends[kSrcFirst][s], route.front()) |
@@ -151,12 +117,12 @@ void BottleneckModel::build_structured_tables() {
         if (it == class_keys.end()) {
           if (static_cast<int32_t>(class_keys.size()) == kMaxClasses) return;
           it = class_keys.insert(it, key);
-          class_latency_s_.push_back(lat_s);
+          t.class_latency_s.push_back(lat_s);
         }
         last_key = key;
         last_class = static_cast<int32_t>(it - class_keys.begin());
       }
-      pair_class_[pair] = static_cast<uint8_t>(last_class);
+      t.pair_class[pair] = static_cast<uint8_t>(last_class);
       int32_t* src = &src_links[(static_cast<size_t>(s) * 256 + last_class) * 2];
       int32_t* dst = &dst_links[(static_cast<size_t>(d) * 256 + last_class) * 2];
       src[0] = route.front();
@@ -165,17 +131,80 @@ void BottleneckModel::build_structured_tables() {
       dst[1] = before_last;
     }
   }
-  num_classes_ = static_cast<int32_t>(class_keys.size());
-  const size_t cc = static_cast<size_t>(num_classes_) + 1;
-  for (int32_t i = 0; i < g; ++i) pair_class_[static_cast<size_t>(i) * g + i] = num_classes_;
-  src_links_.assign(static_cast<size_t>(g) * cc * 2, dummy);
-  dst_links_.assign(static_cast<size_t>(g) * cc * 2, dummy);
+  t.num_classes = static_cast<int32_t>(class_keys.size());
+  const size_t cc = static_cast<size_t>(t.num_classes) + 1;
+  for (int32_t i = 0; i < g; ++i) t.pair_class[static_cast<size_t>(i) * g + i] = t.num_classes;
+  t.src_links.assign(static_cast<size_t>(g) * cc * 2, dummy);
+  t.dst_links.assign(static_cast<size_t>(g) * cc * 2, dummy);
   for (size_t gpu = 0; gpu < static_cast<size_t>(g); ++gpu) {
-    std::copy_n(&src_links[gpu * 256 * 2], num_classes_ * 2, &src_links_[gpu * cc * 2]);
-    std::copy_n(&dst_links[gpu * 256 * 2], num_classes_ * 2, &dst_links_[gpu * cc * 2]);
+    std::copy_n(&src_links[gpu * 256 * 2], t.num_classes * 2, &t.src_links[gpu * cc * 2]);
+    std::copy_n(&dst_links[gpu * 256 * 2], t.num_classes * 2, &t.dst_links[gpu * cc * 2]);
   }
-  class_latency_s_.push_back(0.0);  // "none": never read for a flow
-  structured_ = true;
+  t.class_latency_s.push_back(0.0);  // "none": never read for a flow
+  t.structured = true;
+}
+
+}  // namespace
+
+std::shared_ptr<const BottleneckTables> build_bottleneck_tables(const Topology& topology) {
+  auto tables = std::make_shared<BottleneckTables>();
+  BottleneckTables& t = *tables;
+  const auto& links = topology.links();
+  t.num_links = links.size();
+  const int32_t g = topology.num_gpus();
+  for (int32_t s = 0; s < g; ++s) {
+    for (int32_t d = 0; d < g; ++d) {
+      t.max_route_links = std::max(t.max_route_links,
+                                  static_cast<int32_t>(topology.route(GpuId(s), GpuId(d)).size()));
+    }
+  }
+  const size_t num_pairs = static_cast<size_t>(g) * static_cast<size_t>(g);
+  t.padded_routes.assign(num_pairs * t.max_route_links, static_cast<int32_t>(t.num_links));
+  t.route_latency_s.resize(num_pairs);
+  for (int32_t s = 0; s < g; ++s) {
+    for (int32_t d = 0; d < g; ++d) {
+      const size_t pair = static_cast<size_t>(s) * g + d;
+      const std::span<const int32_t> route = topology.route(GpuId(s), GpuId(d));
+      std::copy(route.begin(), route.end(), t.padded_routes.begin() + pair * t.max_route_links);
+      t.route_latency_s[pair] = to_seconds(topology.route_latency_ns(GpuId(s), GpuId(d)));
+    }
+  }
+  t.inv_capacity_s_per_byte.resize(t.num_links + 1);
+  t.capacity_bytes_per_s.resize(t.num_links);
+  for (size_t l = 0; l < t.num_links; ++l) {
+    t.inv_capacity_s_per_byte[l] = 1.0 / links[l].capacity_bytes_per_s;
+    t.capacity_bytes_per_s[l] = links[l].capacity_bytes_per_s;
+  }
+  t.inv_capacity_s_per_byte[t.num_links] = 0.0;  // the dummy link never delays a flow
+  build_structured_tables(topology, t);
+  return tables;
+}
+
+BottleneckModel::BottleneckModel(const Topology& topology)
+    : BottleneckModel(topology, build_bottleneck_tables(topology)) {}
+
+BottleneckModel::BottleneckModel(const Topology& topology,
+                                 std::shared_ptr<const BottleneckTables> tables)
+    : topology_(topology),
+      tables_(std::move(tables)),
+      num_links_(tables_->num_links),
+      max_route_links_(tables_->max_route_links),
+      padded_routes_(tables_->padded_routes),
+      route_latency_s_(tables_->route_latency_s),
+      inv_capacity_s_per_byte_(tables_->inv_capacity_s_per_byte),
+      capacity_bytes_per_s_(tables_->capacity_bytes_per_s),
+      structured_(tables_->structured),
+      num_classes_(tables_->num_classes),
+      pair_class_(tables_->pair_class),
+      src_links_(tables_->src_links),
+      dst_links_(tables_->dst_links),
+      class_latency_s_(tables_->class_latency_s) {
+  link_bytes_.assign(num_links_ + 1, 0.0);
+  link_time_s_.assign(num_links_ + 1, 0.0);
+}
+
+std::unique_ptr<NetworkModel> BottleneckModel::fresh_copy() const {
+  return std::make_unique<BottleneckModel>(topology_, tables_);
 }
 
 void BottleneckModel::select_links(int32_t base, int32_t num_participants) {

@@ -41,10 +41,12 @@
 //        support alone when the matrix carries one, see traffic_matrix.h), and finish times are
 //        computed flow by flow.
 //    Every other case falls back to run_reference().
-// Memory for G topology GPUs: G^2 x 25 bytes (26 MB at 1,024 GPUs).
+// Memory for G topology GPUs: G^2 x 25 bytes (26 MB at 1,024 GPUs, 420 MB at 4,096), in
+// read-only tables that every model of one topology shares (fresh_copy(): the replicas of a run).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -53,10 +55,38 @@
 
 namespace moesim::sim {
 
+// What the model derives from its topology once: routes, latencies and capacities, and the route
+// classes of the structured path. Read-only after build_bottleneck_tables().
+struct BottleneckTables {
+  size_t num_links = 0;         // link id num_links is the dummy padding link
+  int32_t max_route_links = 0;  // R
+  // padded_routes[(src * G + dst) * R + k]: k-th link of the route, or the dummy link.
+  std::vector<int32_t> padded_routes;
+  std::vector<double> route_latency_s;  // [src * G + dst]
+  std::vector<double> inv_capacity_s_per_byte;
+  std::vector<double> capacity_bytes_per_s;  // [link]
+  bool structured = false;
+  int32_t num_classes = 0;  // C; class C ("none") marks the diagonal and pairs without a flow
+  // pair_class[src * G + dst]: the route class of the pair, C on the diagonal.
+  std::vector<uint8_t> pair_class;
+  // src_links[(gpu * (C + 1) + class) * 2 + k]: the first (k = 0) and second (k = 1) link of the
+  // class's routes from gpu; dst_links: the last and second-to-last links of its routes into
+  // gpu. The dummy link where a route has no such link or the class is unused there.
+  std::vector<int32_t> src_links;
+  std::vector<int32_t> dst_links;
+  std::vector<double> class_latency_s;  // [class]
+};
+
+std::shared_ptr<const BottleneckTables> build_bottleneck_tables(const Topology& topology);
+
 class BottleneckModel final : public NetworkModel {
  public:
   // `topology` must outlive the model.
   explicit BottleneckModel(const Topology& topology);
+  // A model sharing `tables` (built for `topology`).
+  BottleneckModel(const Topology& topology, std::shared_ptr<const BottleneckTables> tables);
+
+  std::unique_ptr<NetworkModel> fresh_copy() const override;
 
   std::string_view name() const override { return "bottleneck"; }
   void run(const TrafficMatrix& traffic, CollectiveResult& result) override;
@@ -70,19 +100,25 @@ class BottleneckModel final : public NetworkModel {
   bool structured() const { return structured_; }
 
  private:
-  void build_structured_tables();
   // Fills result from link_bytes_, send_done_s_, recv_done_s_ and the duration.
   void finish_result(int32_t num_participants, int32_t num_flows, double duration_s,
                      CollectiveResult& result);
 
   const Topology& topology_;
-  size_t num_links_ = 0;         // link id num_links_ is the dummy padding link
-  int32_t max_route_links_ = 0;  // R
-  // padded_routes_[(src * G + dst) * R + k]: k-th link of the route, or the dummy link.
-  std::vector<int32_t> padded_routes_;
-  std::vector<double> route_latency_s_;  // [src * G + dst]
-  std::vector<double> inv_capacity_s_per_byte_;
-  std::vector<double> capacity_bytes_per_s_;  // [link]
+  std::shared_ptr<const BottleneckTables> tables_;
+  // The tables' fields under the names the arithmetic uses (BottleneckTables documents them).
+  const size_t num_links_;
+  const int32_t max_route_links_;
+  const std::vector<int32_t>& padded_routes_;
+  const std::vector<double>& route_latency_s_;
+  const std::vector<double>& inv_capacity_s_per_byte_;
+  const std::vector<double>& capacity_bytes_per_s_;
+  const bool structured_;
+  const int32_t num_classes_;
+  const std::vector<uint8_t>& pair_class_;
+  const std::vector<int32_t>& src_links_;
+  const std::vector<int32_t>& dst_links_;
+  const std::vector<double>& class_latency_s_;
   std::vector<double> link_bytes_;
   std::vector<double> link_time_s_;
   double max_link_time_s_ = 0;  // over all links, as of the last set_link_times()
@@ -106,16 +142,6 @@ class BottleneckModel final : public NetworkModel {
   // max_link_time_s_.
   void set_link_times();
 
-  bool structured_ = false;
-  int32_t num_classes_ = 0;  // C; class C ("none") marks the diagonal and pairs without a flow
-  // pair_class_[src * G + dst]: the route class of the pair, C on the diagonal.
-  std::vector<uint8_t> pair_class_;
-  // src_links_[(gpu * (C + 1) + class) * 2 + k]: the first (k = 0) and second (k = 1) link of the
-  // class's routes from gpu; dst_links_: the last and second-to-last links of its routes into
-  // gpu. The dummy link where a route has no such link or the class is unused there.
-  std::vector<int32_t> src_links_;
-  std::vector<int32_t> dst_links_;
-  std::vector<double> class_latency_s_;  // [class]
   // The participants select_links() was last called for (base = -1: none).
   int32_t links_base_ = -1;
   int32_t links_count_ = 0;

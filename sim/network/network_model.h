@@ -65,6 +65,10 @@ class NetworkModel {
   // reusing one result avoids allocation). Precondition: every participant of `traffic` is a
   // GPU of the topology the model was made for.
   virtual void run(const TrafficMatrix& traffic, CollectiveResult& result) = 0;
+  // A model of the same kind and topology in its initial state, sharing what this one derived
+  // from the topology (a replica's model from the first replica's); null where the kind cannot
+  // share (then make another through the registry).
+  virtual std::unique_ptr<NetworkModel> fresh_copy() const { return nullptr; }
 
   CollectiveResult run(const TrafficMatrix& traffic) {
     CollectiveResult result;

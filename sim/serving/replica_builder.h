@@ -99,6 +99,10 @@ class ReplicaBuilder {
   const Scenario& sc_;
   std::shared_ptr<const Topology> topology_;
   std::unique_ptr<CostModel> cost_;
+  // The first network model make_network() made, kept when its kind shares (fresh_copy()): the
+  // models returned are its fresh copies. Not thread-safe: a builder serves one run (or study)
+  // at a time.
+  mutable std::unique_ptr<NetworkModel> network_prototype_;
 };
 
 }  // namespace moesim::sim
