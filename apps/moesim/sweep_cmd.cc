@@ -2,6 +2,7 @@
 // writes one CSV row per run, in grid order. `moesim sweep merge OUT.csv SHARD.csv...` joins the
 // CSVs of a sweep split with --shard K/N (a job array) into the CSV of the whole sweep. Under
 // `mpirun -np N` the ranks take the shards and rank 0 writes the merged CSV (mpi_world.h).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -23,19 +24,22 @@ namespace moesim::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: moesim sweep SWEEP.toml [--out FILE.csv] [--threads N] [--shard K/N] [--progress]\n"
+    "usage: moesim sweep SWEEP.toml [--out FILE.csv [--resume]] [--threads N] [--shard K/N]\n"
+    "                   [--progress]\n"
     "       moesim sweep merge OUT.csv SHARD.csv...\n\n"
     "Runs every (configuration, seed) of a sweep file (docs/sweeps.md) and writes one CSV row per\n"
     "run in grid order; the bytes do not depend on the thread count.\n"
     "  --out FILE.csv   write the CSV here (default: stdout)\n"
     "  --threads N      runs in parallel (default: the machine's hardware threads)\n"
     "  --shard K/N      run only the runs with run_idx % N == K - 1 (K in 1..N)\n"
+    "  --resume         go on from FILE.csv.partial, the rows a killed sweep completed\n"
     "  --progress       draw the progress bar on stderr even when it is not a terminal\n"
     "under mpirun -np N: rank r runs shard r+1/N and rank 0 writes the whole CSV (same bytes).\n"
     "merge: joins shard CSVs (same header; every run exactly once) into OUT.csv in grid order.\n"
     "exit codes: 0 success (runs that failed to parse or fit are rows with status=error),\n"
     "            1 a run broke conservation or the CSV could not be written, 2 bad input\n"
-    "the CSV is written to a temporary beside FILE.csv and renamed when complete\n";
+    "the CSV grows in FILE.csv.partial, one fsync'd row per finished run, and is renamed to\n"
+    "FILE.csv when complete\n";
 
 // Redraws a one-line progress bar on stderr.
 void draw_progress(int64_t done, int64_t total) {
@@ -79,7 +83,10 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
   auto threads = args.int_value("--threads");
   auto shard = args.value("--shard");
   bool progress = (args.flag("--progress") || isatty(fileno(stderr))) && world.rank() == 0;
+  const bool resume = args.flag("--resume");
   args.finish(1);
+  if (resume && !out_path) throw UsageError{"--resume needs --out FILE.csv"};
+  if (resume && world.active()) throw UsageError{"--resume cannot be combined with mpirun"};
   if (threads && (*threads < 1 || *threads > 4096))
     throw UsageError{"--threads must be in 1..4096"};
   if (shard && world.active()) {
@@ -96,18 +103,36 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
   // Under mpirun rank r runs the shard r + 1 of N.
   if (world.active()) options.shard = sim::study::Shard{world.rank() + 1, world.size()};
 
-  // The CSV goes to a temporary beside FILE.csv and replaces it only when complete; under mpirun
-  // only rank 0 writes it.
+  // One process writes FILE.csv.partial row by row (each fsync'd, so --resume after a kill
+  // goes on from the last complete row) and renames it to FILE.csv when complete; under mpirun
+  // rank 0 writes FILE.csv atomically at the end.
   std::optional<sim::io::AtomicFile> file;
-  if (out_path && world.rank() == 0) {
-    sim::io::check_output_file(*out_path, "--out");
-    file.emplace(*out_path);
+  std::optional<sim::io::JournalFile> journal;
+  int64_t resumed = 0;
+  if (out_path && world.rank() == 0) sim::io::check_output_file(*out_path, "--out");
+  // A device, FIFO or symbolic link keeps being one: written through AtomicFile (in place or
+  // via the link's target), without a journal to resume from.
+  bool plain_file = true;
+  if (out_path) {
+    struct stat st {};
+    plain_file = ::lstat(out_path->c_str(), &st) != 0 || S_ISREG(st.st_mode);
+  }
+  if (resume && !plain_file) throw UsageError{"--resume needs --out to name a regular file"};
+  if (out_path && world.rank() == 0 && (world.active() || !plain_file)) file.emplace(*out_path);
+  if (out_path && !world.active() && plain_file) {
+    const std::string partial = *out_path + ".partial";
+    sim::study::ResumePoint point;
+    if (resume) point = sim::study::find_resume_point(partial, spec, options.shard);
+    journal.emplace(partial, point.keep_bytes, "--out");
+    options.num_done = point.num_done;
+    resumed = point.num_done;
   }
   const auto draw = progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr;
   sim::study::SweepStats stats;
   if (!world.active()) {
-    std::ostream& csv = file ? file->stream() : std::cout;
+    std::ostream& csv = journal ? journal->stream() : file ? file->stream() : std::cout;
     stats = sim::study::run_sweep(spec, scenario, options, csv, draw);
+    if (journal) journal->commit(*out_path);
   } else {
     std::ostringstream part;
     stats = sim::study::run_sweep(spec, scenario, options, part, draw);
@@ -138,6 +163,10 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
                  static_cast<long long>(stats.num_broken), out_path ? " -> " : "",
                  out_path ? out_path->c_str() : "");
   } else {
+    if (resumed > 0) {
+      std::fprintf(stderr, "sweep: resumed after %lld runs already in %s.partial\n",
+                   static_cast<long long>(resumed), out_path->c_str());
+    }
     std::fprintf(stderr, "sweep: %lld runs (shard %d/%d of %lld), %lld errors, %lld broken%s%s\n",
                  static_cast<long long>(stats.num_runs), options.shard.index, options.shard.count,
                  static_cast<long long>(sim::study::num_sweep_runs(spec)),

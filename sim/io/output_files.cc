@@ -109,6 +109,80 @@ class AtomicFile::FdBuf : public std::streambuf {
   std::array<char, 1 << 16> buffer_;
 };
 
+// Unbuffered: every put goes to write(2); sync() fsyncs. After the first failure it writes
+// nothing more and error() returns that errno.
+class JournalFile::Buf : public std::streambuf {
+ public:
+  explicit Buf(int fd) : fd_(fd) {}
+  int error() const { return error_; }
+
+ protected:
+  int_type overflow(int_type ch) override {
+    if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
+    const char c = traits_type::to_char_type(ch);
+    return write_all(&c, 1) ? ch : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    return write_all(s, static_cast<size_t>(n)) ? n : 0;
+  }
+  int sync() override {
+    if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
+    return error_ == 0 ? 0 : -1;
+  }
+
+ private:
+  bool write_all(const char* data, size_t num_bytes) {
+    while (error_ == 0 && num_bytes > 0) {
+      ssize_t n = ::write(fd_, data, num_bytes);
+      if (n < 0) {
+        if (errno != EINTR) error_ = errno;
+        continue;
+      }
+      data += n;
+      num_bytes -= static_cast<size_t>(n);
+    }
+    return error_ == 0;
+  }
+
+  int fd_;
+  int error_ = 0;
+};
+
+JournalFile::JournalFile(std::string path, int64_t keep_bytes, const std::string& option)
+    : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) bad_path(path_, option, "cannot open: " + errno_text(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK) bad_path(path_, option, "in use by another moesim run");
+    bad_path(path_, option, "cannot lock: " + errno_text(err));
+  }
+  if (::ftruncate(fd_, keep_bytes) != 0 || ::lseek(fd_, keep_bytes, SEEK_SET) < 0) {
+    throw OutputError("cannot write " + path_ + ": " + errno_text(errno));
+  }
+  buf_ = std::make_unique<Buf>(fd_);
+  os_ = std::make_unique<std::ostream>(buf_.get());
+}
+
+JournalFile::~JournalFile() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock; the file stays for --resume
+}
+
+std::ostream& JournalFile::stream() { return *os_; }
+
+void JournalFile::commit(const std::string& final_path) {
+  os_->flush();
+  if (buf_->error() != 0) throw OutputError("cannot write " + path_ + ": " + errno_text(buf_->error()));
+  if (::fsync(fd_) != 0) throw OutputError("cannot write " + path_ + ": " + errno_text(errno));
+  if (::rename(path_.c_str(), final_path.c_str()) != 0) {
+    throw OutputError("cannot write " + final_path + ": " + errno_text(errno));
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
 void ensure_output_dir(const std::string& dir, const std::string& option) {
   if (dir.empty()) bad_path(dir, option, "empty directory name");
   struct stat st {};

@@ -10,6 +10,7 @@
 // This module does file I/O for the command line's edge; no simulation model uses it.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -92,6 +93,32 @@ class AtomicFile {
   std::unique_ptr<FdBuf> buf_;
   std::unique_ptr<std::ostream> os_;
   bool done_ = false;
+};
+
+// A file grown by complete records that survives a kill: a long sweep's CSV, resumed with
+// --resume. Opens `path` (created if absent) under an exclusive lock (a second writer is bad
+// input, naming `option`), keeps its first `keep_bytes` bytes (a record a kill cut short is
+// dropped) and appends after them. Every flush of stream() writes and fsyncs what was written
+// since, so after a kill the file holds every record flushed before it. commit(final_path)
+// renames it over final_path (a reader of final_path never sees half a file). A failed write,
+// fsync or rename is OutputError.
+class JournalFile {
+ public:
+  JournalFile(std::string path, int64_t keep_bytes, const std::string& option);
+  ~JournalFile();
+  JournalFile(const JournalFile&) = delete;
+  JournalFile& operator=(const JournalFile&) = delete;
+
+  std::ostream& stream();
+  void commit(const std::string& final_path);
+  const std::string& path() const { return path_; }
+
+ private:
+  class Buf;
+  std::string path_;
+  int fd_ = -1;
+  std::unique_ptr<Buf> buf_;
+  std::unique_ptr<std::ostream> os_;
 };
 
 // Writes `path` atomically with what `fill` writes to the stream (AtomicFile + commit). An

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -395,6 +396,9 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
   for (int64_t r = 0; r < total; ++r) {
     if (options.shard.contains(r)) runs.push_back(r);
   }
+  MOESIM_CHECK(options.num_done >= 0 && options.num_done <= static_cast<int64_t>(runs.size()),
+               "resumed rows within the shard");
+  runs.erase(runs.begin(), runs.begin() + options.num_done);
 
   struct Row {
     std::string line;
@@ -429,7 +433,10 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
   };
 
   SweepStats stats;
-  csv << sweep_csv_header(spec) << "\n";
+  if (options.num_done == 0) {
+    csv << sweep_csv_header(spec) << "\n";
+    csv.flush();
+  }
   run_in_order<Row>(
       static_cast<int64_t>(runs.size()), options.num_threads, job,
       [&](int64_t, Row& row) {
@@ -441,6 +448,48 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
       },
       progress);
   return stats;
+}
+
+ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard) {
+  ResumePoint point;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return point;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string header = sweep_csv_header(spec) + "\n";
+  if (text.size() < header.size()) {
+    // A kill before the header was complete: nothing to keep, if it is this sweep's beginning.
+    if (header.compare(0, text.size(), text) != 0) {
+      throw ConfigError(path, 1, 0, "", "not the CSV of this sweep (its header differs)");
+    }
+    return point;
+  }
+  if (text.compare(0, header.size(), header) != 0) {
+    throw ConfigError(path, 1, 0, "", "not the CSV of this sweep (its header differs)");
+  }
+  size_t at = header.size();
+  int64_t expected = shard.index - 1;  // the shard's runs in order
+  int line = 1;
+  const int64_t total = num_sweep_runs(spec);
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    if (end == std::string::npos) break;  // cut short by the kill
+    ++line;
+    const size_t comma = text.find(',', at);
+    const std::string cell = text.substr(at, comma == std::string::npos || comma > end
+                                                 ? end - at
+                                                 : comma - at);
+    if (cell != std::to_string(expected) || expected >= total) {
+      throw ConfigError(path, line, 0, "run_idx",
+                        "expected run " + std::to_string(expected) +
+                            " of this sweep's shard here (the file belongs to another sweep)");
+    }
+    ++point.num_done;
+    expected += shard.count;
+    at = end + 1;
+  }
+  // Without a row the header is written again.
+  point.keep_bytes = point.num_done > 0 ? static_cast<int64_t>(at) : 0;
+  return point;
 }
 
 }  // namespace moesim::sim::study

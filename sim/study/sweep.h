@@ -69,7 +69,21 @@ Shard parse_shard(const std::string& text);
 struct SweepOptions {
   int32_t num_threads = 1;  // >= 1
   Shard shard;
+  // Resuming (ResumePoint): the shard's first num_done runs are already written, header
+  // included; run_sweep writes neither.
+  int64_t num_done = 0;
 };
+
+// Where a sweep's CSV written so far (a journal a kill interrupted) lets it resume: the header
+// must be this sweep's, then the complete rows (ending in a newline) of the shard's runs in
+// order; a row cut short by the kill, and anything after it, is dropped.
+struct ResumePoint {
+  int64_t num_done = 0;    // complete rows of the shard's first runs
+  int64_t keep_bytes = 0;  // bytes of the header and those rows (0: start afresh)
+};
+// Reads `path` (absent: start afresh). A header that is not this sweep's, or rows of other runs,
+// are a ConfigError naming the file and line (the file belongs to another sweep).
+ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard);
 
 struct SweepStats {
   int64_t num_runs = 0;    // rows written

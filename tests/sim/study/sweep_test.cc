@@ -263,5 +263,35 @@ TEST(Sweep, ReplicationsOffsetTheScenarioSeed) {
   EXPECT_EQ(rows[3][3], "13");
 }
 
+// The resume point of a journal: the complete rows of the shard's runs in order after this
+// sweep's header; a cut row is dropped; a foreign header or run is an error naming the line.
+TEST(Sweep, ResumePointKeepsTheCompleteRowsOfTheShard) {
+  const SweepSpec spec = load_sweep(kGrid);
+  const std::string header = sweep_csv_header(spec) + "\n";
+  const Shard all;
+  EXPECT_EQ(find_resume_point(scratch::path("absent.partial"), spec, all).num_done, 0);
+  const std::string rows = "0,8,0,1,2,1,ok\n1,8,0,2,2,1,ok\n2,8,1,1,2,2,ok\n";
+  const ResumePoint p = find_resume_point(write_temp("j.partial", header + rows + "3,8,1"),
+                                          spec, all);
+  EXPECT_EQ(p.num_done, 3);
+  EXPECT_EQ(p.keep_bytes, static_cast<int64_t>(header.size() + rows.size()));
+  // The header alone, or half of it: start afresh.
+  EXPECT_EQ(find_resume_point(write_temp("h.partial", header), spec, all).keep_bytes, 0);
+  EXPECT_EQ(find_resume_point(write_temp("hh.partial", header.substr(0, 5)), spec, all).num_done,
+            0);
+  // Shard 2/2 holds runs 1, 3, ...
+  const ResumePoint s2 = find_resume_point(
+      write_temp("s.partial", header + "1,8,0,2,2,1,ok\n3,8,1,2,2,2,ok\n"), spec, Shard{2, 2});
+  EXPECT_EQ(s2.num_done, 2);
+  EXPECT_NE(testing::config_error_of([&] {
+              find_resume_point(write_temp("o.partial", "run_idx,num_runs,x\n"), spec, all);
+            }).find("not the CSV of this sweep"),
+            std::string::npos);
+  EXPECT_NE(testing::config_error_of([&] {
+              find_resume_point(write_temp("g.partial", header + "0,8,0\n5,8,2\n"), spec, all);
+            }).find(".partial:3: run_idx: expected run 1"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace moesim::sim::study
