@@ -5,12 +5,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "apps/moesim/cli.h"
 #include "apps/moesim/mpi_world.h"
 #include "sim/config/config_error.h"
+#include "sim/io/output_files.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/search.h"
@@ -22,7 +26,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: moesim search SCENARIO --slo LIMITS [--grid SWEEP.toml] [--target-rate R]\n"
     "                     [--min-attainment A] [--seed N] [--tolerance T] [--max-doublings K]\n"
-    "                     [--threads N] [--progress] [--json]\n\n"
+    "                     [--threads N] [--journal FILE [--resume]] [--progress] [--json]\n\n"
     "Finds, for each configuration, the highest rate at which SCENARIO meets the SLOs, by scaling\n"
     "the workload's rate (arrival.rate_per_s, or rate_multiplier for traces) with a multiplier:\n"
     "1, then doubling or halving, then geometric bisection. Assumes that meeting the SLOs is\n"
@@ -40,6 +44,9 @@ constexpr const char* kUsage =
     "  --tolerance T       stop when the bracket hi / lo <= 1 + T (default 0.02)\n"
     "  --max-doublings K   bracket multipliers within 2^-K .. 2^K (default 10)\n"
     "  --threads N         configurations searched in parallel (default: hardware threads)\n"
+    "  --journal FILE      record each searched configuration in FILE as it completes (fsync'd)\n"
+    "  --resume            take the configurations FILE holds (a killed search) instead of\n"
+    "                      searching them again; the output is an uninterrupted run's\n"
     "  --progress          progress bar on stderr even when it is not a terminal\n"
     "  --json              print every probe as one JSON document\n"
     "under mpirun -np N: rank r searches configurations r, r+N, ...; rank 0 prints the result.\n"
@@ -99,7 +106,7 @@ void read_searched(const nlohmann::json& j, sim::study::ConfigSearch& c) {
 
 int run_search_command(const std::vector<std::string>& argv, const MpiWorld& world) {
   Args args(argv, {"--slo", "--grid", "--target-rate", "--min-attainment", "--seed", "--tolerance",
-                   "--max-doublings", "--threads"});
+                   "--max-doublings", "--threads", "--journal"});
   if (args.help_requested()) {
     if (world.rank() == 0) std::fputs(kUsage, stdout);
     return 0;
@@ -115,7 +122,13 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   auto threads = args.int_value("--threads");
   bool progress = (args.flag("--progress") || isatty(fileno(stderr))) && world.rank() == 0;
   bool json = args.flag("--json");
+  auto journal_path = args.value("--journal");
+  const bool resume = args.flag("--resume");
   args.finish(1);
+  if (resume && !journal_path) throw UsageError{"--resume needs --journal FILE"};
+  if (journal_path && world.active()) {
+    throw UsageError{"--journal cannot be combined with mpirun"};
+  }
   if (!slo_text) throw UsageError{"--slo is required"};
   if (target && !(*target > 0)) throw UsageError{"--target-rate must be > 0"};
   if (min_attainment && !(*min_attainment >= 0 && *min_attainment <= 1)) {
@@ -155,9 +168,68 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   opt.shard_index = world.rank();
   opt.shard_count = world.size();
 
+  // The journal: a header naming the search, then one line per searched configuration (each
+  // fsync'd); --resume takes the configurations it holds instead of searching them again.
+  std::optional<sim::io::JournalFile> journal;
+  std::vector<nlohmann::json> resumed;
+  if (journal_path) {
+    nlohmann::json header = {{"moesim_search_journal", 1},
+                             {"scenario", path},
+                             {"slo", *slo_text},
+                             {"grid", grid ? *grid : ""},
+                             {"min_attainment", slo.min_attainment},
+                             {"seed", seed ? nlohmann::json(*seed) : nlohmann::json(nullptr)},
+                             {"tolerance", opt.rel_tolerance},
+                             {"max_doublings", opt.max_doublings},
+                             {"num_configs", configs.size()}};
+    const std::string header_line = header.dump() + "\n";
+    sim::io::check_output_file(*journal_path, "--journal");
+    int64_t keep_bytes = 0;
+    if (resume) {
+      std::ifstream in(*journal_path, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      if (!text.empty() && text.compare(0, header_line.size(), header_line) != 0) {
+        throw sim::ConfigError(*journal_path, 1, 0, "",
+                               "the journal of another search (its header differs)");
+      }
+      size_t at = text.size() >= header_line.size() ? header_line.size() : 0;
+      int line = 1;
+      opt.already_done.assign(configs.size(), false);
+      while (at > 0 && at < text.size()) {
+        const size_t end = text.find('\n', at);
+        if (end == std::string::npos) break;  // cut short by a kill
+        ++line;
+        nlohmann::json j = nlohmann::json::parse(text.substr(at, end - at), nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains("idx") ||
+            !j["idx"].is_number_unsigned() || j["idx"].get<size_t>() >= configs.size()) {
+          throw sim::ConfigError(*journal_path, line, 0, "", "not a searched configuration");
+        }
+        opt.already_done[j["idx"].get<size_t>()] = true;
+        resumed.push_back(std::move(j));
+        at = end + 1;
+      }
+      keep_bytes = resumed.empty() ? 0 : static_cast<int64_t>(at);
+    }
+    journal.emplace(*journal_path, keep_bytes, "--journal");
+    if (keep_bytes == 0) journal->stream() << header_line << std::flush;
+    opt.on_searched = [&](const sim::study::ConfigSearch& c) {
+      journal->stream() << searched_json(c).dump() << "\n" << std::flush;
+    };
+  }
+
   sim::study::SearchResult r = sim::study::search_rates(
       scenario, configs, slo, opt,
       progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr);
+  if (journal) {
+    if (!journal->stream()) throw sim::io::OutputError("cannot write " + *journal_path);
+    for (const nlohmann::json& j : resumed) read_searched(j, r.configs.at(j["idx"].get<size_t>()));
+    if (!resumed.empty()) {
+      std::fprintf(stderr, "search: resumed %zu configurations from %s\n", resumed.size(),
+                   journal_path->c_str());
+    }
+    if (target) r.cheapest = sim::study::cheapest_config(r.configs, *target);
+  }
   if (world.active()) {
     nlohmann::json mine = nlohmann::json::array();
     for (const auto& c : r.configs) {
@@ -289,6 +361,8 @@ int search_command(const std::vector<std::string>& argv) {
     code = run_search_command(argv, world);
   } catch (const sim::ConfigError& e) {
     fail(std::string("error: ") + e.what(), sim::kExitBadInput);
+  } catch (const sim::io::OutputError& e) {
+    fail(std::string("error: ") + e.what(), sim::io::kExitOutputFailed);
   } catch (const UsageError& e) {
     fail(e.message + " (see moesim search --help)", sim::kExitBadInput);
   }

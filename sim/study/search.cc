@@ -240,6 +240,8 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
                           const std::vector<std::vector<Override>>& configs, const SearchSlo& slo,
                           const SearchOptions& options,
                           const std::function<void(int64_t, int64_t)>& progress) {
+  MOESIM_CHECK(options.already_done.empty() || options.already_done.size() == configs.size(),
+               "one already-done flag per configuration");
   SearchResult result;
   result.configs.resize(configs.size());
   auto job = [&](int64_t i) -> ConfigSearch {
@@ -247,6 +249,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
     c.config_idx = i;
     c.overrides = configs[static_cast<size_t>(i)];
     if (i % options.shard_count != options.shard_index) return c;
+    if (!options.already_done.empty() && options.already_done[static_cast<size_t>(i)]) return c;
     try {
       Scenario base = scenario.instantiate(c.overrides);
       c.num_gpus = num_gpus(base);
@@ -272,7 +275,13 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
   };
   run_in_order<ConfigSearch>(
       static_cast<int64_t>(configs.size()), options.num_threads, job,
-      [&](int64_t i, ConfigSearch& c) { result.configs[static_cast<size_t>(i)] = std::move(c); },
+      [&](int64_t i, ConfigSearch& c) {
+        const bool searched =
+            i % options.shard_count == options.shard_index &&
+            (options.already_done.empty() || !options.already_done[static_cast<size_t>(i)]);
+        if (searched && options.on_searched) options.on_searched(c);
+        result.configs[static_cast<size_t>(i)] = std::move(c);
+      },
       progress);
 
   if (options.target_rate_per_s && options.shard_count == 1) {

@@ -79,6 +79,8 @@ const char* rate_unit(const Scenario& scenario);
 // The override that sets the scenario's rate to m times its own.
 Override rate_override(const Scenario& scenario, double multiplier);
 
+struct ConfigSearch;
+
 struct SearchOptions {
   std::optional<uint64_t> seed;             // absent: each configuration's [run] seed
   double rel_tolerance = 0.02;              // > 0
@@ -90,6 +92,12 @@ struct SearchOptions {
   // the cheapest.
   int32_t shard_index = 0;  // in [0, shard_count)
   int32_t shard_count = 1;  // >= 1
+  // Configurations already searched (resumed from a journal): skipped like other shards' ones;
+  // the caller fills them in. Indexed by config_idx; empty: none.
+  std::vector<bool> already_done;
+  // Called with every configuration this call searched, in config_idx order, as soon as it and
+  // all before it are done (e.g. to journal it); under a lock, never concurrently.
+  std::function<void(const ConfigSearch&)> on_searched;
 };
 
 struct RateProbe {

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # A sweep killed with SIGKILL part way resumes with --resume from the rows it completed and
-# writes the bytes of an uninterrupted run; a journal of another sweep is refused (exit 2).
-# Usage: sweep_resume_test.sh MOESIM SWEEP.toml
+# writes the bytes of an uninterrupted run; a journal of another sweep is refused (exit 2). The
+# same for `moesim search --journal`: killed after some configurations, resumed, the output of an
+# uninterrupted search.
+# Usage: sweep_resume_test.sh MOESIM SWEEP.toml SCENARIO.toml SEARCH_GRID.toml
 set -euo pipefail
 moesim=$1
 sweep=$2
+scenario=$3
+search_grid=$4
 tmp=$(mktemp -d)
 trap 'kill -9 "${pid:-0}" 2> /dev/null || true; rm -rf "$tmp"' EXIT
 
@@ -40,4 +44,24 @@ code=$?
 set -e
 [ "$code" -eq 2 ] || { echo "expected exit 2 for another sweep's journal, got $code: $err"; exit 1; }
 echo "$err" | grep -q "not the CSV of this sweep" || { echo "$err"; exit 1; }
-echo "sweep_resume_test: killed after $rows rows, resumed to the uninterrupted bytes"
+
+search=(search "$scenario" --slo ttft_p99_ms=500 --grid "$search_grid" --target-rate 5 --threads 1)
+"$moesim" "${search[@]}" > "$tmp/search_ref.txt" 2> /dev/null
+"$moesim" "${search[@]}" --journal "$tmp/search.jsonl" > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 3000); do
+  if [ -f "$tmp/search.jsonl" ] && [ "$(wc -l < "$tmp/search.jsonl")" -ge 3 ]; then break; fi
+  sleep 0.01
+done
+kill -9 "$pid" 2> /dev/null || true
+wait "$pid" 2> /dev/null || true
+configs=$(($(wc -l < "$tmp/search.jsonl") - 1))
+"$moesim" "${search[@]}" --journal "$tmp/search.jsonl" --resume > "$tmp/search_resumed.txt" \
+  2> "$tmp/search_resume.log"
+cmp "$tmp/search_ref.txt" "$tmp/search_resumed.txt"
+if [ "$configs" -lt 4 ]; then
+  grep -q "resumed $configs configurations" "$tmp/search_resume.log" ||
+    { cat "$tmp/search_resume.log"; exit 1; }
+fi
+echo "sweep_resume_test: sweep killed after $rows rows and search after $configs" \
+  "configurations, resumed to the uninterrupted output"
