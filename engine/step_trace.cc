@@ -59,8 +59,12 @@ struct Where {
   const std::string& file;
   int64_t line;
 
+  // A reason quoting a huge value is cut to a readable length.
   [[noreturn]] void fail(const std::string& field, const std::string& reason) const {
-    throw InputError(file + ":" + std::to_string(line) + ": " + field + ": " + reason);
+    constexpr size_t kMaxReason = 400;
+    throw InputError(file + ":" + std::to_string(line) + ": " + field + ": " +
+                     (reason.size() <= kMaxReason ? reason
+                                                  : reason.substr(0, kMaxReason) + "... (cut)"));
   }
 };
 
@@ -79,8 +83,19 @@ const json& member(const Where& w, const json& obj, const std::string& path,
   return *it;
 }
 
+// A value for a message: a scalar as written (at most 40 characters), a container by its kind
+// (dumping one is recursive: a deeply nested value overflowed the stack, and a large one made
+// the message hundreds of kilobytes).
+std::string describe(const json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  std::string text = v.dump();
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
 int64_t as_int(const Where& w, const json& v, const std::string& field, int64_t min_value) {
-  if (!v.is_number_integer()) w.fail(field, "expected an integer, got " + v.dump());
+  if (!v.is_number_integer()) w.fail(field, "expected an integer, got " + describe(v));
   const int64_t x = v.get<int64_t>();
   if (x < min_value) {
     w.fail(field, "must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
@@ -102,7 +117,7 @@ int64_t int_field_or(const Where& w, const json& obj, const std::string& path,
 std::string string_field(const Where& w, const json& obj, const std::string& path,
                          const std::string& key) {
   const json& v = member(w, obj, path, key);
-  if (!v.is_string()) w.fail(join(path, key), "expected a string, got " + v.dump());
+  if (!v.is_string()) w.fail(join(path, key), "expected a string, got " + describe(v));
   return v.get<std::string>();
 }
 

@@ -15,7 +15,9 @@ std::string format_message(const std::string& file, int line, int column,
   }
   msg += ": ";
   if (!key_path.empty()) msg += key_path + ": ";
-  msg += reason;
+  // A reason quoting a huge input value (a 300 KB string) is cut: a message is for people.
+  constexpr size_t kMaxReason = 400;
+  msg += reason.size() <= kMaxReason ? reason : reason.substr(0, kMaxReason) + "... (cut)";
   return msg;
 }
 

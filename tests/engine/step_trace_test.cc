@@ -226,5 +226,18 @@ TEST(StepTrace, PerLayerPlacementRecordsApplyToTheirLayer) {
   EXPECT_EQ(error_of(dense), "bad.jsonl:2: layer: layer 0 is not a MoE layer");
 }
 
+// Hostile values: a deeply nested one is named by its kind (dumping it overflowed the stack), a
+// huge one is cut in the message.
+TEST(StepTrace, DeepOrHugeValuesGiveShortErrors) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(error_of("{\"record\": \"header\", \"schema\": " + deep + "}\n"),
+            "bad.jsonl:1: schema: expected a string, got an array");
+  const std::string huge = error_of("{\"record\": \"header\", \"schema\": \"" +
+                                    std::string(300000, 'x') + "\"}\n");
+  EXPECT_EQ(huge.rfind("bad.jsonl:1: schema: unsupported schema", 0), 0u) << huge.substr(0, 80);
+  EXPECT_LT(huge.size(), 500u);
+  EXPECT_NE(huge.find("... (cut)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace moesim::engine

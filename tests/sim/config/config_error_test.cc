@@ -1,0 +1,28 @@
+// ConfigError messages: FILE[:LINE[:COL]]: KEY.PATH: REASON, with a reason quoting a huge input
+// value cut to a readable length.
+#include "sim/config/config_error.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace moesim::sim {
+namespace {
+
+TEST(ConfigError, FormatsFileLineColumnKeyAndReason) {
+  EXPECT_STREQ(ConfigError("a.toml", 3, 7, "x.y", "bad").what(), "a.toml:3:7: x.y: bad");
+  EXPECT_STREQ(ConfigError("a.toml", 3, 0, "", "bad").what(), "a.toml:3: bad");
+  EXPECT_STREQ(ConfigError("", 0, 0, "k", "bad").what(), "<input>: k: bad");
+}
+
+TEST(ConfigError, CutsAHugeReason) {
+  const ConfigError e("a.toml", 1, 0, "name", "unknown value '" + std::string(300000, 'x') + "'");
+  const std::string what = e.what();
+  EXPECT_LT(what.size(), 500u);
+  EXPECT_EQ(what.rfind("a.toml:1: name: unknown value 'xxx", 0), 0u);
+  EXPECT_NE(what.find("... (cut)"), std::string::npos);
+  EXPECT_EQ(e.reason().size(), 300016u);  // the reason itself is kept whole for callers
+}
+
+}  // namespace
+}  // namespace moesim::sim
