@@ -102,6 +102,11 @@ std::vector<TraceRecord> read_azure_trace(std::istream& in, const std::string& n
   std::string text;
   if (!std::getline(in, text)) throw ConfigError(name, 0, 0, "", "trace has no requests");
   if (!text.empty() && text.back() == '\r') text.pop_back();
+  if (text.find('\r') != std::string::npos) {
+    throw ConfigError(name, 1, 0, "",
+                      "lines end in a bare carriage return (old Mac line endings); rows must end "
+                      "in \\n or \\r\\n");
+  }
   if (text != kHeader) {
     throw ConfigError(name, 1, 1, "",
                       "expected the header '" + std::string(kHeader) + "', got '" + text + "'");

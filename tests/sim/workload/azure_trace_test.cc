@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <string>
+
+#include "sim/config/config_error.h"
 
 namespace moesim::sim {
 namespace {
@@ -65,6 +68,22 @@ TEST(AzureTrace, AcceptsCrlfLineEndings) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1].timestamp_ns, 500'000'000);
   EXPECT_EQ(rows[1].input_tokens, 20);
+}
+
+// CR-only line endings make the whole file one line: refused at the header, with a short
+// message that does not echo the file.
+TEST(AzureTrace, RefusesBareCarriageReturnLineEndings) {
+  std::string text = "TIMESTAMP,ContextTokens,GeneratedTokens\r";
+  for (int i = 0; i < 10000; ++i) text += "2023-11-16 18:17:03.5,10,2\r";
+  std::istringstream in(text);
+  try {
+    read_azure_trace(in, "mac.csv");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "mac.csv:1: lines end in a bare carriage return (old Mac line endings); rows must "
+              "end in \\n or \\r\\n");
+  }
 }
 
 }  // namespace
