@@ -53,6 +53,20 @@ void sync_dir(const std::string& dir) {
   ::close(fd);
 }
 
+// write(2) until every byte is written (retrying EINTR); 0, or the errno of the failure.
+int write_fully(int fd, const char* data, size_t num_bytes) {
+  while (num_bytes > 0) {
+    ssize_t n = ::write(fd, data, num_bytes);
+    if (n < 0) {
+      if (errno != EINTR) return errno;
+      continue;
+    }
+    data += n;
+    num_bytes -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
 }  // namespace
 
 // A buffered stream buffer over a file descriptor it does not own. After the first failed
@@ -93,15 +107,7 @@ class AtomicFile::FdBuf : public std::streambuf {
 
  private:
   void write_all(const char* data, size_t num_bytes) {
-    while (error_ == 0 && num_bytes > 0) {
-      ssize_t n = ::write(fd_, data, num_bytes);
-      if (n < 0) {
-        if (errno != EINTR) error_ = errno;
-        continue;
-      }
-      data += n;
-      num_bytes -= static_cast<size_t>(n);
-    }
+    if (error_ == 0) error_ = write_fully(fd_, data, num_bytes);
   }
 
   int fd_;
@@ -132,15 +138,7 @@ class JournalFile::Buf : public std::streambuf {
 
  private:
   bool write_all(const char* data, size_t num_bytes) {
-    while (error_ == 0 && num_bytes > 0) {
-      ssize_t n = ::write(fd_, data, num_bytes);
-      if (n < 0) {
-        if (errno != EINTR) error_ = errno;
-        continue;
-      }
-      data += n;
-      num_bytes -= static_cast<size_t>(n);
-    }
+    if (error_ == 0) error_ = write_fully(fd_, data, num_bytes);
     return error_ == 0;
   }
 
@@ -174,7 +172,8 @@ std::ostream& JournalFile::stream() { return *os_; }
 
 void JournalFile::commit(const std::string& final_path) {
   os_->flush();
-  if (buf_->error() != 0) throw OutputError("cannot write " + path_ + ": " + errno_text(buf_->error()));
+  if (buf_->error() != 0)
+    throw OutputError("cannot write " + path_ + ": " + errno_text(buf_->error()));
   if (::fsync(fd_) != 0) throw OutputError("cannot write " + path_ + ": " + errno_text(errno));
   if (::rename(path_.c_str(), final_path.c_str()) != 0) {
     throw OutputError("cannot write " + final_path + ": " + errno_text(errno));

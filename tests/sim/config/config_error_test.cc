@@ -16,10 +16,10 @@ TEST(ConfigError, FormatsFileLineColumnKeyAndReason) {
 }
 
 TEST(ConfigError, CutsAHugeReason) {
-  const ConfigError e("a.toml", 1, 0, "name", "unknown value '" + std::string(300000, 'x') + "'");
+  const ConfigError e("a.toml", 1, 0, "name", "unknown value '" + std::string(300000, 'v') + "'");
   const std::string what = e.what();
   EXPECT_LT(what.size(), 500u);
-  EXPECT_EQ(what.rfind("a.toml:1: name: unknown value 'xxx", 0), 0u);
+  EXPECT_EQ(what.rfind("a.toml:1: name: unknown value 'vvv", 0), 0u);
   EXPECT_NE(what.find("... (cut)"), std::string::npos);
   EXPECT_EQ(e.reason().size(), 300016u);  // the reason itself is kept whole for callers
 }
