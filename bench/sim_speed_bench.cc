@@ -73,13 +73,14 @@ std::string scale_scenario_text(int32_t num_gpus, const std::string& topology_pa
   const int32_t ep = std::min(num_gpus, num_gpus <= 64 ? 64 : 128);
   return "name = \"scale-" + std::to_string(num_gpus) + "\"\n" +
          "model = \"" MOESIM_SOURCE_DIR "/models/deepseek-v3.toml\"\n" + "topology = \"" +
-         topology_path + "\"\n" +
-         "[deployment]\nreplicas = " + std::to_string(num_gpus / ep) +
+         topology_path + "\"\n" + "[deployment]\nreplicas = " + std::to_string(num_gpus / ep) +
          "\ngpus_per_replica = " + std::to_string(ep) +
          "\nattention = \"dp\"\ndispatch = \"hierarchical\"\n"
          "[scheduler]\nmax_seqs = 8192\nmax_batch_tokens_per_gpu = 2048\nworkspace_gib = 6\n"
          "[workload]\nkind = \"synthetic\"\nduration_s = 1000\n"
-         "[workload.arrival]\nrate_per_s = " + std::to_string(3 * num_gpus) + "\n"
+         "[workload.arrival]\nrate_per_s = " +
+         std::to_string(3 * num_gpus) +
+         "\n"
          "[workload.prompt_tokens]\ndistribution = \"lognormal\"\np50 = 256\np99 = 1024\n"
          "max = 2048\n"
          "[workload.output_tokens]\ndistribution = \"lognormal\"\nmean = 400\nsigma = 0.6\n"
@@ -95,8 +96,9 @@ std::string write_4096_gpu_topology() {
   std::stringstream text;
   text << in.rdbuf();
   std::string t = text.str();
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"num_nodes = 128", "num_nodes = 512"},
-                                 {"num_spines = 16", "num_spines = 64"}}) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"num_nodes = 128", "num_nodes = 512"},
+        {"num_spines = 16", "num_spines = 64"}}) {
     const size_t at = t.find(from);
     if (at == std::string::npos) throw std::runtime_error("topology text changed: " + from);
     t.replace(at, from.size(), to);
@@ -109,9 +111,9 @@ std::string write_4096_gpu_topology() {
 }
 
 void BM_SimScale(benchmark::State& state, int32_t num_gpus, double sim_s) {
-  const std::string topology =
-      num_gpus > 1024 ? write_4096_gpu_topology()
-                      : std::string(MOESIM_SOURCE_DIR "/topologies/h800-128x8.toml");
+  const std::string topology = num_gpus > 1024
+                                   ? write_4096_gpu_topology()
+                                   : std::string(MOESIM_SOURCE_DIR "/topologies/h800-128x8.toml");
   Scenario scenario = parse_scenario_text(scale_scenario_text(num_gpus, topology),
                                           "scale-" + std::to_string(num_gpus) + ".toml",
                                           MOESIM_SOURCE_DIR "/scenarios");

@@ -62,9 +62,9 @@ struct Where {
   // A reason quoting a huge value is cut to a readable length.
   [[noreturn]] void fail(const std::string& field, const std::string& reason) const {
     constexpr size_t kMaxReason = 400;
-    throw InputError(file + ":" + std::to_string(line) + ": " + field + ": " +
-                     (reason.size() <= kMaxReason ? reason
-                                                  : reason.substr(0, kMaxReason) + "... (cut)"));
+    throw InputError(
+        file + ":" + std::to_string(line) + ": " + field + ": " +
+        (reason.size() <= kMaxReason ? reason : reason.substr(0, kMaxReason) + "... (cut)"));
   }
 };
 

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "apps/moesim/cli.h"
 #include "apps/moesim/mpi_world.h"
@@ -71,12 +71,18 @@ nlohmann::json searched_json(const sim::study::ConfigSearch& c) {
     probes.push_back({p.multiplier, p.rate_per_s, p.verdict.meets, p.verdict.num_met,
                       p.verdict.num_decided, p.verdict.attainment, p.verdict.reason});
   }
-  return {{"idx", c.config_idx},         {"error", c.error},
-          {"gpus", c.num_gpus},          {"unit", c.rate_unit},
-          {"base", c.base_rate_per_s},   {"found", c.search.found},
-          {"max_ok", c.search.max_ok},   {"min_fail", c.search.min_fail},
-          {"n", c.search.num_probes},    {"max_rate", c.max_rate_per_s},
-          {"fail_rate", c.fail_rate_per_s}, {"probes", probes}};
+  return {{"idx", c.config_idx},
+          {"error", c.error},
+          {"gpus", c.num_gpus},
+          {"unit", c.rate_unit},
+          {"base", c.base_rate_per_s},
+          {"found", c.search.found},
+          {"max_ok", c.search.max_ok},
+          {"min_fail", c.search.min_fail},
+          {"n", c.search.num_probes},
+          {"max_rate", c.max_rate_per_s},
+          {"fail_rate", c.fail_rate_per_s},
+          {"probes", probes}};
 }
 
 void read_searched(const nlohmann::json& j, sim::study::ConfigSearch& c) {

@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
-#include <sstream>
 
 #include "apps/moesim/cli.h"
 #include "apps/moesim/mpi_world.h"
@@ -159,9 +159,8 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
   if (world.active()) {
     std::fprintf(stderr, "sweep: %lld runs on %d MPI ranks, %lld errors, %lld broken%s%s\n",
                  static_cast<long long>(stats.num_runs), world.size(),
-                 static_cast<long long>(stats.num_errors),
-                 static_cast<long long>(stats.num_broken), out_path ? " -> " : "",
-                 out_path ? out_path->c_str() : "");
+                 static_cast<long long>(stats.num_errors), static_cast<long long>(stats.num_broken),
+                 out_path ? " -> " : "", out_path ? out_path->c_str() : "");
   } else {
     if (resumed > 0) {
       std::fprintf(stderr, "sweep: resumed after %lld runs already in %s.partial\n",
@@ -170,9 +169,8 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
     std::fprintf(stderr, "sweep: %lld runs (shard %d/%d of %lld), %lld errors, %lld broken%s%s\n",
                  static_cast<long long>(stats.num_runs), options.shard.index, options.shard.count,
                  static_cast<long long>(sim::study::num_sweep_runs(spec)),
-                 static_cast<long long>(stats.num_errors),
-                 static_cast<long long>(stats.num_broken), out_path ? " -> " : "",
-                 out_path ? out_path->c_str() : "");
+                 static_cast<long long>(stats.num_errors), static_cast<long long>(stats.num_broken),
+                 out_path ? " -> " : "", out_path ? out_path->c_str() : "");
   }
   return stats.num_broken > 0 ? 1 : 0;
 }

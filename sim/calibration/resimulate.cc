@@ -170,9 +170,9 @@ void resimulate_replica(const Context& cx, int32_t replica_idx, ValidationInput&
       }
       if (c.layer >= static_cast<int32_t>(cx.moe_layer_of_layer.size()) ||
           cx.moe_layer_of_layer[c.layer] < 0) {
-        throw ConfigError(trace_path, 0, 0, "placement.layer",
-                          "layer " + std::to_string(c.layer) + " is not a MoE layer of " +
-                              card.name);
+        throw ConfigError(
+            trace_path, 0, 0, "placement.layer",
+            "layer " + std::to_string(c.layer) + " is not a MoE layer of " + card.name);
       }
       placement->set_layer(cx.moe_layer_of_layer[c.layer], p);
     }

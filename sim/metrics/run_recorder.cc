@@ -55,10 +55,9 @@ void RunRecorder::add_step(StepRecord record, const std::vector<ExpertGpus>* lay
     for (size_t l = 0; l < layers->size(); ++l) {
       if ((*layers)[l] != recorded[l]) changed.push_back(static_cast<int32_t>(l));
     }
-    const bool all_same =
-        !changed.empty() && changed.size() == layers->size() &&
-        std::all_of(layers->begin(), layers->end(),
-                    [&](const ExpertGpus& p) { return p == layers->front(); });
+    const bool all_same = !changed.empty() && changed.size() == layers->size() &&
+                          std::all_of(layers->begin(), layers->end(),
+                                      [&](const ExpertGpus& p) { return p == layers->front(); });
     if (all_same) {
       changes_.push_back({record.replica, record.step, -1, layers->front()});
     } else {

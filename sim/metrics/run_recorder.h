@@ -113,8 +113,7 @@ class RunRecorder {
   // The placement the recorded steps start from (the step trace's header): replica
   // `replica_idx`'s MoE layer 0 (call once per replica, in replica order, before the first step).
   // Recorded steps compare each of its num_moe_layers layers with it.
-  void set_initial_placement(int32_t replica_idx, const ExpertGpus& layer0,
-                             int32_t num_moe_layers);
+  void set_initial_placement(int32_t replica_idx, const ExpertGpus& layer0, int32_t num_moe_layers);
   // A recorded step. `layers`: its replica's placement of every MoE layer when the step ran, when
   // it may have changed since the replica's last recorded step (null when it has not): the
   // layers that differ from the ones recorded last become changes at this step (one change for

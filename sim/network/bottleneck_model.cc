@@ -155,7 +155,7 @@ std::shared_ptr<const BottleneckTables> build_bottleneck_tables(const Topology& 
   for (int32_t s = 0; s < g; ++s) {
     for (int32_t d = 0; d < g; ++d) {
       t.max_route_links = std::max(t.max_route_links,
-                                  static_cast<int32_t>(topology.route(GpuId(s), GpuId(d)).size()));
+                                   static_cast<int32_t>(topology.route(GpuId(s), GpuId(d)).size()));
     }
   }
   const size_t num_pairs = static_cast<size_t>(g) * static_cast<size_t>(g);

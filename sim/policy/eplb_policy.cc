@@ -209,8 +209,7 @@ std::unique_ptr<ServingPolicy> make_eplb_policy(TomlTable& table, const Scenario
   EplbPolicyConfig config =
       parse_eplb_policy_config(table, num_experts, num_groups, num_gpus / gpus_per_node, num_gpus);
   const auto num_moe = static_cast<int32_t>(num_moe_layers(card));
-  return std::make_unique<EplbPolicy>(config, num_moe, num_groups,
-                                      expert_weight_bytes(card, *moe));
+  return std::make_unique<EplbPolicy>(config, num_moe, num_groups, expert_weight_bytes(card, *moe));
 }
 
 }  // namespace moesim::sim

@@ -27,8 +27,8 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
       if (!p) continue;
       State s;
       for (int32_t l = 0; l < p->num_layers(); ++l) {
-        s.layers.push_back(std::make_unique<HotExpertReplication>(config_, p->layer(l),
-                                                                  replica_weight_bytes_));
+        s.layers.push_back(
+            std::make_unique<HotExpertReplication>(config_, p->layer(l), replica_weight_bytes_));
         s.windows.push_back(s.layers.back()->make_window());
       }
       states_.emplace(r, std::move(s));

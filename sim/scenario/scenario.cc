@@ -40,9 +40,9 @@ void read_eplb_loads(Scenario& s, const RoutingShape& shape, TomlTable& dep,
       trace.header.num_experts != shape.num_experts) {
     dep.fail("eplb_loads", d.eplb_loads_path + " has " +
                                std::to_string(trace.header.num_moe_layers) + " MoE layers of " +
-                               std::to_string(trace.header.num_experts) + " experts; the model has " +
-                               std::to_string(shape.num_moe_layers) + " of " +
-                               std::to_string(shape.num_experts));
+                               std::to_string(trace.header.num_experts) +
+                               " experts; the model has " + std::to_string(shape.num_moe_layers) +
+                               " of " + std::to_string(shape.num_experts));
   }
   auto loads = std::make_shared<std::vector<std::vector<double>>>(
       static_cast<size_t>(shape.num_moe_layers),

@@ -125,7 +125,8 @@ std::unique_ptr<NetworkModel> ReplicaBuilder::make_network() const {
   // where the kind can: a fresh copy of the first model made.
   // A kind that cannot share is not kept (SimGrid allows one engine per process).
   if (network_prototype_) return network_prototype_->fresh_copy();
-  std::unique_ptr<NetworkModel> model = builtin_network_models().make(sc_.network_model, *topology_);
+  std::unique_ptr<NetworkModel> model =
+      builtin_network_models().make(sc_.network_model, *topology_);
   std::unique_ptr<NetworkModel> copy = model->fresh_copy();
   if (!copy) return model;
   network_prototype_ = std::move(model);

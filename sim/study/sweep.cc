@@ -475,9 +475,8 @@ ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, co
     if (end == std::string::npos) break;  // cut short by the kill
     ++line;
     const size_t comma = text.find(',', at);
-    const std::string cell = text.substr(at, comma == std::string::npos || comma > end
-                                                 ? end - at
-                                                 : comma - at);
+    const std::string cell =
+        text.substr(at, comma == std::string::npos || comma > end ? end - at : comma - at);
     if (cell != std::to_string(expected) || expected >= total) {
       throw ConfigError(path, line, 0, "run_idx",
                         "expected run " + std::to_string(expected) +

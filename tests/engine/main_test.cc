@@ -32,9 +32,7 @@ Result run(const std::string& args, const std::string& env = "") {
   return r;
 }
 
-std::string temp_path(const std::string& name) {
-  return moesim::scratch::path(name);
-}
+std::string temp_path(const std::string& name) { return moesim::scratch::path(name); }
 
 TEST(EngineMain, VersionAndHelp) {
   const Result v = run("--version");

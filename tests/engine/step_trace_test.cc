@@ -206,8 +206,9 @@ TEST(StepTrace, PerLayerPlacementRecordsApplyToTheirLayer) {
   EXPECT_EQ(error_of(moved),
             "bad.jsonl:3: layers[1].routing[0][2]: GPU 0 holds no replica of expert 2 at step 0");
   // Sent to GPU 1 instead (both steps), the trace reads; layer 1 keeps the header's placement.
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"[0, 2, 0, 6]", "[0, 2, 1, 6]"},
-                                 {"[1, 2, 0, 3]", "[1, 2, 1, 3]"}}) {
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"[0, 2, 0, 6]", "[0, 2, 1, 6]"},
+        {"[1, 2, 0, 3]", "[1, 2, 1, 3]"}}) {
     const size_t cell = moved.find(from);
     ASSERT_NE(cell, std::string::npos) << from;
     moved.replace(cell, from.size(), to);
@@ -232,8 +233,8 @@ TEST(StepTrace, DeepOrHugeValuesGiveShortErrors) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(error_of("{\"record\": \"header\", \"schema\": " + deep + "}\n"),
             "bad.jsonl:1: schema: expected a string, got an array");
-  const std::string huge = error_of("{\"record\": \"header\", \"schema\": \"" +
-                                    std::string(300000, 'x') + "\"}\n");
+  const std::string huge =
+      error_of("{\"record\": \"header\", \"schema\": \"" + std::string(300000, 'x') + "\"}\n");
   EXPECT_EQ(huge.rfind("bad.jsonl:1: schema: unsupported schema", 0), 0u) << huge.substr(0, 80);
   EXPECT_LT(huge.size(), 500u);
   EXPECT_NE(huge.find("... (cut)"), std::string::npos);

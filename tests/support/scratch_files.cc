@@ -10,9 +10,9 @@ namespace moesim::scratch {
 
 std::string path(const std::string& name) {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string leaf = info == nullptr ? std::string("moesim-no-test")
-                                           : std::string("moesim-") + info->test_suite_name() +
-                                                 "." + info->name();
+  const std::string leaf =
+      info == nullptr ? std::string("moesim-no-test")
+                      : std::string("moesim-") + info->test_suite_name() + "." + info->name();
   std::string cleaned;
   for (const char c : leaf) cleaned += (c == '/' ? '_' : c);  // parameterized names hold '/'
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / cleaned;

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,7 +73,8 @@ TEST(EplbPolicy, RebalancesCopiesWeightsAndAppliesThePlacement) {
   // The predicted imbalance of the final placement is below the static one, in both measures
   // (per layer: (max - mean) / mean falls, mean / max rises).
   const auto& m = out.counters.policy_metrics;
-  EXPECT_LT(m.at("eplb.predicted_gpu_imbalance_final"), m.at("eplb.predicted_gpu_imbalance_static"));
+  EXPECT_LT(m.at("eplb.predicted_gpu_imbalance_final"),
+            m.at("eplb.predicted_gpu_imbalance_static"));
   EXPECT_GT(m.at("eplb.predicted_gpu_balancedness_final"),
             m.at("eplb.predicted_gpu_balancedness_static"));
   EXPECT_LE(m.at("eplb.predicted_gpu_balancedness_final"), 1.0);

@@ -138,7 +138,8 @@ zipf_s = 0.8
 [policies.eplb]
 period_s = 0.3
 ema_alpha = 0.5
-)", "", 40);
+)",
+                                             "", 40);
   const RoutingShape shape = routing_shape_of(*sc.model);
   const int32_t num_src = sc.deployment.gpus_per_replica;
   ReplicaParts parts = ReplicaBuilder(sc).build(0, sc.run.seed);

@@ -56,7 +56,8 @@ void check_recorded_placements(const std::string& scenario) {
   size_t next_change = 0;
   int64_t checked = 0, per_layer_changes = 0;
   for (const StepRecord& s : out.steps) {
-    if (!in_force.count(s.replica)) in_force[s.replica].assign(moe_of_layer.size(), out.expert_gpus);
+    if (!in_force.count(s.replica))
+      in_force[s.replica].assign(moe_of_layer.size(), out.expert_gpus);
     std::vector<ExpertGpus>& layers = in_force[s.replica];
     while (next_change < out.placement_changes.size() &&
            out.placement_changes[next_change].replica == s.replica &&

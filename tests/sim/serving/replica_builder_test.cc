@@ -205,8 +205,7 @@ TEST(ReplicaBuilder, ValidationResimulatesTheRecordedDurations) {
   opt.record_steps = true;
   opt.record_max_steps = 20;
   const RunOutput out = run_scenario(sc, opt);
-  const std::filesystem::path path =
-      std::filesystem::path(scratch::path("trace.jsonl"));
+  const std::filesystem::path path = std::filesystem::path(scratch::path("trace.jsonl"));
   {
     std::ofstream f(path);
     write_step_trace(f, sc, out, sc.run.seed);
@@ -331,8 +330,8 @@ TEST(ReplicaBuilder, EplbBalancesForTheLoadsOfARecordedTrace) {
   const std::string path = scratch::path("loads.jsonl");
   {
     std::ofstream out(path);
-    RoutingTraceWriter writer(out, RoutingTraceHeader{shape.num_moe_layers, shape.num_experts,
-                                                      num_src, shape.top_k});
+    RoutingTraceWriter writer(
+        out, RoutingTraceHeader{shape.num_moe_layers, shape.num_experts, num_src, shape.top_k});
     for (int64_t step = 0; step < 3; ++step) {
       for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
         CountMatrix m(num_src, shape.num_experts);
@@ -349,9 +348,9 @@ TEST(ReplicaBuilder, EplbBalancesForTheLoadsOfARecordedTrace) {
       }
     }
   }
-  const Scenario sc = tiny_synthetic(
-      "placement = \"eplb\"\nredundant_slots = 8\neplb_loads = \"" + path + "\"\n", "",
-      "tiny_synthetic+eplb_loads");
+  const Scenario sc =
+      tiny_synthetic("placement = \"eplb\"\nredundant_slots = 8\neplb_loads = \"" + path + "\"\n",
+                     "", "tiny_synthetic+eplb_loads");
   ASSERT_TRUE(sc.deployment.eplb_loads);
   const ReplicaParts p = ReplicaBuilder(sc).build(0, sc.run.seed);
   const LayerPlacements& lp = *p.placements;
@@ -366,8 +365,8 @@ TEST(ReplicaBuilder, EplbBalancesForTheLoadsOfARecordedTrace) {
   {
     std::ofstream out(bad);
     const int32_t experts = shape.num_experts / 2;
-    RoutingTraceWriter w(out, RoutingTraceHeader{shape.num_moe_layers, experts, num_src,
-                                                 shape.top_k});
+    RoutingTraceWriter w(out,
+                         RoutingTraceHeader{shape.num_moe_layers, experts, num_src, shape.top_k});
     for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
       CountMatrix m(num_src, experts);
       for (int32_t src = 0; src < num_src; ++src) {

@@ -33,7 +33,8 @@ struct PolicyComparison {
 
 PolicyComparison compare_shipped(const std::string& rel_path) {
   PolicyComparison c{load_scenario(MOESIM_SOURCE_DIR "/" + rel_path),
-                     load_scenario(MOESIM_SOURCE_DIR "/" + rel_path), {}};
+                     load_scenario(MOESIM_SOURCE_DIR "/" + rel_path),
+                     {}};
   c.without.policies.clear();
   CompareOptions opt;
   opt.seed = c.with.run.seed;
@@ -85,9 +86,9 @@ TEST(PlacementPolicyCompare, EplbFollowsDriftingHotSetsWhenThePeriodIsShorterTha
                "mean_epoch_steps = 100\n");
   // Per-GPU imbalance per layer and step with the policy every period_s (0: without it).
   auto imbalance = [&](const std::string& period_s) {
-    Scenario sc = parse_scenario_text(
-        replaced(drifting, "period_s = 2\n", "period_s = " + period_s + "\n"),
-        "eplb_drift.toml", dir);
+    Scenario sc =
+        parse_scenario_text(replaced(drifting, "period_s = 2\n", "period_s = " + period_s + "\n"),
+                            "eplb_drift.toml", dir);
     if (period_s == "0") sc.policies.clear();
     const RunOutput out = run_scenario(sc, RunOptions{}, -1, make_policies(sc));
     EXPECT_TRUE(out.conservation_ok) << out.conservation_message;

@@ -271,8 +271,8 @@ TEST(Sweep, ResumePointKeepsTheCompleteRowsOfTheShard) {
   const Shard all;
   EXPECT_EQ(find_resume_point(scratch::path("absent.partial"), spec, all).num_done, 0);
   const std::string rows = "0,8,0,1,2,1,ok\n1,8,0,2,2,1,ok\n2,8,1,1,2,2,ok\n";
-  const ResumePoint p = find_resume_point(write_temp("j.partial", header + rows + "3,8,1"),
-                                          spec, all);
+  const ResumePoint p =
+      find_resume_point(write_temp("j.partial", header + rows + "3,8,1"), spec, all);
   EXPECT_EQ(p.num_done, 3);
   EXPECT_EQ(p.keep_bytes, static_cast<int64_t>(header.size() + rows.size()));
   // The header alone, or half of it: start afresh.
