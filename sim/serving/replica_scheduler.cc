@@ -41,10 +41,10 @@ void ReplicaScheduler::set_limits(int32_t max_seqs, int64_t max_step_tokens) {
 }
 
 void ReplicaScheduler::consume(int32_t rank_idx, int64_t n) {
+  // budget(k) clamps to the step's tokens left when read: clamping every rank's budget here made
+  // each consumed token cost O(ranks).
   budget_[rank_idx] -= n;
   step_tokens_left_ -= n;
-  if (step_tokens_left_ <= 0) std::fill(budget_.begin(), budget_.end(), 0);
-  for (int64_t& b : budget_) b = std::min(b, step_tokens_left_);
 }
 
 void ReplicaScheduler::push(int32_t sid, int32_t rank_idx, SeqSlice slice) {
@@ -55,7 +55,8 @@ void ReplicaScheduler::push(int32_t sid, int32_t rank_idx, SeqSlice slice) {
 const ScheduledBatch& ReplicaScheduler::schedule(SimTime now) {
   budget_.assign(ranks_.size(), spec_.max_batch_tokens_per_gpu);
   step_tokens_left_ = max_step_tokens_ > 0 ? max_step_tokens_ : INT64_MAX;
-  batch_.ranks.assign(ranks_.size(), {});
+  batch_.ranks.resize(ranks_.size());
+  for (std::vector<SeqSlice>& slices : batch_.ranks) slices.clear();  // keeps their storage
   batch_.seqs.clear();
   add_decode_tokens();
   drop_preempted_slices();
@@ -70,7 +71,7 @@ void ReplicaScheduler::add_decode_tokens() {
     for (int32_t sid : snapshot) {
       const Seq& s = seqs_[sid];
       if (!s.running || s.prefilled < s.prefill_target) continue;
-      if (budget_[k] <= 0) break;
+      if (budget(k) <= 0) break;
       if (!ensure_decode_capacity(k, sid)) continue;
       consume(k, 1);
       push(sid, k, SeqSlice{1, s.req.prompt_tokens + s.generated - 1, false});
@@ -94,8 +95,8 @@ void ReplicaScheduler::add_prefill_chunks() {
   for (int32_t k = 0; k < num_ranks(); ++k) {
     for (int32_t sid : ranks_[k].running) {
       const Seq& s = seqs_[sid];
-      if (s.prefilled >= s.prefill_target || budget_[k] <= 0) continue;
-      const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget_[k]);
+      if (s.prefilled >= s.prefill_target || budget(k) <= 0) continue;
+      const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget(k));
       consume(k, chunk);
       push(sid, k, SeqSlice{chunk, s.prefilled, true});
     }
@@ -132,7 +133,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   int32_t best = -1;
   int64_t best_hits = -1, best_room = 0, best_need = 0;
   for (int32_t k = 0; k < num_ranks(); ++k) {
-    if (budget_[k] <= 0 && !s.decode_only) continue;
+    if (budget(k) <= 0 && !s.decode_only) continue;
     const Rank& rank = ranks_[k];
     const int64_t hits = hits_on(rank, s);
     const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) - hits * blocks_per_prefix() +
@@ -176,7 +177,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   rank.running.push_back(sid);
   num_in_flight_++;
   if (s.prefilled < s.prefill_target) {
-    const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget_[best]);
+    const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget(best));
     consume(best, chunk);
     push(sid, best, SeqSlice{chunk, s.prefilled, true});
   }

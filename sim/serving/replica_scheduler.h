@@ -17,6 +17,7 @@
 // reads a clock: `now` is passed in.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -117,8 +118,10 @@ class ReplicaScheduler {
   SchedulerTotals totals_;
   // Per step.
   ScheduledBatch batch_;
-  std::vector<int64_t> budget_;
+  std::vector<int64_t> budget_;  // per rank, before the step cap: read through budget()
   int64_t step_tokens_left_ = 0;
+  // Tokens rank k may still take this step: its budget, at most the step's tokens left.
+  int64_t budget(int32_t k) const { return std::min(budget_[k], step_tokens_left_); }
 };
 
 }  // namespace moesim::sim
