@@ -28,6 +28,9 @@ constexpr const char* kUsage =
     "  --record FILE         write the executed steps as JSONL (docs/schemas/step_trace.md)\n"
     "  --record-steps N      steps recorded at most (default: [outputs] record_max_steps)\n"
     "  --trace-window A:B    Chrome-trace window in simulated seconds\n"
+    "  --tier exact|fast     the step model's tier (overrides run.tier; docs/fast_tier.md)\n"
+    "  --tier-check N        also time every N-th step of each replica on the other tier and\n"
+    "                        report the agreement (the run itself is unchanged)\n"
     "  --json                print the summary as one JSON document instead of the table\n"
     "exit codes: 0 success, 1 conservation broken or an output not written, 2 bad input\n"
     "           (including an --out that cannot be a directory or is in use by another run)\n";
@@ -35,8 +38,8 @@ constexpr const char* kUsage =
 }  // namespace
 
 int run_command(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {"--seed", "--duration", "--out", "--record", "--record-steps", "--trace-window"});
+  Args args(argv, {"--seed", "--duration", "--out", "--record", "--record-steps", "--trace-window",
+                   "--tier", "--tier-check"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -48,15 +51,33 @@ int run_command(const std::vector<std::string>& argv) {
   auto record = args.value("--record");
   auto record_steps = args.int_value("--record-steps");
   auto window = args.value("--trace-window");
+  auto tier = args.value("--tier");
+  auto tier_check = args.int_value("--tier-check");
   bool json = args.flag("--json");
   args.finish(1);
   if (seed && *seed < 0) throw UsageError{"--seed must be >= 0"};
   if (duration && *duration <= 0) throw UsageError{"--duration must be > 0"};
   if (record_steps && *record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
+  if (tier_check && *tier_check <= 0) throw UsageError{"--tier-check must be > 0"};
 
   sim::Scenario sc = sim::load_scenario(path);
   sim::resolve_policy_settings(sc);
   if (duration) sc.run.duration_s = *duration;
+  if (tier) {
+    if (*tier != "exact" && *tier != "fast") throw UsageError{"--tier wants exact or fast"};
+    sc.run.tier = *tier == "fast" ? sim::SimTier::kFast : sim::SimTier::kExact;
+    if (sc.run.tier == sim::SimTier::kFast && sc.network_model != "bottleneck" &&
+        sc.network_model != "bottleneck_factored") {
+      throw UsageError{
+          "--tier fast times collectives with the link-load bound; network.model = \"" +
+          sc.network_model + "\" needs the exact tier"};
+    }
+  }
+  if (record && sc.run.tier == sim::SimTier::kFast) {
+    throw UsageError{
+        "--record needs the exact tier: the fast tier draws no (source, destination) "
+        "routing to record (run.tier = \"exact\" or --tier exact)"};
+  }
   sim::RunOptions opt;
   opt.chrome_trace = out_dir.has_value() && sc.outputs.chrome_trace;
   opt.trace_start_ns = sim::from_seconds(sc.outputs.trace_start_s);
@@ -75,6 +96,12 @@ int run_command(const std::vector<std::string>& argv) {
     opt.chrome_trace = true;
   }
   opt.record_steps = record.has_value();
+  if (tier_check) {
+    if (sc.network_model != "bottleneck" && sc.network_model != "bottleneck_factored") {
+      throw UsageError{"--tier-check runs the fast tier, which needs network.model = bottleneck"};
+    }
+    opt.tier_check_every = *tier_check;
+  }
   opt.record_max_steps = record_steps ? *record_steps : sc.outputs.record_max_steps;
   uint64_t used_seed = seed ? static_cast<uint64_t>(*seed) : sc.run.seed;
 

@@ -72,6 +72,8 @@ struct RunOptions {
   bool chrome_trace = false;
   SimTime trace_start_ns = 0;
   SimTime trace_end_ns = 0;
+  // > 0: every N-th step of every replica is also timed on the other tier (tier_check.h).
+  int64_t tier_check_every = 0;
 };
 
 // One step's usage as the step model measured it: per GPU of the replica (same order as gpus) and

@@ -174,13 +174,7 @@ void ReplicaDispatcher::dispatch(const ExpertPlacement& placement, const CountMa
   MOESIM_CHECK(src_expert.num_rows() == num_gpus && src_expert.num_cols() == num_experts,
                "dispatch needs num_gpus x num_experts selections");
   src_dst.reset(num_gpus, num_gpus);
-  gpu_load_.assign(num_gpus, 0);
-  slot_offsets_.resize(num_experts + 1);
-  slot_offsets_[0] = 0;
-  for (int32_t e = 0; e < num_experts; ++e) {
-    slot_offsets_[e + 1] = slot_offsets_[e] + static_cast<int32_t>(placement.replicas(e).size());
-  }
-  slot_loads_.assign(slot_offsets_[num_experts], 0);
+  begin(placement);
   for (int32_t s = 0; s < num_gpus; ++s) {
     const std::span<const int32_t> row = src_expert.row(s);
     const std::span<int32_t> dst_row = src_dst.row(s);
@@ -205,6 +199,77 @@ void ReplicaDispatcher::dispatch(const ExpertPlacement& placement, const CountMa
       water_fill(c, e, placement, dst_row);
     }
   }
+}
+
+void ReplicaDispatcher::begin(const ExpertPlacement& placement) {
+  const int32_t num_experts = placement.num_experts();
+  gpu_load_.assign(placement.num_gpus(), 0);
+  slot_offsets_.resize(num_experts + 1);
+  slot_offsets_[0] = 0;
+  for (int32_t e = 0; e < num_experts; ++e) {
+    slot_offsets_[e + 1] = slot_offsets_[e] + static_cast<int32_t>(placement.replicas(e).size());
+  }
+  slot_loads_.assign(slot_offsets_[num_experts], 0);
+}
+
+void ReplicaDispatcher::dispatch_totals(const ExpertPlacement& placement,
+                                        std::span<const int64_t> expert_totals,
+                                        std::span<const int64_t> group_tokens,
+                                        std::span<const int32_t> group_node,
+                                        std::vector<int64_t>& dst_totals,
+                                        std::vector<int64_t>& local_totals) {
+  const int32_t num_gpus = placement.num_gpus();
+  const int32_t num_experts = placement.num_experts();
+  MOESIM_CHECK(expert_totals.size() == static_cast<size_t>(num_experts), "one total per expert");
+  MOESIM_CHECK(group_tokens.size() == group_node.size(), "one node per source group");
+  begin(placement);
+  dst_scratch_.assign(num_gpus, 0);
+  local_totals.assign(num_gpus, 0);
+  before_.resize(num_gpus);  // candidate positions are below any expert's replica count
+  const std::span<int32_t> dst(dst_scratch_);
+  int64_t tokens = 0;
+  for (int64_t t : group_tokens) tokens += t;
+  if (tokens == 0) {
+    dst_totals.assign(num_gpus, 0);
+    return;
+  }
+  // Group-major, expert-minor, as dispatch() is source-major: group j's part of expert e is
+  // floor(c x cumulative tokens / tokens) differences (they sum to c over the groups).
+  int64_t cum_before = 0;
+  for (size_t j = 0; j < group_tokens.size(); ++j) {
+    const int64_t cum = cum_before + group_tokens[j];
+    const int32_t node = group_node[j];
+    for (int32_t e = 0; e < num_experts; ++e) {
+      const auto c = static_cast<__int128>(expert_totals[e]);
+      const int64_t part = static_cast<int64_t>(c * cum / tokens - c * cum_before / tokens);
+      if (part == 0) continue;
+      const std::span<const int32_t> gpus = placement.replicas(e);
+      if (gpus.size() == 1) {
+        gpu_load_[gpus[0]] += part;
+        dst[gpus[0]] += static_cast<int32_t>(part);
+        slot_loads_[slot_offsets_[e]] += part;
+        if (placement.node_of(gpus[0]) == node) local_totals[gpus[0]] += part;
+        continue;
+      }
+      candidates_.clear();
+      for (size_t i = 0; i < gpus.size(); ++i) {
+        if (placement.node_of(gpus[i]) == node) candidates_.push_back(static_cast<int32_t>(i));
+      }
+      const bool local = !candidates_.empty();
+      if (!local) {
+        for (size_t i = 0; i < gpus.size(); ++i) candidates_.push_back(static_cast<int32_t>(i));
+      }
+      if (local) {
+        for (int32_t i : candidates_) before_[i] = dst[gpus[i]];
+      }
+      water_fill(part, e, placement, dst);
+      if (local) {
+        for (int32_t i : candidates_) local_totals[gpus[i]] += dst[gpus[i]] - before_[i];
+      }
+    }
+    cum_before = cum;
+  }
+  dst_totals.assign(dst_scratch_.begin(), dst_scratch_.end());
 }
 
 }  // namespace moesim::sim

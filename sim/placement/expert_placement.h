@@ -96,6 +96,18 @@ class ReplicaDispatcher {
   // num_gpus x num_gpus; every selection lands on exactly one GPU hosting its expert.
   void dispatch(const ExpertPlacement& placement, const CountMatrix& src_expert,
                 CountMatrix& src_dst);
+  // The rule applied to one layer's totals (the fast tier, docs/fast_tier.md), for sources in
+  // groups (consecutive sources of one node: group j holds group_tokens[j] tokens on node
+  // group_node[j]): expert e's expert_totals[e] selections come from the groups in proportion to
+  // their tokens, and each group's part is dispatched as one source's would be (its node's
+  // replicas of e, else all of them; water-filled), group-major and expert-minor as dispatch()
+  // is source-major. Writes the selections per destination GPU into dst_totals, and those of
+  // them from sources on the destination's own node into local_totals; slot_loads() as after
+  // dispatch(). With one group per source and each source's selections in proportion to its
+  // tokens, this is dispatch() on those selections.
+  void dispatch_totals(const ExpertPlacement& placement, std::span<const int64_t> expert_totals,
+                       std::span<const int64_t> group_tokens, std::span<const int32_t> group_node,
+                       std::vector<int64_t>& dst_totals, std::vector<int64_t>& local_totals);
   // Selections received per expert slot in the last dispatch, in (expert, replica) order:
   // expert e's replicas occupy [slot_offset(e), slot_offset(e + 1)), in replicas(e) order.
   std::span<const int64_t> slot_loads() const { return slot_loads_; }
@@ -108,7 +120,11 @@ class ReplicaDispatcher {
   std::vector<int64_t> gpu_load_;
   std::vector<int64_t> slot_loads_;
   std::vector<int32_t> slot_offsets_;
-  std::vector<int32_t> candidates_;  // replica positions within replicas(e)
+  std::vector<int32_t> candidates_;   // replica positions within replicas(e)
+  std::vector<int32_t> dst_scratch_;  // dispatch_totals: selections per destination GPU
+  std::vector<int32_t> before_;       // dispatch_totals: per candidate, before a water-fill
+  // Resets gpu_load_, slot_offsets_ and slot_loads_ for a dispatch over `placement`.
+  void begin(const ExpertPlacement& placement);
 };
 
 }  // namespace moesim::sim

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_spec.h"
@@ -41,6 +42,23 @@ class RoutingModel {
   // destinations (docs/routing.md, "fast path").
   virtual void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
                              int32_t num_dst_gpus, CountMatrix& out);
+
+  // The column sums of route_to_gpus() without the per-source matrix (the fast tier): `totals`
+  // is resized to num_dst_gpus and holds each destination's selections of the layer. Returns
+  // false, leaving `totals` unspecified, when the model cannot draw them directly (callers then
+  // use route_to_gpus()). An implementation draws the same distribution of totals as
+  // route_to_gpus(), or states where it does not.
+  virtual bool route_totals_to_gpus(const RoutingQuery& query,
+                                    std::span<const int32_t> gpu_of_expert, int32_t num_dst_gpus,
+                                    std::vector<int64_t>& totals) {
+    return false;
+  }
+
+  // route()'s column sums the same way: selections per expert over all sources (num_experts
+  // entries); false where the model cannot draw them directly.
+  virtual bool route_expert_totals(const RoutingQuery& query, std::vector<int64_t>& totals) {
+    return false;
+  }
 
   // Whether route_to_gpus() returns the destinations the selections actually ran on, replicas
   // included (a recording): callers with replicated experts then use it instead of dispatching

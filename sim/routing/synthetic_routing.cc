@@ -365,18 +365,7 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
   // Destination shares: one row for the domain mix, or one per domain when split.
   const bool split = !query.tokens_per_src_domain.empty();
   const int32_t num_rows = split ? num_domains : 1;
-  gpu_shares_scratch_.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
-  for (int32_t e = 0; e < shape_.num_experts; ++e) {
-    const int32_t gpu = gpu_of_expert[e];
-    MOESIM_CHECK(gpu >= 0 && gpu < num_dst_gpus, "expert GPU out of range");
-    if (!split) {
-      gpu_shares_scratch_[gpu] += layer.mix_pi[e];
-      continue;
-    }
-    for (int32_t d = 0; d < num_rows; ++d) {
-      gpu_shares_scratch_[static_cast<size_t>(d) * num_dst_gpus + gpu] += layer.domains[d].pi[e];
-    }
-  }
+  fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
   const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
   out.reset(num_src, num_dst_gpus);
   for (int32_t s = 0; s < num_src; ++s) {
@@ -411,6 +400,95 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
   }
   if (spec_.sampling == SamplingMode::kMargins || spec_.sampling == SamplingMode::kAuto) {
     margins_pass(rng, query, num_rows, gpu_shares_scratch_, false, out);
+  }
+}
+
+void SyntheticRoutingModel::fill_gpu_shares(const LayerState& layer,
+                                            std::span<const int32_t> gpu_of_expert,
+                                            int32_t num_dst_gpus, int32_t num_rows) {
+  MOESIM_CHECK(gpu_of_expert.size() == static_cast<size_t>(shape_.num_experts),
+               "one GPU per expert");
+  gpu_shares_scratch_.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
+  for (int32_t e = 0; e < shape_.num_experts; ++e) {
+    const int32_t gpu = gpu_of_expert[e];
+    MOESIM_CHECK(gpu >= 0 && gpu < num_dst_gpus, "expert GPU out of range");
+    if (num_rows == 1) {
+      gpu_shares_scratch_[gpu] += layer.mix_pi[e];
+      continue;
+    }
+    for (int32_t d = 0; d < num_rows; ++d) {
+      gpu_shares_scratch_[static_cast<size_t>(d) * num_dst_gpus + gpu] += layer.domains[d].pi[e];
+    }
+  }
+}
+
+bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
+                                                 std::span<const int32_t> gpu_of_expert,
+                                                 int32_t num_dst_gpus,
+                                                 std::vector<int64_t>& totals) {
+  const int32_t num_domains = spec_.num_domains();
+  check_query(query, shape_, num_domains);
+  LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
+  // The stream route_to_gpus() draws from: under kMargins its first draws are these.
+  RngStream rng(root_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
+  const int32_t num_rows = query.tokens_per_src_domain.empty() ? 1 : num_domains;
+  fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
+  draw_totals(rng, query, num_rows, gpu_shares_scratch_, false, totals);
+  return true;
+}
+
+bool SyntheticRoutingModel::route_expert_totals(const RoutingQuery& query,
+                                                std::vector<int64_t>& totals) {
+  const int32_t num_domains = spec_.num_domains();
+  check_query(query, shape_, num_domains);
+  LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
+  // The stream route() draws from: under kMargins its first draws are these.
+  RngStream rng(root_seed_, draw_stream_name('r', query.moe_layer_idx, query.step_idx));
+  const int32_t num_experts = shape_.num_experts;
+  if (query.tokens_per_src_domain.empty()) {
+    draw_totals(rng, query, 1, layer.mix_pi, true, totals);
+    return true;
+  }
+  gpu_shares_scratch_.resize(static_cast<size_t>(num_domains) * num_experts);
+  for (int32_t d = 0; d < num_domains; ++d) {
+    std::copy(layer.domains[d].pi.begin(), layer.domains[d].pi.end(),
+              gpu_shares_scratch_.begin() + static_cast<size_t>(d) * num_experts);
+  }
+  draw_totals(rng, query, num_domains, gpu_shares_scratch_, true, totals);
+  return true;
+}
+
+void SyntheticRoutingModel::draw_totals(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
+                                        std::span<const double> shares, bool cap_per_column,
+                                        std::vector<int64_t>& totals) {
+  const auto num_cols = static_cast<int32_t>(shares.size() / num_rows);
+  totals.assign(num_cols, 0);
+  const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
+  const bool split = !query.tokens_per_src_domain.empty();
+  for (int32_t r = 0; r < num_rows; ++r) {
+    int64_t num_tokens = 0;
+    int32_t num_splits = 0;  // the margins pass's systematic_add calls for this row
+    for (int32_t s = 0; s < num_src; ++s) {
+      const int64_t n = split ? query.tokens_per_src_domain[static_cast<size_t>(s) * num_rows + r]
+                              : query.tokens_per_src[s];
+      num_tokens += n;
+      num_splits += static_cast<int32_t>(n > 0);
+    }
+    if (num_tokens == 0) continue;
+    const std::span<const double> row_shares =
+        shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
+    if (cap_per_column) {
+      capped_multinomial(rng, num_tokens, row_shares);
+    } else {
+      counts_scratch_.resize(num_cols);
+      multinomial(rng, num_tokens * shape_.top_k, row_shares, counts_scratch_);
+    }
+    for (int32_t c = 0; c < num_cols; ++c) totals[c] += counts_scratch_[c];
+    // Keep the stream where the margins pass has it for the next row's totals (one uniform per
+    // source split).
+    if (r + 1 < num_rows) {
+      for (int32_t k = 0; k < num_splits; ++k) rng.uniform01();
+    }
   }
 }
 

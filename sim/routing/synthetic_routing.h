@@ -42,6 +42,17 @@ class SyntheticRoutingModel final : public RoutingModel {
   void route(const RoutingQuery& query, CountMatrix& out) override;
   void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
                      int32_t num_dst_gpus, CountMatrix& out) override;
+  // The totals route_to_gpus() draws before splitting them over sources: under kMargins the same
+  // draws from the same stream (route_to_gpus()'s column sums differ from them only by its
+  // systematic rounding, less than one selection per source and destination); under kCounts the
+  // same distribution (a sum of multinomials with one share vector is one multinomial); sources
+  // that kPerToken / kAuto would draw token by token are drawn as counts (selections of one token
+  // are distinct experts, which counts ignore: docs/fast_tier.md).
+  bool route_totals_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
+                            int32_t num_dst_gpus, std::vector<int64_t>& totals) override;
+  // The same for route(): selections per expert over all sources, no expert above the layer's
+  // tokens (route()'s margins totals).
+  bool route_expert_totals(const RoutingQuery& query, std::vector<int64_t>& totals) override;
 
   // Exact per-token expert sets of num_tokens tokens of domain domain_idx at (step, layer), for
   // activation profiles: experts_out is resized to num_tokens * top_k (token t owns
@@ -89,6 +100,15 @@ class SyntheticRoutingModel final : public RoutingModel {
   // per destination GPU.
   void draw_tokens(RngStream& rng, LayerState& layer, int32_t domain_idx, int32_t n,
                    std::span<const int32_t> gpu_of_expert, std::span<int32_t> row);
+  // Destination shares into gpu_shares_scratch_: num_rows (1 for the domain mix, or one per
+  // domain) x num_dst_gpus.
+  void fill_gpu_shares(const LayerState& layer, std::span<const int32_t> gpu_of_expert,
+                       int32_t num_dst_gpus, int32_t num_rows);
+  // Totals of the margins pass (one multinomial per row of `shares`, capped per column or not)
+  // into `totals` (one per column), as margins_pass draws them before its systematic split.
+  void draw_totals(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
+                   std::span<const double> shares, bool cap_per_column,
+                   std::vector<int64_t>& totals);
   // Splits the tokens of source s by domain into domain_tokens_.
   void split_domains(RngStream& rng, const RoutingQuery& query, int32_t src_idx);
 

@@ -185,6 +185,8 @@ SchedulerSpec parse_scheduler(TomlTable& t) {
 
 }  // namespace
 
+const char* sim_tier_name(SimTier tier) { return tier == SimTier::kFast ? "fast" : "exact"; }
+
 const char* router_policy_name(RouterPolicy p) {
   switch (p) {
     case RouterPolicy::kRoundRobin:
@@ -280,6 +282,13 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   if (auto t = root.find_table("run")) {
     s.run.seed = static_cast<uint64_t>(t->get_int_in_or("seed", 0, INT64_MAX, 1));
     s.run.duration_s = t->get_double_in_or("duration_s", 1e-6, 1e7, s.run.duration_s);
+    const std::string tier = t->get_enum_or("tier", {"exact", "fast"}, "exact");
+    s.run.tier = tier == "fast" ? SimTier::kFast : SimTier::kExact;
+    if (s.run.tier == SimTier::kFast && s.network_model != "bottleneck" &&
+        s.network_model != "bottleneck_factored") {
+      t->fail("tier", "\"fast\" times collectives with the link-load bound; network.model = \"" +
+                          s.network_model + "\" needs tier = \"exact\"");
+    }
     t->finish();
   }
   if (auto t = root.find_table("outputs")) {

@@ -60,6 +60,13 @@ void ClusterSim::build_replicas() {
     Replica r;
     r.idx = ri;
     r.parts = builder_.build(ri, sim_.root_seed());
+    if (opt_.tier_check_every > 0 && r.placements()) {
+      // Synthetic routing depends on (seed, layer, step, tokens) only: the shadow shares it.
+      r.shadow.network = builder_.make_network();
+      r.shadow.step_model = builder_.make_step_model(card_, r.gpus(), r.placements(),
+                                                     r.shadow.network.get(), r.parts.routing.get());
+      r.shadow.step_model->set_fast_tier(sc_.run.tier != SimTier::kFast);
+    }
     // Every replica holds the same slots per GPU (a static layout, or EPLB filling every GPU's
     // slots evenly in every layer): the first replica's layout is every replica's.
     if (ri == 0) {
@@ -147,6 +154,9 @@ RunOutput ClusterSim::run() {
   out.steps = std::move(recorder_.steps());
   out.expert_gpus = recorder_.initial_expert_gpus();
   out.placement_changes = std::move(recorder_.placement_changes());
+  out.tier_checked = opt_.tier_check_every > 0;
+  out.tier_samples = std::move(tier_samples_);
+  out.tier_samples_skipped = tier_samples_skipped_;
   return out;
 }
 

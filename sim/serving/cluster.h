@@ -17,6 +17,7 @@
 #include "sim/metrics/run_recorder.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/serving_policy.h"
+#include "sim/serving/tier_check.h"
 
 namespace moesim::sim {
 
@@ -40,6 +41,11 @@ struct RunOutput {
   std::vector<PlacementChange> placement_changes;
   bool conservation_ok = false;
   std::string conservation_message;
+  // RunOptions::tier_check_every > 0: the sampled steps timed on both tiers (tier_check.h), and
+  // the sampled steps skipped (a background transfer in flight).
+  bool tier_checked = false;
+  std::vector<TierSample> tier_samples;
+  int64_t tier_samples_skipped = 0;
 };
 
 // Simulates `scenario` with its seed (or `seed_override` when >= 0) and the given policies

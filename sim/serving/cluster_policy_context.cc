@@ -131,6 +131,11 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   r.parts.step_model->set_background(&r.transfers,
                                      sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
   r.parts.step_model->set_report_expert_loads(any_wants_loads_);
+  if (r.shadow.step_model) {
+    r.shadow.step_model =
+        builder_.make_step_model(card, r.gpus(), r.placements(), r.shadow.network.get(), routing);
+    r.shadow.step_model->set_fast_tier(sc_.run.tier != SimTier::kFast);
+  }
   for (GpuId g : r.gpus()) {
     GpuRecord& rec = recorder_.gpu(g.value);
     rec.weight_bytes = layout.weight_bytes();

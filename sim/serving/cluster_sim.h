@@ -36,6 +36,9 @@ namespace moesim::sim::detail {
 struct Replica {
   int32_t idx = 0;
   ReplicaParts parts;  // GPUs, placement, routing, network, step model
+  // RunOptions::tier_check_every > 0: network and step model of the other tier over the same
+  // GPUs, placements and routing model (no placements or routing of its own).
+  ReplicaParts shadow;
   std::unique_ptr<ReplicaScheduler> scheduler;
   std::vector<BackgroundTransfer> transfers;
   std::map<int64_t, ServingPolicy*> transfer_owner;
@@ -118,6 +121,8 @@ class ClusterSim final : public PolicyContext {
   void sync_record(int32_t sid);
   // cluster_steps.cc
   void try_start_step(Replica& r);
+  // RunOptions::tier_check_every: times the step on the shadow's tier and records both.
+  void check_tiers(Replica& r, const ScheduledBatch& batch, const StepResult& res);
   void record_step(Replica& r, StepRecord rec, SimTime duration_ns);
   void on_step_done(const Event& e);
   void transfer_kv(Replica& r, int32_t sid);
@@ -145,6 +150,8 @@ class ClusterSim final : public PolicyContext {
   TrafficMatrix transfer_traffic_;
   CollectiveResult transfer_result_;
   std::vector<Replica> replicas_;
+  std::vector<TierSample> tier_samples_;
+  int64_t tier_samples_skipped_ = 0;
   std::unique_ptr<WorkloadGenerator> workload_;
   std::map<int64_t, Request> pending_;  // arrivals scheduled but not yet happened
   int64_t next_pending_key_ = 0;

@@ -34,12 +34,33 @@ void ClusterSim::try_start_step(Replica& r) {
     obs = &tracer;
   }
   const StepResult& res = r.parts.step_model->run(r.step_idx, batch.ranks, obs);
+  if (r.shadow.step_model && r.step_idx % opt_.tier_check_every == 0) check_tiers(r, batch, res);
   r.busy = true;
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
   recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res});
   if (record) record_step(r, std::move(rec), res.duration_ns);
   sim_.schedule_after(res.duration_ns, k_step_done_, r.idx, r.step_idx);
   r.step_idx++;
+}
+
+void ClusterSim::check_tiers(Replica& r, const ScheduledBatch& batch, const StepResult& res) {
+  for (const BackgroundTransfer& t : r.transfers) {
+    if (t.remaining_total() > 0) {
+      tier_samples_skipped_++;
+      return;
+    }
+  }
+  const StepResult& other = r.shadow.step_model->run(r.step_idx, batch.ranks, nullptr);
+  const bool main_fast = r.parts.step_model->fast_tier();
+  const StepResult& fast = main_fast ? res : other;
+  TierSample s;
+  s.replica = r.idx;
+  s.step = r.step_idx;
+  s.exact_ns = main_fast ? other.duration_ns : res.duration_ns;
+  s.fast_ns = fast.duration_ns;
+  s.fast_layers = fast.num_fast_layers;
+  s.exact_layers = fast.num_exact_layers;
+  tier_samples_.push_back(s);
 }
 
 void ClusterSim::record_step(Replica& r, StepRecord rec, SimTime duration_ns) {

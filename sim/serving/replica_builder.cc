@@ -147,8 +147,10 @@ std::unique_ptr<StepModel> ReplicaBuilder::make_step_model(const ModelCard& card
                                                            const LayerPlacements* placements,
                                                            NetworkModel* network,
                                                            RoutingModel* routing) const {
-  return std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus), placements,
-                                     *cost_, network, routing);
+  auto model = std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus),
+                                           placements, *cost_, network, routing);
+  if (sc_.run.tier == SimTier::kFast) model->set_fast_tier(true);
+  return model;
 }
 
 ReplicaParts ReplicaBuilder::build(int32_t replica_idx, uint64_t root_seed) const {

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "sim/cost/seq_slice.h"
 #include "sim/metrics/step_totals.h"
 #include "sim/model/model_card.h"
+#include "sim/network/fast_all_to_all.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_plan.h"
 #include "sim/placement/expert_placement.h"
@@ -97,6 +99,18 @@ class StepModel {
   // Whether run() fills StepResult::expert_loads (off by default: a pass over experts per layer).
   void set_report_expert_loads(bool on) { report_loads_ = on; }
 
+  // The fast tier (docs/fast_tier.md): MoE layers drawn as per-destination totals and timed by
+  // FastAllToAll instead of the (source, destination) matrix and the network model; replicated
+  // experts by the token-to-replica rule on per-expert totals (ReplicaDispatcher::
+  // dispatch_totals). A layer stays on the exact tier where the fast one does not apply: a
+  // background transfer in flight, a routing model without totals (a replay, pruned routing),
+  // participants FastAllToAll refuses. StepObserver::on_routing is not called for fast layers (no
+  // matrix is drawn).
+  void set_fast_tier(bool on);
+  bool fast_tier() const { return fast_tier_; }
+  // Why the fast tier can never apply to this replica's collectives ("" when it can).
+  std::string fast_tier_refusal() const;
+
   int32_t num_gpus() const { return static_cast<int32_t>(gpus_.size()); }
   // Attention ranks (GPUs / attention_tp).
   int32_t num_ranks() const { return num_gpus() / tp_; }
@@ -128,6 +142,13 @@ class StepModel {
   void route(int64_t step_idx, int32_t moe_layer_idx);
   // Fills one MoE layer's row of result_.expert_loads (set_report_expert_loads).
   void record_expert_loads(int64_t step_idx, int32_t moe_layer_idx);
+  // The fast tier's routing and collectives of one MoE layer (dispatch_s / combine_s and their
+  // bytes); false (nothing changed) where the layer needs the exact tier.
+  bool run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, int64_t top_k,
+                            double& dispatch_s, double& combine_s, double& dispatch_bytes,
+                            double& combine_bytes);
+  // Refreshes experts_per_gpu_ / log1p_inv_experts_ from a layer's placement.
+  void refresh_slots(const ExpertPlacement& placement);
   // Unique tokens per (source, destination) into token_counts_; dst_selections_.
   void count_unique_tokens(int64_t top_k);
   // Background transfer chunks added to the dispatch traffic (traffic_).
@@ -184,6 +205,12 @@ class StepModel {
   TrafficMatrix traffic_;
   CollectiveResult collective_;
   std::vector<int64_t> dst_selections_;
+  // Fast tier.
+  bool fast_tier_ = false;
+  std::unique_ptr<FastAllToAll> fast_;
+  std::vector<double> fast_tokens_, fast_reach_, fast_remote_reach_;
+  std::vector<int64_t> expert_totals_, node_tokens_, local_selections_, group_tokens_;
+  std::vector<int32_t> group_node_;
 };
 
 }  // namespace moesim::sim

@@ -35,26 +35,38 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver*
   const int32_t moe_idx = layers_[layer_idx].moe_idx;
   const MoeSpec& m = card_.layers[layer_idx].ffn.moe;
   run_router(layer_idx, m, observer);
-  route(step_idx, moe_idx);
-  if (report_loads_) record_expert_loads(step_idx, moe_idx);
-  record_slot_balance(step_idx, moe_idx);
-  count_unique_tokens(m.top_k);
-  // Dispatch: barrier, then the collective. One pass over the counts for both collectives (the
-  // unique (token, node) estimates of hierarchical traffic included).
-  plan_.build(topology_, token_counts_, deployment_.dispatch);
-  plan_.dispatch_traffic(dispatch_row_bytes_, traffic_);
-  if (background_) add_background_traffic();
-  network_->run(traffic_, collective_);
-  const double dispatch_s = to_seconds(collective_.duration_ns);
-  const double dispatch_bytes = traffic_.total_bytes();
-  price_experts(m);
-  plan_.combine_traffic(combine_row_bytes_, traffic_);
-  const double combine_bytes = traffic_.total_bytes();
-  network_->run(traffic_, collective_);
-  const double combine_s = to_seconds(collective_.duration_ns);
+  double dispatch_s = 0, combine_s = 0, dispatch_bytes = 0, combine_bytes = 0;
+  if (fast_tier_ && run_fast_collectives(step_idx, moe_idx, m.top_k, dispatch_s, combine_s,
+                                         dispatch_bytes, combine_bytes)) {
+    if (report_loads_) record_expert_loads(step_idx, moe_idx);
+    record_slot_balance(step_idx, moe_idx);
+    price_experts(m);
+    result_.num_fast_layers++;
+  } else {
+    route(step_idx, moe_idx);
+    if (report_loads_) record_expert_loads(step_idx, moe_idx);
+    record_slot_balance(step_idx, moe_idx);
+    count_unique_tokens(m.top_k);
+    // Dispatch: barrier, then the collective. One pass over the counts for both collectives (the
+    // unique (token, node) estimates of hierarchical traffic included).
+    plan_.build(topology_, token_counts_, deployment_.dispatch);
+    plan_.dispatch_traffic(dispatch_row_bytes_, traffic_);
+    if (background_) add_background_traffic();
+    network_->run(traffic_, collective_);
+    dispatch_s = to_seconds(collective_.duration_ns);
+    dispatch_bytes = traffic_.total_bytes();
+    price_experts(m);
+    plan_.combine_traffic(combine_row_bytes_, traffic_);
+    combine_bytes = traffic_.total_bytes();
+    network_->run(traffic_, collective_);
+    combine_s = to_seconds(collective_.duration_ns);
+    if (observer) {
+      observer->on_routing(layer_idx, moe_idx, src_dst_, dispatch_bytes, combine_bytes);
+    }
+    result_.num_exact_layers += fast_tier_ ? 1 : 0;
+  }
   result_.dispatch_bytes += dispatch_bytes;
   result_.combine_bytes += combine_bytes;
-  if (observer) observer->on_routing(layer_idx, moe_idx, src_dst_, dispatch_bytes, combine_bytes);
 
   if (!deployment_.microbatch_overlap) {
     advance_with_barriers(layer_idx, dispatch_s, combine_s, observer);
@@ -102,12 +114,108 @@ void StepModel::route(int64_t step_idx, int32_t moe_layer_idx) {
   } else {
     routing_->route_to_gpus(q, placement.primary_gpu_of_expert(), n, src_dst_);
   }
-  for (int32_t g = 0; g < n; ++g) {
+  refresh_slots(placement);
+}
+
+void StepModel::refresh_slots(const ExpertPlacement& placement) {
+  for (int32_t g = 0; g < num_gpus(); ++g) {
     const int32_t slots = placement.num_slots(g);
     if (slots == experts_per_gpu_[g]) continue;
     experts_per_gpu_[g] = slots;
     log1p_inv_experts_[g] = std::log1p(-1.0 / static_cast<double>(slots));
   }
+}
+
+void StepModel::set_fast_tier(bool on) {
+  fast_tier_ = on;
+  if (on && moe_ && !fast_) {
+    fast_ = std::make_unique<FastAllToAll>(topology_, gpus_, deployment_.dispatch);
+  }
+}
+
+std::string StepModel::fast_tier_refusal() const {
+  if (!moe_) return "";
+  if (fast_) return fast_->why_not();
+  return FastAllToAll(topology_, gpus_, deployment_.dispatch).why_not();
+}
+
+bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, int64_t top_k,
+                                     double& dispatch_s, double& combine_s, double& dispatch_bytes,
+                                     double& combine_bytes) {
+  const ExpertPlacement& placement = placements_->layer(moe_layer_idx);
+  if (!fast_ || !fast_->valid()) return false;
+  if (background_) {
+    for (const BackgroundTransfer& t : *background_) {
+      if (t.remaining_total() > 0) return false;
+    }
+  }
+  RoutingQuery q;
+  q.step_idx = step_idx;
+  q.moe_layer_idx = moe_layer_idx;
+  q.tokens_per_src = src_tokens_;
+  const int32_t n = num_gpus();
+  if (placement.has_replicas()) {
+    // Per-expert totals, then the token-to-replica rule on them (ReplicaDispatcher).
+    if (routing_->reports_destinations() || !routing_->route_expert_totals(q, expert_totals_)) {
+      return false;
+    }
+    // Source groups: one per node from 8 nodes on, else one per source (the greedy rule's
+    // order matters most with few sources).
+    const int32_t num_nodes = placement.node_of(n - 1) + 1;
+    node_tokens_.assign(num_nodes, 0);
+    for (int32_t g = 0; g < n; ++g) node_tokens_[placement.node_of(g)] += gpu_tokens_[g];
+    group_tokens_.clear();
+    group_node_.clear();
+    for (int32_t g = 0; g < n; ++g) {
+      if (num_nodes >= 8) {
+        if (g > 0 && placement.node_of(g) == placement.node_of(g - 1)) continue;
+        group_tokens_.push_back(node_tokens_[placement.node_of(g)]);
+      } else {
+        group_tokens_.push_back(gpu_tokens_[g]);
+      }
+      group_node_.push_back(placement.node_of(g));
+    }
+    dispatcher_.dispatch_totals(placement, expert_totals_, group_tokens_, group_node_,
+                                dst_selections_, local_selections_);
+  } else if (!routing_->route_totals_to_gpus(q, placement.primary_gpu_of_expert(), n,
+                                             dst_selections_)) {
+    return false;
+  }
+  refresh_slots(placement);
+  // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the
+  // destination's share of the layer's selections.
+  int64_t tokens = 0;
+  for (int32_t g = 0; g < n; ++g) tokens += gpu_tokens_[g];
+  fast_tokens_.resize(n);
+  fast_reach_.resize(n);
+  auto reach = [&](double sel, double src_tokens) {
+    const double selections = src_tokens * static_cast<double>(top_k);
+    const double share = selections > 0 ? sel / selections : 0;
+    return 1.0 - ipow(1.0 - std::min(share, 1.0), top_k);
+  };
+  for (int32_t g = 0; g < n; ++g) {
+    fast_tokens_[g] = static_cast<double>(gpu_tokens_[g]);
+    fast_reach_[g] = reach(static_cast<double>(dst_selections_[g]), static_cast<double>(tokens));
+  }
+  if (placement.has_replicas()) {
+    // Replicas serve their own node's sources first: reach from the node and from the rest.
+    fast_remote_reach_.resize(n);
+    for (int32_t g = 0; g < n; ++g) {
+      const auto node_tokens = static_cast<double>(node_tokens_[placement.node_of(g)]);
+      const auto local = static_cast<double>(local_selections_[g]);
+      fast_reach_[g] = reach(local, node_tokens);
+      fast_remote_reach_[g] = reach(static_cast<double>(dst_selections_[g]) - local,
+                                    static_cast<double>(tokens) - node_tokens);
+    }
+    fast_->load(fast_tokens_, fast_reach_, fast_remote_reach_);
+  } else {
+    fast_->load(fast_tokens_, fast_reach_);
+  }
+  dispatch_s = to_seconds(from_seconds(fast_->dispatch_seconds(dispatch_row_bytes_)));
+  combine_s = to_seconds(from_seconds(fast_->combine_seconds(combine_row_bytes_)));
+  dispatch_bytes = fast_->total_tokens() * dispatch_row_bytes_;
+  combine_bytes = fast_->total_tokens() * combine_row_bytes_;
+  return true;
 }
 
 void StepModel::count_unique_tokens(int64_t k) {

@@ -1,6 +1,7 @@
-// Every shipped scenario (scenarios/**/*.toml) has a golden event digest in
-// tests/golden/digests.txt, checked here: determinism is tested, not promised. A scenario
-// without an entry fails the test, so new scenarios must add theirs.
+// Every shipped scenario (scenarios/**/*.toml) has golden event digests in
+// tests/golden/digests.txt, one per tier (run.tier "exact" and "fast"), checked here:
+// determinism is tested, not promised. A scenario without an entry fails the test, so new
+// scenarios must add theirs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,7 +19,8 @@ namespace {
 struct Golden {
   double duration_s = 0;
   int64_t seed = 0;
-  std::string digest;
+  std::string digest;       // run.tier = "exact"
+  std::string fast_digest;  // run.tier = "fast"
 };
 
 std::map<std::string, Golden> read_goldens() {
@@ -30,7 +32,7 @@ std::map<std::string, Golden> read_goldens() {
     std::istringstream ss(line);
     std::string path;
     Golden g;
-    ss >> path >> g.duration_s >> g.seed >> g.digest;
+    ss >> path >> g.duration_s >> g.seed >> g.digest >> g.fast_digest;
     out[path] = g;
   }
   return out;
@@ -62,6 +64,22 @@ TEST_P(GoldenDigest, MatchesAndRepeats) {
   EXPECT_EQ(a.digest_hex, it->second.digest) << rel;
   RunOutput b = run_scenario(sc, RunOptions{}, it->second.seed, make_policies(sc));
   EXPECT_EQ(a.digest_hex, b.digest_hex) << rel << ": two runs differ";
+}
+
+TEST_P(GoldenDigest, FastTierMatchesAndRepeats) {
+  const std::string& rel = GetParam();
+  auto goldens = read_goldens();
+  auto it = goldens.find(rel);
+  ASSERT_NE(it, goldens.end()) << rel << " has no golden digest in tests/golden/digests.txt";
+  ASSERT_FALSE(it->second.fast_digest.empty()) << rel << " has no fast-tier digest";
+  Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) + "/" + rel);
+  sc.run.duration_s = it->second.duration_s;
+  sc.run.tier = SimTier::kFast;
+  RunOutput a = run_scenario(sc, RunOptions{}, it->second.seed, make_policies(sc));
+  EXPECT_TRUE(a.conservation_ok) << a.conservation_message;
+  EXPECT_EQ(a.digest_hex, it->second.fast_digest) << rel;
+  RunOutput b = run_scenario(sc, RunOptions{}, it->second.seed, make_policies(sc));
+  EXPECT_EQ(a.digest_hex, b.digest_hex) << rel << ": two fast-tier runs differ";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, GoldenDigest, ::testing::ValuesIn(shipped_scenarios()),

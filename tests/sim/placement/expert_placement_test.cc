@@ -138,5 +138,47 @@ TEST(ReplicaDispatcher, MatchesPerSelectionGreedyAndConservesSelections) {
   }
 }
 
+// The fast tier's dispatch of layer totals with one group per source is dispatch() on the
+// selections the groups' floor rule gives each source: the same destinations, slot loads, and
+// the part of each destination's selections from its own node.
+TEST(ReplicaDispatcher, TotalsWithOneGroupPerSourceAreTheDispatchOfTheirSplit) {
+  ExpertPlacement p = eight();
+  p.add_replica(0, 1);
+  p.add_replica(0, 5);
+  p.add_replica(3, 6);
+  p.add_replica(6, 2);
+  const std::vector<int64_t> totals = {40, 3, 0, 25, 7, 11, 30, 1};
+  const std::vector<int64_t> tokens = {5, 0, 9, 3, 12, 1, 4, 6};
+  std::vector<int32_t> nodes;
+  for (int32_t s = 0; s < 8; ++s) nodes.push_back(p.node_of(s));
+  int64_t all = 0;
+  for (int64_t t : tokens) all += t;
+  CountMatrix se(8, 8), sd;
+  int64_t cum = 0;
+  for (int32_t s = 0; s < 8; ++s) {
+    for (int32_t e = 0; e < 8; ++e) {
+      se.at(s, e) =
+          static_cast<int32_t>(totals[e] * (cum + tokens[s]) / all - totals[e] * cum / all);
+    }
+    cum += tokens[s];
+  }
+  ReplicaDispatcher exact, fast;
+  exact.dispatch(p, se, sd);
+  std::vector<int64_t> dst, local;
+  fast.dispatch_totals(p, totals, tokens, nodes, dst, local);
+  std::vector<int64_t> want(8);
+  sd.col_sums(want);
+  EXPECT_EQ(dst, want);
+  EXPECT_EQ(std::vector<int64_t>(fast.slot_loads().begin(), fast.slot_loads().end()),
+            std::vector<int64_t>(exact.slot_loads().begin(), exact.slot_loads().end()));
+  for (int32_t d = 0; d < 8; ++d) {
+    int64_t from_node = 0;
+    for (int32_t s = 0; s < 8; ++s) {
+      if (p.node_of(s) == p.node_of(d)) from_node += sd.at(s, d);
+    }
+    EXPECT_EQ(local[d], from_node) << "GPU " << d;
+  }
+}
+
 }  // namespace
 }  // namespace moesim::sim

@@ -202,3 +202,72 @@ TEST(SyntheticRouting, StageProfileSharpensDeepLayers) {
 
 }  // namespace
 }  // namespace moesim::sim
+
+namespace moesim::sim {
+namespace {
+
+// The fast tier's per-destination totals (route_totals_to_gpus) are the totals route_to_gpus()
+// draws under margins sampling before splitting them over sources (the same draws from the same
+// stream, also with a domain split): its column sums differ from them only by the systematic
+// rounding, less than one selection per source and destination, and have the same sum.
+TEST(SyntheticRouting, DestinationTotalsAreTheColumnSumsUpToRoundingUnderMargins) {
+  for (const bool split : {false, true}) {
+    RoutingSpec spec = zipf_spec(1.3, SamplingMode::kMargins);
+    if (split) spec.domains = {{"code", 1.0}, {"math", 2.0}};
+    SyntheticRoutingModel model(kShape, spec, 21);
+    std::vector<int32_t> gpu_of_expert(kShape.num_experts);
+    for (int32_t e = 0; e < kShape.num_experts; ++e) gpu_of_expert[e] = (e * 5) % 16;
+    const std::vector<int32_t> tokens = {30, 0, 7, 120, 64, 1, 0, 33, 9, 10, 11, 12, 3, 4, 5, 6};
+    std::vector<int32_t> domains;
+    for (int32_t n : tokens) {
+      domains.push_back(n / 3);
+      domains.push_back(n - n / 3);
+    }
+    for (int64_t step : {0, 5, 17}) {
+      RoutingQuery q{step, 2, tokens,
+                     split ? std::span<const int32_t>(domains) : std::span<const int32_t>()};
+      CountMatrix m;
+      model.route_to_gpus(q, gpu_of_expert, 16, m);
+      std::vector<int64_t> want(16);
+      m.col_sums(want);
+      std::vector<int64_t> got;
+      ASSERT_TRUE(model.route_totals_to_gpus(q, gpu_of_expert, 16, got));
+      int64_t sum_got = 0, sum_want = 0, largest = 0;
+      for (int32_t g = 0; g < 16; ++g) {
+        sum_got += got[g];
+        sum_want += want[g];
+        largest = std::max<int64_t>(largest, std::abs(got[g] - want[g]));
+      }
+      EXPECT_EQ(sum_got, sum_want);
+      // 14 sources with tokens, two rows when split.
+      EXPECT_LE(largest, split ? 28 : 14) << "step " << step << (split ? " (split)" : "");
+      EXPECT_GT(largest, -1);
+    }
+  }
+}
+
+// Under counts sampling the totals have the same distribution: the mean of each destination's
+// total over many steps matches.
+TEST(SyntheticRouting, DestinationTotalsHaveTheColumnSumsMeanUnderCounts) {
+  SyntheticRoutingModel model(kShape, zipf_spec(1.0, SamplingMode::kCounts), 3);
+  std::vector<int32_t> gpu_of_expert(kShape.num_experts);
+  for (int32_t e = 0; e < kShape.num_experts; ++e) gpu_of_expert[e] = e % 8;
+  const std::vector<int32_t> tokens = {50, 50, 20, 80};
+  std::vector<double> sum_matrix(8, 0.0), sum_totals(8, 0.0);
+  for (int64_t step = 0; step < 400; ++step) {
+    RoutingQuery q{step, 0, tokens, {}};
+    CountMatrix m;
+    model.route_to_gpus(q, gpu_of_expert, 8, m);
+    std::vector<int64_t> cols(8), totals;
+    m.col_sums(cols);
+    ASSERT_TRUE(model.route_totals_to_gpus(q, gpu_of_expert, 8, totals));
+    for (int g = 0; g < 8; ++g) {
+      sum_matrix[g] += static_cast<double>(cols[g]);
+      sum_totals[g] += static_cast<double>(totals[g]);
+    }
+  }
+  for (int g = 0; g < 8; ++g) EXPECT_NEAR(sum_totals[g] / sum_matrix[g], 1.0, 0.02) << g;
+}
+
+}  // namespace
+}  // namespace moesim::sim

@@ -1,0 +1,322 @@
+#include "sim/network/fast_all_to_all.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "sim/core/check.h"
+
+namespace moesim::sim {
+namespace {
+
+// Dense index of `key` in `index`, adding it when new.
+template <typename Key>
+int32_t dense(std::map<Key, int32_t>& index, Key key) {
+  auto [it, added] = index.try_emplace(key, static_cast<int32_t>(index.size()));
+  return it->second;
+}
+
+}  // namespace
+
+FastAllToAll::FastAllToAll(const Topology& topology, std::vector<GpuId> participants,
+                           DispatchAlgorithm algorithm)
+    : topology_(topology), participants_(std::move(participants)), algorithm_(algorithm) {
+  const auto& links = topology.links();
+  inv_cap_.resize(links.size());
+  for (size_t l = 0; l < links.size(); ++l) inv_cap_[l] = 1.0 / links[l].capacity_bytes_per_s;
+  for (size_t i = 1; i < participants_.size(); ++i) {
+    if (participants_[i].value <= participants_[i - 1].value) {
+      why_not_ = "the participants are not increasing GPU ids";
+      return;
+    }
+  }
+  check_routes();
+  if (!valid()) return;
+  group_participants();
+}
+
+void FastAllToAll::check_routes() {
+  // The route shapes of factored_bottleneck_model.h, one latency per shape.
+  const auto p = static_cast<int32_t>(participants_.size());
+  const auto& links = topology_.links();
+  nvlink_up_.assign(p, -1);
+  nvlink_down_.assign(p, -1);
+  nic_up_.assign(p, -1);
+  nic_down_.assign(p, -1);
+  auto same = [](int32_t& slot, int32_t link) {
+    if (slot < 0) slot = link;
+    return slot == link;
+  };
+  SimTime latency_ns[3] = {-1, -1, -1};  // NVLink, same leaf, through a spine
+  auto same_latency = [&](int shape, SimTime ns) {
+    if (latency_ns[shape] < 0) latency_ns[shape] = ns;
+    return latency_ns[shape] == ns;
+  };
+  auto is = [&](int32_t link, LinkClass c) { return links[link].link_class == c; };
+  for (int32_t i = 0; i < p && valid(); ++i) {
+    const GpuId s = participants_[i];
+    for (int32_t j = 0; j < p; ++j) {
+      if (i == j) continue;
+      const GpuId d = participants_[j];
+      const std::span<const int32_t> route = topology_.route(s, d);
+      const SimTime lat_ns = topology_.route_latency_ns(s, d);
+      if (topology_.same_nvlink_domain(s, d)) {
+        if (route.size() != 2 || !is(route[0], LinkClass::kNvlink) ||
+            !is(route[1], LinkClass::kNvlink) || !same(nvlink_up_[i], route[0]) ||
+            !same(nvlink_down_[j], route[1]) || !same_latency(0, lat_ns)) {
+          why_not_ = "a route within an NVLink domain is not GPU -> NVSwitch -> GPU";
+          return;
+        }
+        continue;
+      }
+      const int32_t from_leaf = topology_.leaf_vertex_of(s);
+      const int32_t to_leaf = topology_.leaf_vertex_of(d);
+      if (from_leaf < 0 || to_leaf < 0 || route.size() < 2 || !is(route.front(), LinkClass::kNic) ||
+          !is(route.back(), LinkClass::kNic) || !same(nic_up_[i], route.front()) ||
+          !same(nic_down_[j], route.back())) {
+        why_not_ = "a route between NVLink domains does not start and end at the GPUs' NICs";
+        return;
+      }
+      if (from_leaf == to_leaf) {
+        if (route.size() != 2 || !same_latency(1, lat_ns)) {
+          why_not_ = "a route under one leaf is not NIC -> leaf -> NIC with one latency";
+          return;
+        }
+        continue;
+      }
+      if (route.size() != 4 || !is(route[1], LinkClass::kLeafSpine) ||
+          !is(route[2], LinkClass::kLeafSpine) || links[route[1]].from_vertex != from_leaf ||
+          links[route[2]].to_vertex != to_leaf || !same_latency(2, lat_ns)) {
+        why_not_ = "a route between leaves is not NIC -> leaf -> spine -> leaf -> NIC";
+        return;
+      }
+    }
+  }
+  nvlink_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[0], 0));
+  leaf_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[1], 0));
+  spine_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[2], 0));
+  if (algorithm_ == DispatchAlgorithm::kHierarchical) {
+    const int32_t gpn = topology_.gpus_per_node();
+    bool whole = p > 0 && p % gpn == 0 && participants_[0].value % gpn == 0 &&
+                 participants_.back().value == participants_[0].value + p - 1;
+    if (!whole) {
+      why_not_ = "hierarchical dispatch over participants that are not whole consecutive nodes";
+      return;
+    }
+    for (int32_t i = 0; i + 1 < p; ++i) {
+      const bool same_node =
+          topology_.node_of(participants_[i]) == topology_.node_of(participants_[i + 1]);
+      if (same_node != topology_.same_nvlink_domain(participants_[i], participants_[i + 1])) {
+        why_not_ = "hierarchical dispatch where an NVLink domain spans several nodes";
+        return;
+      }
+    }
+  }
+}
+
+void FastAllToAll::group_participants() {
+  const auto p = static_cast<int32_t>(participants_.size());
+  const auto& links = topology_.links();
+  std::map<int32_t, int32_t> doms, leaves, rails;
+  std::map<std::pair<int32_t, int32_t>, int32_t> leaf_doms, leaf_rails;
+  dom_.resize(p);
+  leaf_.resize(p);
+  leaf_dom_.resize(p);
+  rail_.resize(p);
+  leaf_rail_.resize(p);
+  for (int32_t i = 0; i < p; ++i) {
+    const GpuId g = participants_[i];
+    const int32_t leaf_vertex = topology_.leaf_vertex_of(g);
+    dom_[i] = dense(doms, topology_.nvlink_domain_of(g));
+    leaf_[i] = dense(leaves, leaf_vertex);
+    leaf_dom_[i] = dense(leaf_doms, std::pair{leaf_vertex, topology_.nvlink_domain_of(g)});
+    rail_[i] = dense(rails, topology_.rail_of(g));
+    leaf_rail_[i] = dense(leaf_rails, std::pair{leaf_vertex, topology_.rail_of(g)});
+  }
+  num_doms_ = static_cast<int32_t>(doms.size());
+  num_leaves_ = static_cast<int32_t>(leaves.size());
+  num_leaf_doms_ = static_cast<int32_t>(leaf_doms.size());
+  num_rails_ = static_cast<int32_t>(rails.size());
+  num_leaf_rails_ = static_cast<int32_t>(leaf_rails.size());
+  // Spine links of each participating leaf: their count and the slowest one's inverse capacity
+  // (an even spread drains last on it).
+  leaf_up_inv_cap_.assign(num_leaves_, 0.0);
+  leaf_down_inv_cap_.assign(num_leaves_, 0.0);
+  leaf_up_links_.assign(num_leaves_, 0);
+  leaf_down_links_.assign(num_leaves_, 0);
+  for (size_t l = 0; l < links.size(); ++l) {
+    if (links[l].link_class != LinkClass::kLeafSpine) continue;
+    if (auto it = leaves.find(links[l].from_vertex); it != leaves.end()) {
+      leaf_up_inv_cap_[it->second] = std::max(leaf_up_inv_cap_[it->second], inv_cap_[l]);
+      leaf_up_links_[it->second]++;
+    }
+    if (auto it = leaves.find(links[l].to_vertex); it != leaves.end()) {
+      leaf_down_inv_cap_[it->second] = std::max(leaf_down_inv_cap_[it->second], inv_cap_[l]);
+      leaf_down_links_[it->second]++;
+    }
+  }
+  for (auto* v : {&nv_out_, &nv_in_, &net_out_, &net_in_, &spine_out_, &spine_in_}) v->resize(p);
+}
+
+void FastAllToAll::load(std::span<const double> tokens, std::span<const double> reach) {
+  load(tokens, reach, reach);
+}
+
+void FastAllToAll::load(std::span<const double> tokens, std::span<const double> local_reach,
+                        std::span<const double> remote_reach) {
+  MOESIM_CHECK(valid(), "FastAllToAll::load on participants it does not apply to");
+  const size_t np = participants_.size();
+  MOESIM_CHECK(tokens.size() == np && local_reach.size() == np && remote_reach.size() == np,
+               "one token count and one reach of each kind per participant");
+  if (algorithm_ == DispatchAlgorithm::kDirect) {
+    load_direct(tokens, local_reach, remote_reach);
+  } else {
+    load_hierarchical(tokens, local_reach, remote_reach);
+  }
+  const auto p = static_cast<int32_t>(np);
+  leaf_up_tokens_.assign(num_leaves_, 0.0);
+  leaf_down_tokens_.assign(num_leaves_, 0.0);
+  double total = 0;
+  for (int32_t i = 0; i < p; ++i) {
+    // A difference of sums may leave a rounding residue where no flow crosses a spine.
+    if (spine_out_[i] <= 1e-9 * net_out_[i]) spine_out_[i] = 0;
+    if (spine_in_[i] <= 1e-9 * net_in_[i]) spine_in_[i] = 0;
+    leaf_up_tokens_[leaf_[i]] += spine_out_[i];
+    leaf_down_tokens_[leaf_[i]] += spine_in_[i];
+    total += nv_out_[i] + net_out_[i];
+  }
+  total_tokens_ = total;
+}
+
+void FastAllToAll::load_direct(std::span<const double> tokens, std::span<const double> local,
+                               std::span<const double> remote) {
+  const auto p = static_cast<int32_t>(participants_.size());
+  dom_local_.assign(num_doms_, 0.0);
+  dom_reach_.assign(num_doms_, 0.0);
+  dom_tokens_.assign(num_doms_, 0.0);
+  leaf_reach_.assign(num_leaves_, 0.0);
+  leaf_tokens_.assign(num_leaves_, 0.0);
+  leaf_dom_reach_.assign(num_leaf_doms_, 0.0);
+  leaf_dom_tokens_.assign(num_leaf_doms_, 0.0);
+  double all_reach = 0, all_tokens = 0;
+  for (int32_t i = 0; i < p; ++i) {
+    dom_local_[dom_[i]] += local[i];
+    dom_reach_[dom_[i]] += remote[i];
+    dom_tokens_[dom_[i]] += tokens[i];
+    leaf_reach_[leaf_[i]] += remote[i];
+    leaf_tokens_[leaf_[i]] += tokens[i];
+    leaf_dom_reach_[leaf_dom_[i]] += remote[i];
+    leaf_dom_tokens_[leaf_dom_[i]] += tokens[i];
+    all_reach += remote[i];
+    all_tokens += tokens[i];
+  }
+  for (int32_t i = 0; i < p; ++i) {
+    const double t = tokens[i], rl = local[i], rr = remote[i];
+    const int32_t dom = dom_[i];
+    nv_out_[i] = t * std::max(0.0, dom_local_[dom] - rl);
+    nv_in_[i] = rl * std::max(0.0, dom_tokens_[dom] - t);
+    net_out_[i] = t * std::max(0.0, all_reach - dom_reach_[dom]);
+    net_in_[i] = rr * std::max(0.0, all_tokens - dom_tokens_[dom]);
+    spine_out_[i] = t * std::max(0.0, all_reach - dom_reach_[dom] - leaf_reach_[leaf_[i]] +
+                                          leaf_dom_reach_[leaf_dom_[i]]);
+    spine_in_[i] = rr * std::max(0.0, all_tokens - dom_tokens_[dom] - leaf_tokens_[leaf_[i]] +
+                                          leaf_dom_tokens_[leaf_dom_[i]]);
+  }
+}
+
+void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<const double> local,
+                                     std::span<const double> remote) {
+  // Nodes are the NVLink domains (checked): dom_ indexes them.
+  const auto p = static_cast<int32_t>(participants_.size());
+  dom_local_.assign(num_doms_, 0.0);
+  dom_reach_.assign(num_doms_, 0.0);
+  dom_tokens_.assign(num_doms_, 0.0);
+  node_reach_.assign(num_doms_, 1.0);  // prod of (1 - remote reach), then g = 1 - prod
+  rail_tokens_.assign(num_rails_, 0.0);
+  leaf_rail_reach_.assign(num_leaf_rails_, 0.0);
+  leaf_rail_tokens_.assign(num_leaf_rails_, 0.0);
+  double all_tokens = 0;
+  for (int32_t i = 0; i < p; ++i) {
+    dom_local_[dom_[i]] += local[i];
+    dom_reach_[dom_[i]] += remote[i];
+    dom_tokens_[dom_[i]] += tokens[i];
+    node_reach_[dom_[i]] *= 1.0 - remote[i];
+    rail_tokens_[rail_[i]] += tokens[i];
+    leaf_rail_tokens_[leaf_rail_[i]] += tokens[i];
+    all_tokens += tokens[i];
+  }
+  double all_node_reach = 0;
+  for (double& g : node_reach_) {
+    g = 1.0 - g;
+    all_node_reach += g;
+  }
+  for (int32_t i = 0; i < p; ++i) leaf_rail_reach_[leaf_rail_[i]] += node_reach_[dom_[i]];
+  for (int32_t i = 0; i < p; ++i) {
+    const double t = tokens[i], rl = local[i], rr = remote[i], g = node_reach_[dom_[i]];
+    const int32_t dom = dom_[i];
+    const double rail = rail_tokens_[rail_[i]];
+    const double node_tokens = dom_tokens_[dom];
+    // Own tokens to the node's other GPUs, and those relayed for the same rail's other nodes.
+    nv_out_[i] = t * std::max(0.0, dom_local_[dom] - rl) +
+                 std::max(0.0, dom_reach_[dom] - rr) * std::max(0.0, rail - t);
+    // From the node's other GPUs' own tokens, and relayed by them for their rails.
+    nv_in_[i] = rl * std::max(0.0, node_tokens - t) +
+                rr * std::max(0.0, (all_tokens - rail) - (node_tokens - t));
+    net_out_[i] = t * std::max(0.0, all_node_reach - g);
+    net_in_[i] = g * std::max(0.0, rail - t);
+    spine_out_[i] = t * std::max(0.0, all_node_reach - leaf_rail_reach_[leaf_rail_[i]]);
+    spine_in_[i] = g * std::max(0.0, rail - leaf_rail_tokens_[leaf_rail_[i]]);
+  }
+}
+
+double FastAllToAll::seconds(double bytes_per_token, bool transposed) const {
+  const auto p = static_cast<int32_t>(participants_.size());
+  const double b = bytes_per_token;
+  const double spine_lat = std::max(spine_latency_s_, leaf_latency_s_);
+  double latest = 0;
+  for (int32_t i = 0; i < p; ++i) {
+    const double nv_out = transposed ? nv_in_[i] : nv_out_[i];
+    const double nv_in = transposed ? nv_out_[i] : nv_in_[i];
+    const double net_out = transposed ? net_in_[i] : net_out_[i];
+    const double net_in = transposed ? net_out_[i] : net_in_[i];
+    const bool spine_out = (transposed ? spine_in_[i] : spine_out_[i]) > 0;
+    const bool spine_in = (transposed ? spine_out_[i] : spine_in_[i]) > 0;
+    if (nv_out > 0)
+      latest = std::max(latest, nv_out * b * inv_cap_[nvlink_up_[i]] + nvlink_latency_s_);
+    if (nv_in > 0)
+      latest = std::max(latest, nv_in * b * inv_cap_[nvlink_down_[i]] + nvlink_latency_s_);
+    if (net_out > 0) {
+      latest = std::max(
+          latest, net_out * b * inv_cap_[nic_up_[i]] + (spine_out ? spine_lat : leaf_latency_s_));
+    }
+    if (net_in > 0) {
+      latest = std::max(
+          latest, net_in * b * inv_cap_[nic_down_[i]] + (spine_in ? spine_lat : leaf_latency_s_));
+    }
+  }
+  for (int32_t leaf = 0; leaf < num_leaves_; ++leaf) {
+    const double up = transposed ? leaf_down_tokens_[leaf] : leaf_up_tokens_[leaf];
+    const double down = transposed ? leaf_up_tokens_[leaf] : leaf_down_tokens_[leaf];
+    if (up > 0) {
+      MOESIM_CHECK(leaf_up_links_[leaf] > 0, "traffic through a spine from a leaf without spines");
+      latest = std::max(latest, up * b / leaf_up_links_[leaf] * leaf_up_inv_cap_[leaf] + spine_lat);
+    }
+    if (down > 0) {
+      MOESIM_CHECK(leaf_down_links_[leaf] > 0,
+                   "traffic through a spine into a leaf without spines");
+      latest = std::max(latest,
+                        down * b / leaf_down_links_[leaf] * leaf_down_inv_cap_[leaf] + spine_lat);
+    }
+  }
+  return latest;
+}
+
+double FastAllToAll::dispatch_seconds(double bytes_per_token) const {
+  return seconds(bytes_per_token, false);
+}
+
+double FastAllToAll::combine_seconds(double bytes_per_token) const {
+  return seconds(bytes_per_token, true);
+}
+
+}  // namespace moesim::sim

@@ -1,0 +1,109 @@
+// FastAllToAll: a MoE layer's dispatch and combine times from per-GPU sums, without the
+// (source, destination) matrix: the network half of the fast tier (docs/fast_tier.md).
+//
+// The exact tier builds every (source, destination) token count and routes each pair's bytes
+// over its links (bottleneck_model.h). The fast tier assumes the counts have product form:
+//   tokens(s, d) = T_s x reach_d,   reach_d = 1 - (1 - q_d)^k,  q_d = sel_d / (T k)
+// (T_s the source's tokens, sel_d the selections the destination received, T the layer's tokens,
+// k = top_k): the unique-token estimate of step_model.h with the destination's realised share of
+// the layer's selections in place of each source's. Under the routing model's margins sampling
+// (the default) every source's shares are the layer's drawn shares up to systematic rounding, so
+// this is the exact tier's estimate before rounding selections and tokens to whole numbers.
+//
+// With product form every link load is a sum of per-group sums, O(participants) per layer:
+//   direct: NVLink out of s = T_s (R_dom(s) - reach_s), in = reach_d (T_dom(d) - T_d);
+//     NIC out of s = T_s (R_all - R_dom(s)), in = reach_d (T_all - T_dom(d)); the part of it that
+//     crosses a spine = T_s (R_all - R_dom(s) - R_leaf(s) + R_leaf&dom(s)), and inbound alike.
+//   hierarchical (DeepEP internode; nodes are NVLink domains): per destination node n,
+//     g_n = 1 - prod over d on n of (1 - reach_d) (the unique (token, node) estimate); Rail_r the
+//     tokens of rail r's sources;
+//     NIC out of s = T_s (G_all - g_node(s)), NIC in of relay r = g_node(r) (Rail_rail(r) - T_r);
+//     NVLink out of g = (R_node(g) - reach_g) Rail_rail(g) (its own tokens and the ones it
+//     relays), NVLink in of d = reach_d (T_all - Rail_rail(d)); spine parts from (leaf, rail) sums.
+// With replicated experts a destination's reach differs for sources in its own domain and the
+// others (load() with two reaches); the sums split accordingly.
+// Spine traffic is spread evenly over a leaf's spine links (as "bottleneck_factored"). The
+// collective ends when its most loaded link drains: duration = max over links l with bytes of
+// bytes_l / capacity_l + the largest route latency of the flows over l. Combine is dispatch
+// transposed: each GPU's outbound and inbound sums swap.
+//
+// Applies (valid()) when every route between the participants has one of the shapes of
+// factored_bottleneck_model.h (NVLink within a domain, NIC within a leaf, NIC-spine-NIC) with
+// one latency per shape, the participants are increasing GpuIds, and, for hierarchical dispatch,
+// they are whole nodes of consecutive GpuIds and each node is its own NVLink domain; why_not()
+// says which condition failed. The caller then uses the exact tier.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/core/ids.h"
+#include "sim/network/traffic_matrix.h"
+#include "sim/topology/topology.h"
+
+namespace moesim::sim {
+
+class FastAllToAll {
+ public:
+  // `topology` must outlive the object; `participants` are the collective's GPUs.
+  FastAllToAll(const Topology& topology, std::vector<GpuId> participants,
+               DispatchAlgorithm algorithm);
+
+  bool valid() const { return why_not_.empty(); }
+  // Empty when valid(); otherwise the condition that failed.
+  const std::string& why_not() const { return why_not_; }
+  int32_t size() const { return static_cast<int32_t>(participants_.size()); }
+
+  // Token loads of one layer's dispatch from the sources' tokens and the destinations' reach (both
+  // one entry per participant, >= 0; reach <= 1). Precondition: valid().
+  void load(std::span<const double> tokens, std::span<const double> reach);
+  // The same with a destination's reach from sources in its own NVLink domain (`local_reach`)
+  // and from the others (`remote_reach`): tokens(s, d) = T_s x local_reach_d when s and d share
+  // a domain, T_s x remote_reach_d otherwise (replicated experts, whose replicas serve their own
+  // node's sources first). load(tokens, r) is load(tokens, r, r).
+  void load(std::span<const double> tokens, std::span<const double> local_reach,
+            std::span<const double> remote_reach);
+  // Seconds of the last load()'s dispatch / combine with rows of `bytes_per_token` bytes.
+  double dispatch_seconds(double bytes_per_token) const;
+  double combine_seconds(double bytes_per_token) const;
+  // Tokens sent over links (NVLink and network) by the last load(): bytes = this x row bytes.
+  double total_tokens() const { return total_tokens_; }
+
+ private:
+  void check_routes();
+  void group_participants();
+  void load_direct(std::span<const double> tokens, std::span<const double> local,
+                   std::span<const double> remote);
+  void load_hierarchical(std::span<const double> tokens, std::span<const double> local,
+                         std::span<const double> remote);
+  // The latest link drain plus latency, reading outbound sums as `out` and inbound as `in`.
+  double seconds(double bytes_per_token, bool transposed) const;
+
+  const Topology& topology_;
+  std::vector<GpuId> participants_;
+  DispatchAlgorithm algorithm_;
+  std::string why_not_;
+
+  // Per participant: its NVLink / NIC link ids (-1 when absent), dense group indices.
+  std::vector<int32_t> nvlink_up_, nvlink_down_, nic_up_, nic_down_;
+  std::vector<int32_t> dom_, leaf_, leaf_dom_, rail_, leaf_rail_;
+  int32_t num_doms_ = 0, num_leaves_ = 0, num_leaf_doms_ = 0, num_leaf_rails_ = 0;
+  int32_t num_rails_ = 0;
+  // Per dense leaf: its spine up / down links' inverse capacities (seconds per byte) and counts.
+  std::vector<double> leaf_up_inv_cap_, leaf_down_inv_cap_;
+  std::vector<int32_t> leaf_up_links_, leaf_down_links_;
+  std::vector<double> inv_cap_;  // per link id
+  double nvlink_latency_s_ = 0, leaf_latency_s_ = 0, spine_latency_s_ = 0;
+
+  // Per-layer sums (tokens).
+  std::vector<double> dom_local_, dom_reach_, dom_tokens_, leaf_reach_, leaf_tokens_,
+      leaf_dom_reach_, leaf_dom_tokens_, rail_tokens_, leaf_rail_reach_, leaf_rail_tokens_,
+      node_reach_;
+  std::vector<double> nv_out_, nv_in_, net_out_, net_in_, spine_out_, spine_in_;
+  std::vector<double> leaf_up_tokens_, leaf_down_tokens_;
+  double total_tokens_ = 0;
+};
+
+}  // namespace moesim::sim

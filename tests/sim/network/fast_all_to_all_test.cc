@@ -1,0 +1,131 @@
+#include "sim/network/fast_all_to_all.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "sim/network/bottleneck_model.h"
+#include "sim/network/factored_bottleneck_model.h"
+#include "sim/topology/topology_parser.h"
+#include "tests/support/test_topologies.h"
+
+namespace moesim::sim {
+namespace {
+
+Topology shipped(const std::string& stem) {
+  return load_topology(std::string(MOESIM_SOURCE_DIR) + "/topologies/" + stem + ".toml");
+}
+
+std::vector<GpuId> first_gpus(int32_t n, int32_t first = 0) {
+  std::vector<GpuId> g;
+  for (int32_t i = 0; i < n; ++i) g.push_back(GpuId(first + i));
+  return g;
+}
+
+// Product-form counts with whole tokens: tokens(s, d) = T_s x reach_d, T_s a multiple of 64 and
+// reach_d = k_d / 64 (skewed: a few hot destinations).
+struct ProductForm {
+  std::vector<double> tokens, reach;
+  TokenCounts counts;
+};
+
+ProductForm product_form(const std::vector<GpuId>& gpus, int64_t seed) {
+  ProductForm f;
+  const auto p = static_cast<int32_t>(gpus.size());
+  f.counts.gpus = gpus;
+  for (int32_t i = 0; i < p; ++i) {
+    f.tokens.push_back(64.0 * static_cast<double>(1 + (i * 7 + seed) % 5));
+    const int32_t k = (i % 11 == 3) ? 40 : 1 + (i * 13 + seed) % 9;
+    f.reach.push_back(k / 64.0);
+  }
+  f.counts.tokens.assign(static_cast<size_t>(p) * p, 0);
+  for (int32_t s = 0; s < p; ++s) {
+    f.counts.tokens_per_src.push_back(static_cast<int64_t>(f.tokens[s]));
+    for (int32_t d = 0; d < p; ++d) {
+      f.counts.tokens[static_cast<size_t>(s) * p + d] =
+          static_cast<int64_t>(f.tokens[s] * f.reach[d]);
+    }
+  }
+  return f;
+}
+
+// The fast tier's collective against the factored bound (the same even spine spread) and the
+// exact bound, on counts that have product form: with one leaf per rail and hierarchical
+// dispatch no flow crosses a spine, so all three agree; otherwise fast = factored.
+void expect_matches(const Topology& topology, const std::vector<GpuId>& gpus,
+                    DispatchAlgorithm algorithm, bool exact_too) {
+  for (int64_t seed = 0; seed < 3; ++seed) {
+    const ProductForm f = product_form(gpus, seed);
+    FastAllToAll fast(topology, gpus, algorithm);
+    ASSERT_TRUE(fast.valid()) << fast.why_not();
+    fast.load(f.tokens, f.reach);
+    FactoredBottleneckModel factored(topology);
+    BottleneckModel exact(topology);
+    const double row_bytes = 7168;
+    for (const bool combine : {false, true}) {
+      TrafficMatrix traffic;
+      if (combine) {
+        build_combine_traffic(topology, f.counts, row_bytes, algorithm, traffic);
+      } else {
+        build_dispatch_traffic(topology, f.counts, row_bytes, algorithm, traffic);
+      }
+      const double want = to_seconds(factored.run(traffic).duration_ns);
+      const double got =
+          combine ? fast.combine_seconds(row_bytes) : fast.dispatch_seconds(row_bytes);
+      EXPECT_NEAR(got, want, 1e-9 * want + 1e-9) << (combine ? "combine" : "dispatch");
+      if (exact_too) {
+        EXPECT_NEAR(got, to_seconds(exact.run(traffic).duration_ns), 1e-9 * want + 1e-9);
+      }
+      EXPECT_NEAR(fast.total_tokens() * row_bytes, traffic.total_bytes(),
+                  1e-9 * traffic.total_bytes());
+    }
+  }
+}
+
+TEST(FastAllToAll, DirectDispatchMatchesTheFactoredBoundOnAFatTree) {
+  const Topology t = shipped("h800-8x8");
+  expect_matches(t, first_gpus(64), DispatchAlgorithm::kDirect, false);
+  expect_matches(t, first_gpus(32, 16), DispatchAlgorithm::kDirect, false);
+}
+
+TEST(FastAllToAll, HierarchicalDispatchMatchesTheFactoredBoundOnAFatTree) {
+  const Topology t = shipped("h800-8x8");
+  expect_matches(t, first_gpus(64), DispatchAlgorithm::kHierarchical, false);
+  expect_matches(t, first_gpus(32, 32), DispatchAlgorithm::kHierarchical, false);
+}
+
+TEST(FastAllToAll, MatchesTheExactBoundWhereNoFlowCrossesASpine) {
+  // One leaf per rail: hierarchical traffic stays on its rail; one node: NVLink only.
+  const Topology rails = testing::h800_like(4, 8);
+  expect_matches(rails, first_gpus(32), DispatchAlgorithm::kHierarchical, true);
+  const Topology node = shipped("h200-node");
+  expect_matches(node, first_gpus(node.num_gpus()), DispatchAlgorithm::kDirect, true);
+}
+
+TEST(FastAllToAll, RefusesWhatItCannotTime) {
+  const Topology t = shipped("h800-8x8");
+  // Hierarchical dispatch needs whole nodes.
+  FastAllToAll partial(t, first_gpus(12), DispatchAlgorithm::kHierarchical);
+  EXPECT_FALSE(partial.valid());
+  EXPECT_NE(partial.why_not().find("whole consecutive nodes"), std::string::npos);
+  // Participants out of order.
+  FastAllToAll unordered(t, {GpuId(3), GpuId(1)}, DispatchAlgorithm::kDirect);
+  EXPECT_FALSE(unordered.valid());
+  // Direct dispatch over part of a node is fine.
+  EXPECT_TRUE(FastAllToAll(t, first_gpus(12), DispatchAlgorithm::kDirect).valid());
+}
+
+TEST(FastAllToAll, NoTrafficTakesNoTime) {
+  const Topology t = shipped("h800-8x8");
+  FastAllToAll fast(t, first_gpus(16), DispatchAlgorithm::kHierarchical);
+  const std::vector<double> zeros(16, 0.0);
+  fast.load(zeros, zeros);
+  EXPECT_EQ(fast.dispatch_seconds(7168), 0.0);
+  EXPECT_EQ(fast.combine_seconds(7168), 0.0);
+  EXPECT_EQ(fast.total_tokens(), 0.0);
+}
+
+}  // namespace
+}  // namespace moesim::sim

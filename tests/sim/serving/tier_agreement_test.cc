@@ -1,0 +1,125 @@
+// The fast tier agrees with the exact tier on the same steps (docs/fast_tier.md): every shipped
+// scenario and a 1,024-GPU deployment run on the exact tier with the tier check on (every
+// second step of every replica also timed on the fast tier, tier_check.h), and the sampled
+// step durations must agree: mean within 1%, p50 and p99 within 3%.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/policy/policy_registry.h"
+#include "sim/scenario/scenario.h"
+#include "sim/serving/cluster.h"
+
+namespace moesim::sim {
+namespace {
+
+constexpr double kMeanBound = 0.01;
+constexpr double kPercentileBound = 0.03;
+
+std::vector<std::string> shipped_scenarios() {
+  std::vector<std::string> out;
+  const std::filesystem::path root = std::filesystem::path(MOESIM_SOURCE_DIR) / "scenarios";
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.is_regular_file() && e.path().extension() == ".toml") {
+      out.push_back(std::filesystem::relative(e.path(), MOESIM_SOURCE_DIR).string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TierAgreement check_tiers(const Scenario& sc) {
+  RunOptions opt;
+  opt.tier_check_every = 2;
+  RunOutput out = run_scenario(sc, opt, -1, make_policies(sc));
+  EXPECT_TRUE(out.conservation_ok) << out.conservation_message;
+  EXPECT_TRUE(out.tier_checked);
+  return tier_agreement(out.tier_samples, out.tier_samples_skipped);
+}
+
+void expect_agreement(const TierAgreement& a, const std::string& what) {
+  ASSERT_GT(a.count, 0) << what << ": no sampled steps";
+  EXPECT_LE(std::abs(a.mean_rel), kMeanBound)
+      << what << ": mean step " << a.exact_mean_ms << " ms exact, " << a.fast_mean_ms << " fast";
+  EXPECT_LE(std::abs(a.p50_rel), kPercentileBound)
+      << what << ": p50 step " << a.exact_p50_ms << " ms exact, " << a.fast_p50_ms << " fast";
+  EXPECT_LE(std::abs(a.p99_rel), kPercentileBound)
+      << what << ": p99 step " << a.exact_p99_ms << " ms exact, " << a.fast_p99_ms << " fast";
+}
+
+class TierAgreementShipped : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TierAgreementShipped, SampledStepsAgree) {
+  Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) + "/" + GetParam());
+  sc.run.duration_s = std::min(sc.run.duration_s, 10.0);
+  const TierAgreement a = check_tiers(sc);
+  expect_agreement(a, GetParam());
+  RecordProperty("fast_layer_share", std::to_string(a.fast_layer_share));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, TierAgreementShipped, ::testing::ValuesIn(shipped_scenarios()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param;
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
+
+// 8 x EP128 DeepSeek-V3 decode-heavy on the 1,024-GPU rail-optimised fat tree (the speed
+// benchmark's BM_SimScale/gpus:1024 deployment, bench/sim_speed_bench.cc), where every MoE layer
+// is on the fast tier: the agreement holds at scale, through the spines.
+TEST(TierAgreement, ThousandGpuDecodeHeavyDeploymentAgrees) {
+  const std::string text =
+      "name = \"tier-1024\"\n"
+      "model = \"" MOESIM_SOURCE_DIR
+      "/models/deepseek-v3.toml\"\n"
+      "topology = \"" MOESIM_SOURCE_DIR
+      "/topologies/h800-128x8.toml\"\n"
+      "[deployment]\nreplicas = 8\ngpus_per_replica = 128\nattention = \"dp\"\n"
+      "dispatch = \"hierarchical\"\n"
+      "[scheduler]\nmax_seqs = 8192\nmax_batch_tokens_per_gpu = 2048\nworkspace_gib = 6\n"
+      "[workload]\nkind = \"synthetic\"\nduration_s = 1000\n"
+      "[workload.arrival]\nrate_per_s = 3072\n"
+      "[workload.prompt_tokens]\ndistribution = \"lognormal\"\np50 = 256\np99 = 1024\nmax = 2048\n"
+      "[workload.output_tokens]\ndistribution = \"lognormal\"\nmean = 400\nsigma = 0.6\n"
+      "max = 2000\n"
+      "[routing]\npreset = \"deepseek-v3-decode\"\n"
+      "[run]\nseed = 1\nduration_s = 3\n";
+  const Scenario sc = parse_scenario_text(text, "tier-1024.toml", MOESIM_SOURCE_DIR "/scenarios");
+  const TierAgreement a = check_tiers(sc);
+  expect_agreement(a, "8 x EP128");
+  EXPECT_EQ(a.fast_layer_share, 1.0);
+}
+
+TEST(TierAgreement, TheCheckDoesNotChangeTheRun) {
+  Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/quickstart.toml");
+  sc.run.duration_s = 3;
+  RunOptions checked;
+  checked.tier_check_every = 1;
+  const RunOutput plain = run_scenario(sc, RunOptions{}, -1, {});
+  const RunOutput with_check = run_scenario(sc, checked, -1, {});
+  EXPECT_EQ(plain.digest_hex, with_check.digest_hex);
+  EXPECT_FALSE(plain.tier_checked);
+  EXPECT_GT(with_check.tier_samples.size(), 0u);
+}
+
+TEST(TierAgreement, FastRunsSayHowManyLayersTheyTimed) {
+  Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/quickstart.toml");
+  sc.run.duration_s = 2;
+  sc.run.tier = SimTier::kFast;
+  const RunOutput fast = run_scenario(sc, RunOptions{}, -1, {});
+  EXPECT_GT(fast.counters.fast_tier_layers, 0);
+  EXPECT_EQ(fast.counters.exact_tier_layers, 0);
+  sc.run.tier = SimTier::kExact;
+  const RunOutput exact = run_scenario(sc, RunOptions{}, -1, {});
+  EXPECT_EQ(exact.counters.fast_tier_layers, 0);
+  EXPECT_NE(fast.digest_hex, exact.digest_hex);
+}
+
+}  // namespace
+}  // namespace moesim::sim
