@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: deps configure build demo test bench clean format
+.PHONY: deps configure build demo test sanitize bench clean format
 
 deps:
 	./scripts/install_deps.sh
@@ -20,6 +20,20 @@ demo: build
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The sanitizer pass of .ci/run: an ASan + UBSan build (no recovery, leaks checked) of the
+# simulator and the CPU engine, CUDA off, running the tests; docs/reliability.md says which are
+# left out and why.
+SAN_BUILD ?= build-sanitize
+SAN_EXCLUDE ?= notebook|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
+sanitize: deps
+	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DMOESIM_SANITIZE=ON \
+	  -DMOESIM_WITH_CUDA=OFF -DMOESIM_BENCHMARKS=OFF
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '$(SAN_EXCLUDE)'
 
 bench: build
 	./scripts/bench.sh $(BUILD)
