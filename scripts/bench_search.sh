@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The capacity-search benchmark of issue 15: times `moesim search` over the 100 configurations of
+# sweeps/mooncake_capacity.toml (DeepSeek-V3 P/D on the Mooncake trace at 2x, fast tier) and
+# prints its wall time and peak RSS. README "Speed" quotes the figure and the machine.
+#
+# Usage: scripts/bench_search.sh [BUILD_DIR] [THREADS]   (default: build, nproc)
+set -euo pipefail
+build=${1:-build}
+threads=${2:-$(nproc)}
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+cmake --build "$build" -j "$(nproc)" --target moesim >&2
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+/usr/bin/time -f "%e %M" -o "$out" "$build/apps/moesim" search \
+  sweeps/scenarios/mooncake_capacity.toml --grid sweeps/mooncake_capacity.toml \
+  --slo ttft_p99_ms=5000,tpot_p99_ms=100 --threads "$threads" >/dev/null
+read -r wall_s rss_kb < "$out"
+echo "search of 100 configurations: ${wall_s} s wall, $((rss_kb / 1024)) MiB peak RSS," \
+     "${threads} threads on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
