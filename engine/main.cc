@@ -365,7 +365,8 @@ int main_impl(int argc, char** argv) {
     if (a.command == "bench") return run_bench_command(a);
     throw UsageError(a.command.empty() ? "missing command" : "unknown command '" + a.command + "'");
   } catch (const UsageError& e) {
-    std::cerr << "moesim-engine: " << e.what() << "\n" << kUsage;
+    // The one line that matters; the usage text is one flag away.
+    std::cerr << "moesim-engine: " << e.what() << " (see moesim-engine --help)\n";
     return failed(2);
   } catch (const InputError& e) {
     std::cerr << "moesim-engine: " << e.what() << "\n";

@@ -52,6 +52,11 @@ TEST(EngineMain, UsageErrorsExitWith2) {
   const Result backend = run("replay " + kTrace + " --out /dev/null --backend tpu");
   EXPECT_EQ(backend.exit_code, 2);
   EXPECT_NE(backend.output.find("unknown backend 'tpu'"), std::string::npos);
+  // One line naming the problem and --help, not the usage text.
+  const Result missing = run("replay");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.output,
+            "moesim-engine: replay needs a STEPS.jsonl argument (see moesim-engine --help)\n");
 }
 
 TEST(EngineMain, MalformedTraceExitsWith2NamingFileLineAndField) {
