@@ -142,8 +142,9 @@ int run_command(const std::vector<std::string>& argv) {
                             [&](std::ostream& os) { sim::write_requests_csv(os, out); });
     }
     if (opt.chrome_trace) {
-      write_file_atomically((dir / "trace.json").string(),
-                            [&](std::ostream& os) { sim::write_chrome_trace(os, out); });
+      write_file_atomically((dir / "trace.json").string(), [&](std::ostream& os) {
+        sim::write_chrome_trace(os, out, &sc.deployment);
+      });
     }
     // The resolved configuration: the inputs as read, and the values the run used.
     const fs::path resolved = dir / "resolved";

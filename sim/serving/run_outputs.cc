@@ -54,8 +54,30 @@ void write_requests_csv(std::ostream& os, const RunOutput& out) {
   }
 }
 
-void write_chrome_trace(std::ostream& os, const RunOutput& out) {
+void write_chrome_trace(std::ostream& os, const RunOutput& out, const DeploymentSpec* deployment) {
   json events = json::array();
+  if (deployment) {
+    // Process names (and their order) so that replicas and their roles tell apart in Perfetto.
+    int32_t pool = 0, pool_first = 0;
+    for (int32_t r = 0; r < deployment->num_replicas; ++r) {
+      std::string name = "replica " + std::to_string(r);
+      if (deployment->prefill_replicas > 0) {
+        name += r < deployment->prefill_replicas ? " (prefill)" : " (decode)";
+      }
+      if (!deployment->pools.empty()) {
+        while (pool + 1 < static_cast<int32_t>(deployment->pools.size()) &&
+               r >= pool_first + deployment->pools[pool].num_replicas) {
+          pool_first += deployment->pools[pool].num_replicas;
+          ++pool;
+        }
+        name += " (pool " + deployment->pools[pool].name + ")";
+      }
+      events.push_back(
+          {{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", name}}}});
+      events.push_back(
+          {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
+    }
+  }
   std::map<std::pair<int32_t, int32_t>, bool> named;
   for (const TraceSlice& t : out.trace) {
     if (t.gpu < 0) {

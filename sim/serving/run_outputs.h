@@ -16,7 +16,10 @@
 namespace moesim::sim {
 
 void write_requests_csv(std::ostream& os, const RunOutput& out);
-void write_chrome_trace(std::ostream& os, const RunOutput& out);
+// One process per replica, named "replica R" plus its role ("prefill" / "decode" under P/D
+// disaggregation, "pool NAME" with pools) from `deployment` when given, one track per GPU.
+void write_chrome_trace(std::ostream& os, const RunOutput& out,
+                        const DeploymentSpec* deployment = nullptr);
 // Header with the model shapes, topology, replicas and placement, then one line per step.
 void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed);
 // The model card as the step-trace header's "model" object.

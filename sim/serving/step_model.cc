@@ -16,8 +16,11 @@ namespace {
 void trace(StepObserver* observer, int32_t g, const char* name, int32_t layer_idx, double start_s,
            double dur_s) {
   if (!observer) return;
-  const SimTime dur_ns = from_seconds(dur_s);
-  if (dur_ns > 0) observer->on_slice(g, name, layer_idx, from_seconds(start_s), dur_ns);
+  // Both ends rounded, so that a span ending where the next one starts (the same clock value)
+  // never overlaps it by a rounding nanosecond.
+  const SimTime start_ns = from_seconds(start_s);
+  const SimTime dur_ns = from_seconds(start_s + dur_s) - start_ns;
+  if (dur_ns > 0) observer->on_slice(g, name, layer_idx, start_ns, dur_ns);
 }
 
 }  // namespace

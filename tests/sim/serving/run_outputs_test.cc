@@ -227,6 +227,46 @@ TEST(ChromeTraceTest, IsValidJsonWithCompleteEvents) {
   }
 }
 
+TEST(ChromeTraceTest, NamesEveryReplicaWithItsRole) {
+  DeploymentSpec d;
+  d.num_replicas = 3;
+  d.prefill_replicas = 1;
+  std::ostringstream os;
+  write_chrome_trace(os, RunOutput{}, &d);
+  const json doc = json::parse(os.str());
+  std::map<int, std::string> names;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["name"] == "process_name") names[e["pid"].get<int>()] = e["args"]["name"];
+  }
+  EXPECT_EQ(names,
+            (std::map<int, std::string>{
+                {0, "replica 0 (prefill)"}, {1, "replica 1 (decode)"}, {2, "replica 2 (decode)"}}));
+  d.prefill_replicas = 0;
+  d.pools = {{"chat", 1}, {"agents", 2}};
+  std::ostringstream pools;
+  write_chrome_trace(pools, RunOutput{}, &d);
+  EXPECT_NE(pools.str().find("replica 0 (pool chat)"), std::string::npos);
+  EXPECT_NE(pools.str().find("replica 2 (pool agents)"), std::string::npos);
+}
+
+// Spans of one GPU track never overlap: each span's end is rounded from the same clock value as
+// the next span's start.
+TEST(ChromeTraceTest, SpansOfATrackDoNotOverlap) {
+  const Recorded& r = recorded("tiny_synthetic");
+  std::map<std::pair<int32_t, int32_t>, std::vector<std::pair<SimTime, SimTime>>> tracks;
+  for (const TraceSlice& t : r.out.trace) {
+    if (t.gpu >= 0) tracks[{t.replica, t.gpu}].push_back({t.start_ns, t.duration_ns});
+  }
+  ASSERT_FALSE(tracks.empty());
+  for (auto& [track, spans] : tracks) {
+    std::sort(spans.begin(), spans.end());
+    for (size_t i = 1; i < spans.size(); ++i) {
+      EXPECT_LE(spans[i - 1].first + spans[i - 1].second, spans[i].first)
+          << "replica " << track.first << " gpu " << track.second << " span " << i;
+    }
+  }
+}
+
 TEST(RequestsCsvTest, OneRowPerRequestWithTheHeaderColumns) {
   const Recorded& r = recorded("tiny_too_long");
   std::ostringstream os;
