@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/input_error.h"
+#include "sim/core/json_depth.h"
 
 namespace moesim::engine {
 
@@ -494,7 +495,9 @@ StepTrace parse_step_trace(std::string_view text, const std::string& file_name) 
     const Where w{file_name, line};
     json j;
     try {
-      j = json::parse(line_text);
+      j = parse_json(line_text);
+    } catch (const JsonDepthError& e) {
+      w.fail("record", std::string("invalid JSON: ") + e.what());
     } catch (const json::parse_error& e) {
       w.fail("record", std::string("invalid JSON: ") + e.what());
     }

@@ -14,6 +14,7 @@
 #include "apps/moesim/cli.h"
 #include "apps/moesim/mpi_world.h"
 #include "sim/config/config_error.h"
+#include "sim/core/json_depth.h"
 #include "sim/io/output_files.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/study/parallel_runs.h"
@@ -206,7 +207,12 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
         const size_t end = text.find('\n', at);
         if (end == std::string::npos) break;  // cut short by a kill
         ++line;
-        nlohmann::json j = nlohmann::json::parse(text.substr(at, end - at), nullptr, false);
+        nlohmann::json j;
+        try {
+          j = parse_json(text.substr(at, end - at), false);
+        } catch (const JsonDepthError& e) {
+          throw sim::ConfigError(*journal_path, line, 0, "", e.what());
+        }
         if (j.is_discarded() || !j.is_object() || !j.contains("idx") ||
             !j["idx"].is_number_unsigned() || j["idx"].get<size_t>() >= configs.size()) {
           throw sim::ConfigError(*journal_path, line, 0, "", "not a searched configuration");

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/config_error.h"
+#include "sim/core/json_depth.h"
 
 namespace moesim::sim {
 namespace {
@@ -186,7 +187,12 @@ MeasurementSet read_measurements(const std::string& path) {
   while (std::getline(in, text)) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    json j;
+    try {
+      j = parse_json(text, /*allow_exceptions=*/false);
+    } catch (const JsonDepthError& e) {
+      throw ConfigError(path, line, 0, "", e.what());
+    }
     if (j.is_discarded() || !j.is_object()) {
       throw ConfigError(path, line, 0, "", "not a JSON object");
     }

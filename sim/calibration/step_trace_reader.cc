@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/config_error.h"
+#include "sim/core/json_depth.h"
 
 namespace moesim::sim {
 namespace {
@@ -180,8 +181,13 @@ StepTraceFile read_step_trace(const std::string& path) {
   while (std::getline(in, text)) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
-    json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
     Ctx c{path, line};
+    json j;
+    try {
+      j = parse_json(text, /*allow_exceptions=*/false);
+    } catch (const JsonDepthError& e) {
+      c.fail("", e.what());
+    }
     if (j.is_discarded() || !j.is_object()) c.fail("", "not a JSON object");
     std::string kind = c.get_string(j, "record");
     if (!have_header) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/config/config_error.h"
+#include "sim/core/json_depth.h"
 
 namespace moesim::sim {
 namespace {
@@ -195,7 +196,9 @@ ModelCard parse_hf_config(std::string_view json_text, const std::string& file,
                           const std::string& name) {
   json root;
   try {
-    root = json::parse(json_text.begin(), json_text.end());
+    root = parse_json(std::string(json_text));
+  } catch (const JsonDepthError& e) {
+    throw ConfigError(file, 0, 0, "", e.what());
   } catch (const json::parse_error& e) {
     int line = 0, col = 0;
     line_col(json_text, e.byte > 0 ? e.byte - 1 : 0, &line, &col);

@@ -8,6 +8,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/core/check.h"
+#include "sim/core/json_depth.h"
 
 namespace moesim::sim {
 
@@ -86,7 +87,12 @@ PruningPlan parse_pruning_plan_json(const std::string& text, const std::string& 
   auto fail = [&](const std::string& key, const std::string& reason) {
     throw ConfigError(source, 0, 0, key, reason);
   };
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json j;
+  try {
+    j = parse_json(text, false);
+  } catch (const JsonDepthError& e) {
+    fail("", e.what());
+  }
   if (j.is_discarded() || !j.is_object()) fail("", "not a JSON object");
   if (!j.contains("num_experts") || !j["num_experts"].is_number_integer() ||
       j["num_experts"].get<int64_t>() != shape.num_experts) {

@@ -7,6 +7,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/core/check.h"
+#include "sim/core/json_depth.h"
 
 namespace moesim::sim {
 namespace {
@@ -150,7 +151,9 @@ RoutingTrace read_routing_trace(std::istream& in, const std::string& file_name) 
     const LineReader r(file_name, line_no);
     json j;
     try {
-      j = json::parse(text);
+      j = parse_json(text);
+    } catch (const JsonDepthError& e) {
+      r.fail("", std::string("malformed JSON: ") + e.what());
     } catch (const json::parse_error& e) {
       r.fail("", std::string("malformed JSON: ") + e.what());
     }

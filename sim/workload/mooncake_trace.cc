@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/config/config_error.h"
+#include "sim/core/json_depth.h"
 
 namespace moesim::sim {
 namespace {
@@ -111,7 +112,9 @@ std::vector<TraceRecord> read_mooncake_trace(std::istream& in, const std::string
     if (text.find_first_not_of(" \t") == std::string::npos) p.fail("", "empty line");
     json row;
     try {
-      row = json::parse(text);
+      row = parse_json(text);
+    } catch (const JsonDepthError& e) {
+      p.fail("", std::string("invalid JSON: ") + e.what());
     } catch (const json::parse_error& e) {
       p.fail("", "invalid JSON: " + json_reason(e), static_cast<int>(e.byte));
     }

@@ -70,6 +70,20 @@ TEST(EngineMain, MalformedTraceExitsWith2NamingFileLineAndField) {
   EXPECT_EQ(r.output, "moesim-engine: " + bad + ":1: model: missing\n");
 }
 
+TEST(EngineMain, DeeplyNestedJsonExitsWith2InOneShortLine) {
+  const std::string bad = temp_path("deep_trace.jsonl");
+  FILE* f = fopen(bad.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  fputs(("{\"record\": " + std::string(200000, '[') + "\n").c_str(), f);
+  fclose(f);
+  const Result r = run("replay " + bad + " --out " + temp_path("m.jsonl"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find(bad + ":1"), std::string::npos) << r.output.substr(0, 300);
+  EXPECT_NE(r.output.find("nested more than 64 deep"), std::string::npos)
+      << r.output.substr(0, 300);
+  EXPECT_LT(r.output.size(), 300u);
+}
+
 TEST(EngineMain, OutOfMemoryExitsWith1WithBytes) {
   const Result r =
       run("replay " + kTrace + " --out " + temp_path("m.jsonl") + " --memory-limit-gib 0.0001");

@@ -227,11 +227,14 @@ TEST(StepTrace, PerLayerPlacementRecordsApplyToTheirLayer) {
   EXPECT_EQ(error_of(dense), "bad.jsonl:2: layer: layer 0 is not a MoE layer");
 }
 
-// Hostile values: a deeply nested one is named by its kind (dumping it overflowed the stack), a
-// huge one is cut in the message.
+// Hostile values: a deeply nested one is refused by the JSON depth limit (dumping it overflowed
+// the stack), a huge one is cut in the message.
 TEST(StepTrace, DeepOrHugeValuesGiveShortErrors) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(error_of("{\"record\": \"header\", \"schema\": " + deep + "}\n"),
+            "bad.jsonl:1: record: invalid JSON: objects and arrays nested more than 64 deep");
+  const std::string shallow = std::string(10, '[') + std::string(10, ']');
+  EXPECT_EQ(error_of("{\"record\": \"header\", \"schema\": " + shallow + "}\n"),
             "bad.jsonl:1: schema: expected a string, got an array");
   const std::string huge =
       error_of("{\"record\": \"header\", \"schema\": \"" + std::string(300000, 'x') + "\"}\n");

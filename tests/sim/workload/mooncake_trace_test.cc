@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <string>
 
 #include "sim/config/config_error.h"
 
@@ -64,6 +65,23 @@ TEST(MooncakeTrace, MissingFileIsAConfigError) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "/nonexistent/trace.jsonl: cannot open trace file");
+  }
+}
+
+// Nesting beyond the JSON depth limit is bad input naming the line, not a deep recursion.
+TEST(MooncakeTrace, DeeplyNestedJsonIsAConfigErrorNamingTheLine) {
+  std::istringstream in(
+      "{\"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, \"hash_ids\": [1]}\n"
+      "{\"timestamp\": " +
+      std::string(100000, '[') + "\n");
+  try {
+    read_mooncake_trace(in, "deep.jsonl");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("deep.jsonl:2"), std::string::npos) << what;
+    EXPECT_NE(what.find("nested more than 64 deep"), std::string::npos) << what;
+    EXPECT_LT(what.size(), 200u);
   }
 }
 
