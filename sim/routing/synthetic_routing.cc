@@ -220,6 +220,16 @@ void SyntheticRoutingModel::systematic_add(RngStream& rng, int64_t num_selection
   row[last] += static_cast<int32_t>(num_selections - assigned);
 }
 
+void SyntheticRoutingModel::draw_row_totals(RngStream& rng, int64_t num_tokens,
+                                            std::span<const double> shares, bool cap_per_column) {
+  if (cap_per_column) {
+    capped_multinomial(rng, num_tokens, shares);
+  } else {
+    counts_scratch_.resize(shares.size());
+    multinomial(rng, num_tokens * shape_.top_k, shares, counts_scratch_);
+  }
+}
+
 void SyntheticRoutingModel::margins_pass(RngStream& rng, const RoutingQuery& query,
                                          int32_t num_rows, std::span<const double> shares,
                                          bool cap_per_column, CountMatrix& out) {
@@ -240,12 +250,7 @@ void SyntheticRoutingModel::margins_pass(RngStream& rng, const RoutingQuery& que
     if (num_tokens == 0) continue;
     const std::span<const double> row_shares =
         shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
-    if (cap_per_column) {
-      capped_multinomial(rng, num_tokens, row_shares);
-    } else {
-      counts_scratch_.resize(num_cols);
-      multinomial(rng, num_tokens * shape_.top_k, row_shares, counts_scratch_);
-    }
+    draw_row_totals(rng, num_tokens, row_shares, cap_per_column);
     column_shares_.resize(num_cols);
     const double total = static_cast<double>(num_tokens * shape_.top_k);
     for (int32_t c = 0; c < num_cols; ++c) {
@@ -477,12 +482,7 @@ void SyntheticRoutingModel::draw_totals(RngStream& rng, const RoutingQuery& quer
     if (num_tokens == 0) continue;
     const std::span<const double> row_shares =
         shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
-    if (cap_per_column) {
-      capped_multinomial(rng, num_tokens, row_shares);
-    } else {
-      counts_scratch_.resize(num_cols);
-      multinomial(rng, num_tokens * shape_.top_k, row_shares, counts_scratch_);
-    }
+    draw_row_totals(rng, num_tokens, row_shares, cap_per_column);
     for (int32_t c = 0; c < num_cols; ++c) totals[c] += counts_scratch_[c];
     // Keep the stream where the margins pass has it for the next row's totals (one uniform per
     // source split).

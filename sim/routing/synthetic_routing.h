@@ -93,6 +93,10 @@ class SyntheticRoutingModel final : public RoutingModel {
   // Adds num_selections spread over shares (sum 1) by systematic rounding to row.
   void systematic_add(RngStream& rng, int64_t num_selections, std::span<const double> shares,
                       std::span<int32_t> row);
+  // One row's totals into counts_scratch_: num_tokens x top_k selections over `shares`, no
+  // column above num_tokens when cap_per_column (capped_multinomial).
+  void draw_row_totals(RngStream& rng, int64_t num_tokens, std::span<const double> shares,
+                       bool cap_per_column);
   // The margins pass over the sources that use it (see SamplingMode::kMargins).
   void margins_pass(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
                     std::span<const double> shares, bool cap_per_column, CountMatrix& out);
