@@ -1,9 +1,11 @@
 #include "sim/network/factored_bottleneck_model.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/core/check.h"
 #include "sim/network/bottleneck_model.h"
+#include "sim/network/fat_tree_routes.h"
 
 namespace moesim::sim {
 
@@ -41,56 +43,17 @@ bool FactoredBottleneckModel::build_tables() {
     const int32_t v = topology_.leaf_vertex_of(GpuId(i));
     leaf_idx_[i] = v >= 0 ? leaf_of_vertex[v] : -1;
   }
-  nvlink_up_.assign(g, -1);
-  nvlink_down_.assign(g, -1);
-  nic_up_.assign(g, -1);
-  nic_down_.assign(g, -1);
-  // Every route must have one of the three shapes, the same end links per GPU, and one latency
-  // per shape.
-  auto same = [](int32_t& slot, int32_t link) {
-    if (slot < 0) slot = link;
-    return slot == link;
-  };
-  SimTime latency_ns[3] = {-1, -1, -1};  // NVLink, same leaf, through a spine
-  auto same_latency = [&](int shape, SimTime ns) {
-    if (latency_ns[shape] < 0) latency_ns[shape] = ns;
-    return latency_ns[shape] == ns;
-  };
-  auto has_class = [&](int32_t link, LinkClass c) { return links[link].link_class == c; };
-  for (int32_t s = 0; s < g; ++s) {
-    for (int32_t d = 0; d < g; ++d) {
-      if (s == d) continue;
-      const std::span<const int32_t> route = topology_.route(GpuId(s), GpuId(d));
-      const SimTime lat_ns = topology_.route_latency_ns(GpuId(s), GpuId(d));
-      if (topology_.same_nvlink_domain(GpuId(s), GpuId(d))) {
-        if (route.size() != 2 || !has_class(route[0], LinkClass::kNvlink) ||
-            !has_class(route[1], LinkClass::kNvlink) || !same(nvlink_up_[s], route[0]) ||
-            !same(nvlink_down_[d], route[1]) || !same_latency(0, lat_ns)) {
-          return false;
-        }
-        continue;
-      }
-      if (leaf_idx_[s] < 0 || leaf_idx_[d] < 0 || route.size() < 2 ||
-          !has_class(route.front(), LinkClass::kNic) || !has_class(route.back(), LinkClass::kNic) ||
-          !same(nic_up_[s], route.front()) || !same(nic_down_[d], route.back())) {
-        return false;
-      }
-      if (leaf_idx_[s] == leaf_idx_[d]) {
-        if (route.size() != 2 || !same_latency(1, lat_ns)) return false;
-        continue;
-      }
-      const int32_t from_leaf = topology_.leaf_vertex_of(GpuId(s));
-      const int32_t to_leaf = topology_.leaf_vertex_of(GpuId(d));
-      if (route.size() != 4 || !has_class(route[1], LinkClass::kLeafSpine) ||
-          !has_class(route[2], LinkClass::kLeafSpine) || links[route[1]].from_vertex != from_leaf ||
-          links[route[2]].to_vertex != to_leaf || !same_latency(2, lat_ns)) {
-        return false;
-      }
-    }
-  }
-  nvlink_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[0], 0));
-  leaf_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[1], 0));
-  spine_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[2], 0));
+  std::vector<GpuId> all(g);
+  for (int32_t i = 0; i < g; ++i) all[i] = GpuId(i);
+  FatTreeRoutes routes = check_fat_tree_routes(topology_, all);
+  if (!routes.why_not.empty()) return false;
+  nvlink_up_ = std::move(routes.nvlink_up);
+  nvlink_down_ = std::move(routes.nvlink_down);
+  nic_up_ = std::move(routes.nic_up);
+  nic_down_ = std::move(routes.nic_down);
+  nvlink_latency_s_ = routes.nvlink_latency_s;
+  leaf_latency_s_ = routes.leaf_latency_s;
+  spine_latency_s_ = routes.spine_latency_s;
   leaf_up_bytes_.resize(num_leaves);
   leaf_down_bytes_.resize(num_leaves);
   leaf_up_time_s_.resize(num_leaves);

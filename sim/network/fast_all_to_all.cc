@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "sim/core/check.h"
+#include "sim/network/fat_tree_routes.h"
 
 namespace moesim::sim {
 namespace {
@@ -36,65 +37,19 @@ FastAllToAll::FastAllToAll(const Topology& topology, std::vector<GpuId> particip
 }
 
 void FastAllToAll::check_routes() {
-  // The route shapes of factored_bottleneck_model.h, one latency per shape.
-  const auto p = static_cast<int32_t>(participants_.size());
-  const auto& links = topology_.links();
-  nvlink_up_.assign(p, -1);
-  nvlink_down_.assign(p, -1);
-  nic_up_.assign(p, -1);
-  nic_down_.assign(p, -1);
-  auto same = [](int32_t& slot, int32_t link) {
-    if (slot < 0) slot = link;
-    return slot == link;
-  };
-  SimTime latency_ns[3] = {-1, -1, -1};  // NVLink, same leaf, through a spine
-  auto same_latency = [&](int shape, SimTime ns) {
-    if (latency_ns[shape] < 0) latency_ns[shape] = ns;
-    return latency_ns[shape] == ns;
-  };
-  auto is = [&](int32_t link, LinkClass c) { return links[link].link_class == c; };
-  for (int32_t i = 0; i < p && valid(); ++i) {
-    const GpuId s = participants_[i];
-    for (int32_t j = 0; j < p; ++j) {
-      if (i == j) continue;
-      const GpuId d = participants_[j];
-      const std::span<const int32_t> route = topology_.route(s, d);
-      const SimTime lat_ns = topology_.route_latency_ns(s, d);
-      if (topology_.same_nvlink_domain(s, d)) {
-        if (route.size() != 2 || !is(route[0], LinkClass::kNvlink) ||
-            !is(route[1], LinkClass::kNvlink) || !same(nvlink_up_[i], route[0]) ||
-            !same(nvlink_down_[j], route[1]) || !same_latency(0, lat_ns)) {
-          why_not_ = "a route within an NVLink domain is not GPU -> NVSwitch -> GPU";
-          return;
-        }
-        continue;
-      }
-      const int32_t from_leaf = topology_.leaf_vertex_of(s);
-      const int32_t to_leaf = topology_.leaf_vertex_of(d);
-      if (from_leaf < 0 || to_leaf < 0 || route.size() < 2 || !is(route.front(), LinkClass::kNic) ||
-          !is(route.back(), LinkClass::kNic) || !same(nic_up_[i], route.front()) ||
-          !same(nic_down_[j], route.back())) {
-        why_not_ = "a route between NVLink domains does not start and end at the GPUs' NICs";
-        return;
-      }
-      if (from_leaf == to_leaf) {
-        if (route.size() != 2 || !same_latency(1, lat_ns)) {
-          why_not_ = "a route under one leaf is not NIC -> leaf -> NIC with one latency";
-          return;
-        }
-        continue;
-      }
-      if (route.size() != 4 || !is(route[1], LinkClass::kLeafSpine) ||
-          !is(route[2], LinkClass::kLeafSpine) || links[route[1]].from_vertex != from_leaf ||
-          links[route[2]].to_vertex != to_leaf || !same_latency(2, lat_ns)) {
-        why_not_ = "a route between leaves is not NIC -> leaf -> spine -> leaf -> NIC";
-        return;
-      }
-    }
+  FatTreeRoutes routes = check_fat_tree_routes(topology_, participants_);
+  if (!routes.why_not.empty()) {
+    why_not_ = std::move(routes.why_not);
+    return;
   }
-  nvlink_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[0], 0));
-  leaf_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[1], 0));
-  spine_latency_s_ = to_seconds(std::max<SimTime>(latency_ns[2], 0));
+  const auto p = static_cast<int32_t>(participants_.size());
+  nvlink_up_ = std::move(routes.nvlink_up);
+  nvlink_down_ = std::move(routes.nvlink_down);
+  nic_up_ = std::move(routes.nic_up);
+  nic_down_ = std::move(routes.nic_down);
+  nvlink_latency_s_ = routes.nvlink_latency_s;
+  leaf_latency_s_ = routes.leaf_latency_s;
+  spine_latency_s_ = routes.spine_latency_s;
   if (algorithm_ == DispatchAlgorithm::kHierarchical) {
     const int32_t gpn = topology_.gpus_per_node();
     bool whole = p > 0 && p % gpn == 0 && participants_[0].value % gpn == 0 &&
