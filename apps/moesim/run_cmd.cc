@@ -112,6 +112,21 @@ int run_command(const std::vector<std::string>& argv) {
     sim::io::ensure_output_dir((fs::path(*out_dir) / "resolved").string(), "--out");
   }
   if (record) sim::io::check_output_file(*record, "--record");
+  // requests.csv and trace.json stream to their temporaries while the run goes (the run keeps
+  // neither the finished requests nor the trace in memory) and are renamed into place after it.
+  std::optional<sim::io::AtomicFile> requests_file, trace_file;
+  std::optional<sim::RequestsCsvWriter> requests_writer;
+  std::optional<sim::ChromeTraceWriter> trace_writer;
+  if (out_dir && sc.outputs.requests_csv) {
+    requests_file.emplace((fs::path(*out_dir) / "requests.csv").string());
+    requests_writer.emplace(requests_file->stream());
+    opt.request_sinks.push_back(&*requests_writer);
+  }
+  if (out_dir && opt.chrome_trace) {
+    trace_file.emplace((fs::path(*out_dir) / "trace.json").string());
+    trace_writer.emplace(trace_file->stream(), &sc.deployment);
+    opt.trace_sink = &*trace_writer;
+  }
 
   auto policies = sim::make_policies(sc);
   auto wall_start = std::chrono::steady_clock::now();
@@ -137,14 +152,10 @@ int run_command(const std::vector<std::string>& argv) {
         os << sim::summary_json(sc, out, used_seed).dump(2) << "\n";
       });
     }
-    if (sc.outputs.requests_csv) {
-      write_file_atomically((dir / "requests.csv").string(),
-                            [&](std::ostream& os) { sim::write_requests_csv(os, out); });
-    }
-    if (opt.chrome_trace) {
-      write_file_atomically((dir / "trace.json").string(), [&](std::ostream& os) {
-        sim::write_chrome_trace(os, out, &sc.deployment);
-      });
+    if (requests_file) requests_file->commit();
+    if (trace_file) {
+      trace_writer->finish();
+      trace_file->commit();
     }
     // The resolved configuration: the inputs as read, and the values the run used.
     const fs::path resolved = dir / "resolved";

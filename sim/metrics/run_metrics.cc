@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/metrics/request_stats.h"
+
 namespace moesim::sim {
 
 const char* request_outcome_name(RequestOutcome o) {
@@ -71,49 +73,31 @@ SloCounts count_slo(const std::vector<RequestRecord>& requests, SimTime end_ns,
 RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vector<GpuRecord>& gpus,
                      const RunCounters& counters, SimTime duration_ns, double slo_ttft_ms,
                      double slo_tpot_ms) {
+  RequestStats stats(slo_ttft_ms, slo_tpot_ms);
+  for (const RequestRecord& r : requests) stats.add(r, duration_ns);
+  return summarize(stats, gpus, counters, duration_ns);
+}
+
+RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>& gpus,
+                     const RunCounters& counters, SimTime duration_ns) {
   RunSummary s;
   s.duration_s = to_seconds(duration_ns);
   s.counters = counters;
-  std::vector<double> q, ttft, tpot, e2e;
-  int64_t in_tokens = 0, out_tokens = 0;
-  s.slo.ttft_ms = slo_ttft_ms;
-  s.slo.tpot_ms = slo_tpot_ms;
-  for (const RequestRecord& r : requests) {
-    ++s.num_arrived;
-    switch (r.outcome) {
-      case RequestOutcome::kCompleted:
-        ++s.num_completed;
-        break;
-      case RequestOutcome::kRejected:
-        ++s.num_rejected;
-        break;
-      case RequestOutcome::kInFlight:
-        ++s.num_in_flight;
-        if (r.first_token_ns < 0) {
-          ++s.num_waiting_first_token;
-          s.max_wait_first_token_ms =
-              std::max(s.max_wait_first_token_ms, to_ms(duration_ns - r.arrival_ns));
-        }
-        break;
-    }
-    if (r.queueing_ns() >= 0) q.push_back(to_ms(r.queueing_ns()));
-    if (r.ttft_ns() >= 0) {
-      ttft.push_back(to_ms(r.ttft_ns()));
-      in_tokens += r.prompt_tokens;
-    }
-    out_tokens += r.generated_tokens;
-    if (r.outcome != RequestOutcome::kCompleted) continue;
-    e2e.push_back(to_ms(r.e2e_ns()));
-    double tp = r.tpot_ns();
-    if (tp >= 0) tpot.push_back(tp / 1e6);
-  }
-  SloCounts slo = count_slo(requests, duration_ns, slo_ttft_ms, slo_tpot_ms);
-  s.slo.num_met = slo.num_met;
-  s.slo.num_decided = slo.num_decided;
-  s.queueing_ms = percentiles(std::move(q));
-  s.ttft_ms = percentiles(std::move(ttft));
-  s.tpot_ms = percentiles(std::move(tpot));
-  s.e2e_ms = percentiles(std::move(e2e));
+  s.slo.ttft_ms = requests.slo_ttft_ms();
+  s.slo.tpot_ms = requests.slo_tpot_ms();
+  s.num_arrived = requests.num_arrived();
+  s.num_completed = requests.num_completed();
+  s.num_rejected = requests.num_rejected();
+  s.num_in_flight = requests.num_in_flight();
+  s.num_waiting_first_token = requests.num_waiting_first_token();
+  s.max_wait_first_token_ms = requests.max_wait_first_token_ms();
+  const int64_t in_tokens = requests.input_tokens(), out_tokens = requests.output_tokens();
+  s.slo.num_met = requests.slo().num_met;
+  s.slo.num_decided = requests.slo().num_decided;
+  s.queueing_ms = requests.queueing_ms().summary();
+  s.ttft_ms = requests.ttft_ms().summary();
+  s.tpot_ms = requests.tpot_ms().summary();
+  s.e2e_ms = requests.e2e_ms().summary();
   s.has.rates = s.duration_s > 0;
   if (s.has.rates) {
     s.input_tokens_per_s = static_cast<double>(in_tokens) / s.duration_s;

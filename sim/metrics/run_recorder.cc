@@ -28,12 +28,21 @@ void RunRecorder::on_step(const StepUsage& u) {
     gr.comm_ns += u.comm_ns[g];
     gr.wait_ns += u.wait_ns[g];
   }
+  flush_trace();
 }
 
 void RunRecorder::on_action(const std::string& name, int64_t n, SimTime now) {
   counters_.actions[name] += n;
-  if (trace_.size() < kMaxInstants)
-    trace_.push_back(TraceSlice{0, -1, "policy:" + name, -1, now, 0});
+  if (!opt_.chrome_trace || num_instants_ >= static_cast<int64_t>(kMaxInstants)) return;
+  ++num_instants_;
+  trace_.push_back(TraceSlice{0, -1, "policy:" + name, -1, now, 0});
+  flush_trace();
+}
+
+void RunRecorder::flush_trace() {
+  if (opt_.trace_sink == nullptr || trace_.empty()) return;
+  opt_.trace_sink->add(trace_);
+  trace_.clear();
 }
 
 void RunRecorder::set_initial_placement(int32_t replica_idx, const ExpertGpus& layer0,

@@ -66,7 +66,32 @@ struct PlacementChange {
   ExpertGpus expert_gpus;
 };
 
+// Where request records go as they become final (RunOptions::request_sinks): completed and
+// rejected records during the run, in flight ones at its end, each exactly once, in
+// request-sequence (arrival) order. `end_ns` is the run's end; only in-flight records depend on
+// it (slo_status, the summary's waits), and those come after the run ended.
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  virtual void add(const RequestRecord& record, SimTime end_ns) = 0;
+};
+
+// Where Chrome-trace slices go as they are made (RunOptions::trace_sink), in the order
+// RunOutput::trace would hold them.
+class TraceSink {
+ public:
+  virtual ~TraceSink() = default;
+  virtual void add(std::span<const TraceSlice> slices) = 0;
+};
+
 struct RunOptions {
+  // Keep every request's record in RunOutput::requests (memory grows with the requests: tests
+  // and `compare` pair requests up). Without it the run keeps only in-flight state, and records
+  // reach request_sinks and the summary's streaming statistics (request_stats.h).
+  bool keep_requests = false;
+  std::vector<RequestSink*> request_sinks;  // not owned; must outlive the run
+  // With chrome_trace: slices go here as they are made instead of RunOutput::trace (not owned).
+  TraceSink* trace_sink = nullptr;
   bool record_steps = false;
   int64_t record_max_steps = 1000;
   bool chrome_trace = false;
@@ -131,7 +156,11 @@ class RunRecorder {
   std::vector<PlacementChange>& placement_changes() { return changes_; }
 
  private:
+  // Hands the slices collected so far to the trace sink, when there is one.
+  void flush_trace();
+
   RunOptions opt_;
+  int64_t num_instants_ = 0;
   RunCounters counters_;
   std::vector<GpuRecord> gpus_;
   std::vector<TraceSlice> trace_;

@@ -30,7 +30,8 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
       builder_(sc),
       policies_(std::move(policies)),
       router_(sc.deployment, sc.scheduler.router),
-      recorder_(opt) {
+      recorder_(opt),
+      stats_(sc.slo.ttft_ms, sc.slo.tpot_ms) {
   k_arrival_ = sim_.register_kind("arrival", [this](const Event& e, Scheduler&) { on_arrival(e); });
   k_step_done_ =
       sim_.register_kind("step_done", [this](const Event& e, Scheduler&) { on_step_done(e); });
@@ -142,11 +143,10 @@ RunOutput ClusterSim::run() {
   counters.cost_out_of_range_queries = builder_.cost().num_out_of_range_queries();
   const WorkloadStats& ws = workload_->stats();
   if (ws.num_rollbacks > 0) counters.actions["rollback"] = ws.num_rollbacks;
-  out.requests = std::move(records_);
+  out.requests = std::move(kept_);
   out.gpus = std::move(recorder_.gpus());
   out.counters = counters;
-  out.summary =
-      summarize(out.requests, out.gpus, out.counters, out.end_ns, sc_.slo.ttft_ms, sc_.slo.tpot_ms);
+  out.summary = summarize(stats_, out.gpus, out.counters, out.end_ns);
   out.digest = sim_.digest().value();
   out.digest_hex = sim_.digest().hex();
   out.num_events = sim_.num_events_executed();
@@ -160,32 +160,36 @@ RunOutput ClusterSim::run() {
   return out;
 }
 
+void ClusterSim::retire_finished(bool all) {
+  const SimTime end_ns = all ? sim_.now() : from_seconds(sc_.run.duration_s);
+  while (!records_.empty() && (all || records_.front().outcome != RequestOutcome::kInFlight)) {
+    const RequestRecord& rec = records_.front();
+    stats_.add(rec, end_ns);
+    for (RequestSink* sink : opt_.request_sinks) sink->add(rec, end_ns);
+    if (opt_.keep_requests) kept_.push_back(rec);
+    records_.pop_front();
+    seqs_.pop_front();
+  }
+}
+
 void ClusterSim::check_conservation(RunOutput& out) {
-  // Every arrived request is completed, rejected or in flight, once.
-  int64_t completed = 0, rejected = 0, in_flight = 0;
-  for (size_t i = 0; i < records_.size(); ++i) {
+  // Every arrived request is completed, rejected or in flight, once: the records still in the
+  // window are retired now, in flight ones with what they generated so far.
+  for (int64_t i = records_.front_id(); i < records_.size(); ++i) {
     sync_record(static_cast<int32_t>(i));
     RequestRecord& rec = records_[i];
     if (rec.outcome == RequestOutcome::kInFlight) rec.generated_tokens = seqs_[i].generated;
-    switch (rec.outcome) {
-      case RequestOutcome::kCompleted:
-        ++completed;
-        break;
-      case RequestOutcome::kRejected:
-        ++rejected;
-        break;
-      case RequestOutcome::kInFlight:
-        ++in_flight;
-        break;
-    }
   }
+  retire_finished(/*all=*/true);
+  const int64_t completed = stats_.num_completed(), rejected = stats_.num_rejected(),
+                in_flight = stats_.num_in_flight(), arrived = records_.size();
   // In flight = held by a replica (waiting, running or between prefill and decode pools) or
   // still waiting out a policy's admission delay (e.g. a session rebuild's summary).
   const int64_t live = static_cast<int64_t>(delayed_.size()) + router_.total_outstanding();
-  out.conservation_ok = completed + rejected + in_flight == static_cast<int64_t>(records_.size()) &&
-                        live == in_flight;
+  out.conservation_ok = completed + rejected + in_flight == arrived &&
+                        stats_.num_arrived() == arrived && live == in_flight;
   out.conservation_message =
-      "arrived " + std::to_string(records_.size()) + " = completed " + std::to_string(completed) +
+      "arrived " + std::to_string(arrived) + " = completed " + std::to_string(completed) +
       " + rejected " + std::to_string(rejected) + " + in flight " + std::to_string(in_flight) +
       (live == in_flight
            ? ""

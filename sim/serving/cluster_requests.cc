@@ -47,6 +47,8 @@ void ClusterSim::reject(int32_t sid, const std::string& reason) {
   rec.done_ns = -1;
   recorder_.counters().actions["reject:" + reason]++;
   if (seqs_[sid].req.session.valid()) workload_->abandon_session(seqs_[sid].req.session);
+  // Never admitted: nothing reads its prefix blocks again.
+  std::vector<uint64_t>().swap(seqs_[sid].req.prefix_block_hashes);
 }
 
 void ClusterSim::admit_request(Request req) {
@@ -55,8 +57,10 @@ void ClusterSim::admit_request(Request req) {
     p->on_arrival(*this, req, decision);
     if (decision.reject) break;
   }
+  retire_finished();
   const auto sid = static_cast<int32_t>(seqs_.size());
   Seq s;
+  s.sid = sid;
   s.req = std::move(req);
   s.prefill_target = s.req.prompt_tokens + decision.extra_prefill_tokens;
   seqs_.push_back(std::move(s));
@@ -121,6 +125,9 @@ void ClusterSim::complete(Replica& r, int32_t sid) {
   r.scheduler->release(s);
   router_.add_outstanding(r.idx, -1);
   for (auto& p : policies_) p->on_complete(*this, s.req, rec);
+  // Released: its blocks are unpinned, nothing reads its prefix again (the entry stays in the
+  // window until every older sequence is final too).
+  std::vector<uint64_t>().swap(s.req.prefix_block_hashes);
   if (next) schedule_arrival(std::move(*next), false);
 }
 

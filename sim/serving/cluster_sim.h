@@ -19,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/id_window.h"
 #include "sim/core/simulation.h"
+#include "sim/metrics/request_stats.h"
 #include "sim/metrics/run_recorder.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/cluster_router.h"
@@ -119,6 +121,8 @@ class ClusterSim final : public PolicyContext {
   void route_seq(int32_t sid, const std::string& pool);
   void complete(Replica& r, int32_t sid);
   void sync_record(int32_t sid);
+  // Retires the final records at the front of the window (all of them with `all`, at the end).
+  void retire_finished(bool all = false);
   // cluster_steps.cc
   void try_start_step(Replica& r);
   // RunOptions::tier_check_every: times the step on the shadow's tier and records both.
@@ -155,8 +159,12 @@ class ClusterSim final : public PolicyContext {
   std::unique_ptr<WorkloadGenerator> workload_;
   std::map<int64_t, Request> pending_;  // arrivals scheduled but not yet happened
   int64_t next_pending_key_ = 0;
-  std::vector<Seq> seqs_;
-  std::vector<RequestRecord> records_;
+  // Sequences and their records by sequence id, from the oldest one not final on (IdWindow);
+  // retire_finished() hands final records at the front to stats_, the sinks and kept_.
+  IdWindow<Seq> seqs_;
+  IdWindow<RequestRecord> records_;
+  RequestStats stats_;
+  std::vector<RequestRecord> kept_;  // RunOptions::keep_requests
 };
 
 }  // namespace moesim::sim::detail

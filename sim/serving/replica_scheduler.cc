@@ -14,7 +14,7 @@ int64_t ScheduledBatch::num_tokens() const {
 }
 
 ReplicaScheduler::ReplicaScheduler(const SchedulerSpec& spec, int32_t num_ranks,
-                                   const GpuMemoryLayout& layout, std::vector<Seq>* seqs)
+                                   const GpuMemoryLayout& layout, IdWindow<Seq>* seqs)
     : spec_(spec), layout_(layout), seqs_(*seqs), max_seqs_(spec.max_seqs) {
   MOESIM_CHECK(num_ranks >= 1, "a replica has attention ranks");
   for (int32_t k = 0; k < num_ranks; ++k) {
@@ -228,8 +228,7 @@ void ReplicaScheduler::release(Seq& s) {
   s.owned_blocks = 0;
   s.num_hit_blocks = s.num_inserted_blocks = 0;
   s.capacity_tokens = 0;
-  auto it =
-      std::find(rank.running.begin(), rank.running.end(), static_cast<int32_t>(&s - seqs_.data()));
+  auto it = std::find(rank.running.begin(), rank.running.end(), s.sid);
   MOESIM_CHECK(it != rank.running.end(), "sequence not running on its rank");
   rank.running.erase(it);
   num_in_flight_--;

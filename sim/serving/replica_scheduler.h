@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/core/id_window.h"
 #include "sim/core/time.h"
 #include "sim/memory/kv_cache.h"
 #include "sim/memory/memory_layout.h"
@@ -55,7 +56,7 @@ class ReplicaScheduler {
   // `num_ranks` attention ranks with `layout`'s KV pool each; `seqs` is the cluster's sequence
   // table (it must outlive the scheduler).
   ReplicaScheduler(const SchedulerSpec& spec, int32_t num_ranks, const GpuMemoryLayout& layout,
-                   std::vector<Seq>* seqs);
+                   IdWindow<Seq>* seqs);
 
   // Appends sequence `sid` to the waiting queue.
   void enqueue(int32_t sid) { waiting_.push_back(sid); }
@@ -107,7 +108,7 @@ class ReplicaScheduler {
 
   SchedulerSpec spec_;
   GpuMemoryLayout layout_;
-  std::vector<Seq>& seqs_;
+  IdWindow<Seq>& seqs_;
   std::vector<Rank> ranks_;
   std::deque<int32_t> waiting_;
   int32_t num_in_flight_ = 0;

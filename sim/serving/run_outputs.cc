@@ -25,77 +25,85 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
+RequestsCsvWriter::RequestsCsvWriter(std::ostream& os) : os_(os) {
+  os_ << "request_id,session_id,turn_idx,attempt_idx,replica,domain,outcome,reject_reason,"
+         "arrival_ns,first_scheduled_ns,first_token_ns,done_ns,prompt_tokens,output_tokens,"
+         "generated_tokens,cached_prompt_tokens,preemptions,queueing_ms,ttft_ms,tpot_ms,e2e_ms\n";
+}
+
+void RequestsCsvWriter::add(const RequestRecord& r, SimTime /*end_ns*/) {
+  std::ostream& os = os_;
+  os << r.request_id << ',' << r.session_id << ',' << r.turn_idx << ',' << r.attempt_idx << ','
+     << r.replica << ',' << r.domain << ',' << request_outcome_name(r.outcome) << ','
+     << r.reject_reason << ',' << r.arrival_ns << ',' << r.first_scheduled_ns << ','
+     << r.first_token_ns << ',' << r.done_ns << ',' << r.prompt_tokens << ',' << r.output_tokens
+     << ',' << r.generated_tokens << ',' << r.cached_prompt_tokens << ',' << r.num_preemptions
+     << ',';
+  auto ms = [&os](double ns) {
+    if (ns >= 0) os << fmt("%.6f", ns / 1e6);
+  };
+  ms(static_cast<double>(r.queueing_ns()));
+  os << ',';
+  ms(static_cast<double>(r.ttft_ns()));
+  os << ',';
+  ms(r.tpot_ns());
+  os << ',';
+  ms(static_cast<double>(r.e2e_ns()));
+  os << '\n';
+}
+
 void write_requests_csv(std::ostream& os, const RunOutput& out) {
-  os << "request_id,session_id,turn_idx,attempt_idx,replica,domain,outcome,reject_reason,"
-        "arrival_ns,first_scheduled_ns,first_token_ns,done_ns,prompt_tokens,output_tokens,"
-        "generated_tokens,cached_prompt_tokens,preemptions,queueing_ms,ttft_ms,tpot_ms,e2e_ms\n";
-  for (const RequestRecord& r : out.requests) {
-    os << r.request_id << ',' << r.session_id << ',' << r.turn_idx << ',' << r.attempt_idx << ','
-       << r.replica << ',' << r.domain << ',' << request_outcome_name(r.outcome) << ','
-       << r.reject_reason << ',' << r.arrival_ns << ',' << r.first_scheduled_ns << ','
-       << r.first_token_ns << ',' << r.done_ns << ',' << r.prompt_tokens << ',' << r.output_tokens
-       << ',' << r.generated_tokens << ',' << r.cached_prompt_tokens << ',' << r.num_preemptions
-       << ',';
-    auto ms = [&os](double ns) {
-      if (ns < 0) {
-        os << "";
-      } else {
-        os << fmt("%.6f", ns / 1e6);
+  RequestsCsvWriter writer(os);
+  for (const RequestRecord& r : out.requests) writer.add(r, out.end_ns);
+}
+
+// The document is {"displayTimeUnit":"ns","traceEvents":[...]} (keys in nlohmann's sorted
+// order), written one event at a time.
+ChromeTraceWriter::ChromeTraceWriter(std::ostream& os, const DeploymentSpec* deployment) : os_(os) {
+  os_ << R"({"displayTimeUnit":"ns","traceEvents":[)";
+  if (!deployment) return;
+  // Process names (and their order) so that replicas and their roles tell apart in Perfetto.
+  int32_t pool = 0, pool_first = 0;
+  for (int32_t r = 0; r < deployment->num_replicas; ++r) {
+    std::string name = "replica " + std::to_string(r);
+    if (deployment->prefill_replicas > 0) {
+      name += r < deployment->prefill_replicas ? " (prefill)" : " (decode)";
+    }
+    if (!deployment->pools.empty()) {
+      while (pool + 1 < static_cast<int32_t>(deployment->pools.size()) &&
+             r >= pool_first + deployment->pools[pool].num_replicas) {
+        pool_first += deployment->pools[pool].num_replicas;
+        ++pool;
       }
-    };
-    ms(static_cast<double>(r.queueing_ns()));
-    os << ',';
-    ms(static_cast<double>(r.ttft_ns()));
-    os << ',';
-    ms(r.tpot_ns());
-    os << ',';
-    ms(static_cast<double>(r.e2e_ns()));
-    os << '\n';
+      name += " (pool " + deployment->pools[pool].name + ")";
+    }
+    event({{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", name}}}});
+    event({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
   }
 }
 
-void write_chrome_trace(std::ostream& os, const RunOutput& out, const DeploymentSpec* deployment) {
-  json events = json::array();
-  if (deployment) {
-    // Process names (and their order) so that replicas and their roles tell apart in Perfetto.
-    int32_t pool = 0, pool_first = 0;
-    for (int32_t r = 0; r < deployment->num_replicas; ++r) {
-      std::string name = "replica " + std::to_string(r);
-      if (deployment->prefill_replicas > 0) {
-        name += r < deployment->prefill_replicas ? " (prefill)" : " (decode)";
-      }
-      if (!deployment->pools.empty()) {
-        while (pool + 1 < static_cast<int32_t>(deployment->pools.size()) &&
-               r >= pool_first + deployment->pools[pool].num_replicas) {
-          pool_first += deployment->pools[pool].num_replicas;
-          ++pool;
-        }
-        name += " (pool " + deployment->pools[pool].name + ")";
-      }
-      events.push_back(
-          {{"ph", "M"}, {"name", "process_name"}, {"pid", r}, {"args", {{"name", name}}}});
-      events.push_back(
-          {{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
-    }
-  }
-  std::map<std::pair<int32_t, int32_t>, bool> named;
-  for (const TraceSlice& t : out.trace) {
+void ChromeTraceWriter::event(const json& e) {
+  if (num_events_++ > 0) os_ << ',';
+  os_ << e.dump();
+}
+
+void ChromeTraceWriter::add(std::span<const TraceSlice> slices) {
+  for (const TraceSlice& t : slices) {
     if (t.gpu < 0) {
-      events.push_back({{"ph", "i"},
-                        {"s", "p"},
-                        {"name", t.name},
-                        {"pid", t.replica},
-                        {"tid", 0},
-                        {"ts", static_cast<double>(t.start_ns) / 1e3}});
+      event({{"ph", "i"},
+             {"s", "p"},
+             {"name", t.name},
+             {"pid", t.replica},
+             {"tid", 0},
+             {"ts", static_cast<double>(t.start_ns) / 1e3}});
       continue;
     }
-    if (!named[{t.replica, t.gpu}]) {
-      named[{t.replica, t.gpu}] = true;
-      events.push_back({{"ph", "M"},
-                        {"name", "thread_name"},
-                        {"pid", t.replica},
-                        {"tid", t.gpu},
-                        {"args", {{"name", "gpu " + std::to_string(t.gpu)}}}});
+    if (named_.insert({t.replica, t.gpu}).second) {
+      event({{"ph", "M"},
+             {"name", "thread_name"},
+             {"pid", t.replica},
+             {"tid", t.gpu},
+             {"args", {{"name", "gpu " + std::to_string(t.gpu)}}}});
     }
     json e{{"ph", "X"},
            {"name", t.name},
@@ -104,10 +112,16 @@ void write_chrome_trace(std::ostream& os, const RunOutput& out, const Deployment
            {"ts", static_cast<double>(t.start_ns) / 1e3},
            {"dur", static_cast<double>(t.duration_ns) / 1e3}};
     if (t.layer >= 0) e["args"] = {{"layer", t.layer}};
-    events.push_back(std::move(e));
+    event(e);
   }
-  json doc{{"traceEvents", events}, {"displayTimeUnit", "ns"}};
-  os << doc.dump() << "\n";
+}
+
+void ChromeTraceWriter::finish() { os_ << "]}\n"; }
+
+void write_chrome_trace(std::ostream& os, const RunOutput& out, const DeploymentSpec* deployment) {
+  ChromeTraceWriter writer(os, deployment);
+  writer.add(out.trace);
+  writer.finish();
 }
 
 json model_shapes_json(const ModelCard& card, const DeploymentSpec& d) {

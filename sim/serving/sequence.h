@@ -1,7 +1,8 @@
 // One request being served, as the replica schedulers and the cluster see it: its request, where
 // it runs (replica, attention rank), how far its prefill and decode got, and the KV blocks it
 // holds. Sequences live in one table owned by the cluster, indexed by sequence id (the order of
-// arrival), because a sequence moves between replicas under P/D disaggregation.
+// arrival), because a sequence moves between replicas under P/D disaggregation; the table keeps
+// only the window from the oldest unfinished sequence on (IdWindow).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 namespace moesim::sim {
 
 struct Seq {
+  int32_t sid = -1;  // sequence id: the index in the cluster's table
   Request req;
   int32_t replica = -1;
   int32_t rank = -1;

@@ -305,7 +305,8 @@ CompareResult compare_scenarios(const Scenario& a, const Scenario& b,
   run_in_order<RunOutput>(
       2 * static_cast<int64_t>(result.seeds.size()), options.num_threads,
       [&](int64_t j) {
-        return simulate(j % 2 == 0 ? a : b, result.seeds[static_cast<size_t>(j / 2)]);
+        return simulate(j % 2 == 0 ? a : b, result.seeds[static_cast<size_t>(j / 2)],
+                        /*keep_requests=*/true);
       },
       [&](int64_t j, RunOutput& out) {
         RunPair& pair = runs[static_cast<size_t>(j / 2)];

@@ -97,7 +97,16 @@ SearchSlo parse_search_slo(const std::string& text) {
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo) {
   const double ttft_limit_ms = slo.request_ttft_ms.value_or(scenario.slo.ttft_ms);
   const double tpot_limit_ms = slo.request_tpot_ms.value_or(scenario.slo.tpot_ms);
-  SloCounts counts = count_slo(out.requests, out.end_ns, ttft_limit_ms, tpot_limit_ms);
+  // The run's summary counted the requests with the scenario's limits (a probe runs with the
+  // search's); other limits need the run's kept records.
+  SloCounts counts;
+  if (out.summary.slo.ttft_ms == ttft_limit_ms && out.summary.slo.tpot_ms == tpot_limit_ms) {
+    counts = {out.summary.slo.num_met, out.summary.slo.num_decided};
+  } else {
+    MOESIM_CHECK(!out.requests.empty() || out.summary.num_arrived == 0,
+                 "judging other SLO limits than the run's needs its kept records");
+    counts = count_slo(out.requests, out.end_ns, ttft_limit_ms, tpot_limit_ms);
+  }
   SloVerdict v;
   v.num_met = counts.num_met;
   v.num_decided = counts.num_decided;
@@ -260,6 +269,9 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         std::vector<Override> probe_overrides = c.overrides;
         probe_overrides.push_back(rate_override(base, m));
         Scenario sc = scenario.instantiate(probe_overrides);
+        // The summary then counts SLO attainment with the search's limits (judge_run).
+        sc.slo.ttft_ms = slo.request_ttft_ms.value_or(sc.slo.ttft_ms);
+        sc.slo.tpot_ms = slo.request_tpot_ms.value_or(sc.slo.tpot_ms);
         RunOutput out = simulate(sc, seed);
         RateProbe p{m, c.base_rate_per_s * m, judge_run(out, sc, slo)};
         c.probes.push_back(p);

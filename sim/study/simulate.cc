@@ -4,8 +4,10 @@
 
 namespace moesim::sim::study {
 
-RunOutput simulate(const Scenario& scenario, uint64_t seed) {
-  return run_scenario(scenario, RunOptions{}, static_cast<int64_t>(seed), make_policies(scenario));
+RunOutput simulate(const Scenario& scenario, uint64_t seed, bool keep_requests) {
+  RunOptions options;
+  options.keep_requests = keep_requests;
+  return run_scenario(scenario, options, static_cast<int64_t>(seed), make_policies(scenario));
 }
 
 int64_t num_gpus(const Scenario& scenario) {

@@ -9,9 +9,10 @@
 
 namespace moesim::sim::study {
 
-// Simulates `scenario` with root seed `seed` and the policies of its [policies.*] tables.
+// Simulates `scenario` with root seed `seed` and the policies of its [policies.*] tables;
+// RunOutput::requests holds every record only with `keep_requests` (compare pairs them up).
 // Throws ConfigError for a bad policy table or a deployment that does not fit in memory.
-RunOutput simulate(const Scenario& scenario, uint64_t seed);
+RunOutput simulate(const Scenario& scenario, uint64_t seed, bool keep_requests = false);
 
 // GPUs the deployment occupies: replicas x GPUs per replica.
 int64_t num_gpus(const Scenario& scenario);

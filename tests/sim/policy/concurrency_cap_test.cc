@@ -45,7 +45,7 @@ TEST(ConcurrencyCapTest, NoStepRunsMoreSequencesThanTheCap) {
   // 20 requests in about 20 ms.
   Scenario sc =
       testing::tiny_scenario("\n[policies.concurrency_cap]\nmax_seqs_per_replica = 1\n", "", 1000);
-  RunOptions opt;
+  RunOptions opt = testing::keeping_requests();
   opt.record_steps = true;
   opt.record_max_steps = 1'000'000;
   auto most_seqs = [](const RunOutput& out) {

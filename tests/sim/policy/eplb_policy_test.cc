@@ -49,7 +49,9 @@ TEST(EplbPolicy, BadConfigNamesTheKey) {
 
 RunOutput run(const std::string& extra) {
   const Scenario sc = tiny_scenario(kSkew + extra, "", 40);
-  return run_scenario(sc, RunOptions{}, -1, make_policies(sc));
+  RunOptions opt;
+  opt.chrome_trace = true;  // policy actions are marked in the trace (no step window)
+  return run_scenario(sc, opt, -1, make_policies(sc));
 }
 
 TEST(EplbPolicy, RebalancesCopiesWeightsAndAppliesThePlacement) {

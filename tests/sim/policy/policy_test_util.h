@@ -59,11 +59,12 @@ replicas = 1
 )";
 
 // Loads a shipped scenario (path relative to the source tree), optionally shortening its run,
-// and simulates it with its policies.
+// and simulates it with its policies, keeping every request's record (RunOptions::keep_requests).
 inline RunOutput run_shipped(const std::string& rel_path, double duration_s = 0,
                              RunOptions options = {}) {
   Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/" + rel_path);
   if (duration_s > 0) sc.run.duration_s = duration_s;
+  options.keep_requests = true;
   return run_scenario(sc, options, -1, make_policies(sc));
 }
 

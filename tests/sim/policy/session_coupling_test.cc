@@ -339,8 +339,8 @@ summary_tokens = 256
 summary_tokens_per_s = 2000
 )",
                                       "tiny_agent_coupling.toml", testing::kPolicyTestDir);
-  RunOutput base = run_scenario(with, {}, -1, {});
-  RunOutput out = run_scenario(with, {}, -1, make_policies(with));
+  RunOutput base = run_scenario(with, testing::keeping_requests(), -1, {});
+  RunOutput out = run_scenario(with, testing::keeping_requests(), -1, make_policies(with));
   testing::expect_sane_run(out, "tiny agent with session coupling");
   const auto& a = out.counters.actions;
   EXPECT_GT(a.count("coupling_safe"), 0u);

@@ -20,11 +20,11 @@ using testing::expect_sane_run;
 using testing::test_scenario;
 
 RunOutput run(const std::string& name, RunOptions opt = {}, int64_t seed = -1) {
-  return run_scenario(test_scenario(name), opt, seed);
+  return run_scenario(test_scenario(name), testing::keeping_requests(opt), seed);
 }
 
 RunOptions recording() {
-  RunOptions opt;
+  RunOptions opt = testing::keeping_requests();
   opt.record_steps = true;
   opt.record_max_steps = 1'000'000;
   return opt;
@@ -207,7 +207,7 @@ TEST(ClusterTest, DeploymentThatDoesNotFitIsAConfigError) {
   sc.topology = std::make_shared<const Topology>(
       load_topology(MOESIM_SOURCE_DIR "/topologies/h800-8x8.toml"));
   try {
-    run_scenario(sc, {});
+    run_scenario(sc, testing::keeping_requests());
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.key_path(), "deployment");

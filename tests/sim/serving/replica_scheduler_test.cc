@@ -38,8 +38,18 @@ Seq seq(int64_t prompt, int64_t output, uint64_t hash_base = 1000) {
   return s;
 }
 
+// The cluster's sequence table holding `seqs` as sequences 0, 1, ...
+IdWindow<Seq> table(std::vector<Seq> seqs) {
+  IdWindow<Seq> t;
+  for (Seq& s : seqs) {
+    s.sid = static_cast<int32_t>(t.size());
+    t.push_back(std::move(s));
+  }
+  return t;
+}
+
 // What the cluster does when a step ends: prefill progress, one token per finished slice.
-void finish_step(ReplicaScheduler& sched, std::vector<Seq>& seqs) {
+void finish_step(ReplicaScheduler& sched, IdWindow<Seq>& seqs) {
   for (const auto& [sid, sl] : sched.batch().seqs) {
     Seq& s = seqs[sid];
     if (!s.running) continue;
@@ -53,7 +63,7 @@ void finish_step(ReplicaScheduler& sched, std::vector<Seq>& seqs) {
 }
 
 TEST(ReplicaScheduler, ChunksPrefillWithinTheRankBudget) {
-  std::vector<Seq> seqs = {seq(100, 4)};
+  IdWindow<Seq> seqs = table({seq(100, 4)});
   ReplicaScheduler sched(spec(64), 1, layout(100), &seqs);
   sched.enqueue(0);
   const ScheduledBatch& b1 = sched.schedule(7);
@@ -80,7 +90,7 @@ TEST(ReplicaScheduler, ChunksPrefillWithinTheRankBudget) {
 }
 
 TEST(ReplicaScheduler, DecodeComesBeforePrefillAndAdmissionsInTheBatch) {
-  std::vector<Seq> seqs = {seq(10, 8, 100), seq(10, 8, 200), seq(200, 8, 300)};
+  IdWindow<Seq> seqs = table({seq(10, 8, 100), seq(10, 8, 200), seq(200, 8, 300)});
   ReplicaScheduler sched(spec(64), 1, layout(100), &seqs);
   sched.enqueue(0);
   sched.enqueue(1);
@@ -105,14 +115,14 @@ TEST(ReplicaScheduler, DecodeComesBeforePrefillAndAdmissionsInTheBatch) {
 
 TEST(ReplicaScheduler, AdmissionIsHeadOfLineAndCappedByMaxSeqs) {
   // Rank of 4 blocks (256 tokens): the 300-token request can never fit and blocks the queue.
-  std::vector<Seq> seqs = {seq(300, 2, 100), seq(10, 2, 200)};
+  IdWindow<Seq> seqs = table({seq(300, 2, 100), seq(10, 2, 200)});
   ReplicaScheduler sched(spec(512), 1, layout(4), &seqs);
   sched.enqueue(0);
   sched.enqueue(1);
   EXPECT_TRUE(sched.schedule(0).empty());
   EXPECT_EQ(sched.num_waiting(), 2u);
 
-  std::vector<Seq> more = {seq(10, 2, 100), seq(10, 2, 200), seq(10, 2, 300)};
+  IdWindow<Seq> more = table({seq(10, 2, 100), seq(10, 2, 200), seq(10, 2, 300)});
   ReplicaScheduler capped(spec(512), 1, layout(100), &more);
   capped.set_limits(2, 0);
   for (int32_t i = 0; i < 3; ++i) capped.enqueue(i);
@@ -122,7 +132,7 @@ TEST(ReplicaScheduler, AdmissionIsHeadOfLineAndCappedByMaxSeqs) {
 }
 
 TEST(ReplicaScheduler, StepTokenCapSpansRanks) {
-  std::vector<Seq> seqs = {seq(50, 2, 100), seq(50, 2, 200)};
+  IdWindow<Seq> seqs = table({seq(50, 2, 100), seq(50, 2, 200)});
   ReplicaScheduler sched(spec(64), 2, layout(100), &seqs);
   sched.set_limits(0, 60);
   sched.enqueue(0);
@@ -139,7 +149,7 @@ TEST(ReplicaScheduler, StepTokenCapSpansRanks) {
 
 TEST(ReplicaScheduler, PrefixHitsPickTheRankAndSkipCachedTokens) {
   // Two 1,100-token prompts sharing their first two 512-token blocks.
-  std::vector<Seq> seqs = {seq(1100, 1, 100), seq(1100, 1, 100)};
+  IdWindow<Seq> seqs = table({seq(1100, 1, 100), seq(1100, 1, 100)});
   seqs[1].req.prefix_block_hashes[2] = 999;  // the third (partial) block differs
   ReplicaScheduler sched(spec(2048), 2, layout(200), &seqs);
   sched.enqueue(0);
@@ -163,7 +173,7 @@ TEST(ReplicaScheduler, RunningOutOfBlocksPreemptsTheLatestAdmitted) {
   // new block, so the most recently admitted sequence is preempted and re-queued at the front.
   SchedulerSpec s = spec(512);
   s.prefix_caching = false;
-  std::vector<Seq> seqs = {seq(64, 4, 100), seq(64, 4, 200)};
+  IdWindow<Seq> seqs = table({seq(64, 4, 100), seq(64, 4, 200)});
   ReplicaScheduler sched(s, 1, layout(2), &seqs);
   sched.enqueue(0);
   sched.enqueue(1);
@@ -182,7 +192,7 @@ TEST(ReplicaScheduler, RunningOutOfBlocksPreemptsTheLatestAdmitted) {
 }
 
 TEST(ReplicaScheduler, ReleaseReturnsEveryBlock) {
-  std::vector<Seq> seqs = {seq(300, 3, 100)};
+  IdWindow<Seq> seqs = table({seq(300, 3, 100)});
   ReplicaScheduler sched(spec(512), 1, layout(50), &seqs);
   sched.enqueue(0);
   sched.schedule(0);

@@ -30,7 +30,7 @@ const Recorded& recorded(const std::string& name) {
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
   const Scenario& sc = test_scenario(name);
-  RunOptions opt;
+  RunOptions opt = testing::keeping_requests();
   opt.record_steps = true;
   opt.record_max_steps = 400;
   opt.chrome_trace = true;
@@ -372,7 +372,7 @@ TEST(SummaryTest, TextHasEveryJsonFigureWithUnits) {
 TEST(SummaryTest, FiguresWithoutSamplesAreNullAndNa) {
   Scenario sc = test_scenario("tiny_synthetic");
   sc.run.duration_s = 0.002;
-  RunOutput out = run_scenario(sc, RunOptions{});
+  RunOutput out = run_scenario(sc, testing::keeping_requests());
   ASSERT_EQ(out.summary.num_completed, 0);
   json j = summary_json(sc, out, 1);
   for (const char* figure : {"queueing_ms", "ttft_ms", "tpot_ms", "e2e_ms"}) {
@@ -395,7 +395,7 @@ TEST(SummaryTest, FiguresWithoutSamplesAreNullAndNa) {
 
 TEST(SummaryTest, DenseModelHasNoExpertImbalance) {
   const Scenario& sc = test_scenario("tiny_dense");
-  RunOutput out = run_scenario(sc, RunOptions{});
+  RunOutput out = run_scenario(sc, testing::keeping_requests());
   EXPECT_TRUE(summary_json(sc, out, 1)["expert_gpu_imbalance"].is_null());
   std::ostringstream os;
   write_summary_text(os, sc, out, 1);
@@ -405,7 +405,7 @@ TEST(SummaryTest, DenseModelHasNoExpertImbalance) {
 TEST(OutputsTest, TwoRunsWriteByteIdenticalFiles) {
   const Scenario& sc = test_scenario("tiny_agent");
   auto write_all = [&sc]() {
-    RunOptions opt;
+    RunOptions opt = testing::keeping_requests();
     opt.record_steps = true;
     opt.record_max_steps = 200;
     opt.chrome_trace = true;

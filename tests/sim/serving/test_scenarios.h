@@ -24,6 +24,12 @@ inline const Scenario& test_scenario(const std::string& name) {
   return it->second;
 }
 
+// `opt` with RunOptions::keep_requests: the tests below read every request's record.
+inline RunOptions keeping_requests(RunOptions opt = {}) {
+  opt.keep_requests = true;
+  return opt;
+}
+
 // Conservation and per-request sanity: every request is counted once, completed requests
 // produced all their tokens in order (arrival <= scheduled <= first token <= done), rejected
 // ones never ran, TTFT <= end to end, TPOT positive.

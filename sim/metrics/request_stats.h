@@ -1,0 +1,85 @@
+// Streaming request statistics: what the run summary needs of the requests, accumulated one
+// finished record at a time, so that a run keeps no record after it is counted (a run of a
+// million requests holds only those in flight; docs/outputs.md, "Memory").
+//
+// Percentiles are exact (numpy's linear interpolation between closest ranks) up to
+// PercentileSketch::kExactSamples values. Beyond that the values are folded into buckets that
+// keep the top 10 mantissa bits of each double: a bucket spans a relative width of 2^-10, and a
+// percentile is read at its bucket's midpoint, clamped to the exact minimum and maximum, so it
+// is within 2^-11 (0.05%) of the exact order statistic it interpolates; mean and max stay
+// exact. Both modes are deterministic (no floating-point logarithms, no hashing).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "sim/core/time.h"
+#include "sim/metrics/run_metrics.h"
+
+namespace moesim::sim {
+
+class PercentileSketch {
+ public:
+  // Values kept exactly before switching to buckets (8 bytes each).
+  static constexpr size_t kExactSamples = 65536;
+
+  // `value` >= 0 (latencies); NaN is a broken invariant.
+  void add(double value);
+  int64_t count() const { return count_; }
+  bool exact() const { return buckets_.empty(); }
+  // p50, p90, p99, mean, max, count (all 0 with no samples), as percentiles() computes them.
+  Percentiles summary() const;
+
+ private:
+  void fold(double value);
+  // Value at 0-based rank r of the sorted samples (bucketed mode).
+  double at_rank(int64_t r) const;
+
+  std::vector<double> exact_;
+  std::map<uint64_t, int64_t> buckets_;  // top bits of the double -> count
+  int64_t count_ = 0;
+  double sum_ = 0, min_ = 0, max_ = 0;
+};
+
+// The summary's request figures, from records added in request-sequence order.
+class RequestStats {
+ public:
+  RequestStats(double slo_ttft_ms, double slo_tpot_ms)
+      : slo_ttft_ms_(slo_ttft_ms), slo_tpot_ms_(slo_tpot_ms) {}
+
+  // A record whose outcome is final, or one in flight at the run's end `end_ns`.
+  void add(const RequestRecord& r, SimTime end_ns);
+
+  double slo_ttft_ms() const { return slo_ttft_ms_; }
+  double slo_tpot_ms() const { return slo_tpot_ms_; }
+  int64_t num_arrived() const { return num_arrived_; }
+  int64_t num_completed() const { return num_completed_; }
+  int64_t num_rejected() const { return num_rejected_; }
+  int64_t num_in_flight() const { return num_in_flight_; }
+  int64_t num_waiting_first_token() const { return num_waiting_first_token_; }
+  double max_wait_first_token_ms() const { return max_wait_first_token_ms_; }
+  int64_t input_tokens() const { return in_tokens_; }
+  int64_t output_tokens() const { return out_tokens_; }
+  const SloCounts& slo() const { return slo_; }
+  const PercentileSketch& queueing_ms() const { return queueing_; }
+  const PercentileSketch& ttft_ms() const { return ttft_; }
+  const PercentileSketch& tpot_ms() const { return tpot_; }
+  const PercentileSketch& e2e_ms() const { return e2e_; }
+
+ private:
+  double slo_ttft_ms_, slo_tpot_ms_;
+  int64_t num_arrived_ = 0, num_completed_ = 0, num_rejected_ = 0, num_in_flight_ = 0;
+  int64_t num_waiting_first_token_ = 0;
+  double max_wait_first_token_ms_ = 0;
+  int64_t in_tokens_ = 0, out_tokens_ = 0;
+  SloCounts slo_;
+  PercentileSketch queueing_, ttft_, tpot_, e2e_;
+};
+
+// Builds the summary from streamed request statistics (summarize() of run_metrics.h adds a
+// vector of records to one of these).
+RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>& gpus,
+                     const RunCounters& counters, SimTime duration_ns);
+
+}  // namespace moesim::sim
