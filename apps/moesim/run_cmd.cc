@@ -23,8 +23,9 @@ constexpr const char* kUsage =
     "Simulates SCENARIO (a scenarios/*.toml file) and prints the summary and the event digest.\n"
     "  --seed N              root seed (default: the scenario's [run] seed)\n"
     "  --duration SECONDS    simulated time (default: the scenario's [run] duration_s)\n"
-    "  --out DIR             write summary.json, requests.csv, trace.json (Chrome trace) and\n"
-    "                        resolved/ (the resolved configuration and its input files)\n"
+    "  --out DIR             write summary.json, requests.csv, steps.csv, trace.json (Chrome\n"
+    "                        trace) and resolved/ (the resolved configuration and its inputs);\n"
+    "                        `moesim report DIR -o report.html` makes an HTML page of them\n"
     "  --record FILE         write the executed steps as JSONL (docs/schemas/step_trace.md)\n"
     "  --record-steps N      steps recorded at most (default: [outputs] record_max_steps)\n"
     "  --trace-window A:B    Chrome-trace window in simulated seconds\n"
@@ -80,6 +81,7 @@ int run_command(const std::vector<std::string>& argv) {
   }
   sim::RunOptions opt;
   opt.chrome_trace = out_dir.has_value() && sc.outputs.chrome_trace;
+  opt.step_series = out_dir.has_value() && sc.outputs.steps_csv;
   opt.trace_start_ns = sim::from_seconds(sc.outputs.trace_start_s);
   opt.trace_end_ns = sim::from_seconds(sc.outputs.trace_end_s);
   if (window) {
@@ -140,6 +142,10 @@ int run_command(const std::vector<std::string>& argv) {
     if (sc.outputs.requests_csv) {
       write_file_atomically((dir / "requests.csv").string(),
                             [&](std::ostream& os) { sim::write_requests_csv(os, out); });
+    }
+    if (opt.step_series) {
+      write_file_atomically((dir / "steps.csv").string(),
+                            [&](std::ostream& os) { sim::write_steps_csv(os, out); });
     }
     if (opt.chrome_trace) {
       write_file_atomically((dir / "trace.json").string(), [&](std::ostream& os) {

@@ -66,7 +66,32 @@ struct PlacementChange {
   ExpertGpus expert_gpus;
 };
 
+// One executed step of one replica as the step series keeps it (run --out: steps.csv): the
+// batch, the replica's KV pools when the step started, and its GPUs' times in the step.
+struct StepSeriesRow {
+  int32_t replica = 0;
+  int64_t step = 0;
+  SimTime start_ns = 0;
+  SimTime duration_ns = 0;
+  int32_t num_seqs = 0;
+  int64_t prefill_tokens = 0;  // new tokens of prefill slices
+  int64_t decode_tokens = 0;   // new tokens of decode slices (one per decoding sequence)
+  // Summed over the replica's attention ranks: blocks owned by sequences, blocks held only by
+  // the prefix cache, and the pools' blocks; the fullest rank's (owned + cached) / pool.
+  int64_t kv_owned_blocks = 0;
+  int64_t kv_cached_blocks = 0;
+  int64_t kv_blocks = 0;
+  double kv_used_fraction_max = 0;
+  // Over the replica's GPUs: mean compute, mean communication, mean and max barrier wait.
+  double compute_ns_mean = 0;
+  double comm_ns_mean = 0;
+  double wait_ns_mean = 0;
+  SimTime wait_ns_max = 0;
+};
+
 struct RunOptions {
+  // Keep one StepSeriesRow per executed step (RunOutput::step_series).
+  bool step_series = false;
   bool record_steps = false;
   int64_t record_max_steps = 1000;
   bool chrome_trace = false;
@@ -101,6 +126,8 @@ class RunRecorder {
   bool traces_step(SimTime now) const {
     return opt_.chrome_trace && now >= opt_.trace_start_ns && now < opt_.trace_end_ns;
   }
+  bool keeps_step_series() const { return opt_.step_series; }
+  void add_series_row(const StepSeriesRow& row) { series_.push_back(row); }
   bool records_step() const {
     return opt_.record_steps && static_cast<int64_t>(steps_.size()) < opt_.record_max_steps;
   }
@@ -128,6 +155,7 @@ class RunRecorder {
   std::vector<GpuRecord>& gpus() { return gpus_; }
   std::vector<TraceSlice>& trace_slices() { return trace_; }
   std::vector<StepRecord>& steps() { return steps_; }
+  std::vector<StepSeriesRow>& step_series() { return series_; }
   std::vector<PlacementChange>& placement_changes() { return changes_; }
 
  private:
@@ -136,6 +164,7 @@ class RunRecorder {
   std::vector<GpuRecord> gpus_;
   std::vector<TraceSlice> trace_;
   std::vector<StepRecord> steps_;
+  std::vector<StepSeriesRow> series_;
   ExpertGpus initial_;
   std::vector<std::vector<ExpertGpus>> recorded_placement_;  // per replica and MoE layer
   std::vector<PlacementChange> changes_;

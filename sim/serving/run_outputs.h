@@ -16,6 +16,8 @@
 namespace moesim::sim {
 
 void write_requests_csv(std::ostream& os, const RunOutput& out);
+// One row per executed step of every replica (RunOptions::step_series), in execution order.
+void write_steps_csv(std::ostream& os, const RunOutput& out);
 // One process per replica, named "replica R" plus its role ("prefill" / "decode" under P/D
 // disaggregation, "pool NAME" with pools) from `deployment` when given, one track per GPU.
 void write_chrome_trace(std::ostream& os, const RunOutput& out,
