@@ -120,37 +120,64 @@ def _time_bins(t0_s, t1_s, n=60):
     return np.linspace(t0_s, t1_s, n + 1)
 
 
+def _spread(t0, t1, amount, edges):
+    """Per bin of `edges`, the part of each amount that falls in it when spread evenly over
+    [t0, t1] (a zero-length interval puts it at t0)."""
+    dur = t1 - t0
+    inst = dur <= 0
+    out = np.histogram(t0[inst], edges, weights=amount[inst])[0].astype(float)
+    t0, t1, amount = t0[~inst], t1[~inst], amount[~inst]
+    if t0.size:
+        rate = amount / (t1 - t0)
+        times = np.concatenate([t0, t1])
+        d = np.concatenate([rate, -rate])
+        order = np.argsort(times, kind="stable")
+        times, d = times[order], d[order]
+        level = np.cumsum(d)  # the rate after each breakpoint
+        cum = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(times))])
+        f = np.interp(edges, times, cum, left=0.0, right=cum[-1])
+        out += np.diff(f)
+    return out
+
+
 def _throughput(page, run):
     page.section("throughput", "Throughput over time")
     steps, req = run.steps, run.requests
     end_s = run.summary.get("simulated_s") or 0
     if steps is not None and len(steps) > 0:
-        t = steps["start_ns"].to_numpy() / 1e9
-        edges = _time_bins(0.0, max(end_s, float(t.max())))
+        t0 = steps["start_ns"].to_numpy(dtype=float) / 1e9
+        t1 = t0 + steps["duration_ns"].to_numpy(dtype=float) / 1e9
+        # Bins of at least 5 median steps, so that a bin holds several steps of each replica.
+        span = max(end_s, float(t1.max()))
+        nbins = int(max(10, min(100, span / max(5 * float(np.median(t1 - t0)), 1e-9))))
+        edges = _time_bins(0.0, span, nbins)
         w = edges[1] - edges[0]
-        pre, _ = np.histogram(t, edges, weights=steps["prefill_tokens"].to_numpy(dtype=float))
-        dec, _ = np.histogram(t, edges, weights=steps["decode_tokens"].to_numpy(dtype=float))
-        fig, ax = plt.subplots(figsize=(8, 3))
+        pre = _spread(t0, t1, steps["prefill_tokens"].to_numpy(dtype=float), edges) / w
+        dec = _spread(t0, t1, steps["decode_tokens"].to_numpy(dtype=float), edges) / w
         mid = (edges[:-1] + edges[1:]) / 2
-        ax.plot(mid, pre / w, label="prefill tokens/s", color="#4c72b0")
-        ax.plot(mid, dec / w, label="decode (output) tokens/s", color="#55a868")
+        fig, (ax, bx) = plt.subplots(2, 1, figsize=(8, 4.6), sharex=True)
+        ax.plot(mid, pre, color="#4c72b0", label="prefill tokens/s")
+        ax.set_ylabel("prefill tokens/s")
+        ax.grid(alpha=0.3)
+        bx.plot(mid, dec, color="#55a868", label="decode (output) tokens/s")
+        bx.set_ylabel("decode tokens/s")
+        bx.grid(alpha=0.3)
         if req is not None and len(req) > 0:
-            ax2 = ax.twinx()
+            b2 = bx.twinx()
             arr = req["arrival_ns"].to_numpy() / 1e9
             done = req["done_ns"].to_numpy() / 1e9
             done = np.where(done < 0, np.inf, done)
             inflight = [(np.sum((arr <= x) & (done > x))) for x in mid]
-            ax2.plot(mid, inflight, color="#999", ls=":", label="requests in flight")
-            ax2.set_ylabel("requests in flight")
-            ax2.legend(loc="upper right")
-        ax.set_xlabel("simulated time (s)")
-        ax.set_ylabel("tokens/s (all replicas)")
-        ax.legend(loc="upper left")
-        ax.grid(alpha=0.3)
+            b2.plot(mid, inflight, color="#999", ls=":", label="requests in flight")
+            b2.set_ylabel("requests in flight")
+            b2.legend(loc="upper right", fontsize=7)
+        bx.legend(loc="upper left", fontsize=7)
+        bx.set_xlabel("simulated time (s)")
         page.figure("fig-throughput", fig,
-                    f"Tokens computed per second in {len(edges) - 1} bins of {w:.3g} s, by the "
-                    "start of their step (steps.csv: prefill_tokens, decode_tokens), and requests "
-                    "in flight (requests.csv: arrived, not done).")
+                    f"Tokens computed per second (all replicas) in {nbins} bins of {w:.3g} s, each "
+                    "step's tokens spread over its duration (steps.csv: prefill_tokens, "
+                    "decode_tokens, start_ns, duration_ns), and requests in flight (requests.csv: "
+                    "arrived, not done).")
     elif req is not None and (req["done_ns"] >= 0).any():
         done = req.loc[req["done_ns"] >= 0]
         edges = _time_bins(0.0, max(end_s, float(done["done_ns"].max()) / 1e9))

@@ -18,7 +18,7 @@ def _label(params, row):
 
 
 def _grid(page, fid, table, params, value_col, title, caption, fmt_cell, cmap="RdYlGn",
-          vmin=None, vmax=None):
+          vmin=None, vmax=None, suffix_col=None):
     """A heat map of value_col over the parameter grid: rows = every parameter but the last,
     columns = the last (one row without parameters). NaN cells read n/a."""
     if params:
@@ -32,18 +32,26 @@ def _grid(page, fid, table, params, value_col, title, caption, fmt_cell, cmap="R
     else:
         col, rows, cvals, rkeys = None, [], ["(scenario)"], [()]
     m = np.full((len(rkeys), len(cvals)), np.nan)
+    suffix = [[""] * len(cvals) for _ in rkeys] if suffix_col else None
     for _, r in table.iterrows():
         i = rkeys.index(tuple(r[p] for p in rows)) if rows else 0
         j = cvals.index(r[col]) if col else 0
         m[i, j] = r[value_col] if r[value_col] is not None else np.nan
+        if suffix_col:
+            suffix[i][j] = r[suffix_col]
     if np.all(np.isnan(m)):
         return False
     fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(cvals) + 2), 0.5 * len(rkeys) + 1.6))
     im = ax.imshow(np.ma.masked_invalid(m), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     for i in range(m.shape[0]):
         for j in range(m.shape[1]):
-            ax.text(j, i, "n/a" if np.isnan(m[i, j]) else fmt_cell(m[i, j]), ha="center",
-                    va="center", fontsize=8)
+            if np.isnan(m[i, j]):
+                ax.text(j, i, "n/a", ha="center", va="center", fontsize=8)
+                continue
+            r, g, b, _ = im.cmap(im.norm(m[i, j]))
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
+            ax.text(j, i, fmt_cell(m[i, j]) + (suffix[i][j] if suffix else ""), ha="center",
+                    va="center", fontsize=8, color="white" if dark else "black")
     ax.set_xticks(range(len(cvals)))
     ax.set_xticklabels([str(v) for v in cvals])
     ax.set_xlabel(col or "")
@@ -209,7 +217,10 @@ def build_search(page, doc, gpu_price, path):
         r = {"config_idx": c["config_idx"], "label": f"c{c['config_idx']}",
              "error": c.get("error"), "num_gpus": c.get("num_gpus"),
              "max_rate": c.get("max_rate_per_s"), "mult": c.get("max_multiplier"),
-             "unit": c.get("rate_unit", "req/s"), "found": c.get("found", False)}
+             "unit": c.get("rate_unit", "req/s"), "found": c.get("found", False),
+             # Met at the highest probe (no failing rate above it): a lower bound.
+             "bound": "+" if c.get("found") and c.get("first_failing_rate_per_s") is None
+             and c.get("max_rate_per_s") is not None else ""}
         for p in params:
             r[p] = (c.get("parameters") or {}).get(p)
         rows.append(r)
@@ -232,8 +243,9 @@ def build_search(page, doc, gpu_price, path):
     if not _grid(page, "fig-slo-grid", t, params, "max_rate_f",
                  f"max rate meeting the SLOs ({unit})",
                  "The highest probed rate that met every SLO per configuration (moesim search); "
-                 "n/a where no probed rate met them or the configuration did not parse.",
-                 lambda v: f"{v:.4g}", cmap="viridis"):
+                 "a + marks a lower bound (every probe met: --max-doublings reached); n/a where "
+                 "no probed rate met them or the configuration did not parse.",
+                 lambda v: f"{v:.4g}", cmap="viridis", suffix_col="bound"):
         page.missing("fig-slo-grid", "no configuration met the SLOs at any probed rate")
     probes = [(c, p) for c in configs for p in c.get("probes", [])]
     if probes:
@@ -257,10 +269,12 @@ def build_search(page, doc, gpu_price, path):
     page.section("pareto", "Pareto frontier")
     t["rate_per_gpu"] = t["max_rate_f"] / pd.to_numeric(t["num_gpus"], errors="coerce")
     if not _pareto(page, "fig-pareto", pd.to_numeric(t["num_gpus"], errors="coerce")
-                   .to_numpy(float), t["rate_per_gpu"].to_numpy(float), t["label"].tolist(),
-                   "GPUs", f"max rate per GPU ({unit} per GPU)",
-                   "Highest SLO-meeting rate per GPU against the GPU count, one point per "
-                   "configuration that met the SLOs at some rate."):
+                   .to_numpy(float), t["max_rate_f"].to_numpy(float), t["label"].tolist(),
+                   "GPUs", f"highest rate meeting the SLOs ({unit})",
+                   "Highest SLO-meeting rate against the GPU count, one point per configuration "
+                   "that met the SLOs at some rate (cN = config_idx, parameters in the cost "
+                   "table); on the frontier no other configuration sustains more with as few "
+                   "GPUs."):
         page.missing("fig-pareto", "no configuration met the SLOs at any probed rate")
 
     page.section("cost", "Cost")
@@ -279,7 +293,8 @@ def build_search(page, doc, gpu_price, path):
         gh = (r.num_gpus * 1000 / (r.max_rate_f * 3600.0)
               if r.max_rate_f and r.max_rate_f > 0 else math.nan)
         row = [r.label, _label(params, t.loc[r.Index]), fmt(r.num_gpus),
-               "n/a (meets at no probed rate)" if pd.isna(r.max_rate_f) else fmt(r.max_rate_f),
+               "n/a (meets at no probed rate)" if pd.isna(r.max_rate_f)
+               else fmt(r.max_rate_f) + (" (lower bound)" if r.bound else ""),
                fmt(r.mult), fmt(r.rate_per_gpu), fmt(gh)]
         if gpu_price:
             row.append(fmt(gh * gpu_price))

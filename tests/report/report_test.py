@@ -80,7 +80,18 @@ def test_steps_csv(rd):
     check(st["kv_used_fraction_max"].max() > 0, "steps.csv: KV never used")
 
 
+def test_spread():
+    import numpy as np
+    from moesim_report.run_report import _spread
+    e = np.array([0.0, 1.0, 2.0, 3.0])
+    got = _spread(np.array([0.5, 1.0, 2.5]), np.array([1.5, 1.0, 2.5]), np.array([10.0, 3, 4]), e)
+    check(list(got) == [5.0, 8.0, 4.0], f"_spread: {list(got)} != [5, 8, 4]")
+    got = _spread(np.array([0.5, 0.5]), np.array([2.5, 1.5]), np.array([20.0, 10.0]), e)
+    check(list(got) == [10.0, 15.0, 5.0], f"_spread overlapping: {list(got)}")
+
+
 def main():
+    test_spread()
     ap = argparse.ArgumentParser()
     ap.add_argument("--moesim", required=True)
     ap.add_argument("--work", required=True)
