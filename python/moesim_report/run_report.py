@@ -207,15 +207,15 @@ def _memory(page, run):
         page.missing("fig-memory", "no step ran" if len(steps) == 0 else "no KV pool")
         return
     fig, ax = plt.subplots(figsize=(8, 3))
-    for rep, d in steps.groupby("replica"):
+    for i, (rep, d) in enumerate(steps.groupby("replica")):
+        if i >= 8:
+            break
         t = d["start_ns"].to_numpy() / 1e9
         ax.plot(t, (d["kv_owned_blocks"] / d["kv_blocks"]).to_numpy() * 100,
                 label=f"replica {rep}: owned by sequences", lw=1)
         if (d["kv_cached_blocks"] > 0).any():
             ax.plot(t, ((d["kv_owned_blocks"] + d["kv_cached_blocks"]) / d["kv_blocks"])
                     .to_numpy() * 100, ls="--", lw=1, label=f"replica {rep}: + prefix cache")
-        if steps["replica"].nunique() > 8:
-            break
     ax.plot(steps["start_ns"] / 1e9, steps["kv_used_fraction_max"] * 100, color="#c44e52",
             lw=0.6, alpha=0.7, label="fullest rank (any replica)")
     hw = run.summary.get("kv_high_water_fraction")
@@ -229,7 +229,7 @@ def _memory(page, run):
     page.figure("fig-memory", fig,
                 "KV blocks in use when each step starts, as a share of the replica's pools "
                 "(steps.csv: kv_owned_blocks, kv_cached_blocks, kv_blocks; summed over attention "
-                f"ranks; first replicas drawn). Per GPU: KV pool {fmt_bytes(m.get('kv_pool_bytes'))}"
+                f"ranks; at most the first 8 replicas drawn). Per GPU: KV pool {fmt_bytes(m.get('kv_pool_bytes'))}"
                 f", weights {fmt_bytes(m.get('weight_bytes'))} (summary.json).")
 
 
@@ -249,12 +249,14 @@ def _timeline(page, run):
     if run.trace is None:
         page.missing("fig-timeline", "needs trace.json: `moesim run --out DIR` with [outputs] "
                      "chrome_trace = true, steps inside --trace-window")
+        page.missing("fig-timeline-zoom", "needs trace.json (see above)")
         page.missing("fig-gpu-time", "needs trace.json (see above)")
     else:
         xs, _, names = _spans(run)
         if not xs:
             page.missing("fig-timeline", "no step started inside the trace window "
                          "(--trace-window START_S:END_S)")
+            page.missing("fig-timeline-zoom", "no step started inside the trace window")
             page.missing("fig-gpu-time", "no step started inside the trace window")
         else:
             _draw_timeline(page, xs, names)
@@ -384,8 +386,14 @@ def _heatmaps(page, run):
                   "Selections received per GPU and MoE layer (step trace, routing destination), "
                   "over the layer's mean per GPU: the straggler of each layer's all-to-all.")
             return
-    why = ("the step trace has no routed selections" if st is not None
-           else "needs a step trace: `moesim run SCENARIO --out DIR --record DIR/steps.jsonl` "
+    if st is not None and st[0] is not None and not any(
+            l.get("ffn", {}).get("kind") == "moe"
+            for l in st[0].get("model", {}).get("layers", [])):
+        page.missing("fig-expert-heatmap", "the model has no MoE layer (a dense model)")
+        page.missing("fig-expert-gpu", "the model has no MoE layer (a dense model)")
+        return
+    why = ("the step trace has no routed selections (no recorded step had tokens)"
+           if st is not None else "needs a step trace: `moesim run SCENARIO --out DIR --record DIR/steps.jsonl` "
                 "(exact tier; at most [outputs] record_max_steps steps)")
     page.missing("fig-expert-heatmap", why)
     # Without routing counts: expert compute time per layer and GPU from the Chrome trace.
