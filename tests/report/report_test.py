@@ -74,6 +74,17 @@ def test_steps_csv(rd):
     running = int(st.groupby("replica").tail(1)["decode_tokens"].sum())
     check(emitted <= decode <= emitted + running + int(s["counters"].get("preemptions", 0)) * 4096,
           f"steps.csv: decode tokens {decode} vs output tokens after the first {emitted}")
+    # The binned wait share of the figure stays a share, also in bins without a step.
+    import numpy as np
+    from moesim_report.run_report import _spread, _step_bins
+    t0, t1, edges = _step_bins(st, s["simulated_s"])
+    dur = _spread(t0, t1, st["duration_ns"].to_numpy(float), edges)
+    wait = _spread(t0, t1, st["wait_ns_mean"].to_numpy(float), edges)
+    check((dur >= 0).all() and (wait >= 0).all(), "binned step time or wait below 0")
+    share = wait[dur > 0] / dur[dur > 0]
+    check(((share >= 0) & (share <= 1 + 1e-9)).all(), f"binned wait share outside [0, 1]: {share}")
+    check(abs(dur.sum() - st["duration_ns"].sum()) <= 1e-6 * st["duration_ns"].sum(),
+          "binning lost step time")
     hw = s["kv_high_water_fraction"]
     check(st["kv_used_fraction_max"].max() <= hw + 1e-9,
           f"steps.csv: KV use {st['kv_used_fraction_max'].max()} above the high-water {hw}")
