@@ -3,7 +3,7 @@
 import os
 
 from . import run_report, study_report
-from .html import Page
+from .markup import Page
 from .inputs import RunData, detect, read_search, read_sweep
 
 

@@ -3,12 +3,11 @@ per-GPU step timeline with barrier waits, expert load heat maps, policy actions 
 Each figure comes from the files the run wrote; one whose data is missing says what it needs."""
 
 import collections
-import math
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .html import fmt, fmt_bytes
+from .markup import fmt, fmt_bytes
 
 COMPUTE_SPANS = ("attention", "dense_ffn", "router", "experts", "lm_head")
 COMM_SPANS = ("dispatch", "combine", "dispatch+combine (overlapped)")

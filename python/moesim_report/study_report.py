@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .html import fmt
+from .markup import fmt
 
 MIN_ATTAINMENT = 0.99  # a sweep configuration is SLO-feasible at this mean attainment or more
 

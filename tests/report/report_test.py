@@ -75,7 +75,6 @@ def test_steps_csv(rd):
     check(emitted <= decode <= emitted + running + int(s["counters"].get("preemptions", 0)) * 4096,
           f"steps.csv: decode tokens {decode} vs output tokens after the first {emitted}")
     # The binned wait share of the figure stays a share, also in bins without a step.
-    import numpy as np
     from moesim_report.run_report import _spread, _step_bins
     t0, t1, edges = _step_bins(st, s["simulated_s"])
     dur = _spread(t0, t1, st["duration_ns"].to_numpy(float), edges)

@@ -86,9 +86,7 @@ def _svg_markup(fig):
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buf.getvalue()
-    text = text[text.index("<svg"):]
-    # Ids matplotlib writes would collide between figures of one page: prefix them.
-    return text
+    return text[text.index("<svg"):]
 
 
 def _png_data_uri(fig):
@@ -129,6 +127,7 @@ class Page:
         """Inlines matplotlib figure `fig` (closed afterwards) as SVG or PNG under id `fid`."""
         self.figure_ids.append(fid)
         if fmt_ == "svg":
+            # Ids matplotlib writes would collide between figures of one page: prefix them.
             body = _svg_markup(fig)
             self._svg_idx += 1
             pre = f"f{self._svg_idx}_"
