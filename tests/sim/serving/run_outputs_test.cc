@@ -405,7 +405,8 @@ TEST(SummaryTest, DenseModelHasNoExpertImbalance) {
 // The step series (steps.csv): one row per executed step, consistent with the recorded steps
 // and the KV pools, and an observer (the event digest does not move).
 TEST(StepsCsvTest, OneRowPerStepMatchingTheRecordedSteps) {
-  const Scenario& sc = test_scenario("tiny_agent");
+  // P/D: a prefill and a decode replica, each with its own rows.
+  const Scenario& sc = test_scenario("tiny_pd");
   RunOptions opt;
   opt.record_steps = true;
   opt.record_max_steps = 100000;
