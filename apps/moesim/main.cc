@@ -39,6 +39,8 @@ const Command kCommands[] = {
      moesim::cli::sweep_command},
     {"search", "highest rate meeting SLOs per configuration; cheapest config for a target rate",
      moesim::cli::search_command},
+    {"report", "one self-contained HTML page of a run directory, sweep CSV or search JSON",
+     moesim::cli::report_command},
     {"engine", "run moesim-engine (replay recorded steps, bench ops): `moesim engine --help`",
      moesim::cli::engine_command},
 };

@@ -23,8 +23,9 @@ constexpr const char* kUsage =
     "Simulates SCENARIO (a scenarios/*.toml file) and prints the summary and the event digest.\n"
     "  --seed N              root seed (default: the scenario's [run] seed)\n"
     "  --duration SECONDS    simulated time (default: the scenario's [run] duration_s)\n"
-    "  --out DIR             write summary.json, requests.csv, trace.json (Chrome trace) and\n"
-    "                        resolved/ (the resolved configuration and its input files)\n"
+    "  --out DIR             write summary.json, requests.csv, steps.csv, trace.json (Chrome\n"
+    "                        trace) and resolved/ (the resolved configuration and its inputs);\n"
+    "                        `moesim report DIR -o report.html` makes an HTML page of them\n"
     "  --record FILE         write the executed steps as JSONL (docs/schemas/step_trace.md)\n"
     "  --record-steps N      steps recorded at most (default: [outputs] record_max_steps)\n"
     "  --trace-window A:B    Chrome-trace window in simulated seconds\n"
@@ -112,15 +113,21 @@ int run_command(const std::vector<std::string>& argv) {
     sim::io::ensure_output_dir((fs::path(*out_dir) / "resolved").string(), "--out");
   }
   if (record) sim::io::check_output_file(*record, "--record");
-  // requests.csv and trace.json stream to their temporaries while the run goes (the run keeps
-  // neither the finished requests nor the trace in memory) and are renamed into place after it.
-  std::optional<sim::io::AtomicFile> requests_file, trace_file;
+  // requests.csv, steps.csv and trace.json stream to their temporaries while the run goes (the
+  // run keeps none of them in memory) and are renamed into place after it.
+  std::optional<sim::io::AtomicFile> requests_file, steps_file, trace_file;
   std::optional<sim::RequestsCsvWriter> requests_writer;
+  std::optional<sim::StepsCsvWriter> steps_writer;
   std::optional<sim::ChromeTraceWriter> trace_writer;
   if (out_dir && sc.outputs.requests_csv) {
     requests_file.emplace((fs::path(*out_dir) / "requests.csv").string());
     requests_writer.emplace(requests_file->stream());
     opt.request_sinks.push_back(&*requests_writer);
+  }
+  if (out_dir && sc.outputs.steps_csv) {
+    steps_file.emplace((fs::path(*out_dir) / "steps.csv").string());
+    steps_writer.emplace(steps_file->stream());
+    opt.step_series_sink = &*steps_writer;
   }
   if (out_dir && opt.chrome_trace) {
     trace_file.emplace((fs::path(*out_dir) / "trace.json").string());
@@ -153,6 +160,7 @@ int run_command(const std::vector<std::string>& argv) {
       });
     }
     if (requests_file) requests_file->commit();
+    if (steps_file) steps_file->commit();
     if (trace_file) {
       trace_writer->finish();
       trace_file->commit();

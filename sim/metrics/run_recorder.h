@@ -66,6 +66,29 @@ struct PlacementChange {
   ExpertGpus expert_gpus;
 };
 
+// One executed step of one replica as the step series keeps it (run --out: steps.csv): the
+// batch, the replica's KV pools when the step started, and its GPUs' times in the step.
+struct StepSeriesRow {
+  int32_t replica = 0;
+  int64_t step = 0;
+  SimTime start_ns = 0;
+  SimTime duration_ns = 0;
+  int32_t num_seqs = 0;
+  int64_t prefill_tokens = 0;  // new tokens of prefill slices
+  int64_t decode_tokens = 0;   // new tokens of decode slices (one per decoding sequence)
+  // Summed over the replica's attention ranks: blocks owned by sequences, blocks held only by
+  // the prefix cache, and the pools' blocks; the fullest rank's (owned + cached) / pool.
+  int64_t kv_owned_blocks = 0;
+  int64_t kv_cached_blocks = 0;
+  int64_t kv_blocks = 0;
+  double kv_used_fraction_max = 0;
+  // Over the replica's GPUs: mean compute, mean communication, mean and max barrier wait.
+  double compute_ns_mean = 0;
+  double comm_ns_mean = 0;
+  double wait_ns_mean = 0;
+  SimTime wait_ns_max = 0;
+};
+
 // Where request records go as they become final (RunOptions::request_sinks): completed and
 // rejected records during the run, in flight ones at its end, each exactly once, in
 // request-sequence (arrival) order. `end_ns` is the run's end; only in-flight records depend on
@@ -84,6 +107,13 @@ class TraceSink {
   virtual void add(std::span<const TraceSlice> slices) = 0;
 };
 
+// Where step-series rows go as steps start (RunOptions::step_series_sink), in execution order.
+class StepSeriesSink {
+ public:
+  virtual ~StepSeriesSink() = default;
+  virtual void add(const StepSeriesRow& row) = 0;
+};
+
 struct RunOptions {
   // Keep every request's record in RunOutput::requests (memory grows with the requests: tests
   // and `compare` pair requests up). Without it the run keeps only in-flight state, and records
@@ -92,6 +122,10 @@ struct RunOptions {
   std::vector<RequestSink*> request_sinks;  // not owned; must outlive the run
   // With chrome_trace: slices go here as they are made instead of RunOutput::trace (not owned).
   TraceSink* trace_sink = nullptr;
+  // Keep one StepSeriesRow per executed step in RunOutput::step_series, or hand each to
+  // step_series_sink (not owned) when there is one.
+  bool step_series = false;
+  StepSeriesSink* step_series_sink = nullptr;
   bool record_steps = false;
   int64_t record_max_steps = 1000;
   bool chrome_trace = false;
@@ -126,6 +160,14 @@ class RunRecorder {
   bool traces_step(SimTime now) const {
     return opt_.chrome_trace && now >= opt_.trace_start_ns && now < opt_.trace_end_ns;
   }
+  bool keeps_step_series() const { return opt_.step_series || opt_.step_series_sink; }
+  void add_series_row(const StepSeriesRow& row) {
+    if (opt_.step_series_sink) {
+      opt_.step_series_sink->add(row);
+    } else {
+      series_.push_back(row);
+    }
+  }
   bool records_step() const {
     return opt_.record_steps && static_cast<int64_t>(steps_.size()) < opt_.record_max_steps;
   }
@@ -153,6 +195,7 @@ class RunRecorder {
   std::vector<GpuRecord>& gpus() { return gpus_; }
   std::vector<TraceSlice>& trace_slices() { return trace_; }
   std::vector<StepRecord>& steps() { return steps_; }
+  std::vector<StepSeriesRow>& step_series() { return series_; }
   std::vector<PlacementChange>& placement_changes() { return changes_; }
 
  private:
@@ -165,6 +208,7 @@ class RunRecorder {
   std::vector<GpuRecord> gpus_;
   std::vector<TraceSlice> trace_;
   std::vector<StepRecord> steps_;
+  std::vector<StepSeriesRow> series_;
   ExpertGpus initial_;
   std::vector<std::vector<ExpertGpus>> recorded_placement_;  // per replica and MoE layer
   std::vector<PlacementChange> changes_;

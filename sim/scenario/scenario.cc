@@ -294,6 +294,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   if (auto t = root.find_table("outputs")) {
     OutputSpec& o = s.outputs;
     o.requests_csv = t->get_bool_or("requests_csv", o.requests_csv);
+    o.steps_csv = t->get_bool_or("steps_csv", o.steps_csv);
     o.summary_json = t->get_bool_or("summary_json", o.summary_json);
     o.chrome_trace = t->get_bool_or("chrome_trace", o.chrome_trace);
     o.trace_start_s = t->get_double_in_or("trace_start_s", 0.0, 1e7, o.trace_start_s);

@@ -55,6 +55,7 @@ struct RunSpec {
 
 struct OutputSpec {
   bool requests_csv = true;
+  bool steps_csv = true;  // --out: steps.csv, one row per executed step
   bool summary_json = true;
   bool chrome_trace = true;
   double trace_start_s = 0.0;  // Chrome-trace window

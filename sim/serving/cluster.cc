@@ -152,6 +152,7 @@ RunOutput ClusterSim::run() {
   out.num_events = sim_.num_events_executed();
   out.trace = std::move(recorder_.trace_slices());
   out.steps = std::move(recorder_.steps());
+  out.step_series = std::move(recorder_.step_series());
   out.expert_gpus = recorder_.initial_expert_gpus();
   out.placement_changes = std::move(recorder_.placement_changes());
   out.tier_checked = opt_.tier_check_every > 0;

@@ -32,6 +32,8 @@ struct RunOutput {
   SimTime end_ns = 0;
   std::vector<TraceSlice> trace;
   std::vector<StepRecord> steps;
+  // RunOptions::step_series: every executed step of every replica, in execution order.
+  std::vector<StepSeriesRow> step_series;
   // Expert placement of MoE layer 0 at the start (after the policies' on_start): per routed
   // expert, the global GPU ids hosting it in any replica (replicas own disjoint GPUs).
   std::vector<std::vector<int32_t>> expert_gpus;

@@ -128,6 +128,8 @@ class ClusterSim final : public PolicyContext {
   // RunOptions::tier_check_every: times the step on the shadow's tier and records both.
   void check_tiers(Replica& r, const ScheduledBatch& batch, const StepResult& res);
   void record_step(Replica& r, StepRecord rec, SimTime duration_ns);
+  // The step series row of the step `res` just timed for `batch` (before it runs).
+  void add_series_row(const Replica& r, const ScheduledBatch& batch, const StepResult& res);
   void on_step_done(const Event& e);
   void transfer_kv(Replica& r, int32_t sid);
   void on_transfer_done(const Event& e);

@@ -38,6 +38,7 @@ void ClusterSim::try_start_step(Replica& r) {
   r.busy = true;
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
   recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res});
+  if (recorder_.keeps_step_series()) add_series_row(r, batch, res);
   if (record) record_step(r, std::move(rec), res.duration_ns);
   sim_.schedule_after(res.duration_ns, k_step_done_, r.idx, r.step_idx);
   r.step_idx++;
@@ -61,6 +62,44 @@ void ClusterSim::check_tiers(Replica& r, const ScheduledBatch& batch, const Step
   s.fast_layers = fast.num_fast_layers;
   s.exact_layers = fast.num_exact_layers;
   tier_samples_.push_back(s);
+}
+
+void ClusterSim::add_series_row(const Replica& r, const ScheduledBatch& batch,
+                                const StepResult& res) {
+  StepSeriesRow row;
+  row.replica = r.idx;
+  row.step = r.step_idx;
+  row.start_ns = sim_.now();
+  row.duration_ns = res.duration_ns;
+  row.num_seqs = static_cast<int32_t>(batch.seqs.size());
+  for (const auto& [sid, sl] : batch.seqs) {
+    (sl.prefill ? row.prefill_tokens : row.decode_tokens) += sl.new_tokens;
+  }
+  const ReplicaScheduler& sched = *r.scheduler;
+  for (int32_t k = 0; k < sched.num_ranks(); ++k) {
+    const KvCache& kv = sched.kv(k);
+    row.kv_owned_blocks += kv.owned_blocks();
+    row.kv_cached_blocks += kv.cached_blocks();
+    row.kv_blocks += kv.num_blocks();
+    if (kv.num_blocks() > 0) {
+      row.kv_used_fraction_max = std::max(row.kv_used_fraction_max,
+                                          static_cast<double>(kv.num_blocks() - kv.free_blocks()) /
+                                              static_cast<double>(kv.num_blocks()));
+    }
+  }
+  const size_t n = res.wait_ns.size();
+  for (size_t g = 0; g < n; ++g) {
+    row.compute_ns_mean += static_cast<double>(res.compute_ns[g]);
+    row.comm_ns_mean += static_cast<double>(res.comm_ns[g]);
+    row.wait_ns_mean += static_cast<double>(res.wait_ns[g]);
+    row.wait_ns_max = std::max(row.wait_ns_max, res.wait_ns[g]);
+  }
+  if (n > 0) {
+    row.compute_ns_mean /= static_cast<double>(n);
+    row.comm_ns_mean /= static_cast<double>(n);
+    row.wait_ns_mean /= static_cast<double>(n);
+  }
+  recorder_.add_series_row(row);
 }
 
 void ClusterSim::record_step(Replica& r, StepRecord rec, SimTime duration_ns) {

@@ -82,6 +82,26 @@ ChromeTraceWriter::ChromeTraceWriter(std::ostream& os, const DeploymentSpec* dep
   }
 }
 
+StepsCsvWriter::StepsCsvWriter(std::ostream& os) : os_(os) {
+  os_ << "replica,step,start_ns,duration_ns,num_seqs,prefill_tokens,decode_tokens,"
+         "kv_owned_blocks,kv_cached_blocks,kv_blocks,kv_used_fraction_max,compute_ns_mean,"
+         "comm_ns_mean,wait_ns_mean,wait_ns_max\n";
+}
+
+void StepsCsvWriter::add(const StepSeriesRow& s) {
+  os_ << s.replica << ',' << s.step << ',' << s.start_ns << ',' << s.duration_ns << ','
+      << s.num_seqs << ',' << s.prefill_tokens << ',' << s.decode_tokens << ',' << s.kv_owned_blocks
+      << ',' << s.kv_cached_blocks << ',' << s.kv_blocks << ','
+      << fmt("%.6f", s.kv_used_fraction_max) << ',' << fmt("%.0f", s.compute_ns_mean) << ','
+      << fmt("%.0f", s.comm_ns_mean) << ',' << fmt("%.0f", s.wait_ns_mean) << ',' << s.wait_ns_max
+      << '\n';
+}
+
+void write_steps_csv(std::ostream& os, const RunOutput& out) {
+  StepsCsvWriter writer(os);
+  for (const StepSeriesRow& s : out.step_series) writer.add(s);
+}
+
 void ChromeTraceWriter::event(const json& e) {
   if (num_events_++ > 0) os_ << ',';
   os_ << e.dump();

@@ -31,6 +31,19 @@ class RequestsCsvWriter final : public RequestSink {
 // requests.csv of a run that kept its records (RunOptions::keep_requests).
 void write_requests_csv(std::ostream& os, const RunOutput& out);
 
+// steps.csv while the run goes (a StepSeriesSink, RunOptions::step_series_sink): the header at
+// construction, then one row per executed step.
+class StepsCsvWriter final : public StepSeriesSink {
+ public:
+  explicit StepsCsvWriter(std::ostream& os);
+  void add(const StepSeriesRow& row) override;
+
+ private:
+  std::ostream& os_;
+};
+// steps.csv of a run that kept its step series (RunOptions::step_series).
+void write_steps_csv(std::ostream& os, const RunOutput& out);
+
 // The Chrome trace while the run goes (a TraceSink, RunOptions::trace_sink): one process per
 // replica, named "replica R" plus its role ("prefill" / "decode" under P/D disaggregation, "pool
 // NAME" with pools) from `deployment` when given, one track per GPU named when it first appears.

@@ -203,6 +203,7 @@ TEST(ScenarioTest, DefaultsWhenTablesAreAbsent) {
   EXPECT_EQ(s.deployment.prefill_replicas, 0);
   EXPECT_FALSE(s.deployment.microbatch_overlap);
   EXPECT_TRUE(s.outputs.requests_csv);
+  EXPECT_TRUE(s.outputs.steps_csv);
 }
 
 TEST(ScenarioTest, TensorParallelAndDisaggregatedDeployments) {

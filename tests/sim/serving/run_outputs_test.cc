@@ -402,6 +402,62 @@ TEST(SummaryTest, DenseModelHasNoExpertImbalance) {
   EXPECT_NE(os.str().find("(max-mean)/mean n/a"), std::string::npos) << os.str();
 }
 
+// The step series (steps.csv): one row per executed step, consistent with the recorded steps
+// and the KV pools, and an observer (the event digest does not move).
+TEST(StepsCsvTest, OneRowPerStepMatchingTheRecordedSteps) {
+  // P/D: a prefill and a decode replica, each with its own rows.
+  const Scenario& sc = test_scenario("tiny_pd");
+  RunOptions opt;
+  opt.record_steps = true;
+  opt.record_max_steps = 100000;
+  RunOutput plain = run_scenario(sc, opt);
+  opt.step_series = true;
+  RunOutput out = run_scenario(sc, opt);
+  EXPECT_EQ(out.digest, plain.digest);
+  EXPECT_TRUE(plain.step_series.empty());
+  ASSERT_EQ(static_cast<int64_t>(out.step_series.size()), out.counters.num_steps);
+  ASSERT_EQ(out.step_series.size(), out.steps.size());
+  std::map<int32_t, const StepSeriesRow*> last;
+  for (size_t i = 0; i < out.step_series.size(); ++i) {
+    const StepSeriesRow& row = out.step_series[i];
+    const StepRecord& rec = out.steps[i];
+    ASSERT_EQ(row.replica, rec.replica) << i;
+    ASSERT_EQ(row.step, rec.step) << i;
+    EXPECT_EQ(row.start_ns, rec.start_ns) << i;
+    EXPECT_EQ(row.start_ns + row.duration_ns, rec.end_ns) << i;
+    EXPECT_EQ(row.num_seqs, static_cast<int32_t>(rec.seqs.size())) << i;
+    int64_t prefill = 0, decode = 0;
+    for (const auto& q : rec.seqs) (q.prefill ? prefill : decode) += q.new_tokens;
+    EXPECT_EQ(row.prefill_tokens, prefill) << i;
+    EXPECT_EQ(row.decode_tokens, decode) << i;
+    EXPECT_GT(row.kv_blocks, 0) << i;
+    EXPECT_LE(row.kv_owned_blocks + row.kv_cached_blocks, row.kv_blocks) << i;
+    EXPECT_GE(row.kv_used_fraction_max, 0.0) << i;
+    EXPECT_LE(row.kv_used_fraction_max, 1.0) << i;
+    EXPECT_GE(static_cast<double>(row.wait_ns_max) + 1, row.wait_ns_mean) << i;
+    if (auto it = last.find(row.replica); it != last.end()) {
+      EXPECT_EQ(row.step, it->second->step + 1) << i;
+      EXPECT_GE(row.start_ns, it->second->start_ns + it->second->duration_ns) << i;
+    }
+    last[row.replica] = &row;
+  }
+  EXPECT_EQ(last.size(), 2u);
+  std::ostringstream os;
+  write_steps_csv(os, out);
+  std::istringstream is(os.str());
+  std::string line;
+  ASSERT_TRUE(std::getline(is, line));
+  EXPECT_EQ(line.rfind("replica,step,start_ns,duration_ns,num_seqs,", 0), 0u) << line;
+  const size_t columns = std::count(line.begin(), line.end(), ',') + 1;
+  EXPECT_EQ(columns, 15u);
+  size_t rows = 0;
+  while (std::getline(is, line)) {
+    ++rows;
+    EXPECT_EQ(static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1, columns);
+  }
+  EXPECT_EQ(rows, out.step_series.size());
+}
+
 TEST(OutputsTest, TwoRunsWriteByteIdenticalFiles) {
   const Scenario& sc = test_scenario("tiny_agent");
   auto write_all = [&sc]() {

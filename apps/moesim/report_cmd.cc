@@ -1,0 +1,106 @@
+// `moesim report INPUT -o report.html`: one self-contained HTML page (figures inlined, no network)
+// of a run directory (`moesim run --out DIR`), a sweep CSV (`moesim sweep --out FILE.csv`, or a
+// directory holding one) or a search document (`moesim search --json > FILE.json`). The page is
+// drawn by the Python package python/moesim_report (matplotlib + pandas, docs/report.md), which
+// replaces this process, so its output and exit code are the command's (2 for an input that is
+// none of the three). The package directory is $MOESIM_PYTHON_DIR when set, else the source
+// tree's python/ (compiled in), else python/ beside the installed binary's parent. The
+// interpreter is $MOESIM_PYTHON when set, else the python3 found at configure time (/usr/bin
+// first), else python3 on PATH.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "apps/moesim/cli.h"
+
+#ifndef MOESIM_PYTHON_DIR
+#define MOESIM_PYTHON_DIR ""
+#endif
+#ifndef MOESIM_REPORT_PYTHON
+#define MOESIM_REPORT_PYTHON "python3"
+#endif
+
+namespace moesim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kUsage =
+    "usage: moesim report INPUT -o REPORT.html [--gpu-price USD_PER_GPU_HOUR] [--title TEXT]\n\n"
+    "Writes one self-contained HTML page (figures inlined, opens offline) of INPUT:\n"
+    "  a run directory (moesim run --out DIR): summary, latency CDFs, throughput and KV memory\n"
+    "    over time, per-GPU step timeline with barrier waits, expert load heat map, actions;\n"
+    "  a sweep CSV (moesim sweep --out FILE.csv) or a directory holding one, or a search JSON\n"
+    "    (moesim search --json > FILE.json): SLO attainment grid, Pareto frontier, cost table.\n"
+    "  -o FILE              the HTML file to write (required)\n"
+    "  --gpu-price USD      price of one GPU-hour for the cost table (default: GPU-hours only)\n"
+    "  --title TEXT         the page title (default: from the input)\n"
+    "Needs python3 with matplotlib and pandas (scripts/install_deps.sh). docs/report.md.\n"
+    "exit codes: 0 written, 1 the page could not be written, 2 bad input\n";
+
+std::string python_dir() {
+  if (const char* env = std::getenv("MOESIM_PYTHON_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::error_code ec;
+  const std::string compiled = MOESIM_PYTHON_DIR;
+  if (!compiled.empty() && fs::is_directory(fs::path(compiled) / "moesim_report", ec)) {
+    return compiled;
+  }
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path beside = self.parent_path().parent_path() / "python";
+    if (fs::is_directory(beside / "moesim_report", ec)) return beside.string();
+  }
+  return compiled;
+}
+
+}  // namespace
+
+int report_command(const std::vector<std::string>& argv) {
+  // "-o" is this command's short form of --out.
+  std::vector<std::string> norm;
+  for (const std::string& a : argv) norm.push_back(a == "-o" ? "--out" : a);
+  Args args(norm, {"--out", "--gpu-price", "--title"});
+  if (args.help_requested()) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const std::string& input = args.positional(0, "INPUT");
+  auto out = args.value("--out");
+  auto price = args.double_value("--gpu-price");
+  auto title = args.value("--title");
+  args.finish(1);
+  if (!out) throw UsageError{"-o REPORT.html is required"};
+  if (price && !(*price > 0)) throw UsageError{"--gpu-price must be > 0"};
+
+  const std::string dir = python_dir();
+  if (dir.empty() || !fs::is_directory(fs::path(dir) / "moesim_report")) {
+    throw UsageError{
+        "cannot find the report package python/moesim_report (set MOESIM_PYTHON_DIR "
+        "to the directory that holds it)"};
+  }
+  const char* old = std::getenv("PYTHONPATH");
+  std::string path = dir;
+  if (old != nullptr && *old != '\0') path += std::string(":") + old;
+  setenv("PYTHONPATH", path.c_str(), 1);
+
+  std::string python = MOESIM_REPORT_PYTHON;
+  if (const char* env = std::getenv("MOESIM_PYTHON"); env != nullptr && *env != '\0') python = env;
+  std::vector<std::string> py = {python, "-m", "moesim_report", input, "-o", *out};
+  if (price) py.insert(py.end(), {"--gpu-price", std::to_string(*price)});
+  if (title) py.insert(py.end(), {"--title", *title});
+  std::vector<char*> cargs;
+  for (std::string& a : py) cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  execvp(python.c_str(), cargs.data());
+  throw UsageError{"cannot run " + python + " (set MOESIM_PYTHON): " + std::strerror(errno)};
+}
+
+}  // namespace moesim::cli
