@@ -22,8 +22,15 @@ TEST(HfConfig, DeepSeekV3ImportEqualsTheTomlCard) {
   EXPECT_EQ(from_json.name, "deepseek_v3");
   EXPECT_EQ(from_json.precision.routed_experts, DType::kFP8);  // quantization_config fp8
   EXPECT_EQ(from_json.precision.embeddings, DType::kBF16);
+  // The checkpoint's MoEGate is not an nn.Linear and stays BF16, and its block scales are
+  // counted; the TOML card stores the router with the shared experts and ignores the scales.
+  EXPECT_EQ(from_json.precision.router, DType::kBF16);
+  EXPECT_FALSE(from_toml.precision.router.has_value());
+  EXPECT_EQ(from_json.precision.storage[static_cast<size_t>(TensorGroup::kAttention)].format,
+            "fp8 e4m3, 128x128 blocks, fp32 scales");
   from_json.name = from_toml.name;
   from_json.source_file = from_toml.source_file;
+  from_json.precision = from_toml.precision;
   EXPECT_TRUE(from_json == from_toml);
 }
 
@@ -82,12 +89,12 @@ TEST(HfConfig, Errors) {
         "intermediate_size": 32, "vocab_size": 10, "max_position_embeddings": 16,
         "torch_dtype": "int8"})"),
       "config.json:4:9: torch_dtype: unknown value 'int8' (valid: bfloat16, float16, float32)");
-  EXPECT_EQ(
-      parse_error(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 1,
+  EXPECT_EQ(parse_error(R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 1,
         "num_attention_heads": 4, "num_local_experts": 4, "num_experts_per_tok": 1,
         "intermediate_size": 32, "vocab_size": 10, "max_position_embeddings": 16,
-        "quantization_config": {"quant_method": "gptq"}})"),
-      "config.json:4:9: quantization_config: unsupported quant_method 'gptq' (valid: fp8, mxfp4)");
+        "quantization_config": {"quant_method": "bitsandbytes"}})"),
+            "config.json:4:33: quantization_config.quant_method: unsupported quant_method "
+            "'bitsandbytes' (valid: fp8, mxfp4, compressed-tensors, gptq, awq)");
 }
 
 }  // namespace

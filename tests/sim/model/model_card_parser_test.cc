@@ -191,7 +191,7 @@ TEST(ModelCardParser, BadInputCorpus) {
        ":26:3: n_group: n_group (7) must divide the number of routed experts (256)"},
       {"hf_unsupported_model_type.config.json",
        ":23:3: model_type: unsupported model_type 'llama' (valid: deepseek_v2, deepseek_v3, "
-       "kimi_k2, qwen3_moe, mixtral)"},
+       "kimi_k2, glm4_moe, qwen2_moe, qwen3_moe, mixtral, llama4, llama4_text, gpt_oss)"},
       {"hf_json_syntax_error.config.json",
        ":19:21: JSON syntax error: syntax error while parsing object - unexpected string "
        "literal; expected '}'"},
