@@ -303,6 +303,19 @@ ModelCard parse_hf_config(std::string_view json_text, const std::string& file,
     root = parse_json(std::string(json_text));
   } catch (const JsonDepthError& e) {
     throw ConfigError(file, 0, 0, "", e.what());
+  } catch (const json::out_of_range& e) {
+    // A number beyond double range (1e400): nlohmann names the token, not its position.
+    std::string what = e.what();
+    const size_t q1 = what.find('\'');
+    const size_t q2 = what.rfind('\'');
+    const std::string token =
+        q1 != std::string::npos && q2 > q1 ? what.substr(q1 + 1, q2 - q1 - 1) : "";
+    int line = 0, col = 0;
+    const size_t at = token.empty() ? std::string_view::npos : json_text.find(token);
+    if (at != std::string_view::npos) hf_line_col(json_text, at, &line, &col);
+    throw ConfigError(file, line, col, "",
+                      "number out of range" + (token.empty() ? std::string() : " '" + token + "'") +
+                          " (beyond double precision)");
   } catch (const json::parse_error& e) {
     int line = 0, col = 0;
     hf_line_col(json_text, e.byte > 0 ? e.byte - 1 : 0, &line, &col);

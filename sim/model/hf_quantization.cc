@@ -87,14 +87,16 @@ std::optional<Module> classify_module(const std::string& pattern, bool* partial)
   if (contains(s, "lm_head")) return Module::kLmHead;
   if (contains(s, "embed_tokens")) return Module::kNotModelled;        // never quantised
   if (contains(s, "shared_expert_gate")) return Module::kNotModelled;  // hidden -> 1, not counted
+  // Whether `key` is followed by more than a wildcard (a sub-module of the class).
   auto sub_after = [&](std::string_view key) {
     const size_t at = s.find(key);
+    if (at == std::string::npos) return false;
     const std::string rest = s.substr(at + key.size());
     return !rest.empty() && rest != "*" && rest != ".*";
   };
   if (contains(s, "shared_expert")) {
     const std::string_view key = contains(s, "shared_experts") ? "shared_experts" : "shared_expert";
-    *partial = *partial || sub_after(std::string(key) + ".") || false;
+    *partial = *partial || sub_after(std::string(key) + ".");
     return Module::kSharedExperts;
   }
   if (contains(s, "experts")) {

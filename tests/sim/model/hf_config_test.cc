@@ -79,6 +79,150 @@ TEST(HfConfig, NullQueryLoraMeansNone) {
   EXPECT_NEAR(total_params(lite) / 15.7e9, 1.0, 0.01);
 }
 
+// A small valid Mixtral config with `extra` spliced in before the closing brace.
+std::string mixtral_with(const std::string& extra) {
+  return R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_local_experts": 4, "num_experts_per_tok": 2,
+    "intermediate_size": 32, "vocab_size": 10, "max_position_embeddings": 16)" +
+         extra + "}";
+}
+
+std::string error_of(const std::string& extra) { return parse_error(mixtral_with(extra)); }
+
+TEST(HfConfig, NumbersOutOfRangeAreRefusedNotConverted) {
+  EXPECT_EQ(parse_error(R"({"model_type": "mixtral", "hidden_size": -64})"),
+            "config.json:1:27: hidden_size: value -64 is out of range [1, 16777216]");
+  EXPECT_EQ(parse_error(R"({"model_type": "mixtral", "hidden_size": 9223372036854775807})"),
+            "config.json:1:27: hidden_size: value 9223372036854775807 is out of range [1, "
+            "16777216]");
+  EXPECT_EQ(parse_error(R"({"model_type": "mixtral", "hidden_size": 18446744073709551615})"),
+            "config.json:1:27: hidden_size: value 18446744073709551615 is out of range [1, "
+            "16777216]");
+  EXPECT_EQ(parse_error(R"({"model_type": "mixtral", "hidden_size": 1e400})"),
+            "config.json:1:42: number out of range '1e400' (beyond double precision)");
+  EXPECT_EQ(parse_error(R"({"model_type": "mixtral", "hidden_size": 64.0})"),
+            "config.json:1:27: hidden_size: expected an integer, got float");
+  EXPECT_EQ(parse_error(R"({"model_type": "mixtral", "hidden_size": true})"),
+            "config.json:1:27: hidden_size: expected an integer, got boolean");
+  EXPECT_EQ(error_of(R"(, "quantization_config": {"quant_method": "awq", "bits": 4,
+    "group_size": -128})"),
+            "config.json:4:5: quantization_config.group_size: value -128 is out of range [1, "
+            "1048576]");
+  EXPECT_EQ(parse_error(R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_experts": 4, "num_experts_per_tok": 2, "mlp_only_layers": [0],
+    "moe_intermediate_size": 32, "intermediate_size": -1, "vocab_size": 10,
+    "max_position_embeddings": 16})"),
+            "config.json:3:34: intermediate_size: value -1 is out of range [1, 16777216]");
+}
+
+TEST(HfConfig, KeySpellingsOfTransformers4And5MustAgree) {
+  EXPECT_EQ(error_of(R"(, "dtype": "bfloat16", "torch_dtype": "float16")"),
+            "config.json:3:100: torch_dtype: disagrees with dtype ('bfloat16')");
+  EXPECT_EQ(parse_hf_config(mixtral_with(R"(, "dtype": "float16")"), "c.json").precision.attention,
+            DType::kFP16);
+  const std::string qwen = R"({"model_type": "qwen3_moe", "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32, "vocab_size": 10, "max_position_embeddings": 16, )";
+  EXPECT_EQ(parse_hf_config(qwen + R"("num_local_experts": 8})", "q.json")
+                .layers[0]
+                .ffn.moe.num_routed_experts,
+            8);
+  EXPECT_EQ(parse_error(qwen + R"("num_experts": 8, "num_local_experts": 4})"),
+            "config.json:3:101: num_local_experts: disagrees with 'num_experts' (8)");
+  EXPECT_EQ(parse_error(qwen + "\"rope_parameters\": {}}"),
+            "config.json: num_experts: missing required key (integer; or its alias "
+            "'num_local_experts')");
+}
+
+TEST(HfConfig, UnsupportedQuantisationIsAnErrorNotAGuess) {
+  EXPECT_EQ(error_of(R"(, "quantization_config": {"quant_method": "fp8", "fmt": "e3m4"})"),
+            "config.json:3:126: quantization_config.fmt: unknown value 'e3m4' (valid: e4m3, "
+            "e5m2)");
+  EXPECT_EQ(error_of(R"(, "quantization_config": {"quant_method": "gptq", "bits": 5})"),
+            "config.json:3:127: quantization_config.bits: value 5 is not a GPTQ width (valid: 2, "
+            "3, 4, 8)");
+  EXPECT_EQ(error_of(R"(, "quantization_config": {"quant_method": "awq", "bits": 4,
+    "modules_to_not_convert": ["model.layers.0.mlp.experts"]})"),
+            "config.json:4:5: quantization_config.modules_to_not_convert: module "
+            "'model.layers.0.mlp.experts' names part of a tensor group (one projection, expert "
+            "or layer); per-module precision inside a group is not supported");
+  EXPECT_EQ(error_of(R"(, "quantization_config": {"quant_method": "awq", "bits": 4,
+    "version": "gemm", "zero_pont": true})"),
+            "config.json:4:24: quantization_config.zero_pont: unknown key 'zero_pont' (not read "
+            "and not on the ignore list; did you mean 'zero_point'?)");
+  const std::string ct = R"(, "quantization_config": {"quant_method": "compressed-tensors",
+    "format": "pack-quantized", "config_groups": {"group_0": {"targets": ["Linear"],
+    "weights": {"num_bits": 4, "type": "int", "strategy": )";
+  EXPECT_EQ(error_of(ct + R"("tensor_group", "group_size": 16}}}})"),
+            "config.json:5:47: quantization_config.config_groups.group_0.weights.strategy: "
+            "unknown value 'tensor_group' (valid: group, channel, tensor, block)");
+  EXPECT_EQ(error_of(ct + R"("group", "group_size": 32}}}, "kv_cache_scheme": {"num_bits": 8}})"),
+            "config.json:5:89: quantization_config.kv_cache_scheme: KV-cache quantisation is not "
+            "supported by the import");
+}
+
+TEST(HfConfig, CompressedTensorsGroupsAndTargets) {
+  // int8 per-channel W8A8 on everything but the router: computed at FP8, 8 bits + one bf16
+  // scale per hidden_size weights.
+  const ModelCard w8a8 = parse_hf_config(
+      mixtral_with(R"(, "quantization_config": {"quant_method": "compressed-tensors",
+    "format": "int-quantized", "ignore": ["re:.*block_sparse_moe.gate$", "lm_head"],
+    "config_groups": {"group_0": {"targets": ["Linear"],
+    "weights": {"num_bits": 8, "type": "int", "strategy": "channel", "symmetric": true},
+    "input_activations": {"num_bits": 8, "type": "int", "strategy": "token", "dynamic": true,
+    "symmetric": true}}}})"),
+      "w8a8.json");
+  EXPECT_EQ(w8a8.precision.routed_experts, DType::kFP8);
+  EXPECT_DOUBLE_EQ(weight_bits_per_element(w8a8.precision, TensorGroup::kRoutedExperts),
+                   8.0 + 16.0 / 64.0);
+  EXPECT_EQ(tensor_group_dtype(w8a8.precision, TensorGroup::kRouter), DType::kBF16);
+  EXPECT_DOUBLE_EQ(weight_bits_per_element(w8a8.precision, TensorGroup::kEmbeddings), 16.0);
+  // A regex target overrides the class target: experts int4 g128 asym (zero points packed),
+  // attention int8 per-tensor; lm_head quantised, so the embeddings group is the mean of a BF16
+  // input table and an int8 head.
+  const ModelCard mixed = parse_hf_config(
+      mixtral_with(R"(, "quantization_config": {"quant_method": "compressed-tensors",
+    "format": "pack-quantized", "config_groups": {
+    "group_0": {"targets": ["Linear"],
+      "weights": {"num_bits": 8, "type": "int", "strategy": "tensor", "symmetric": true}},
+    "group_1": {"targets": ["re:.*block_sparse_moe\\.experts\\..*"],
+      "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
+      "symmetric": false}}}})"),
+      "mixed.json");
+  EXPECT_DOUBLE_EQ(weight_bits_per_element(mixed.precision, TensorGroup::kRoutedExperts),
+                   4.0 + (16.0 + 4.0) / 128.0);
+  EXPECT_DOUBLE_EQ(weight_bits_per_element(mixed.precision, TensorGroup::kAttention), 8.0);
+  EXPECT_DOUBLE_EQ(weight_bits_per_element(mixed.precision, TensorGroup::kRouter), 8.0);
+  EXPECT_DOUBLE_EQ(weight_bits_per_element(mixed.precision, TensorGroup::kEmbeddings),
+                   (16.0 + 8.0) / 2.0);
+  EXPECT_EQ(mixed.precision.routed_experts, DType::kBF16);  // weight-only: computed in BF16
+}
+
+TEST(HfConfig, Llama4TextConfigInsideTheMultimodalWrapper) {
+  const std::string wrapper = R"({"model_type": "llama4", "vision_config": {"hidden_size": 8},
+    "torch_dtype": "bfloat16", "text_config": {"model_type": "llama4_text", "hidden_size": 64,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 1, "intermediate_size": 32,
+    "intermediate_size_mlp": 128, "interleave_moe_layer_step": 2, "vocab_size": 10,
+    "max_position_embeddings": 16, "use_qk_norm": true)";
+  const ModelCard c = parse_hf_config(wrapper + "}}", "l4.json");
+  ASSERT_EQ(c.layers.size(), 4u);
+  EXPECT_FALSE(c.layers[0].ffn.is_moe);
+  EXPECT_EQ(c.layers[0].ffn.intermediate_size, 128);
+  EXPECT_TRUE(c.layers[1].ffn.is_moe);
+  EXPECT_EQ(c.layers[1].ffn.moe.num_shared_experts, 1);
+  EXPECT_EQ(c.layers[1].ffn.moe.shared_intermediate_size, 32);
+  EXPECT_FALSE(c.layers[1].attention.gqa.qk_norm);  // L2 norm without weights
+  EXPECT_EQ(parse_error(wrapper + R"(, "moe_layers": [0, 2]}})"),
+            "config.json:6:57: text_config.moe_layers: disagrees with interleave_moe_layer_step "
+            "(2)");
+  EXPECT_EQ(parse_error(wrapper + R"(, "hiden_size": 1}})"),
+            "config.json:6:57: text_config.hiden_size: unknown key 'hiden_size' (not read and "
+            "not on the ignore list; did you mean 'hidden_size'?)");
+  EXPECT_EQ(parse_error(R"({"model_type": "llama4"})"),
+            "config.json:1:2: model_type: llama4 needs a text_config object");
+}
+
 TEST(HfConfig, Errors) {
   EXPECT_EQ(parse_error("[1, 2]"), "config.json:1:1: expected a JSON object at top level");
   EXPECT_EQ(parse_error(R"({"hidden_size": 8})"),

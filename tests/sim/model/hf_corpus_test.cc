@@ -167,8 +167,8 @@ TEST(HfCorpus, GptqAndAwqBytesCountScalesZerosAndIndices) {
   EXPECT_DOUBLE_EQ(weight_bits_per_element(awq.precision, TensorGroup::kAttention), awq_bits);
   EXPECT_DOUBLE_EQ(weight_bits_per_element(awq.precision, TensorGroup::kRouter), 16.0);
   const ParamCounts n = total_param_counts(awq);
-  // Published AWQ checkpoints of Mixtral 8x7B hold ~24.7 GB; the count here is
-  // 45.1B quantised weights at 4.156 bits + 0.26B BF16 embeddings, head, norms and routers.
+  // 45.1B quantised weights (attention, its norms, experts) at 4.156 bits + BF16 embeddings,
+  // head and routers: 24.7 GB.
   EXPECT_NEAR(total_weight_bytes(awq),
               (n.attention + n.norms + n.routed_experts) * awq_bits / 8.0 +
                   (n.router + n.embedding + n.lm_head) * 2.0,
