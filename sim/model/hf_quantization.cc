@@ -7,8 +7,9 @@
 //   gptq                   b + 16 / g + b / g + 32 / hidden        fp16 scales, packed zeros,
 //                                                                  int32 g_idx per input row
 //   awq                    b + 16 / g (+ b / g with zero_point)    fp16 scales, packed zeros
-// Per-channel scales and GPTQ's g_idx depend on each matrix's input width; they are counted
-// with hidden_size as that width (docs/models.md bounds the error).
+// Per-channel scales (16 / in_features per weight) and GPTQ's g_idx (32 / out_features per
+// weight) depend on each matrix's shape; both are counted with hidden_size for that width
+// (docs/models.md bounds the error).
 #include "sim/model/hf_quantization.h"
 
 #include <array>
