@@ -54,7 +54,8 @@ GpuMemoryLayout compute_gpu_memory_layout(const ModelCard& card, const GpuMemory
   // Dense FFN layers: replicated on every GPU of the replica.
   m.dense_ffn_weight_bytes = weight_bytes(card, TensorGroup::kDenseFfn);
   // Shared experts, routers and latent projections: replicated on every GPU.
-  m.shared_expert_weight_bytes = weight_bytes(card, TensorGroup::kSharedExperts);
+  m.shared_expert_weight_bytes =
+      weight_bytes(card, TensorGroup::kSharedExperts) + weight_bytes(card, TensorGroup::kRouter);
   // Routed experts: only this GPU's slots.
   double per_expert = 0;
   for (const LayerSpec& l : card.layers) {

@@ -216,6 +216,8 @@ std::string_view tensor_group_name(TensorGroup g) {
       return "routed_experts";
     case TensorGroup::kSharedExperts:
       return "shared_experts";
+    case TensorGroup::kRouter:
+      return "router";
     case TensorGroup::kEmbeddings:
       return "embeddings";
   }
@@ -232,10 +234,17 @@ DType tensor_group_dtype(const Precision& p, TensorGroup g) {
       return p.routed_experts;
     case TensorGroup::kSharedExperts:
       return p.shared_experts;
+    case TensorGroup::kRouter:
+      return p.router.value_or(p.shared_experts);
     case TensorGroup::kEmbeddings:
       return p.embeddings;
   }
   return p.attention;
+}
+
+double weight_bits_per_element(const Precision& p, TensorGroup g) {
+  const double stored = p.storage[static_cast<size_t>(g)].bits_per_element;
+  return stored > 0 ? stored : bits_per_element(tensor_group_dtype(p, g));
 }
 
 void validate_model_card(const ModelCard& card) {
@@ -309,7 +318,9 @@ double ParamCounts::group(TensorGroup g) const {
     case TensorGroup::kRoutedExperts:
       return routed_experts;
     case TensorGroup::kSharedExperts:
-      return shared_experts + router;
+      return shared_experts;
+    case TensorGroup::kRouter:
+      return router;
     case TensorGroup::kEmbeddings:
       return embedding + lm_head;
   }
@@ -344,7 +355,8 @@ double expert_flops_per_token(const MoeSpec& m, int64_t hidden_size) {
 }
 
 double expert_weight_bytes(const ModelCard& card, const MoeSpec& m) {
-  return dtype_bytes(card.precision.routed_experts, expert_params(m, card.hidden_size));
+  return expert_params(m, card.hidden_size) *
+         weight_bits_per_element(card.precision, TensorGroup::kRoutedExperts) / 8.0;
 }
 
 double expert_activation_bytes(const MoeSpec& m, int64_t hidden_size, DType activation_dtype) {
@@ -406,7 +418,7 @@ double mtp_params(const ModelCard& card) {
 }
 
 double weight_bytes(const ModelCard& card, TensorGroup g) {
-  return dtype_bytes(tensor_group_dtype(card.precision, g), total_param_counts(card).group(g));
+  return total_param_counts(card).group(g) * weight_bits_per_element(card.precision, g) / 8.0;
 }
 
 double total_weight_bytes(const ModelCard& card) {

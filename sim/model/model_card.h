@@ -19,6 +19,7 @@
 //   - FLOPs are 2 per multiply-accumulate; norms, activations and softmax are not counted.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -137,15 +138,42 @@ struct LayerSpec {
   bool operator==(const LayerSpec&) const = default;
 };
 
-// Storage precision per tensor group.
+// Weight tensor groups, matching Precision's weight members.
+enum class TensorGroup {
+  kAttention,
+  kDenseFfn,
+  kRoutedExperts,
+  kSharedExperts,
+  kRouter,
+  kEmbeddings
+};
+inline constexpr int kNumTensorGroups = 6;
+
+// How a checkpoint stores one tensor group when that differs from its compute dtype
+// (group-quantised integer weights with their scales and zero points, block-scaled FP8 with its
+// scale blocks). bits_per_element counts every stored byte (packed values, scales, zero points,
+// permutation indices) per weight element; 0 means "as the dtype" (bits_per_element(dtype)).
+struct WeightStorage {
+  double bits_per_element = 0;
+  std::string format;  // e.g. "int4 g32 sym, bf16 scales"; "" when bits_per_element is 0
+
+  bool operator==(const WeightStorage&) const = default;
+};
+
+// Storage precision per tensor group. The dtypes are what the cost model computes and streams
+// in; `storage` refines the stored bytes of a group (memory, weight bytes) for quantised
+// checkpoints imported from HuggingFace. TOML cards leave `storage` empty.
 struct Precision {
   DType attention = DType::kBF16;        // attention projections, all RMSNorms
   DType dense_ffn = DType::kBF16;        // dense-layer FFNs
   DType routed_experts = DType::kBF16;   // routed-expert FFNs
-  DType shared_experts = DType::kBF16;   // shared experts, router, latent projections
+  DType shared_experts = DType::kBF16;   // shared experts
+  std::optional<DType> router;           // router, score bias, latent projections; unset: as
+                                         // shared_experts
   DType embeddings = DType::kBF16;       // input embedding and output head
   DType kv_cache = DType::kBF16;         // KV / MLA latent cache
   DType recurrent_state = DType::kFP32;  // KDA recurrent and short-conv state
+  std::array<WeightStorage, kNumTensorGroups> storage = {};  // indexed by TensorGroup
 
   bool operator==(const Precision&) const = default;
 };
@@ -171,13 +199,13 @@ void validate_model_card(const ModelCard& card);
 
 // ---- Parameters and weight bytes --------------------------------------------------------------
 
-// Tensor groups, matching Precision's weight members.
-enum class TensorGroup { kAttention, kDenseFfn, kRoutedExperts, kSharedExperts, kEmbeddings };
-inline constexpr int kNumTensorGroups = 5;
-// "attention", "dense_ffn", "routed_experts", "shared_experts", "embeddings".
+// "attention", "dense_ffn", "routed_experts", "shared_experts", "router", "embeddings".
 std::string_view tensor_group_name(TensorGroup g);
-// The storage dtype of a tensor group.
+// The dtype of a tensor group (kRouter: precision.router, else precision.shared_experts).
 DType tensor_group_dtype(const Precision& p, TensorGroup g);
+// Stored bits per weight element of a tensor group: p.storage[g].bits_per_element when set,
+// else bits_per_element(tensor_group_dtype(p, g)).
+double weight_bits_per_element(const Precision& p, TensorGroup g);
 
 // Parameter counts by component. `router` includes the score-correction bias of sigmoid routers
 // and the latent projections of latent MoEs; `norms` the two RMSNorms per layer and the final
@@ -192,8 +220,8 @@ struct ParamCounts {
   double shared_experts = 0;
   double norms = 0;
   double total() const;
-  // Parameters in one tensor group: router counts in kSharedExperts, norms in kAttention,
-  // embedding and lm_head in kEmbeddings.
+  // Parameters in one tensor group: router in kRouter, norms in kAttention, embedding and
+  // lm_head in kEmbeddings.
   double group(TensorGroup g) const;
 };
 
@@ -211,7 +239,7 @@ double active_params_excluding_input_embedding(const ModelCard& card);
 // 2*hidden x hidden projection (embedding and head shared with the main model).
 double mtp_params(const ModelCard& card);
 
-// Weight bytes of one tensor group at its precision.
+// Weight bytes of one tensor group: its parameters at weight_bits_per_element.
 double weight_bytes(const ModelCard& card, TensorGroup g);
 // Sum over tensor groups (MTP excluded).
 double total_weight_bytes(const ModelCard& card);
@@ -236,7 +264,7 @@ double router_flops(const MoeSpec& m, int64_t hidden_size);
 double expert_params(const MoeSpec& m, int64_t hidden_size);
 // FLOPs of one routed expert for one token: 2 * expert_params.
 double expert_flops_per_token(const MoeSpec& m, int64_t hidden_size);
-// Weight bytes of one routed expert at precision.routed_experts.
+// Weight bytes of one routed expert at weight_bits_per_element(precision, kRoutedExperts).
 double expert_weight_bytes(const ModelCard& card, const MoeSpec& m);
 // Bytes per token that cross the network on dispatch (or combine) for one token-expert pair:
 // hidden_size (or latent_dim) activations at `activation_dtype`.

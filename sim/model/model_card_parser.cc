@@ -140,6 +140,7 @@ Precision parse_precision(TomlTable& t) {
   p.dense_ffn = parse_dtype(t, "dense_ffn", p.dense_ffn);
   p.routed_experts = parse_dtype(t, "routed_experts", p.routed_experts);
   p.shared_experts = parse_dtype(t, "shared_experts", p.shared_experts);
+  if (t.has("router")) p.router = parse_dtype(t, "router", p.shared_experts);
   p.embeddings = parse_dtype(t, "embeddings", p.embeddings);
   p.kv_cache = parse_dtype(t, "kv_cache", p.kv_cache);
   p.recurrent_state = parse_dtype(t, "recurrent_state", p.recurrent_state);

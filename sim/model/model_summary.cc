@@ -71,8 +71,9 @@ ModelSummary describe_model(const ModelCard& card, int64_t context_tokens) {
     const auto group = static_cast<TensorGroup>(g);
     const double params = s.total.group(group);
     if (params <= 0) continue;
-    s.weights.push_back(
-        {group, tensor_group_dtype(card.precision, group), params, weight_bytes(card, group)});
+    s.weights.push_back({group, tensor_group_dtype(card.precision, group), params,
+                         weight_bytes(card, group), weight_bits_per_element(card.precision, group),
+                         card.precision.storage[static_cast<size_t>(group)].format});
     s.total_weight_bytes += s.weights.back().weight_bytes;
   }
   for (const LayerSpec& l : card.layers) {
@@ -138,7 +139,9 @@ std::string format_model_summary_text(const ModelSummary& s) {
   }
   out += "weights by tensor group\n";
   for (const auto& w : s.weights) {
-    line(std::string(tensor_group_name(w.group)) + " (" + std::string(dtype_name(w.dtype)) + ")",
+    const std::string format =
+        w.storage_format.empty() ? std::string(dtype_name(w.dtype)) : w.storage_format;
+    line(std::string(tensor_group_name(w.group)) + " (" + format + ")",
          count(w.params) + " params, " + bytes(w.weight_bytes));
   }
   line("total", bytes(s.total_weight_bytes));
@@ -188,7 +191,8 @@ std::string format_model_summary_json(const ModelSummary& s) {
   for (const auto& w : s.weights) {
     groups.push_back({{"group", tensor_group_name(w.group)},
                       {"dtype", dtype_name(w.dtype)},
-                      {"bits_per_element", bits_per_element(w.dtype)},
+                      {"bits_per_element", w.bits_per_element},
+                      {"storage_format", w.storage_format},
                       {"params", w.params},
                       {"weight_bytes", w.weight_bytes}});
   }

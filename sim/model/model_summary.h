@@ -35,6 +35,8 @@ struct ModelSummary {
     DType dtype;
     double params = 0;
     double weight_bytes = 0;
+    double bits_per_element = 0;  // stored bits per weight (weight_bits_per_element)
+    std::string storage_format;   // Precision::storage's format; "" when stored as the dtype
   };
   std::vector<GroupWeights> weights;  // every group with params > 0, in TensorGroup order
   double total_weight_bytes = 0;

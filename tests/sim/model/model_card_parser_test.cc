@@ -143,6 +143,38 @@ dense_intermediate_size = 96
   EXPECT_EQ(active_params(c), total_params(c));
 }
 
+// precision.router defaults to the shared experts' dtype (unset) and may be given apart.
+TEST(ModelCardParser, RouterPrecisionFollowsSharedExpertsUnlessGiven) {
+  const std::string card = R"(
+name = "r"
+hidden_size = 64
+vocab_size = 100
+max_context_tokens = 128
+num_layers = 1
+attention_pattern = "gqa"
+[attention.gqa]
+num_heads = 4
+num_kv_heads = 4
+head_dim = 16
+[ffn.moe]
+num_routed_experts = 4
+top_k = 1
+expert_intermediate_size = 32
+[precision]
+shared_experts = "fp8"
+)";
+  for (const auto& [extra, expected] :
+       {std::pair{std::string(), DType::kFP8},
+        std::pair{std::string("router = \"bf16\"\n"), DType::kBF16}}) {
+    auto doc = TomlDocument::parse_string(card + extra, "r.toml");
+    TomlTable root = doc.root();
+    const ModelCard c = parse_model_card(root);
+    EXPECT_EQ(c.precision.router.has_value(), !extra.empty());
+    EXPECT_EQ(tensor_group_dtype(c.precision, TensorGroup::kRouter), expected);
+    EXPECT_EQ(weight_bytes(c, TensorGroup::kRouter), 64.0 * 4 * bits_per_element(expected) / 8);
+  }
+}
+
 // The bad-input corpus: each file and the exact message it must produce (after the path).
 TEST(ModelCardParser, BadInputCorpus) {
   const std::pair<const char*, const char*> cases[] = {
@@ -191,7 +223,17 @@ TEST(ModelCardParser, BadInputCorpus) {
        ":26:3: n_group: n_group (7) must divide the number of routed experts (256)"},
       {"hf_unsupported_model_type.config.json",
        ":23:3: model_type: unsupported model_type 'llama' (valid: deepseek_v2, deepseek_v3, "
-       "kimi_k2, qwen3_moe, mixtral)"},
+       "kimi_k2, glm4_moe, qwen2_moe, qwen3_moe, mixtral, llama4, llama4_text, gpt_oss)"},
+      {"hf_unsupported_quant.config.json",
+       ":30:5: quantization_config.quant_method: unsupported quant_method 'hqq' (valid: fp8, "
+       "mxfp4, compressed-tensors, gptq, awq)"},
+      {"hf_huge_number.config.json",
+       ":9:18: number out of range '1e400' (beyond double precision)"},
+      {"hf_unmapped_ignore.config.json",
+       ":46:5: quantization_config.ignore: cannot map module 're:.*conv1d.*' to a tensor group "
+       "(supported: lm_head, embed_tokens, self_attn, mlp.gate / router, experts, "
+       "shared_experts, mlp.(gate|up|gate_up|down)_proj, vision/multimodal modules; as names, "
+       "globs or re: patterns)"},
       {"hf_json_syntax_error.config.json",
        ":19:21: JSON syntax error: syntax error while parsing object - unexpected string "
        "literal; expected '}'"},

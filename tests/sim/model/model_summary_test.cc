@@ -24,8 +24,10 @@ TEST(ModelSummary, GathersTheDerivedQuantities) {
   EXPECT_EQ(s.active_params, active_params(k3));
   EXPECT_EQ(s.active_params_excluding_input_embedding, active_params_excluding_input_embedding(k3));
   EXPECT_EQ(s.total_weight_bytes, total_weight_bytes(k3));
-  ASSERT_EQ(s.weights.size(), 5u);
+  ASSERT_EQ(s.weights.size(), 6u);
   EXPECT_EQ(s.weights[2].group, TensorGroup::kRoutedExperts);
+  EXPECT_EQ(s.weights[4].group, TensorGroup::kRouter);
+  EXPECT_EQ(s.weights[4].dtype, DType::kBF16);  // unset router precision: as shared_experts
   EXPECT_EQ(s.weights[2].dtype, DType::kMXFP4);
   EXPECT_EQ(s.expert_weight_bytes, expert_weight_bytes(k3, k3.layers[1].ffn.moe));
   ASSERT_EQ(s.by_kind.size(), 2u);  // MLA then KDA
@@ -43,8 +45,9 @@ TEST(ModelSummary, GathersTheDerivedQuantities) {
 
 TEST(ModelSummary, DenseFfnGroupOmittedWhenEmpty) {
   const ModelSummary s = describe_model(card("mixtral-8x7b.toml"), 4096);
-  ASSERT_EQ(s.weights.size(), 4u);  // no dense FFN layers
+  ASSERT_EQ(s.weights.size(), 4u);  // no dense FFN layers, no shared experts
   EXPECT_EQ(s.weights[1].group, TensorGroup::kRoutedExperts);
+  EXPECT_EQ(s.weights[2].group, TensorGroup::kRouter);  // not reported as shared experts
   EXPECT_EQ(s.num_mtp_layers, 0);
 }
 
