@@ -110,10 +110,7 @@ Override parse_override(const std::string& text, const std::string& what) {
   Override o;
   o.key_path = text.substr(0, eq);
   const std::string value = text.substr(eq + 1);
-  if (o.key_path.empty() || o.key_path.front() == '.' || o.key_path.back() == '.' ||
-      o.key_path.find("..") != std::string::npos) {
-    throw ConfigError(what, 0, 0, o.key_path, "'" + text + "': empty key path segment");
-  }
+  // An empty key path segment is an error of instantiate(), as for every override.
   // The value as TOML would read it; anything else (e.g. a bare word) is a string.
   o.value = value;
   try {

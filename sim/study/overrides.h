@@ -36,7 +36,7 @@ std::string overrides_text(std::span<const Override> overrides);
 
 // "KEY.PATH=VALUE" (the command line's --set): the value as TOML reads it (integer, float,
 // boolean, quoted string), any other text as a string. ConfigError naming `what` when there is
-// no '=' or the key path has an empty segment.
+// no '='; a key path with an empty segment is instantiate()'s error.
 Override parse_override(const std::string& text, const std::string& what);
 
 // A scenario file held as a TOML tree, from which scenarios with overrides are made. Immutable
