@@ -25,7 +25,7 @@ test: build
 # simulator and the CPU engine, CUDA off, running the tests; docs/reliability.md says which are
 # left out and why.
 SAN_BUILD ?= build-sanitize
-SAN_EXCLUDE ?= notebook|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
+SAN_EXCLUDE ?= notebook|python\.|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
 sanitize: deps
 	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DMOESIM_SANITIZE=ON \
 	  -DMOESIM_WITH_CUDA=OFF -DMOESIM_BENCHMARKS=OFF

@@ -8,7 +8,7 @@ packages=(
   libsimgrid-dev libeigen3-dev libboost-graph-dev libtomlplusplus-dev nlohmann-json3-dev
   libgtest-dev googletest libbenchmark-dev libopenmpi-dev openmpi-bin
   jupyter-nbconvert python3-ipykernel python3-nbclient python3-matplotlib python3-pandas
-  chromium
+  chromium python3-dev pybind11-dev python3-pytest
 )
 missing=()
 for p in "${packages[@]}"; do

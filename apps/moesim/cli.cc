@@ -5,7 +5,9 @@
 
 namespace moesim::cli {
 
-Args::Args(std::vector<std::string> argv, std::set<std::string> value_options) {
+Args::Args(std::vector<std::string> argv, std::set<std::string> value_options,
+           std::set<std::string> repeatable_options) {
+  value_options.insert(repeatable_options.begin(), repeatable_options.end());
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     if (a == "--help" || a == "-h") {
@@ -28,6 +30,10 @@ Args::Args(std::vector<std::string> argv, std::set<std::string> value_options) {
       if (!value_options.count(key) && has_val) {
         throw UsageError{"option " + key + " takes no value"};
       }
+      if (repeatable_options.count(key)) {
+        repeated_[key].push_back(val);
+        continue;
+      }
       if (options_.count(key)) throw UsageError{"option " + key + " given twice"};
       options_[key] = val;
     } else {
@@ -46,6 +52,12 @@ std::optional<std::string> Args::value(const std::string& name) {
   auto it = options_.find(name);
   if (it == options_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::values(const std::string& name) {
+  asked_.insert(name);
+  auto it = repeated_.find(name);
+  return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string Args::value_or(const std::string& name, const std::string& dflt) {
@@ -92,6 +104,9 @@ const std::string& Args::positional(size_t i, const std::string& what) const {
 
 void Args::finish(size_t max_positionals) const {
   for (const auto& [k, v] : options_) {
+    if (!asked_.count(k)) throw UsageError{"unknown option " + k};
+  }
+  for (const auto& [k, v] : repeated_) {
     if (!asked_.count(k)) throw UsageError{"unknown option " + k};
   }
   if (positionals_.size() > max_positionals) {

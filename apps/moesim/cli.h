@@ -3,11 +3,16 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
+
+namespace moesim::sim::study {
+class ScenarioTemplate;
+}  // namespace moesim::sim::study
 
 namespace moesim::cli {
 
@@ -23,8 +28,10 @@ std::vector<double> parse_number_list(const std::string& name, const std::string
 class Args {
  public:
   // argv without the program name and subcommand words. `--key=value` and `--key value` both
-  // work for options that take values; an option given twice is an error.
-  Args(std::vector<std::string> argv, std::set<std::string> value_options);
+  // work for options that take values; an option given twice is an error, except the
+  // repeatable ones (which take values; values() returns them in order).
+  Args(std::vector<std::string> argv, std::set<std::string> value_options,
+       std::set<std::string> repeatable_options = {});
 
   // True when the flag was given (e.g. "--json").
   bool flag(const std::string& name);
@@ -33,7 +40,8 @@ class Args {
   // Integer option; malformed numbers are usage errors.
   std::optional<int64_t> int_value(const std::string& name);
   std::optional<double> double_value(const std::string& name);
-  // All values of a repeatable option.
+  // All values of a repeatable option, in the order given (empty when not given).
+  std::vector<std::string> values(const std::string& name);
   const std::vector<std::string>& positionals() const { return positionals_; }
   // The positional at index i, or a usage error naming `what`.
   const std::string& positional(size_t i, const std::string& what) const;
@@ -43,7 +51,8 @@ class Args {
 
  private:
   std::vector<std::string> positionals_;
-  std::map<std::string, std::string> options_;  // flags map to ""
+  std::map<std::string, std::string> options_;                // flags map to ""
+  std::map<std::string, std::vector<std::string>> repeated_;  // repeatable options' values
   std::set<std::string> asked_;
   bool help_ = false;
 };
@@ -63,6 +72,11 @@ int model_command(const std::vector<std::string>& argv);
 int topo_command(const std::vector<std::string>& argv);
 int collective_command(const std::vector<std::string>& argv);
 int run_command(const std::vector<std::string>& argv);
+// `moesim run` for the Python module (docs/python.md), printing the summary to `report` instead
+// of stdout. With `scenario` (a scenario held in memory, e.g. a dict) argv is run_command's
+// without the SCENARIO positional; with nullptr it is run_command's.
+int run_command_on(const sim::study::ScenarioTemplate* scenario,
+                   const std::vector<std::string>& argv, std::ostream& report);
 int layers_command(const std::vector<std::string>& argv);
 int prune_command(const std::vector<std::string>& argv);
 int calibrate_command(const std::vector<std::string>& argv);

@@ -13,14 +13,18 @@
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/run_outputs.h"
+#include "sim/study/overrides.h"
 
 namespace moesim::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: moesim run SCENARIO [--seed N] [--duration SECONDS] [--out DIR] [--record FILE]\n"
-    "                  [--record-steps N] [--trace-window START_S:END_S] [--json]\n\n"
+    "usage: moesim run SCENARIO [--set KEY.PATH=VALUE]... [--seed N] [--duration SECONDS]\n"
+    "                  [--out DIR] [--record FILE] [--record-steps N]\n"
+    "                  [--trace-window START_S:END_S] [--json]\n\n"
     "Simulates SCENARIO (a scenarios/*.toml file) and prints the summary and the event digest.\n"
+    "  --set K=V             override one scenario value (repeatable; as a sweep parameter,\n"
+    "                        docs/sweeps.md), e.g. --set deployment.replicas=2\n"
     "  --seed N              root seed (default: the scenario's [run] seed)\n"
     "  --duration SECONDS    simulated time (default: the scenario's [run] duration_s)\n"
     "  --out DIR             write summary.json, requests.csv, steps.csv, trace.json (Chrome\n"
@@ -36,16 +40,25 @@ constexpr const char* kUsage =
     "exit codes: 0 success, 1 conservation broken or an output not written, 2 bad input\n"
     "           (including an --out that cannot be a directory or is in use by another run)\n";
 
-}  // namespace
+Args run_args(const std::vector<std::string>& argv) {
+  return Args(argv,
+              {"--seed", "--duration", "--out", "--record", "--record-steps", "--trace-window",
+               "--tier", "--tier-check"},
+              {"--set"});
+}
 
-int run_command(const std::vector<std::string>& argv) {
-  Args args(argv, {"--seed", "--duration", "--out", "--record", "--record-steps", "--trace-window",
-                   "--tier", "--tier-check"});
+// The command once its arguments are split: `given` is the scenario of run_command_on, else
+// SCENARIO is the first positional. The summary (table or --json) goes to `report`.
+int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream& report) {
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  const std::string& path = args.positional(0, "SCENARIO");
+  const std::string path = given ? given->path() : args.positional(0, "SCENARIO");
+  std::vector<sim::study::Override> overrides;
+  for (const std::string& text : args.values("--set")) {
+    overrides.push_back(sim::study::parse_override(text, "--set"));
+  }
   auto seed = args.int_value("--seed");
   auto duration = args.double_value("--duration");
   auto out_dir = args.value("--out");
@@ -55,14 +68,26 @@ int run_command(const std::vector<std::string>& argv) {
   auto tier = args.value("--tier");
   auto tier_check = args.int_value("--tier-check");
   bool json = args.flag("--json");
-  args.finish(1);
+  args.finish(given ? 0 : 1);
   if (seed && *seed < 0) throw UsageError{"--seed must be >= 0"};
   if (duration && *duration <= 0) throw UsageError{"--duration must be > 0"};
   if (record_steps && *record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
   if (tier_check && *tier_check <= 0) throw UsageError{"--tier-check must be > 0"};
 
-  sim::Scenario sc = sim::load_scenario(path);
-  sim::resolve_policy_settings(sc);
+  // Without overrides a file is read as it always was; otherwise (and for a scenario held in
+  // memory) the scenario is the template's text with the overrides applied, which is also what
+  // resolved/scenario.toml then holds.
+  std::optional<sim::study::ScenarioTemplate> loaded;
+  if (!given && !overrides.empty()) loaded = sim::study::ScenarioTemplate::load(path);
+  const sim::study::ScenarioTemplate* scenario_template = given    ? given
+                                                          : loaded ? &*loaded
+                                                                   : nullptr;
+  sim::Scenario sc = [&] {
+    if (scenario_template) return scenario_template->instantiate(overrides);
+    sim::Scenario s = sim::load_scenario(path);
+    sim::resolve_policy_settings(s);
+    return s;
+  }();
   if (duration) sc.run.duration_s = *duration;
   if (tier) {
     if (*tier != "exact" && *tier != "fast") throw UsageError{"--tier wants exact or fast"};
@@ -145,11 +170,13 @@ int run_command(const std::vector<std::string>& argv) {
   if (json) {
     nlohmann::json j = sim::summary_json(sc, out, used_seed);
     j["wall_s"] = wall_s;
-    std::cout << j.dump(2) << "\n";
+    report << j.dump(2) << "\n";
   } else {
-    sim::write_summary_text(std::cout, sc, out, used_seed);
-    std::printf("  wall time %.2f s (%.1fx real time)\n", wall_s,
-                wall_s > 0 ? out.summary.duration_s / wall_s : 0.0);
+    sim::write_summary_text(report, sc, out, used_seed);
+    char wall[96];
+    std::snprintf(wall, sizeof(wall), "  wall time %.2f s (%.1fx real time)\n", wall_s,
+                  wall_s > 0 ? out.summary.duration_s / wall_s : 0.0);
+    report << wall;
   }
   if (out_dir) {
     using sim::io::write_file_atomically;
@@ -167,7 +194,13 @@ int run_command(const std::vector<std::string>& argv) {
     }
     // The resolved configuration: the inputs as read, and the values the run used.
     const fs::path resolved = dir / "resolved";
-    sim::io::copy_file_atomically(sc.source_file, (resolved / "scenario.toml").string());
+    if (scenario_template) {
+      write_file_atomically((resolved / "scenario.toml").string(), [&](std::ostream& os) {
+        os << scenario_template->text_with(overrides);
+      });
+    } else {
+      sim::io::copy_file_atomically(sc.source_file, (resolved / "scenario.toml").string());
+    }
     sim::io::copy_file_atomically(sc.model_path,
                                   (resolved / fs::path(sc.model_path).filename()).string());
     sim::io::copy_file_atomically(sc.topology_path,
@@ -199,6 +232,19 @@ int run_command(const std::vector<std::string>& argv) {
         *record, [&](std::ostream& os) { sim::write_step_trace(os, sc, out, used_seed); });
   }
   return out.conservation_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& argv) {
+  Args args = run_args(argv);
+  return run_with(args, nullptr, std::cout);
+}
+
+int run_command_on(const sim::study::ScenarioTemplate* scenario,
+                   const std::vector<std::string>& argv, std::ostream& report) {
+  Args args = run_args(argv);
+  return run_with(args, scenario, report);
 }
 
 }  // namespace moesim::cli

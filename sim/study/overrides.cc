@@ -92,6 +92,44 @@ ScenarioTemplate ScenarioTemplate::load(const std::string& path) {
   return t;
 }
 
+ScenarioTemplate ScenarioTemplate::from_table(toml::table root, const std::string& name,
+                                              const std::string& base_dir) {
+  ScenarioTemplate t;
+  t.path_ = name;
+  t.base_dir_ = base_dir;
+  t.from_file_ = false;
+  t.root_ = std::make_shared<const toml::table>(std::move(root));
+  return t;
+}
+
+Override parse_override(const std::string& text, const std::string& what) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw ConfigError(what, 0, 0, "", "'" + text + "' is not KEY.PATH=VALUE");
+  }
+  Override o;
+  o.key_path = text.substr(0, eq);
+  const std::string value = text.substr(eq + 1);
+  // An empty key path segment is an error of instantiate(), as for every override.
+  // The value as TOML would read it; anything else (e.g. a bare word) is a string.
+  o.value = value;
+  try {
+    const toml::table parsed = toml::parse("v = " + value);
+    const toml::node* v = parsed.get("v");
+    if (auto i = v->value_exact<int64_t>()) {
+      o.value = *i;
+    } else if (auto d = v->value_exact<double>()) {
+      o.value = *d;
+    } else if (auto b = v->value_exact<bool>()) {
+      o.value = *b;
+    } else if (auto str = v->value_exact<std::string>()) {
+      o.value = *str;
+    }
+  } catch (const toml::parse_error&) {
+  }
+  return o;
+}
+
 std::string ScenarioTemplate::text_with(std::span<const Override> overrides) const {
   toml::table edited = *root_;
   for (const Override& o : overrides) apply_override(edited, path_, o);
@@ -102,7 +140,7 @@ std::string ScenarioTemplate::text_with(std::span<const Override> overrides) con
 
 Scenario ScenarioTemplate::instantiate(std::span<const Override> overrides) const {
   Scenario scenario = [&] {
-    if (overrides.empty()) return load_scenario(path_);
+    if (overrides.empty() && from_file_) return load_scenario(path_);
     std::string text = text_with(overrides);
     try {
       return parse_scenario_text(text, path_, base_dir_);
@@ -111,7 +149,9 @@ Scenario ScenarioTemplate::instantiate(std::span<const Override> overrides) cons
       // files it names (model, topology, trace) keep theirs.
       if (e.file() != path_) throw;
       throw ConfigError(path_, 0, 0, e.key_path(),
-                        e.reason() + " (with overrides " + overrides_text(overrides) + ")");
+                        overrides.empty()
+                            ? e.reason()
+                            : e.reason() + " (with overrides " + overrides_text(overrides) + ")");
     }
   }();
   // Outside the try: policy errors keep the messages make_policies gives them.

@@ -34,6 +34,11 @@ std::string override_value_text(const OverrideValue& value);
 // "key=value, key=value" for messages; "(base)" when empty.
 std::string overrides_text(std::span<const Override> overrides);
 
+// "KEY.PATH=VALUE" (the command line's --set): the value as TOML reads it (integer, float,
+// boolean, quoted string), any other text as a string. ConfigError naming `what` when there is
+// no '='; a key path with an empty segment is instantiate()'s error.
+Override parse_override(const std::string& text, const std::string& what);
+
 // A scenario file held as a TOML tree, from which scenarios with overrides are made. Immutable
 // after load(); instantiate() may be called from several threads at once.
 class ScenarioTemplate {
@@ -41,6 +46,11 @@ class ScenarioTemplate {
   // Reads the file and checks its TOML syntax (ConfigError with line:column); the scenario itself
   // is checked by instantiate().
   static ScenarioTemplate load(const std::string& path);
+
+  // A scenario held in memory (the Python module's dicts): `name` stands for the file in
+  // messages and `base_dir` resolves relative paths. instantiate() parses its text.
+  static ScenarioTemplate from_table(toml::table root, const std::string& name,
+                                     const std::string& base_dir);
 
   // The scenario's TOML text with `overrides` applied in order (a later override of the same key
   // wins). Missing intermediate tables are created. Throws ConfigError naming the scenario file
@@ -56,12 +66,15 @@ class ScenarioTemplate {
   Scenario instantiate(std::span<const Override> overrides) const;
 
   const std::string& path() const { return path_; }
+  // Whether path() is a file the scenario was read from (false for from_table()).
+  bool from_file() const { return from_file_; }
   // Directory that relative paths in the scenario are resolved against.
   const std::string& base_dir() const { return base_dir_; }
 
  private:
   std::string path_;
   std::string base_dir_;
+  bool from_file_ = true;
   std::shared_ptr<const toml::table> root_;
 };
 

@@ -1,7 +1,9 @@
 #include "sim/study/overrides.h"
 
 #include <gtest/gtest.h>
+#include <toml++/toml.h>
 
+#include <filesystem>
 #include <string>
 
 #include "tests/support/config_errors.h"
@@ -98,6 +100,56 @@ TEST(Overrides, TextWithKeepsTheTemplate) {
   EXPECT_NE(t.text_with(o).find("max_seqs = 77"), std::string::npos);
   EXPECT_EQ(t.text_with({}).find("max_seqs = 77"), std::string::npos);
   EXPECT_EQ(t.instantiate({}).scheduler.max_seqs, 4);
+}
+
+TEST(Overrides, ParseOverrideReadsValuesAsToml) {
+  auto value_of = [](const std::string& text) { return parse_override(text, "--set").value; };
+  EXPECT_EQ(parse_override("deployment.replicas=2", "--set").key_path, "deployment.replicas");
+  EXPECT_EQ(value_of("a=2"), OverrideValue(int64_t{2}));
+  EXPECT_EQ(value_of("a=0.5"), OverrideValue(0.5));
+  EXPECT_EQ(value_of("a=1e3"), OverrideValue(1000.0));
+  EXPECT_EQ(value_of("a=true"), OverrideValue(true));
+  EXPECT_EQ(value_of("a=\"2\""), OverrideValue(std::string("2")));  // quoted: a string
+  EXPECT_EQ(value_of("a=least_loaded"), OverrideValue(std::string("least_loaded")));
+  EXPECT_EQ(value_of("a=x=y"), OverrideValue(std::string("x=y")));  // split at the first '='
+  EXPECT_EQ(value_of("a="), OverrideValue(std::string("")));
+  const std::string err =
+      testing::config_error_of([] { parse_override("deployment.replicas", "--set"); });
+  EXPECT_NE(err.find("is not KEY.PATH=VALUE"), std::string::npos) << err;
+  // Empty segments are instantiate()'s error, as for every override.
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  EXPECT_NE(error_of(t, {parse_override("scheduler..max_seqs=1", "--set")}).find("empty segment"),
+            std::string::npos);
+}
+
+TEST(Overrides, FromTableIsTheFile) {
+  const std::string dir = std::filesystem::path(kScenario).parent_path().string();
+  ScenarioTemplate t =
+      ScenarioTemplate::from_table(toml::parse_file(kScenario), dir + "/<scenario dict>", dir);
+  EXPECT_FALSE(t.from_file());
+  EXPECT_TRUE(ScenarioTemplate::load(kScenario).from_file());
+  Scenario a = t.instantiate({});
+  Scenario b = load_scenario(kScenario);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.model_path, b.model_path);  // relative paths resolve against base_dir
+  EXPECT_EQ(a.topology_path, b.topology_path);
+  EXPECT_EQ(a.scheduler.max_seqs, b.scheduler.max_seqs);
+  EXPECT_EQ(
+      t.instantiate(std::vector<Override>{{"scheduler.max_seqs", int64_t{9}}}).scheduler.max_seqs,
+      9);
+  // Errors name the dict's name, with no line number and no "(with overrides ...)" when none.
+  toml::table bad = toml::parse_file(kScenario);
+  bad["scheduler"].as_table()->insert_or_assign("max_seqz", 3);
+  ScenarioTemplate tb = ScenarioTemplate::from_table(bad, "<scenario dict>", dir);
+  try {
+    tb.instantiate({});
+    ADD_FAILURE() << "no ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), "<scenario dict>");
+    EXPECT_EQ(e.key_path(), "scheduler.max_seqz");
+    EXPECT_EQ(e.line(), 0);
+    EXPECT_EQ(std::string(e.what()).find("with overrides"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Overrides, SyntaxErrorOnLoad) {

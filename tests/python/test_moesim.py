@@ -1,0 +1,219 @@
+"""The Python module (python/moesim, docs/python.md) against the `moesim` executable: the same
+digests, tables and JSON documents, and bad input raised as moesim.ConfigError.
+
+Run by ctest (tests/python/CMakeLists.txt) with PYTHONPATH=<build>/python, MOESIM=<the moesim
+binary> and the repository root as the working directory.
+"""
+
+import json
+import os
+import subprocess
+import threading
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import moesim
+
+REPO = Path(os.environ.get("MOESIM_REPO", Path(__file__).resolve().parents[2]))
+MOESIM = os.environ.get("MOESIM", str(REPO / "build" / "apps" / "moesim"))
+TINY = REPO / "tests/data/study/tiny.toml"
+GRID = REPO / "tests/data/study/grid.toml"
+QUICKSTART = REPO / "scenarios/quickstart.toml"
+
+
+def cli(*args, check=True):
+    r = subprocess.run([MOESIM, *map(str, args)], capture_output=True, text=True, cwd=REPO)
+    if check and r.returncode != 0:
+        raise AssertionError(f"moesim {args} exited {r.returncode}: {r.stderr}")
+    return r
+
+
+def cli_json(*args):
+    return json.loads(cli(*args, "--json").stdout)
+
+
+def golden_digest(path, tier="exact"):
+    """The checked-in digest of a shipped scenario (tests/golden/digests.txt)."""
+    for line in (REPO / "tests/golden/digests.txt").read_text().splitlines():
+        parts = line.split()
+        if parts and parts[0] == path:
+            return parts[3] if tier == "exact" else parts[4]
+    raise KeyError(path)
+
+
+def without_wall(summary):
+    return {k: v for k, v in summary.items() if k != "wall_s"}
+
+
+def test_run_matches_the_cli_and_the_golden_digest(tmp_path):
+    r = moesim.run(QUICKSTART)
+    assert r.event_digest == golden_digest("scenarios/quickstart.toml")
+    out = tmp_path / "cli"
+    ref = json.loads(cli("run", QUICKSTART, "--json", "--out", out).stdout)
+    assert without_wall(r.summary) == without_wall(ref)
+    requests = pd.read_csv(out / "requests.csv")
+    assert list(r.requests.columns) == list(requests.columns)
+    pd.testing.assert_frame_equal(r.requests, requests)
+    assert len(r.requests) == r.summary["requests"]["arrived"]
+    assert r.exit_code == 0 and r.conservation_ok
+    assert r.out_dir is None
+
+
+def test_run_fast_tier_matches_its_golden_digest():
+    r = moesim.run(QUICKSTART, tier="fast")
+    assert r.event_digest == golden_digest("scenarios/quickstart.toml", "fast")
+    assert r.summary["tier"] == "fast"
+    assert r.steps is None  # the fast tier records no step trace
+
+
+def test_steps_table_matches_the_recorded_step_trace(tmp_path):
+    r = moesim.run(TINY, out_dir=tmp_path / "run")
+    trace = tmp_path / "ref.jsonl"
+    cli("run", TINY, "--record", trace)
+    steps = [json.loads(l) for l in trace.read_text().splitlines()]
+    steps = [s for s in steps if s["record"] == "step"]
+    assert len(r.steps) == len(steps) > 0
+    assert list(r.steps.step_ns) == [s["sim"]["step_ns"] for s in steps]
+    assert list(r.steps.new_tokens) == [sum(q["new_tokens"] for q in s["sequences"]) for s in steps]
+    assert (r.steps.num_prefill + r.steps.num_decode == r.steps.num_sequences).all()
+    # out_dir keeps the files of `moesim run --out`
+    for name in ("summary.json", "requests.csv", "steps.jsonl", "resolved/scenario.toml"):
+        assert (tmp_path / "run" / name).is_file(), name
+    assert r.out_dir == tmp_path / "run"
+
+
+def test_seed_and_duration_are_the_cli_options():
+    r = moesim.run(TINY, seed=5, duration_s=1.0)
+    ref = cli_json("run", TINY, "--seed", 5, "--duration", 1.0)
+    assert r.event_digest == ref["event_digest"]
+    assert r.event_digest != moesim.run(TINY).event_digest
+
+
+def test_dict_scenario_is_the_file():
+    text = TINY.read_text()
+    scenario = tomllib.loads(text)
+    r = moesim.run(scenario, base_dir=TINY.parent)
+    assert r.event_digest == moesim.run(TINY).event_digest
+
+
+def test_overrides_are_the_cli_set_option(tmp_path):
+    over = {"deployment.replicas": 2, "scheduler.max_seqs": 8}
+    r = moesim.run(TINY, over, out_dir=tmp_path / "py")
+    ref = cli_json("run", TINY, "--set", "deployment.replicas=2", "--set", "scheduler.max_seqs=8",
+                   "--out", tmp_path / "cli")
+    assert r.event_digest == ref["event_digest"]
+    assert r.event_digest != moesim.run(TINY).event_digest
+    assert set(r.requests.replica) == {0, 1}
+    # The list form, and the resolved scenario holds the overrides.
+    assert moesim.run(TINY, ["deployment.replicas=2", "scheduler.max_seqs=8"]).event_digest == \
+        r.event_digest
+    resolved = tomllib.loads((tmp_path / "py/resolved/scenario.toml").read_text())
+    assert resolved["deployment"]["replicas"] == 2 and resolved["scheduler"]["max_seqs"] == 8
+    # Overrides of a dict scenario.
+    d = moesim.run(tomllib.loads(TINY.read_text()), over, base_dir=TINY.parent)
+    assert d.event_digest == r.event_digest
+
+
+def test_runs_in_threads_are_deterministic():
+    seeds = [1, 2, 3, 4]
+    serial = {s: moesim.run(TINY, seed=s, steps=False).event_digest for s in seeds}
+    parallel = {}
+
+    def work(s):
+        parallel[s] = moesim.run(TINY, seed=s, steps=False).event_digest
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert parallel == serial
+
+
+def test_unknown_key_in_a_dict_is_a_config_error():
+    scenario = tomllib.loads(TINY.read_text())
+    scenario["scheduler"]["max_seqz"] = 3
+    with pytest.raises(moesim.ConfigError) as e:
+        moesim.run(scenario, base_dir=TINY.parent)
+    assert isinstance(e.value, ValueError)
+    assert e.value.key_path == "scheduler.max_seqz"
+    assert e.value.file.endswith("<scenario dict>")
+    assert "unknown key" in e.value.reason
+
+
+def test_bad_values_name_file_key_and_reason(tmp_path):
+    with pytest.raises(moesim.ConfigError) as e:
+        moesim.run(TINY, {"scheduler.max_seqs": -1})
+    assert e.value.file == str(TINY) and e.value.key_path == "scheduler.max_seqs"
+    assert "with overrides scheduler.max_seqs=-1" in str(e.value)
+    # The same message as the command line's.
+    ref = cli("run", TINY, "--set", "scheduler.max_seqs=-1", check=False)
+    assert ref.returncode == 2 and str(e.value) in ref.stderr
+    with pytest.raises(moesim.ConfigError) as e:
+        moesim.run(tmp_path / "missing.toml")
+    assert e.value.file == str(tmp_path / "missing.toml")
+    with pytest.raises(moesim.ConfigError) as e:
+        moesim.run({"name": "x", "model": None})
+    assert e.value.key_path == "model" and "NoneType" in e.value.reason
+    with pytest.raises(moesim.ConfigError) as e:
+        moesim.run(TINY, ["no_equals_sign"])
+    assert "KEY.PATH=VALUE" in e.value.reason
+
+
+def test_bad_arguments_are_usage_errors():
+    with pytest.raises(moesim.UsageError) as e:
+        moesim.run(TINY, tier="bogus")
+    assert "--tier" in e.value.reason and isinstance(e.value, moesim.ConfigError)
+    with pytest.raises(moesim.UsageError):
+        moesim.model_show(REPO / "models/tiny.toml", context=0)
+    with pytest.raises(moesim.ConfigError):
+        moesim.topo_show(REPO / "models/tiny.toml")
+
+
+def test_model_topo_collective_are_the_cli_json():
+    card = REPO / "models/deepseek-v3.toml"
+    assert moesim.model_show(card) == cli_json("model", "show", card)
+    assert moesim.model_show(card, context=8192) == cli_json("model", "show", card, "--context",
+                                                             8192)
+    topo = REPO / "topologies/h200-node.toml"
+    assert moesim.topo_show(topo) == cli_json("topo", "show", topo)
+    c = moesim.collective(topo, ep=8, tokens_per_gpu=128, hidden=7168, top_k=8, skew="zipf:1.2")
+    assert c == cli_json("collective", "--topology", topo, "--ep", 8, "--tokens-per-gpu", 128,
+                         "--hidden", 7168, "--top-k", 8, "--skew", "zipf:1.2")
+    assert c["dispatch"] and c["skew"] == "zipf:1.2"
+
+
+def test_compare_is_the_cli_json():
+    b = REPO / "tests/data/study/tiny.toml"
+    got = moesim.compare(TINY, b, resamples=200, threads=2)
+    ref = cli_json("compare", TINY, b, "--resamples", 200, "--threads", 2)
+    assert got == ref
+    assert got["digests"]["a"] == got["digests"]["b"]
+
+
+def test_sweep_is_the_cli_csv():
+    df = moesim.sweep(GRID, threads=2)
+    ref = pd.read_csv(__import__("io").StringIO(cli("sweep", GRID, "--threads", 2).stdout))
+    pd.testing.assert_frame_equal(df, ref)
+    assert len(df) == 8 and (df.status == "ok").all()
+
+
+def test_search_is_the_cli_json():
+    slo = {"ttft_p99_ms": 500, "tpot_p99_ms": 50}
+    got = moesim.search(TINY, slo, max_doublings=2, tolerance=0.5, threads=2)
+    ref = cli_json("search", TINY, "--slo", "ttft_p99_ms=500,tpot_p99_ms=50", "--max-doublings",
+                   2, "--tolerance", 0.5, "--threads", 2)
+    table = got.pop("table")
+    assert got == ref
+    assert list(table.config_idx) == [c["config_idx"] for c in ref["configs"]]
+    assert "max_rate_per_s" in table.columns
+
+
+def test_nothing_leaks_onto_stdout(capfd):
+    moesim.model_show(REPO / "models/tiny.toml")
+    moesim.run(TINY, steps=False)
+    out, _ = capfd.readouterr()
+    assert out == ""
