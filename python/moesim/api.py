@@ -91,14 +91,18 @@ class RunResult:
         scenario turns requests_csv off.
     steps: DataFrame of the executed steps (steps_table() of the --record step trace), or None
         (fast tier, or steps=False).
+    step_series: DataFrame of steps.csv (every executed step of every replica, either tier:
+        batch, KV blocks, GPU times; docs/outputs.md), or None when the scenario turns
+        steps_csv off.
     exit_code: the command line's exit code (0, or 1 when conservation broke).
     out_dir: the output directory when run(out_dir=...) kept it, else None.
     """
 
-    def __init__(self, summary, requests, steps, exit_code, out_dir):
+    def __init__(self, summary, requests, steps, exit_code, out_dir, step_series=None):
         self.summary = summary
         self.requests = requests
         self.steps = steps
+        self.step_series = step_series
         self.exit_code = exit_code
         self.out_dir = out_dir
 
@@ -198,7 +202,9 @@ def run(scenario, overrides=None, *, tier=None, seed=None, duration_s=None, step
         requests_csv = os.path.join(out, "requests.csv")
         requests = pd.read_csv(requests_csv) if os.path.exists(requests_csv) else None
         step_df = steps_table(record) if want_steps and os.path.exists(record) else None
-        return RunResult(summary, requests, step_df, code, out_dir)
+        steps_csv = os.path.join(out, "steps.csv")
+        series = pd.read_csv(steps_csv) if os.path.exists(steps_csv) else None
+        return RunResult(summary, requests, step_df, code, out_dir, series)
 
 
 def model_show(card, context=None):

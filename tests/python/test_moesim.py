@@ -67,6 +67,8 @@ def test_run_fast_tier_matches_its_golden_digest():
     assert r.event_digest == golden_digest("scenarios/quickstart.toml", "fast")
     assert r.summary["tier"] == "fast"
     assert r.steps is None  # the fast tier records no step trace
+    # steps.csv has every executed step on either tier.
+    assert len(r.step_series) == r.summary["counters"]["steps"] > 0
 
 
 def test_steps_table_matches_the_recorded_step_trace(tmp_path):
