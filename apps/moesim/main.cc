@@ -4,6 +4,7 @@
 // path that cannot be used). A broken internal invariant (MOESIM_CHECK) aborts: SIGABRT, 134.
 #include <cstdio>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "moesim %s: %s (see moesim %s --help)\n", c.name, e.message.c_str(),
                    c.name);
       return moesim::sim::kExitBadInput;
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr,
+                   "moesim %s: error: out of memory (a smaller scenario, fewer outputs, or a "
+                   "lower scheduler.max_queued_requests; docs/reliability.md)\n",
+                   c.name);
+      return moesim::sim::io::kExitOutputFailed;
     }
   }
   std::fprintf(stderr, "moesim: unknown command '%s' (see moesim --help)\n", args[0].c_str());

@@ -54,7 +54,10 @@ struct DeploymentSpec {
 
 struct SchedulerSpec {
   RouterPolicy router = RouterPolicy::kLeastOutstanding;
-  int32_t max_seqs = 256;                   // in-flight sequences per replica
+  int32_t max_seqs = 256;  // in-flight sequences per replica
+  // Requests waiting for admission per replica at most: an arrival routed to a full queue is
+  // rejected ("queue_full"), so overload is a reported condition, never unbounded memory.
+  int64_t max_queued_requests = 100000;
   int64_t max_batch_tokens_per_gpu = 8192;  // tokens per attention rank per step
   int64_t kv_block_tokens = 64;             // divides 512 (the prefix-block size)
   bool prefix_caching = true;

@@ -167,6 +167,8 @@ SchedulerSpec parse_scheduler(TomlTable& t) {
              : router == "least_outstanding" ? RouterPolicy::kLeastOutstanding
                                              : RouterPolicy::kSessionAffinity;
   s.max_seqs = static_cast<int32_t>(t.get_int_in_or("max_seqs", 1, 1 << 20, s.max_seqs));
+  s.max_queued_requests =
+      t.get_int_in_or("max_queued_requests", 1, int64_t{1} << 30, s.max_queued_requests);
   s.max_batch_tokens_per_gpu =
       t.get_int_in_or("max_batch_tokens_per_gpu", 1, 1 << 24, s.max_batch_tokens_per_gpu);
   s.kv_block_tokens = t.get_int_in_or("kv_block_tokens", 1, 512, s.kv_block_tokens);

@@ -104,6 +104,10 @@ void ClusterSim::admit_request(Request req) {
 void ClusterSim::route_seq(int32_t sid, const std::string& pool) {
   const int32_t ri = router_.pick(seqs_[sid].req, false, pool);
   Replica& rep = replicas_[ri];
+  if (static_cast<int64_t>(rep.scheduler->num_waiting()) >= sc_.scheduler.max_queued_requests) {
+    reject(sid, "queue_full");
+    return;
+  }
   seqs_[sid].replica = ri;
   records_[sid].replica = ri;
   router_.add_outstanding(ri, 1);

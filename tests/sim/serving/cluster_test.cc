@@ -202,6 +202,27 @@ TEST(ClusterTest, TensorParallelAttentionRecordsTheGroupsFirstGpu) {
   }
 }
 
+// Overload is a reported condition: with a queue limit, arrivals routed to a full waiting queue
+// are rejected as queue_full, every request is still counted once, and no queue grows past it.
+TEST(ClusterTest, FullWaitingQueuesRejectArrivals) {
+  Scenario sc = testing::test_scenario("tiny_synthetic");
+  sc.scheduler.max_seqs = 1;
+  sc.scheduler.max_queued_requests = 2;
+  sc.workload.synthetic.arrival.rate_per_s = 400;  // ~10x what one sequence at a time serves
+  RunOutput out = run_scenario(sc, testing::keeping_requests());
+  testing::expect_sane_run(out, "queue limit 2");
+  int64_t full = 0;
+  for (const RequestRecord& r : out.requests) full += r.reject_reason == "queue_full";
+  EXPECT_GT(full, 0);
+  EXPECT_EQ(out.counters.actions.at("reject:queue_full"), full);
+  // At the end at most 1 running + 2 waiting per replica are in flight.
+  EXPECT_LE(out.summary.num_in_flight, 3);
+  EXPECT_EQ(out.summary.num_rejected, full);
+  // Without the limit nothing is rejected.
+  sc.scheduler.max_queued_requests = 100000;
+  EXPECT_EQ(run_scenario(sc, RunOptions{}).summary.num_rejected, 0);
+}
+
 TEST(ClusterTest, DeploymentThatDoesNotFitIsAConfigError) {
   Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/quickstart.toml");
   sc.topology = std::make_shared<const Topology>(
