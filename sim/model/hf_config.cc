@@ -10,6 +10,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/core/json_depth.h"
+#include "sim/core/json_number.h"
 
 namespace moesim::sim {
 namespace {
@@ -68,7 +69,11 @@ class JsonReader {
       fail(key, "missing required key (integer)");
     }
     if (!it->is_number_integer()) fail(key, "expected an integer, got " + type_of(*it));
-    const int64_t v = it->get<int64_t>();
+    const std::optional<int64_t> checked = json_integer<int64_t>(*it);
+    if (!checked)
+      fail(key, "value " + it->dump() + " is out of range [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]");
+    const int64_t v = *checked;
     if (v < lo || v > hi) {
       fail(key, "value " + std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
                     std::to_string(hi) + "]");
@@ -110,8 +115,9 @@ class JsonReader {
     if (it == obj_.end() || it->is_null()) return out;
     if (!it->is_array()) fail(key, "expected an array of integers, got " + type_of(*it));
     for (const json& e : *it) {
-      if (!e.is_number_integer()) fail(key, "expected an array of integers");
-      out.push_back(e.get<int64_t>());
+      const std::optional<int64_t> v = json_integer<int64_t>(e);
+      if (!v) fail(key, "expected an array of integers in int64's range");
+      out.push_back(*v);
     }
     return out;
   }
@@ -199,6 +205,9 @@ ModelCard parse_hf_config(std::string_view json_text, const std::string& file,
     root = parse_json(std::string(json_text));
   } catch (const JsonDepthError& e) {
     throw ConfigError(file, 0, 0, "", e.what());
+  } catch (const json::out_of_range& e) {
+    // A number beyond double's range (1e400), refused while parsing (sim/core/json_number.h).
+    throw ConfigError(file, 0, 0, "", "JSON number out of range: " + json_exception_reason(e));
   } catch (const json::parse_error& e) {
     int line = 0, col = 0;
     line_col(json_text, e.byte > 0 ? e.byte - 1 : 0, &line, &col);
