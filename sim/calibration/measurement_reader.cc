@@ -208,11 +208,13 @@ MeasurementSet read_measurements(std::istream& in, const std::string& path) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j;
     try {
-      j = parse_json(text, /*allow_exceptions=*/false);
+      j = parse_json(text);
     } catch (const JsonDepthError& e) {
       throw ConfigError(path, line, 0, "", e.what());
+    } catch (const json::exception& e) {  // syntax, or a number beyond double (1e400)
+      throw ConfigError(path, line, 0, "", "malformed JSON: " + json_exception_reason(e));
     }
-    if (j.is_discarded() || !j.is_object()) {
+    if (!j.is_object()) {
       throw ConfigError(path, line, 0, "", "not a JSON object");
     }
     RecordReader r(path, line, j);

@@ -61,12 +61,12 @@ RecordedRoutingModel::RecordedRoutingModel(const StepTraceFile& trace, int32_t r
 }
 
 const RecordedRoutingModel::Recorded& RecordedRoutingModel::find(const RoutingQuery& q) const {
-  const std::string where =
-      "step " + std::to_string(q.step_idx) + ".moe_layer " + std::to_string(q.moe_layer_idx);
+  const std::string step = "step " + std::to_string(q.step_idx);
+  const std::string layer = "MoE layer " + std::to_string(q.moe_layer_idx);
   auto it = steps_.find({q.step_idx, q.moe_layer_idx});
   if (it == steps_.end()) {
-    throw ConfigError(file_, 0, 0, where + ".layers",
-                      "the step has tokens but no routing recorded for this MoE layer");
+    throw ConfigError(file_, 0, 0, step + ".layers",
+                      "no routing recorded for " + layer + " in a step that has tokens");
   }
   MOESIM_CHECK(static_cast<int32_t>(q.tokens_per_src.size()) == num_gpus_,
                "recorded routing: source count differs from the replica's GPUs");
@@ -74,11 +74,11 @@ const RecordedRoutingModel::Recorded& RecordedRoutingModel::find(const RoutingQu
     const int64_t recorded = it->second.src_dst.row_sum(s);
     const int64_t expected = static_cast<int64_t>(q.tokens_per_src[s]) * shape_.top_k;
     if (recorded != expected) {
-      throw ConfigError(file_, 0, 0, where + ".layers.routing",
-                        "replica GPU " + std::to_string(s) + " selects " +
-                            std::to_string(recorded) + " experts, its " +
+      throw ConfigError(file_, 0, 0, step + ".layers.routing",
+                        layer + ": replica GPU " + std::to_string(s) + " has " +
+                            std::to_string(recorded) + " selections, its " +
                             std::to_string(q.tokens_per_src[s]) + " tokens x top_k " +
-                            std::to_string(shape_.top_k) + " need " + std::to_string(expected));
+                            std::to_string(shape_.top_k) + " make " + std::to_string(expected));
     }
   }
   return it->second;

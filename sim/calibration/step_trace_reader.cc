@@ -215,11 +215,13 @@ StepTraceFile read_step_trace(std::istream& in, const std::string& path) {
     Ctx c{path, line};
     json j;
     try {
-      j = parse_json(text, /*allow_exceptions=*/false);
+      j = parse_json(text);
     } catch (const JsonDepthError& e) {
       c.fail("", e.what());
+    } catch (const json::exception& e) {  // syntax, or a number beyond double (1e400)
+      c.fail("", "malformed JSON: " + json_exception_reason(e));
     }
-    if (j.is_discarded() || !j.is_object()) c.fail("", "not a JSON object");
+    if (!j.is_object()) c.fail("", "not a JSON object");
     std::string kind = c.get_string(j, "record");
     if (!have_header) {
       if (kind != "header") c.fail("record", "the first record must be the header");
