@@ -48,6 +48,10 @@ struct Ctx {
     if (!v.is_number()) fail(field, "must be a number");
     return v.get<double>();
   }
+  std::string get_string_or(const json& j, const std::string& field,
+                            const std::string& dflt) const {
+    return j.contains(field) ? get_string(j, field) : dflt;
+  }
   std::string get_string(const json& j, const std::string& field) const {
     const json& v = at(j, field);
     if (!v.is_string()) fail(field, "must be a string");
@@ -71,9 +75,10 @@ void read_header(const Ctx& c, const json& j, StepTraceFile& t) {
   if (c.get_string(j, "schema") != "moesim.step_trace.v1") {
     c.fail("schema", "expected \"moesim.step_trace.v1\"");
   }
-  t.scenario = j.value("scenario", "");
+  t.scenario = c.get_string_or(j, "scenario", "");
   const json& model = c.at(j, "model");
-  t.model = model.value("name", "");
+  if (!model.is_object()) c.fail("model", "must be an object");
+  t.model = c.get_string_or(model, "name", "");
   t.num_gpus = static_cast<int32_t>(c.get_int_in(c.at(j, "topology"), "num_gpus", 1, INT32_MAX));
   const json& reps = c.at(j, "replicas");
   if (!reps.is_array()) c.fail("replicas", "must be an array");

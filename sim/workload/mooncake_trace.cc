@@ -79,7 +79,8 @@ class LineParser {
       }
       out.push_back(h.get<uint64_t>());
     }
-    const int64_t want = (input_tokens + 511) / 512;
+    // Rounded up without overflow (input_tokens may be INT64_MAX).
+    const int64_t want = input_tokens / 512 + (input_tokens % 512 != 0 ? 1 : 0);
     if (static_cast<int64_t>(out.size()) != want) {
       fail("hash_ids", "has " + std::to_string(out.size()) + " blocks but input_length " +
                            std::to_string(input_tokens) + " needs " + std::to_string(want) +

@@ -40,6 +40,10 @@ const std::map<std::string, std::string>& expected_messages() {
       {"trace_missing_cell.jsonl",
        "{dir}/trace_missing_cell.jsonl: step 0.layers.routing: MoE layer 0: replica GPU 0 has 5 "
        "selections, its 3 tokens x top_k 2 make 6"},
+      {"trace_model_not_object.jsonl",
+       "{dir}/trace_model_not_object.jsonl:1: model: must be an object"},
+      {"trace_scenario_not_string.jsonl",
+       "{dir}/trace_scenario_not_string.jsonl:1: scenario: must be a string"},
       {"trace_steps_out_of_order.jsonl",
        "{dir}/trace_steps_out_of_order.jsonl:3: step: step 0 comes after step 1 of replica 0 "
        "(steps come in order)"},

@@ -32,6 +32,9 @@ const std::map<std::string, std::string>& expected_messages() {
       {"missing_key.jsonl", "{dir}/missing_key.jsonl:3: output_length: missing key"},
       {"negative_hash.jsonl",
        "{dir}/negative_hash.jsonl:1: hash_ids[1]: expected an integer >= 0, got -1"},
+      {"input_length_int64_max.jsonl",
+       "{dir}/input_length_int64_max.jsonl:1: hash_ids: has 1 blocks but input_length "
+       "9223372036854775807 needs 18014398509481984 (512-token blocks)"},
       {"length_above_int64.jsonl",
        "{dir}/length_above_int64.jsonl:1: input_length: value 9223372036854775808 is too large"},
       {"number_overflow.jsonl",
