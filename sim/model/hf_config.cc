@@ -115,6 +115,7 @@ class JsonReader {
     if (it == obj_.end() || it->is_null()) return out;
     if (!it->is_array()) fail(key, "expected an array of integers, got " + type_of(*it));
     for (const json& e : *it) {
+      if (!e.is_number_integer()) fail(key, "expected an array of integers");
       const std::optional<int64_t> v = json_integer<int64_t>(e);
       if (!v) fail(key, "expected an array of integers in int64's range");
       out.push_back(*v);
