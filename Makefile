@@ -23,17 +23,26 @@ test: build
 
 # The sanitizer pass of .ci/run: an ASan + UBSan build (no recovery, leaks checked) of the
 # simulator and the CPU engine, CUDA off, running the tests; docs/reliability.md says which are
-# left out and why.
+# left out and why. It compiles with clang (SAN_CXX), which also builds the libFuzzer targets
+# (tests/fuzz/) in the same build: `make fuzz` runs each for FUZZ_SECONDS from its seed corpus.
 SAN_BUILD ?= build-sanitize
-SAN_EXCLUDE ?= notebook|python\.|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
-sanitize: deps
+SAN_CXX ?= clang++-14
+SAN_EXCLUDE ?= notebook|python\.|report\.|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
+FUZZ_SECONDS ?= 60
+.PHONY: sanitize-build fuzz
+sanitize-build: deps
 	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Release -DMOESIM_SANITIZE=ON \
-	  -DMOESIM_WITH_CUDA=OFF -DMOESIM_BENCHMARKS=OFF
+	  -DMOESIM_WITH_CUDA=OFF -DMOESIM_BENCHMARKS=OFF -DCMAKE_CXX_COMPILER=$(SAN_CXX)
 	cmake --build $(SAN_BUILD) -j $(JOBS)
+
+sanitize: sanitize-build
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '$(SAN_EXCLUDE)'
+
+fuzz: sanitize-build
+	./scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
 
 bench: build
 	./scripts/bench.sh $(BUILD)

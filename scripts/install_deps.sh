@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Installs every Debian package moesim needs (build, tests, benchmarks, notebooks).
+# Installs every Debian package moesim needs (build, tests, benchmarks, notebooks; clang-14 and
+# its compiler-rt, which ships libFuzzer, for the sanitizer build and make fuzz).
 # Idempotent: when all packages are present it changes nothing and installs nothing.
 # CUDA 13 (nvcc, cuBLAS, NCCL) is expected from the machine image, not from apt.
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config
+  clang-14 libclang-rt-14-dev
   libsimgrid-dev libeigen3-dev libboost-graph-dev libtomlplusplus-dev nlohmann-json3-dev
   libgtest-dev googletest libbenchmark-dev libopenmpi-dev openmpi-bin
   jupyter-nbconvert python3-ipykernel python3-nbclient python3-matplotlib python3-pandas

@@ -5,6 +5,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/core/json_depth.h"
+#include "sim/core/json_number.h"
 
 namespace moesim::sim {
 namespace {
@@ -27,7 +28,19 @@ class RecordReader {
   int64_t get_int(const std::string& field) const {
     const json& v = at(field);
     if (!v.is_number_integer()) fail(field, "must be an integer");
-    return v.get<int64_t>();
+    const std::optional<int64_t> x = json_integer<int64_t>(v);
+    if (!x) fail(field, "integer out of range (int64)");
+    return *x;
+  }
+  // get_int() for int32 fields: a value outside int32 is an error, never wrapped.
+  int32_t get_int32(const std::string& field) const { return narrow32(field, get_int(field)); }
+  int32_t get_int32_or(const std::string& field, int32_t dflt) const {
+    return narrow32(field, get_int_or(field, dflt));
+  }
+  int32_t narrow32(const std::string& field, int64_t v) const {
+    const std::optional<int32_t> x = checked_narrow<int32_t>(v);
+    if (!x) fail(field, "integer out of range (int32)");
+    return *x;
   }
   int64_t get_int_or(const std::string& field, int64_t dflt) const {
     return j_.contains(field) && !j_[field].is_null() ? get_int(field) : dflt;
@@ -77,8 +90,9 @@ void read_header(const RecordReader& r, MeasurementSet& m) {
     const json& g = r.at("sim_gpus");
     if (!g.is_array()) r.fail("sim_gpus", "must be an array");
     for (const json& v : g) {
-      if (!v.is_number_integer()) r.fail("sim_gpus", "must hold integers");
-      m.sim_gpus.push_back(v.get<int32_t>());
+      const std::optional<int32_t> g32 = json_integer<int32_t>(v);
+      if (!g32) r.fail("sim_gpus", "must hold integers in int32's range");
+      m.sim_gpus.push_back(*g32);
     }
   }
   if (r.raw().contains("layers_run")) {
@@ -86,10 +100,10 @@ void read_header(const RecordReader& r, MeasurementSet& m) {
     if (!layers.is_array()) r.fail("layers_run", "must be an array");
     for (const json& l : layers) {
       if (!l.is_object() || !l.contains("layer") || !l.contains("scale") ||
-          !l["layer"].is_number_integer() || !l["scale"].is_number_integer()) {
-        r.fail("layers_run", "entries must be {\"layer\": int, \"scale\": int}");
+          !json_integer<int32_t>(l["layer"]) || !json_integer<int32_t>(l["scale"])) {
+        r.fail("layers_run", "entries must be {\"layer\": int, \"scale\": int} (int32)");
       }
-      m.layer_scales[l["layer"].get<int32_t>()] = l["scale"].get<int32_t>();
+      m.layer_scales[*json_integer<int32_t>(l["layer"])] = *json_integer<int32_t>(l["scale"]);
     }
   }
 }
@@ -97,10 +111,10 @@ void read_header(const RecordReader& r, MeasurementSet& m) {
 OpSample read_op(const RecordReader& r) {
   OpSample s;
   s.step = r.get_int("step");
-  s.replica = static_cast<int32_t>(r.get_int("replica"));
-  s.sim_gpu = static_cast<int32_t>(r.get_int("sim_gpu"));
-  s.layer_idx = static_cast<int32_t>(r.get_int("layer"));
-  s.layer_scale = static_cast<int32_t>(r.get_int_or("layer_scale", 1));
+  s.replica = r.get_int32("replica");
+  s.sim_gpu = r.get_int32("sim_gpu");
+  s.layer_idx = r.get_int32("layer");
+  s.layer_scale = r.get_int32_or("layer_scale", 1);
   if (s.layer_scale < 1) r.fail("layer_scale", "must be >= 1");
   s.op = r.get_string("op");
   s.dtype = r.get_string_or("dtype", "bf16");
@@ -124,8 +138,9 @@ OpSample read_op(const RecordReader& r) {
     const json& t = r.at("tokens_per_expert");
     if (!t.is_array()) r.fail("tokens_per_expert", "must be an array");
     for (const json& n : t) {
-      if (!n.is_number_integer()) r.fail("tokens_per_expert", "must hold integers");
-      if (n.get<int64_t>() > 0) ++s.num_active_experts;
+      const std::optional<int64_t> n64 = json_integer<int64_t>(n);
+      if (!n64) r.fail("tokens_per_expert", "must hold integers in int64's range");
+      if (*n64 > 0) ++s.num_active_experts;
     }
   }
   return s;
@@ -152,7 +167,7 @@ CollectiveSample read_collective(const RecordReader& r, const std::string& file)
   c.source = file;
   const std::string op = r.get_string("op");
   if (op != "alltoall") r.fail("op", "unknown collective '" + op + "' (valid: alltoall)");
-  c.ep_size = static_cast<int32_t>(r.get_int("ep_size"));
+  c.ep_size = r.get_int32("ep_size");
   if (c.ep_size < 2) r.fail("ep_size", "must be >= 2");
   c.bytes_per_gpu = r.get_double("bytes_per_gpu");
   if (!(c.bytes_per_gpu > 0)) r.fail("bytes_per_gpu", "must be > 0");
@@ -165,8 +180,8 @@ CollectiveSample read_collective(const RecordReader& r, const std::string& file)
 StepSample read_step(const RecordReader& r) {
   StepSample s;
   s.step = r.get_int("step");
-  s.replica = static_cast<int32_t>(r.get_int("replica"));
-  s.sim_gpu = static_cast<int32_t>(r.get_int("sim_gpu"));
+  s.replica = r.get_int32("replica");
+  s.sim_gpu = r.get_int32("sim_gpu");
   s.num_ops = r.get_int_or("num_ops", 0);
   s.num_not_measured = r.get_int_or("num_not_measured", 0);
   s.measured_ns_sum = r.get_int("measured_ns_sum");
@@ -180,6 +195,10 @@ StepSample read_step(const RecordReader& r) {
 MeasurementSet read_measurements(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path, 0, 0, "", "cannot open the measurement file");
+  return read_measurements(in, path);
+}
+
+MeasurementSet read_measurements(std::istream& in, const std::string& path) {
   MeasurementSet m;
   m.file = path;
   std::string text;
@@ -189,11 +208,13 @@ MeasurementSet read_measurements(const std::string& path) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j;
     try {
-      j = parse_json(text, /*allow_exceptions=*/false);
+      j = parse_json(text);
     } catch (const JsonDepthError& e) {
       throw ConfigError(path, line, 0, "", e.what());
+    } catch (const json::exception& e) {  // syntax, or a number beyond double (1e400)
+      throw ConfigError(path, line, 0, "", "malformed JSON: " + json_exception_reason(e));
     }
-    if (j.is_discarded() || !j.is_object()) {
+    if (!j.is_object()) {
       throw ConfigError(path, line, 0, "", "not a JSON object");
     }
     RecordReader r(path, line, j);

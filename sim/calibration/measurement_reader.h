@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <istream>
 #include <map>
 #include <string>
 #include <vector>
@@ -72,5 +73,7 @@ struct MeasurementSet {
 // samples with step = -1 (they carry op, tokens, flops, bytes and times); `collective` records
 // (ep_size, bytes_per_gpu, measured_ns) as CollectiveSamples.
 MeasurementSet read_measurements(const std::string& path);
+// Reads from a stream; `name` stands for the file in error messages.
+MeasurementSet read_measurements(std::istream& in, const std::string& name);
 
 }  // namespace moesim::sim

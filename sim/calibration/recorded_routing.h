@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "sim/calibration/step_trace_reader.h"
@@ -22,8 +23,11 @@ class RecordedRoutingModel final : public RoutingModel {
                        const std::vector<int32_t>& moe_layer_of_layer);
 
   const RoutingShape& shape() const override { return shape_; }
-  // Precondition (checked): the step and layer were recorded and the query's tokens per source
-  // times top_k equal the recorded row sums.
+  // The recorded routing of the query's step and MoE layer. The trace is bad input (ConfigError
+  // naming the trace, step and layer) when it recorded no routing for a step and MoE layer the
+  // re-simulation runs, or when a source GPU's recorded selections differ from its tokens x top_k
+  // (a routing cell missing or extra): the reader cannot know the tokens per source GPU, the
+  // query does. Precondition (checked): the query has one token count per replica GPU.
   void route(const RoutingQuery& query, CountMatrix& out) override;
   // The recorded destinations (the experts' replicas that actually ran), not `gpu_of_expert`.
   void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
@@ -37,6 +41,7 @@ class RecordedRoutingModel final : public RoutingModel {
   };
   const Recorded& find(const RoutingQuery& query) const;
 
+  std::string file_;  // the trace, for errors
   RoutingShape shape_;
   int32_t num_gpus_ = 0;
   std::map<std::pair<int64_t, int32_t>, Recorded> steps_;  // (step, moe layer) -> counts

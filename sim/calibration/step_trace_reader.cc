@@ -7,6 +7,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/core/json_depth.h"
+#include "sim/core/json_number.h"
 
 namespace moesim::sim {
 namespace {
@@ -26,12 +27,30 @@ struct Ctx {
   int64_t get_int(const json& j, const std::string& field) const {
     const json& v = at(j, field);
     if (!v.is_number_integer()) fail(field, "must be an integer");
-    return v.get<int64_t>();
+    const std::optional<int64_t> x = json_integer<int64_t>(v);
+    if (!x) fail(field, "integer out of range (int64)");
+    return *x;
+  }
+  // An integer in [lo, hi].
+  int64_t get_int_in(const json& j, const std::string& field, int64_t lo, int64_t hi) const {
+    const int64_t v = get_int(j, field);
+    if (v < lo || v > hi) {
+      fail(field, "value " + std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
+                      std::to_string(hi) + "]");
+    }
+    return v;
+  }
+  int32_t get_int32(const json& j, const std::string& field) const {
+    return static_cast<int32_t>(get_int_in(j, field, INT32_MIN, INT32_MAX));
   }
   double get_double(const json& j, const std::string& field) const {
     const json& v = at(j, field);
     if (!v.is_number()) fail(field, "must be a number");
     return v.get<double>();
+  }
+  std::string get_string_or(const json& j, const std::string& field,
+                            const std::string& dflt) const {
+    return j.contains(field) ? get_string(j, field) : dflt;
   }
   std::string get_string(const json& j, const std::string& field) const {
     const json& v = at(j, field);
@@ -45,7 +64,9 @@ std::vector<int32_t> int_list(const Ctx& c, const json& v, const std::string& fi
   std::vector<int32_t> out;
   for (const json& x : v) {
     if (!x.is_number_integer()) c.fail(field, "must be an array of integers");
-    out.push_back(x.get<int32_t>());
+    const std::optional<int32_t> v = json_integer<int32_t>(x);
+    if (!v) c.fail(field, "integer out of range (int32)");
+    out.push_back(*v);
   }
   return out;
 }
@@ -54,10 +75,11 @@ void read_header(const Ctx& c, const json& j, StepTraceFile& t) {
   if (c.get_string(j, "schema") != "moesim.step_trace.v1") {
     c.fail("schema", "expected \"moesim.step_trace.v1\"");
   }
-  t.scenario = j.value("scenario", "");
+  t.scenario = c.get_string_or(j, "scenario", "");
   const json& model = c.at(j, "model");
-  t.model = model.value("name", "");
-  t.num_gpus = static_cast<int32_t>(c.get_int(c.at(j, "topology"), "num_gpus"));
+  if (!model.is_object()) c.fail("model", "must be an object");
+  t.model = c.get_string_or(model, "name", "");
+  t.num_gpus = static_cast<int32_t>(c.get_int_in(c.at(j, "topology"), "num_gpus", 1, INT32_MAX));
   const json& reps = c.at(j, "replicas");
   if (!reps.is_array()) c.fail("replicas", "must be an array");
   for (const json& r : reps) {
@@ -73,25 +95,30 @@ void read_header(const Ctx& c, const json& j, StepTraceFile& t) {
 TraceStep read_step(const Ctx& c, const json& j, const StepTraceFile& t) {
   TraceStep s;
   s.step = c.get_int(j, "step");
-  s.replica = static_cast<int32_t>(c.get_int(j, "replica"));
+  s.replica = c.get_int32(j, "replica");
   if (s.replica < 0 || s.replica >= static_cast<int32_t>(t.replica_gpus.size())) {
     c.fail("replica", "no such replica in the header");
   }
-  s.start_ns = c.get_int(j, "start_ns");
-  s.end_ns = c.get_int(j, "end_ns");
+  s.start_ns = c.get_int_in(j, "start_ns", 0, kSimTimeMax);
+  s.end_ns = c.get_int_in(j, "end_ns", s.start_ns, kSimTimeMax);
   const json& seqs = c.at(j, "sequences");
   if (!seqs.is_array()) c.fail("sequences", "must be an array");
   for (const json& q : seqs) {
     TraceSequence ts;
-    ts.request = static_cast<int32_t>(c.get_int(q, "request"));
-    ts.gpu = static_cast<int32_t>(c.get_int(q, "gpu"));
+    ts.request = c.get_int32(q, "request");
+    ts.gpu = c.get_int32(q, "gpu");
     std::string phase = c.get_string(q, "phase");
     if (phase != "prefill" && phase != "decode") c.fail("sequences.phase", "prefill or decode");
     ts.prefill = phase == "prefill";
+    // Token counts are int32 downstream (batches, count matrices).
     ts.new_tokens = c.get_int(q, "new_tokens");
     ts.context_tokens = c.get_int(q, "context_tokens");
     if (ts.new_tokens < 1 || ts.context_tokens < 0) {
       c.fail("sequences.new_tokens", "new_tokens >= 1 and context_tokens >= 0 required");
+    }
+    if (ts.new_tokens > INT32_MAX || ts.context_tokens > INT32_MAX - ts.new_tokens) {
+      c.fail("sequences.context_tokens",
+             "context_tokens + new_tokens must be <= " + std::to_string(INT32_MAX));
     }
     s.sequences.push_back(ts);
   }
@@ -99,9 +126,12 @@ TraceStep read_step(const Ctx& c, const json& j, const StepTraceFile& t) {
   if (!layers.is_array()) c.fail("layers", "must be an array");
   for (const json& l : layers) {
     TraceLayer tl;
-    tl.layer_idx = static_cast<int32_t>(c.get_int(l, "layer"));
+    tl.layer_idx = c.get_int32(l, "layer");
     tl.dispatch_bytes = c.get_double(l, "dispatch_bytes");
     tl.combine_bytes = c.get_double(l, "combine_bytes");
+    if (!(tl.dispatch_bytes >= 0) || !(tl.combine_bytes >= 0)) {
+      c.fail("layers.dispatch_bytes", "dispatch_bytes and combine_bytes must be >= 0");
+    }
     const json& r = c.at(l, "routing");
     if (!r.is_array()) c.fail("layers.routing", "must be an array");
     for (const json& e : r) {
@@ -109,8 +139,10 @@ TraceStep read_step(const Ctx& c, const json& j, const StepTraceFile& t) {
         c.fail("layers.routing", "entries are [src, expert, dst, count]");
       std::array<int64_t, 4> v{};
       for (size_t k = 0; k < 4; ++k) {
+        const std::optional<int32_t> x = json_integer<int32_t>(e[k]);
         if (!e[k].is_number_integer()) c.fail("layers.routing", "entries must be integers");
-        v[k] = e[k].get<int64_t>();
+        if (!x) c.fail("layers.routing", "entries must be integers in int32's range");
+        v[k] = *x;
       }
       if (v[3] < 1) c.fail("layers.routing", "count must be >= 1");
       tl.routing.push_back(v);
@@ -124,7 +156,7 @@ TracePlacementChange read_placement(const Ctx& c, const json& j, const StepTrace
   TracePlacementChange p;
   p.step = c.get_int(j, "step");
   if (j.contains("replica")) {
-    p.replica = static_cast<int32_t>(c.get_int(j, "replica"));
+    p.replica = c.get_int32(j, "replica");
     if (p.replica < 0 || p.replica >= static_cast<int32_t>(t.replica_gpus.size())) {
       c.fail("replica", "no such replica in the header");
     }
@@ -173,6 +205,10 @@ TracePlacementChange read_placement(const Ctx& c, const json& j, const StepTrace
 StepTraceFile read_step_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path, 0, 0, "", "cannot open the step trace");
+  return read_step_trace(in, path);
+}
+
+StepTraceFile read_step_trace(std::istream& in, const std::string& path) {
   StepTraceFile t;
   t.file = path;
   std::string text;
@@ -184,18 +220,31 @@ StepTraceFile read_step_trace(const std::string& path) {
     Ctx c{path, line};
     json j;
     try {
-      j = parse_json(text, /*allow_exceptions=*/false);
+      j = parse_json(text);
     } catch (const JsonDepthError& e) {
       c.fail("", e.what());
+    } catch (const json::exception& e) {  // syntax, or a number beyond double (1e400)
+      c.fail("", "malformed JSON: " + json_exception_reason(e));
     }
-    if (j.is_discarded() || !j.is_object()) c.fail("", "not a JSON object");
+    if (!j.is_object()) c.fail("", "not a JSON object");
     std::string kind = c.get_string(j, "record");
     if (!have_header) {
       if (kind != "header") c.fail("record", "the first record must be the header");
       read_header(c, j, t);
       have_header = true;
     } else if (kind == "step") {
-      t.steps.push_back(read_step(c, j, t));
+      TraceStep s = read_step(c, j, t);
+      // A replica's steps come in step order (docs/schemas/step_trace.md).
+      for (auto it = t.steps.rbegin(); it != t.steps.rend(); ++it) {
+        if (it->replica != s.replica) continue;
+        if (it->step >= s.step) {
+          c.fail("step", "step " + std::to_string(s.step) + " comes after step " +
+                             std::to_string(it->step) + " of replica " + std::to_string(s.replica) +
+                             " (steps come in order)");
+        }
+        break;
+      }
+      t.steps.push_back(std::move(s));
     } else if (kind == "placement") {
       t.placement_changes.push_back(read_placement(c, j, t));
     } else {

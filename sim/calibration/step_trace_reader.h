@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -61,5 +62,7 @@ struct StepTraceFile {
 // outside the topology (or outside its replica), or that comes after a later step of its
 // replica.
 StepTraceFile read_step_trace(const std::string& path);
+// Reads from a stream; `name` stands for the file in error messages.
+StepTraceFile read_step_trace(std::istream& in, const std::string& name);
 
 }  // namespace moesim::sim

@@ -8,6 +8,7 @@
 #include "sim/config/config_error.h"
 #include "sim/core/check.h"
 #include "sim/core/json_depth.h"
+#include "sim/core/json_number.h"
 
 namespace moesim::sim {
 namespace {
@@ -30,7 +31,12 @@ class LineReader {
 
   int64_t integer(const json& v, const std::string& key, int64_t lo, int64_t hi) const {
     if (!v.is_number_integer()) fail(key, "expected an integer");
-    const int64_t x = v.get<int64_t>();
+    const std::optional<int64_t> checked = json_integer<int64_t>(v);
+    if (!checked) {
+      fail(key, "value " + v.dump() + " is out of range [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]");
+    }
+    const int64_t x = *checked;
     if (x < lo || x > hi) {
       fail(key, "value " + std::to_string(x) + " is out of range [" + std::to_string(lo) + ", " +
                     std::to_string(hi) + "]");
@@ -156,6 +162,8 @@ RoutingTrace read_routing_trace(std::istream& in, const std::string& file_name) 
       r.fail("", std::string("malformed JSON: ") + e.what());
     } catch (const json::parse_error& e) {
       r.fail("", std::string("malformed JSON: ") + e.what());
+    } catch (const json::out_of_range& e) {
+      r.fail("", "malformed JSON: " + json_exception_reason(e));
     }
     if (!have_header) {
       trace.header = parse_header(j, r);

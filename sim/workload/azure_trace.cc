@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "sim/config/config_error.h"
+#include "sim/core/checked_number.h"
 
 namespace moesim::sim {
 namespace {
@@ -71,7 +72,12 @@ int64_t parse_tokens(const std::string& file, int line, const Field& f, const ch
 
 }  // namespace
 
-std::optional<int64_t> parse_datetime_ns(std::string_view s) {
+namespace {
+
+// parse_datetime_ns(), telling a well-formed datetime whose nanoseconds overflow int64 (years
+// before 1678 or after 2261) apart from a malformed one: *out_of_range is set for the former.
+std::optional<int64_t> parse_datetime_ns(std::string_view s, bool* out_of_range) {
+  *out_of_range = false;
   int64_t year, month, day, hour, minute, second;
   if (!read_digits(s, 0, 4, year) || s.size() < 19 || s[4] != '-' || !read_digits(s, 5, 2, month) ||
       s[7] != '-' || !read_digits(s, 8, 2, day) || s[10] != ' ' || !read_digits(s, 11, 2, hour) ||
@@ -92,9 +98,20 @@ std::optional<int64_t> parse_datetime_ns(std::string_view s) {
     }
     for (size_t i = num_digits; i < 9; ++i) fraction_ns *= 10;
   }
+  // Four-digit years keep the seconds far inside int64; their nanoseconds may not.
   const int64_t seconds =
       days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second;
-  return seconds * kNsPerS + fraction_ns;
+  const std::optional<int64_t> whole_ns = checked_mul(seconds, kNsPerS);
+  const std::optional<int64_t> ns = whole_ns ? checked_add(*whole_ns, fraction_ns) : std::nullopt;
+  if (!ns) *out_of_range = true;
+  return ns;
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_datetime_ns(std::string_view s) {
+  bool out_of_range = false;
+  return parse_datetime_ns(s, &out_of_range);
 }
 
 std::vector<TraceRecord> read_azure_trace(std::istream& in, const std::string& name) {
@@ -125,7 +142,13 @@ std::vector<TraceRecord> read_azure_trace(std::istream& in, const std::string& n
       throw ConfigError(name, line, 0, "",
                         "expected 3 comma-separated fields, got " + std::to_string(fields.size()));
     }
-    const std::optional<int64_t> t_ns = parse_datetime_ns(fields[0].text);
+    bool out_of_range = false;
+    const std::optional<int64_t> t_ns = parse_datetime_ns(fields[0].text, &out_of_range);
+    if (out_of_range) {
+      throw ConfigError(name, line, fields[0].column, "TIMESTAMP",
+                        "datetime '" + std::string(fields[0].text) +
+                            "' is outside the years 1678 to 2261 that int64 nanoseconds cover");
+    }
     if (!t_ns) {
       throw ConfigError(name, line, fields[0].column, "TIMESTAMP",
                         "invalid datetime '" + std::string(fields[0].text) +
@@ -136,7 +159,13 @@ std::vector<TraceRecord> read_azure_trace(std::istream& in, const std::string& n
     r.input_tokens = parse_tokens(name, line, fields[1], "ContextTokens");
     r.output_tokens = parse_tokens(name, line, fields[2], "GeneratedTokens");
     if (records.empty()) origin_ns = *t_ns;
-    r.timestamp_ns = *t_ns - origin_ns;
+    const std::optional<int64_t> since_origin_ns = checked_sub(*t_ns, origin_ns);
+    if (!since_origin_ns) {
+      throw ConfigError(name, line, fields[0].column, "TIMESTAMP",
+                        "timestamp " + std::string(fields[0].text) + " is over 292 years after " +
+                            "the first row's (int64 nanoseconds overflow)");
+    }
+    r.timestamp_ns = *since_origin_ns;
     if (!records.empty() && r.timestamp_ns < records.back().timestamp_ns) {
       throw ConfigError(name, line, fields[0].column, "TIMESTAMP",
                         "timestamp " + std::string(fields[0].text) +

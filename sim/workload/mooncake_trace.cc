@@ -6,6 +6,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/core/json_depth.h"
+#include "sim/core/json_number.h"
 
 namespace moesim::sim {
 namespace {
@@ -49,16 +50,10 @@ class LineParser {
   int64_t positive_int(const json& row, const char* key) const {
     const json& v = field(row, key);
     if (!v.is_number_integer()) fail(key, "expected an integer, got " + type_name(v));
-    if (v.is_number_unsigned()) {
-      if (v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        fail(key, "value " + v.dump() + " is too large");
-      }
-      if (v.get<uint64_t>() == 0) fail(key, "must be >= 1 (got 0)");
-      return v.get<int64_t>();
-    }
-    const int64_t x = v.get<int64_t>();
-    if (x < 1) fail(key, "must be >= 1 (got " + v.dump() + ")");
-    return x;
+    const std::optional<int64_t> x = json_integer<int64_t>(v);
+    if (!x) fail(key, "value " + v.dump() + " is too large");
+    if (*x < 1) fail(key, "must be >= 1 (got " + v.dump() + ")");
+    return *x;
   }
 
   SimTime timestamp_ns(const json& row) const {
@@ -84,7 +79,8 @@ class LineParser {
       }
       out.push_back(h.get<uint64_t>());
     }
-    const int64_t want = (input_tokens + 511) / 512;
+    // Rounded up without overflow (input_tokens may be INT64_MAX).
+    const int64_t want = input_tokens / 512 + (input_tokens % 512 != 0 ? 1 : 0);
     if (static_cast<int64_t>(out.size()) != want) {
       fail("hash_ids", "has " + std::to_string(out.size()) + " blocks but input_length " +
                            std::to_string(input_tokens) + " needs " + std::to_string(want) +
@@ -117,6 +113,8 @@ std::vector<TraceRecord> read_mooncake_trace(std::istream& in, const std::string
       p.fail("", std::string("invalid JSON: ") + e.what());
     } catch (const json::parse_error& e) {
       p.fail("", "invalid JSON: " + json_reason(e), static_cast<int>(e.byte));
+    } catch (const json::out_of_range& e) {
+      p.fail("", "invalid JSON: " + json_exception_reason(e));
     }
     if (!row.is_object()) p.fail("", "expected a JSON object, got " + type_name(row));
     TraceRecord r;

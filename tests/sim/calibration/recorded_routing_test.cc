@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/config/config_error.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -71,17 +72,40 @@ TEST(RecordedRoutingModel, RejectsRoutingThatDoesNotFitTheModel) {
   EXPECT_THROW(RecordedRoutingModel(bad, 0, shape(4), {-1, 0}), ConfigError);
 }
 
-TEST(RecordedRoutingModelDeathTest, QueryMustMatchTheRecordedTokens) {
-  StepTraceFile t = read_step_trace(data("trace_small.jsonl"));
+// A trace whose routing does not match the re-simulated batch (a routing cell missing, a layer
+// missing) is bad input naming the trace, not an internal check (issue 19).
+TEST(RecordedRoutingModel, QueryOffTheRecordedTokensIsBadInput) {
+  const std::string file = data("trace_small.jsonl");
+  StepTraceFile t = read_step_trace(file);
   RecordedRoutingModel r(t, 0, shape(4), {-1, 0});
   std::vector<int32_t> tokens = {2, 1};  // recorded: 3 and 1
   RoutingQuery q;
   q.step_idx = 0;
   q.tokens_per_src = tokens;
   CountMatrix out;
-  EXPECT_DEATH(r.route(q, out), "tokens x top_k");
+  EXPECT_EQ(testing::config_error_of([&] { r.route(q, out); }),
+            file +
+                ": step 0.layers.routing: MoE layer 0: replica GPU 0 has 6 selections, its 2 "
+                "tokens x top_k 2 make 4");
   q.step_idx = 5;  // not recorded
-  EXPECT_DEATH(r.route(q, out), "not in the trace");
+  EXPECT_EQ(
+      testing::config_error_of([&] { r.route(q, out); }),
+      file + ": step 5.layers: no routing recorded for MoE layer 0 in a step that has tokens");
+}
+
+TEST(RecordedRoutingModel, MissingRoutingCellIsBadInput) {
+  const std::string file = MOESIM_SOURCE_DIR "/tests/data/bad/calibration/trace_missing_cell.jsonl";
+  StepTraceFile t = read_step_trace(file);
+  RecordedRoutingModel r(t, 0, shape(4), {-1, 0});
+  std::vector<int32_t> tokens = {3, 1};  // as recorded in the step's sequences
+  RoutingQuery q;
+  q.step_idx = 0;
+  q.tokens_per_src = tokens;
+  CountMatrix out;
+  EXPECT_EQ(testing::config_error_of([&] { r.route(q, out); }),
+            file +
+                ": step 0.layers.routing: MoE layer 0: replica GPU 0 has 5 selections, its 3 "
+                "tokens x top_k 2 make 6");
 }
 
 }  // namespace

@@ -216,6 +216,14 @@ TEST(ModelCardParser, BadInputCorpus) {
        "on the ignore list; did you mean 'num_nextn_predict_layers'?)"},
       {"hf_missing_key.config.json", ": kv_lora_rank: missing required key (integer)"},
       {"hf_wrong_type.config.json", ":18:3: hidden_size: expected an integer, got float"},
+      // Numbers outside their type (issue 19): refused, never wrapped (18446744073709551615 read
+      // as -1 before) or thrown as the JSON library's own exception (1e400).
+      {"hf_above_int64.config.json",
+       ":18:3: hidden_size: value 18446744073709551615 is out of range [1, 16777216]"},
+      {"hf_int64_max.config.json",
+       ":18:3: hidden_size: value 9223372036854775807 is out of range [1, 16777216]"},
+      {"hf_number_overflow.config.json",
+       ":19:24: number out of range '1e400' (beyond double precision)"},
       {"hf_topk_exceeds_experts.config.json",
        ":31:3: num_experts_per_tok: num_experts_per_tok (300) exceeds the number of routed "
        "experts (256)"},

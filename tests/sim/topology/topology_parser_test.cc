@@ -180,7 +180,8 @@ TEST(TopologyParser, BadCorpusGivesExactMessages) {
   }
   EXPECT_EQ(on_disk.size(), expected.size()) << "every bad file needs an expected message";
   for (const auto& [file, message] : expected) {
-    EXPECT_EQ(config_error_of([&] { load_topology(dir + file); }), dir + file + ":" + message);
+    const std::string path = dir + file;  // clang 14 cannot capture a structured binding
+    EXPECT_EQ(config_error_of([&] { load_topology(path); }), path + ":" + message);
   }
 }
 

@@ -32,6 +32,13 @@ const std::map<std::string, std::string>& expected_messages() {
       {"missing_key.jsonl", "{dir}/missing_key.jsonl:3: output_length: missing key"},
       {"negative_hash.jsonl",
        "{dir}/negative_hash.jsonl:1: hash_ids[1]: expected an integer >= 0, got -1"},
+      {"input_length_int64_max.jsonl",
+       "{dir}/input_length_int64_max.jsonl:1: hash_ids: has 1 blocks but input_length "
+       "9223372036854775807 needs 18014398509481984 (512-token blocks)"},
+      {"length_above_int64.jsonl",
+       "{dir}/length_above_int64.jsonl:1: input_length: value 9223372036854775808 is too large"},
+      {"number_overflow.jsonl",
+       "{dir}/number_overflow.jsonl:2: invalid JSON: number overflow parsing '1e400'"},
       {"negative_length.jsonl",
        "{dir}/negative_length.jsonl:2: input_length: must be >= 1 (got -5)"},
       {"negative_timestamp.jsonl",
@@ -54,6 +61,12 @@ const std::map<std::string, std::string>& expected_messages() {
       {"azure_negative_tokens.csv",
        "{dir}/azure_negative_tokens.csv:3:29: ContextTokens: must be >= 1 (got -3)"},
       {"azure_no_rows.csv", "{dir}/azure_no_rows.csv: trace has no requests"},
+      {"azure_span_overflow.csv",
+       "{dir}/azure_span_overflow.csv:3:1: TIMESTAMP: timestamp 2200-01-01 00:00:00 is over 292 "
+       "years after the first row's (int64 nanoseconds overflow)"},
+      {"azure_year_9999.csv",
+       "{dir}/azure_year_9999.csv:3:1: TIMESTAMP: datetime '9999-12-31 23:59:59.0000000' is "
+       "outside the years 1678 to 2261 that int64 nanoseconds cover"},
       {"azure_non_monotonic.csv",
        "{dir}/azure_non_monotonic.csv:3:1: TIMESTAMP: timestamp 2023-11-16 18:17:02.0000000 is "
        "earlier than the previous row's 2023-11-16 18:17:03.9799600"},
