@@ -15,6 +15,7 @@ constexpr int kDroppedBits = 52 - 10;
 uint64_t bucket_of(double v) { return std::bit_cast<uint64_t>(v) >> kDroppedBits; }
 
 double bucket_mid(uint64_t key) {
+  if (key == 0) return 0;  // zeros (and subnormals below 2^-1012): no relative bound to keep
   const double lo = std::bit_cast<double>(key << kDroppedBits);
   const double hi = std::bit_cast<double>((key + 1) << kDroppedBits);
   return lo + (hi - lo) / 2;
