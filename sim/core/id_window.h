@@ -3,15 +3,15 @@
 // an entry, so memory follows the span of live ids, not the number ever handed out (the
 // cluster's sequence table: a run of a million requests holds only those in flight).
 //
-// Storage is a ring of a power-of-two capacity: entry `id` lives at slot id & (capacity - 1),
-// which is unique while the window is no wider than the capacity; a full ring doubles. Indexing
-// an id outside the window is a broken invariant. Like std::vector, push_back may move entries
-// (references do not survive it); pop_front destroys only the front entry.
+// Storage is a std::deque: it allocates and frees fixed-size chunks at either end, so memory
+// holds the window only (no doubling of a ring that default-constructs, and so touches, its
+// whole capacity), and indexing stays O(1). Indexing an id outside the window is a broken
+// invariant. push_back and pop_front keep references to the other entries valid.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <utility>
-#include <vector>
 
 #include "sim/core/check.h"
 
@@ -20,56 +20,43 @@ namespace moesim::sim {
 template <typename T>
 class IdWindow {
  public:
-  IdWindow() : slots_(kInitialCapacity) {}
-
   // Appends an entry; returns its id (the number of entries ever appended before it).
   int32_t push_back(T value) {
-    if (end_ - begin_ == static_cast<int64_t>(slots_.size())) grow();
-    const int64_t id = end_++;
+    const int64_t id = end_id();
     MOESIM_CHECK(id <= INT32_MAX, "id window: more than 2^31 ids");
-    slots_[slot(id)] = std::move(value);
+    items_.push_back(std::move(value));
     return static_cast<int32_t>(id);
   }
 
   T& operator[](int64_t id) {
-    MOESIM_CHECK(id >= begin_ && id < end_, "id window: id outside the live window");
-    return slots_[slot(id)];
+    MOESIM_CHECK(id >= begin_ && id < end_id(), "id window: id outside the live window");
+    return items_[static_cast<size_t>(id - begin_)];
   }
   const T& operator[](int64_t id) const {
-    MOESIM_CHECK(id >= begin_ && id < end_, "id window: id outside the live window");
-    return slots_[slot(id)];
+    MOESIM_CHECK(id >= begin_ && id < end_id(), "id window: id outside the live window");
+    return items_[static_cast<size_t>(id - begin_)];
   }
 
   // Ids ever appended (the next id), the oldest live id, and whether the window is empty.
-  int64_t size() const { return end_; }
+  int64_t size() const { return end_id(); }
   int64_t front_id() const { return begin_; }
-  bool empty() const { return begin_ == end_; }
+  bool empty() const { return items_.empty(); }
   // Entries in the window (live and not yet retired).
-  int64_t window() const { return end_ - begin_; }
+  int64_t window() const { return static_cast<int64_t>(items_.size()); }
 
-  T& front() { return (*this)[begin_]; }
-  // Retires the oldest entry: it is replaced by T{} (its memory freed) and its id is gone.
+  T& front() { return items_.front(); }
+  // Retires the oldest entry (destroyed, its memory freed) and its id.
   void pop_front() {
     MOESIM_CHECK(!empty(), "id window: pop_front on an empty window");
-    slots_[slot(begin_)] = T{};
+    items_.pop_front();
     ++begin_;
   }
 
  private:
-  static constexpr size_t kInitialCapacity = 64;
-  size_t slot(int64_t id) const { return static_cast<size_t>(id) & (slots_.size() - 1); }
-  void grow() {
-    std::vector<T> bigger(slots_.size() * 2);
-    const size_t mask = bigger.size() - 1;
-    for (int64_t id = begin_; id < end_; ++id) {
-      bigger[static_cast<size_t>(id) & mask] = std::move(slots_[slot(id)]);
-    }
-    slots_ = std::move(bigger);
-  }
+  int64_t end_id() const { return begin_ + static_cast<int64_t>(items_.size()); }
 
-  std::vector<T> slots_;
+  std::deque<T> items_;
   int64_t begin_ = 0;
-  int64_t end_ = 0;
 };
 
 }  // namespace moesim::sim
