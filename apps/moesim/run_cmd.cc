@@ -117,6 +117,7 @@ int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream
     }
     double b = std::strtod(window->c_str() + colon + 1, &end);
     if (*end != '\0' || a < 0 || b < a) throw UsageError{"--trace-window wants 0 <= START <= END"};
+    if (!out_dir) throw UsageError{"--trace-window needs --out DIR (the trace is DIR/trace.json)"};
     opt.trace_start_ns = sim::from_seconds(a);
     opt.trace_end_ns = sim::from_seconds(b);
     opt.chrome_trace = true;
