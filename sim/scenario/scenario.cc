@@ -1,5 +1,6 @@
 #include "sim/scenario/scenario.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "sim/config/toml_source.h"
@@ -302,6 +303,22 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
     o.trace_start_s = t->get_double_in_or("trace_start_s", 0.0, 1e7, o.trace_start_s);
     o.trace_end_s = t->get_double_in_or("trace_end_s", 0.0, 1e7, o.trace_end_s);
     if (o.trace_end_s < o.trace_start_s) t->fail("trace_end_s", "must be >= trace_start_s");
+    if (auto replicas = t->find_int_array("trace_replicas")) {
+      if (replicas->empty()) {
+        t->fail("trace_replicas", "names no replica (leave it out to trace every replica)");
+      }
+      for (int64_t r : *replicas) {
+        if (r < 0 || r >= s.deployment.num_replicas) {
+          t->fail("trace_replicas", "replica " + std::to_string(r) + " is not in [0, " +
+                                        std::to_string(s.deployment.num_replicas - 1) + "]");
+        }
+        if (std::find(o.trace_replicas.begin(), o.trace_replicas.end(), r) !=
+            o.trace_replicas.end()) {
+          t->fail("trace_replicas", "replica " + std::to_string(r) + " given twice");
+        }
+        o.trace_replicas.push_back(static_cast<int32_t>(r));
+      }
+    }
     o.record_max_steps = t->get_int_in_or("record_max_steps", 1, INT64_MAX, o.record_max_steps);
     t->finish();
   }

@@ -60,6 +60,9 @@ struct OutputSpec {
   bool chrome_trace = true;
   double trace_start_s = 0.0;  // Chrome-trace window
   double trace_end_s = 0.05;
+  // Replicas whose steps the Chrome trace shows (empty: every replica); bounds its size on a
+  // large deployment. Policy instants are kept either way.
+  std::vector<int32_t> trace_replicas;
   int64_t record_max_steps = 1000;  // --record: steps written at most
 };
 

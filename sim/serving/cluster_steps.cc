@@ -17,7 +17,10 @@ void ClusterSim::try_start_step(Replica& r) {
   if (r.busy) return;
   const ScheduledBatch& batch = r.scheduler->schedule(sim_.now());
   if (batch.empty()) return;
-  const bool in_window = recorder_.traces_step(sim_.now());
+  const std::vector<int32_t>& traced = sc_.outputs.trace_replicas;
+  const bool in_window =
+      recorder_.traces_step(sim_.now()) &&
+      (traced.empty() || std::find(traced.begin(), traced.end(), r.idx) != traced.end());
   const bool record = recorder_.records_step();
   TraceObserver tracer(recorder_.trace(), r.idx, r.gpus(), sim_.now());
   StepRecord rec;

@@ -90,6 +90,9 @@ const std::map<std::string, std::string>& expected_messages() {
       {"topology_not_found.toml",
        "{dir}/topology_not_found.toml:3:12: topology: file not found: "
        "{dir}/h200-node.toml"},
+      {"trace_replica_out_of_range.toml",
+       "{dir}/trace_replica_out_of_range.toml:22:18: outputs.trace_replicas: replica 1 is not "
+       "in [0, 0]"},
       {"trace_window_reversed.toml",
        "{dir}/trace_window_reversed.toml:23:15: outputs.trace_end_s: must be >= "
        "trace_start_s"},

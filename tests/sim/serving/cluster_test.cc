@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "sim/config/config_error.h"
@@ -221,6 +222,35 @@ TEST(ClusterTest, FullWaitingQueuesRejectArrivals) {
   // Without the limit nothing is rejected.
   sc.scheduler.max_queued_requests = 100000;
   EXPECT_EQ(run_scenario(sc, RunOptions{}).summary.num_rejected, 0);
+}
+
+// [outputs] trace_replicas: only the named replicas' steps are traced; the run is unchanged.
+TEST(ClusterTest, TraceReplicasBoundTheTrace) {
+  Scenario sc = testing::test_scenario("tiny_pd");
+  ASSERT_EQ(sc.deployment.num_replicas, 2);
+  RunOptions opt;
+  opt.chrome_trace = true;
+  opt.trace_start_ns = 0;
+  opt.trace_end_ns = from_seconds(0.5);
+  const RunOutput all = run_scenario(sc, opt);
+  sc.outputs.trace_replicas = {1};
+  const RunOutput one = run_scenario(sc, opt);
+  EXPECT_EQ(one.digest, all.digest);
+  std::set<int32_t> traced_all, traced_one;
+  size_t steps_of_1 = 0, steps_in_one = 0;
+  for (const TraceSlice& t : all.trace) {
+    if (t.gpu < 0) continue;
+    traced_all.insert(t.replica);
+    steps_of_1 += t.replica == 1;
+  }
+  for (const TraceSlice& t : one.trace) {
+    if (t.gpu < 0) continue;
+    traced_one.insert(t.replica);
+    ++steps_in_one;
+  }
+  EXPECT_EQ(traced_all, (std::set<int32_t>{0, 1}));
+  EXPECT_EQ(traced_one, (std::set<int32_t>{1}));
+  EXPECT_EQ(steps_in_one, steps_of_1);
 }
 
 TEST(ClusterTest, DeploymentThatDoesNotFitIsAConfigError) {
