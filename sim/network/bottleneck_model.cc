@@ -41,13 +41,14 @@ size_t destinations_per_block(size_t num_classes_with_none) {
   return std::max<size_t>(8, (2048 / num_classes_with_none) & ~size_t{7});
 }
 
-// The route classes of the structured path (see the header), when the topology has them.
-void build_structured_tables(const Topology& topology, BottleneckTables& t) {
-  const int32_t g = topology.num_gpus();
-  const auto dummy = static_cast<int32_t>(t.num_links);
-  if (t.max_route_links > 4) return;
+// The route classes of the structured path (see the header) over the window's GPUs, when its
+// routes have them.
+void build_structured_tables(const Topology& topology, size_t num_links, BottleneckWindow& t) {
+  const int32_t g = t.count;
+  const int32_t base = t.base;
+  const auto dummy = static_cast<int32_t>(num_links);
   enum Role : uint8_t { kUnused, kFirst, kLast, kMiddle };
-  std::vector<uint8_t> role(t.num_links, kUnused);
+  std::vector<uint8_t> role(num_links, kUnused);
   auto claim = [&](int32_t link, Role r) {
     if (role[link] != kUnused && role[link] != r) return false;
     role[link] = r;
@@ -64,7 +65,7 @@ void build_structured_tables(const Topology& topology, BottleneckTables& t) {
   for (int32_t s = 0; s < g; ++s) {
     for (int32_t d = 0; d < g; ++d) {
       if (s == d) continue;
-      const std::span<const int32_t> route = topology.route(GpuId(s), GpuId(d));
+      const Route route = topology.route(GpuId(base + s), GpuId(base + d));
       const size_t n = route.size();
       if (n < 2 || n > 4 || !claim(route.front(), kFirst) || !claim(route.back(), kLast)) return;
       if (n >= 3 && !claim(route[1], kMiddle)) return;
@@ -100,11 +101,11 @@ void build_structured_tables(const Topology& topology, BottleneckTables& t) {
     for (int32_t d = 0; d < g; ++d) {
       if (s == d) continue;
       const size_t pair = static_cast<size_t>(s) * g + d;
-      const std::span<const int32_t> route = topology.route(GpuId(s), GpuId(d));
+      const Route route = topology.route(GpuId(base + s), GpuId(base + d));
       const size_t n = route.size();
       const int32_t second = n >= 3 ? route[1] : dummy;
       const int32_t before_last = n == 4 ? route[2] : dummy;
-      const double lat_s = t.route_latency_s[pair];
+      const double lat_s = to_seconds(topology.route_latency_ns(GpuId(base + s), GpuId(base + d)));
       auto lat_it = std::find(latencies_s.begin(), latencies_s.end(), lat_s);
       if (lat_it == latencies_s.end()) lat_it = latencies_s.insert(lat_it, lat_s);
       const uint64_t key = index_of(ends[kSrcFirst][s], route.front()) |
@@ -146,29 +147,11 @@ void build_structured_tables(const Topology& topology, BottleneckTables& t) {
 
 }  // namespace
 
-std::shared_ptr<const BottleneckTables> build_bottleneck_tables(const Topology& topology) {
+std::shared_ptr<BottleneckTables> build_bottleneck_tables(const Topology& topology) {
   auto tables = std::make_shared<BottleneckTables>();
   BottleneckTables& t = *tables;
   const auto& links = topology.links();
   t.num_links = links.size();
-  const int32_t g = topology.num_gpus();
-  for (int32_t s = 0; s < g; ++s) {
-    for (int32_t d = 0; d < g; ++d) {
-      t.max_route_links = std::max(t.max_route_links,
-                                   static_cast<int32_t>(topology.route(GpuId(s), GpuId(d)).size()));
-    }
-  }
-  const size_t num_pairs = static_cast<size_t>(g) * static_cast<size_t>(g);
-  t.padded_routes.assign(num_pairs * t.max_route_links, static_cast<int32_t>(t.num_links));
-  t.route_latency_s.resize(num_pairs);
-  for (int32_t s = 0; s < g; ++s) {
-    for (int32_t d = 0; d < g; ++d) {
-      const size_t pair = static_cast<size_t>(s) * g + d;
-      const std::span<const int32_t> route = topology.route(GpuId(s), GpuId(d));
-      std::copy(route.begin(), route.end(), t.padded_routes.begin() + pair * t.max_route_links);
-      t.route_latency_s[pair] = to_seconds(topology.route_latency_ns(GpuId(s), GpuId(d)));
-    }
-  }
   t.inv_capacity_s_per_byte.resize(t.num_links + 1);
   t.capacity_bytes_per_s.resize(t.num_links);
   for (size_t l = 0; l < t.num_links; ++l) {
@@ -176,29 +159,18 @@ std::shared_ptr<const BottleneckTables> build_bottleneck_tables(const Topology& 
     t.capacity_bytes_per_s[l] = links[l].capacity_bytes_per_s;
   }
   t.inv_capacity_s_per_byte[t.num_links] = 0.0;  // the dummy link never delays a flow
-  build_structured_tables(topology, t);
   return tables;
 }
 
 BottleneckModel::BottleneckModel(const Topology& topology)
     : BottleneckModel(topology, build_bottleneck_tables(topology)) {}
 
-BottleneckModel::BottleneckModel(const Topology& topology,
-                                 std::shared_ptr<const BottleneckTables> tables)
+BottleneckModel::BottleneckModel(const Topology& topology, std::shared_ptr<BottleneckTables> tables)
     : topology_(topology),
       tables_(std::move(tables)),
       num_links_(tables_->num_links),
-      max_route_links_(tables_->max_route_links),
-      padded_routes_(tables_->padded_routes),
-      route_latency_s_(tables_->route_latency_s),
       inv_capacity_s_per_byte_(tables_->inv_capacity_s_per_byte),
-      capacity_bytes_per_s_(tables_->capacity_bytes_per_s),
-      structured_(tables_->structured),
-      num_classes_(tables_->num_classes),
-      pair_class_(tables_->pair_class),
-      src_links_(tables_->src_links),
-      dst_links_(tables_->dst_links),
-      class_latency_s_(tables_->class_latency_s) {
+      capacity_bytes_per_s_(tables_->capacity_bytes_per_s) {
   link_bytes_.assign(num_links_ + 1, 0.0);
   link_time_s_.assign(num_links_ + 1, 0.0);
 }
@@ -207,57 +179,76 @@ std::unique_ptr<NetworkModel> BottleneckModel::fresh_copy() const {
   return std::make_unique<BottleneckModel>(topology_, tables_);
 }
 
-void BottleneckModel::select_links(int32_t base, int32_t num_participants) {
-  if (links_base_ == base && links_count_ == num_participants) return;
-  const size_t cc = static_cast<size_t>(num_classes_) + 1;
+const BottleneckWindow& BottleneckModel::window(int32_t base, int32_t count) {
+  if (window_ && window_->base == base && window_->count == count) return *window_;
+  std::lock_guard<std::mutex> lock(tables_->mutex);
+  for (const auto& w : tables_->windows) {
+    if (w->base == base && w->count == count) {
+      window_ = w;
+      return *window_;
+    }
+  }
+  auto w = std::make_shared<BottleneckWindow>();
+  w->base = base;
+  w->count = count;
+  build_structured_tables(topology_, num_links_, *w);
+  tables_->windows.push_back(w);
+  window_ = std::move(w);
+  return *window_;
+}
+
+bool BottleneckModel::structured() { return window(0, topology_.num_gpus()).structured; }
+
+void BottleneckModel::select_links(const BottleneckWindow& w) {
+  if (links_window_ == &w) return;
+  const size_t cc = static_cast<size_t>(w.num_classes) + 1;
   touched_links_.clear();
   link_seen_.assign(num_links_ + 1, 0);
   link_seen_[num_links_] = 1;  // the dummy link is never touched
-  for (const std::vector<int32_t>* table : {&src_links_, &dst_links_}) {
-    const size_t begin = static_cast<size_t>(base) * cc * 2;
-    const size_t end = begin + static_cast<size_t>(num_participants) * cc * 2;
-    for (size_t i = begin; i < end; ++i) {
+  for (const std::vector<int32_t>* table : {&w.src_links, &w.dst_links}) {
+    const size_t end = static_cast<size_t>(w.count) * cc * 2;
+    for (size_t i = 0; i < end; ++i) {
       const int32_t link = (*table)[i];
       if (link_seen_[link]) continue;
       link_seen_[link] = 1;
       touched_links_.push_back(link);
     }
   }
-  links_base_ = base;
-  links_count_ = num_participants;
+  links_window_ = &w;
 }
 
 void BottleneckModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
   const int32_t p = traffic.size();
   const int32_t base = p > 0 ? traffic.gpu(0).value : 0;
-  bool consecutive = structured_;
+  bool consecutive = p > 0;
   for (int32_t i = 1; i < p && consecutive; ++i) consecutive = traffic.gpu(i).value == base + i;
-  if (!consecutive) {
+  const BottleneckWindow* w = consecutive ? &window(base, p) : nullptr;
+  if (w == nullptr || !w->structured) {
     run_reference(traffic, result);
     return;
   }
   // Only the links of this collective's routes are zeroed, loaded and scanned (the last run's
   // links are the only ones that may hold bytes).
   for (int32_t l : touched_links_) link_bytes_[l] = 0.0;
-  select_links(base, p);
+  select_links(*w);
   int32_t num_flows = 0;
   double duration_s = 0;
-  if (load_links_by_class(traffic, base, num_flows)) {
+  if (load_links_by_class(traffic, *w, num_flows)) {
     set_link_times();
-    duration_s = finish_times(base, p);
+    duration_s = finish_times(*w);
   } else {
-    duration_s = run_ordered(traffic, base, num_flows);
+    duration_s = run_ordered(traffic, *w, num_flows);
   }
   finish_result(p, num_flows, duration_s, result);
 }
 
-bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t base,
+bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, const BottleneckWindow& w,
                                           int32_t& num_flows) {
   const int32_t p = traffic.size();
-  const size_t g = static_cast<size_t>(topology_.num_gpus());
   const size_t pp = static_cast<size_t>(p);
-  const size_t cc = static_cast<size_t>(num_classes_) + 1;
-  const auto none = static_cast<uint8_t>(num_classes_);
+  const int32_t num_classes = w.num_classes;
+  const size_t cc = static_cast<size_t>(num_classes) + 1;
+  const auto none = static_cast<uint8_t>(num_classes);
   double* link_bytes = link_bytes_.data();
   const size_t block = destinations_per_block(cc);
   // Non-integral bytes (e.g. hierarchical dispatch's estimated relay rows) usually show in the
@@ -292,12 +283,12 @@ bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t 
         const double* next = traffic.row(static_cast<int32_t>(ahead)).data();
         for (size_t d = d0; d < d1; d += 8) __builtin_prefetch(next + d);
         for (size_t d = d0; d < d1; d += 64) {
-          __builtin_prefetch(&pair_class_[(base + ahead) * g + base + d]);
+          __builtin_prefetch(&w.pair_class[ahead * pp + d]);
           __builtin_prefetch(&flow_class_[ahead * pp + d], 1);
         }
       }
       if (!integral_bytes(row + d0, static_cast<int32_t>(d1 - d0))) return false;
-      const uint8_t* cls = &pair_class_[(base + s) * g + base];
+      const uint8_t* cls = &w.pair_class[s * pp];
       uint8_t* out = &flow_class_[s * pp];
       double* acc = &row_acc_[s * cc];
       int32_t k = 0;
@@ -319,9 +310,9 @@ bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t 
   for (size_t s = 0; s < pp; ++s) {
     flows -=
         static_cast<int64_t>(traffic.bytes(static_cast<int32_t>(s), static_cast<int32_t>(s)) > 0);
-    const int32_t* links = &src_links_[(base + s) * cc * 2];
+    const int32_t* links = &w.src_links[s * cc * 2];
     const double* sums = &row_acc_[s * cc];
-    for (int32_t c = 0; c < num_classes_; ++c) {
+    for (int32_t c = 0; c < num_classes; ++c) {
       if (sums[c] == 0) continue;
       link_bytes[links[2 * c]] += sums[c];
       link_bytes[links[2 * c + 1]] += sums[c];
@@ -334,9 +325,9 @@ bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t 
     return false;
   }
   for (size_t d = 0; d < pp; ++d) {
-    const int32_t* links = &dst_links_[(base + d) * cc * 2];
+    const int32_t* links = &w.dst_links[d * cc * 2];
     const double* sums = &col[d * cc];
-    for (int32_t c = 0; c < num_classes_; ++c) {
+    for (int32_t c = 0; c < num_classes; ++c) {
       if (sums[c] == 0) continue;
       link_bytes[links[2 * c]] += sums[c];
       link_bytes[links[2 * c + 1]] += sums[c];
@@ -346,13 +337,12 @@ bool BottleneckModel::load_links_by_class(const TrafficMatrix& traffic, int32_t 
   return true;
 }
 
-double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
+double BottleneckModel::run_ordered(const TrafficMatrix& traffic, const BottleneckWindow& w,
                                     int32_t& num_flows) {
   const int32_t p = traffic.size();
-  const size_t g = static_cast<size_t>(topology_.num_gpus());
   const size_t pp = static_cast<size_t>(p);
-  const size_t cc = static_cast<size_t>(num_classes_) + 1;
-  const auto none = static_cast<uint8_t>(num_classes_);
+  const size_t cc = static_cast<size_t>(w.num_classes) + 1;
+  const auto none = static_cast<uint8_t>(w.num_classes);
   const auto dummy = static_cast<int32_t>(num_links_);
   double* link_bytes = link_bytes_.data();
   // The flows of every row, compacted without data-dependent branches: rows are often sparse
@@ -364,7 +354,7 @@ double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
   const bool has_support = traffic.has_support();
   for (size_t s = 0; s < pp; ++s) {
     const double* row = traffic.row(static_cast<int32_t>(s)).data();
-    const uint8_t* cls = &pair_class_[(base + s) * g + base];
+    const uint8_t* cls = &w.pair_class[s * pp];
     int32_t* out = flow_dst_.data() + flows;
     int32_t k = 0;
     if (has_support) {
@@ -388,8 +378,8 @@ double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
   // receives each flow's bytes directly.
   for (size_t s = 0; s < pp; ++s) {
     const double* row = traffic.row(static_cast<int32_t>(s)).data();
-    const uint8_t* cls = &pair_class_[(base + s) * g + base];
-    const int32_t* src_links = &src_links_[(base + s) * cc * 2];
+    const uint8_t* cls = &w.pair_class[s * pp];
+    const int32_t* src_links = &w.src_links[s * cc * 2];
     int32_t first_link = dummy;
     double first_link_bytes = 0;
     for (int32_t f = flow_begin_[s]; f < flow_begin_[s + 1]; ++f) {
@@ -403,7 +393,7 @@ double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
         first_link_bytes = 0;
       }
       first_link_bytes += bytes;
-      const int32_t* dst_links = &dst_links_[((base + d) * cc + c) * 2];
+      const int32_t* dst_links = &w.dst_links[(d * cc + c) * 2];
       link_bytes[dst_links[0]] += bytes;
       // Middle links; not through the dummy link, which would chain every flow's additions.
       if (src_links[2 * c + 1] != dummy) link_bytes[src_links[2 * c + 1]] += bytes;
@@ -414,19 +404,19 @@ double BottleneckModel::run_ordered(const TrafficMatrix& traffic, int32_t base,
   set_link_times();
   // Finish times, flow by flow. Maxima are exact in any order.
   const double* link_time = link_time_s_.data();
-  const double* lat = class_latency_s_.data();
+  const double* lat = w.class_latency_s.data();
   send_done_s_.assign(pp, 0.0);
   recv_done_s_.assign(pp, 0.0);
   double* recv = recv_done_s_.data();
   double duration_s = 0;
   for (size_t s = 0; s < pp; ++s) {
-    const uint8_t* cls = &pair_class_[(base + s) * g + base];
-    const int32_t* src_links = &src_links_[(base + s) * cc * 2];
+    const uint8_t* cls = &w.pair_class[s * pp];
+    const int32_t* src_links = &w.src_links[s * cc * 2];
     double send_s = 0;
     for (int32_t f = flow_begin_[s]; f < flow_begin_[s + 1]; ++f) {
       const int32_t d = flow_dst_[f];
       const uint8_t c = cls[d];
-      const int32_t* dst_links = &dst_links_[((base + d) * cc + c) * 2];
+      const int32_t* dst_links = &w.dst_links[(d * cc + c) * 2];
       const double drain_s =
           std::max(std::max(link_time[src_links[2 * c]], link_time[src_links[2 * c + 1]]),
                    std::max(link_time[dst_links[0]], link_time[dst_links[1]]));
@@ -465,24 +455,26 @@ void BottleneckModel::set_link_times() {
   link_time_s_[num_links_] = 0.0;
 }
 
-double BottleneckModel::finish_times(int32_t base, int32_t num_participants) {
-  const size_t pp = static_cast<size_t>(num_participants);
-  const size_t cc = static_cast<size_t>(num_classes_) + 1;
+double BottleneckModel::finish_times(const BottleneckWindow& w) {
+  const size_t pp = static_cast<size_t>(w.count);
+  const int32_t num_classes = w.num_classes;
+  const size_t cc = static_cast<size_t>(num_classes) + 1;
   const double* link_time = link_time_s_.data();
-  const double* lat = class_latency_s_.data();
+  const double* lat = w.class_latency_s.data();
   constexpr double kNoFlow = -std::numeric_limits<double>::infinity();
   // The latest drain of a class's route links on the source's side ([s * cc + c]) and on the
   // destination's side ([d * cc + c]), plus the class latency; -infinity for "none".
   row_acc_.resize(pp * cc);
   col_acc_.resize(pp * cc);
-  for (auto [table, out] : {std::pair{&src_links_, &row_acc_}, std::pair{&dst_links_, &col_acc_}}) {
+  for (auto [table, out] :
+       {std::pair{&w.src_links, &row_acc_}, std::pair{&w.dst_links, &col_acc_}}) {
     for (size_t i = 0; i < pp; ++i) {
-      const int32_t* links = &(*table)[(base + i) * cc * 2];
+      const int32_t* links = &(*table)[i * cc * 2];
       double* side = &(*out)[i * cc];
-      for (int32_t c = 0; c < num_classes_; ++c) {
+      for (int32_t c = 0; c < num_classes; ++c) {
         side[c] = std::max(link_time[links[2 * c]], link_time[links[2 * c + 1]]) + lat[c];
       }
-      side[num_classes_] = kNoFlow;
+      side[num_classes] = kNoFlow;
     }
   }
   send_done_s_.assign(pp, 0.0);
@@ -513,15 +505,13 @@ double BottleneckModel::finish_times(int32_t base, int32_t num_participants) {
 
 void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResult& result) {
   const int32_t p = traffic.size();
-  const size_t g = static_cast<size_t>(topology_.num_gpus());
-  const size_t r = static_cast<size_t>(max_route_links_);
   std::fill(link_bytes_.begin(), link_bytes_.end(), 0.0);
   touched_links_.resize(num_links_);
   for (size_t l = 0; l < num_links_; ++l) touched_links_[l] = static_cast<int32_t>(l);
-  links_base_ = -1;
+  links_window_ = nullptr;
   int32_t num_flows = 0;
   for (int32_t s = 0; s < p; ++s) {
-    const size_t src_row = static_cast<size_t>(traffic.gpu(s).value) * g;
+    const GpuId src = traffic.gpu(s);
     const std::span<const double> row = traffic.row(s);
     // The first link (the source's egress) repeats across a row: summing it in a register avoids
     // a store-to-load dependency chain through link_bytes_.
@@ -531,14 +521,14 @@ void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResu
       const double bytes = row[d];
       if (bytes <= 0 || d == s) continue;
       ++num_flows;
-      const int32_t* route = &padded_routes_[(src_row + traffic.gpu(d).value) * r];
+      const Route route = topology_.route(src, traffic.gpu(d));
       if (route[0] != first_link) {
         link_bytes_[first_link] += first_link_bytes;
         first_link = route[0];
         first_link_bytes = 0;
       }
       first_link_bytes += bytes;
-      for (size_t k = 1; k < r; ++k) link_bytes_[route[k]] += bytes;
+      for (size_t k = 1; k < route.size(); ++k) link_bytes_[route[k]] += bytes;
     }
     link_bytes_[first_link] += first_link_bytes;
   }
@@ -553,16 +543,15 @@ void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResu
   recv_done_s_.assign(p, 0.0);
   double duration_s = 0;
   for (int32_t s = 0; s < p; ++s) {
-    const size_t src_row = static_cast<size_t>(traffic.gpu(s).value) * g;
+    const GpuId src = traffic.gpu(s);
     const std::span<const double> row = traffic.row(s);
     double send_s = 0;
     for (int32_t d = 0; d < p; ++d) {
       if (row[d] <= 0 || d == s) continue;
-      const size_t pair = src_row + traffic.gpu(d).value;
-      const int32_t* route = &padded_routes_[pair * r];
+      const Route route = topology_.route(src, traffic.gpu(d));
       double drain_s = 0;
-      for (size_t k = 0; k < r; ++k) drain_s = std::max(drain_s, link_time_s_[route[k]]);
-      const double finish_s = drain_s + route_latency_s_[pair];
+      for (const int32_t l : route) drain_s = std::max(drain_s, link_time_s_[l]);
+      const double finish_s = drain_s + to_seconds(topology_.route_latency_ns(src, traffic.gpu(d)));
       send_s = std::max(send_s, finish_s);
       recv_done_s_[d] = std::max(recv_done_s_[d], finish_s);
     }

@@ -13,10 +13,9 @@
 // NIC (or NVLink port) of the popular GPU, not the senders'.
 //
 // Three implementations of the same arithmetic, bit for bit, tested against each other:
-//  - run_reference(): per flow, walks its route (padded to the longest route with a dummy link)
-//    and adds its bytes to every link, in (source, destination) order; then per flow, the
-//    maximum link time on its route. O(P^2 x hops) with 16 bytes of route and 8 of latency per
-//    (source, destination) pair.
+//  - run_reference(): per flow, walks its route (Topology::route(), computed per pair) and adds
+//    its bytes to every link, in (source, destination) order; then per flow, the maximum link
+//    time on its route. O(P^2 x hops), no table.
 //  - run() (the hot path), when the topology is "structured" (checked at construction: every
 //    route between distinct GPUs is 2 to 4 links; its first link leaves the source, its last
 //    link enters the destination, and the 0 to 2 links between them (leaf -> spine -> leaf) are
@@ -41,12 +40,15 @@
 //        support alone when the matrix carries one, see traffic_matrix.h), and finish times are
 //        computed flow by flow.
 //    Every other case falls back to run_reference().
-// Memory for G topology GPUs: G^2 x 25 bytes (26 MB at 1,024 GPUs, 420 MB at 4,096), in
-// read-only tables that every model of one topology shares (fresh_copy(): the replicas of a run).
+// Memory: per window of P consecutive participants that a structured run has seen (a replica's
+// GPUs), P^2 + 16 x P x (classes + 1) bytes, built on the window's first run and shared, read-only,
+// by every model of one topology (fresh_copy(): the replicas of a run); so G GPUs in replicas of P
+// take about G x P bytes (1 MB for 8 replicas of 128 GPUs), not G^2. Per link, 16 bytes.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -55,36 +57,42 @@
 
 namespace moesim::sim {
 
-// What the model derives from its topology once: routes, latencies and capacities, and the route
-// classes of the structured path. Read-only after build_bottleneck_tables().
-struct BottleneckTables {
-  size_t num_links = 0;         // link id num_links is the dummy padding link
-  int32_t max_route_links = 0;  // R
-  // padded_routes[(src * G + dst) * R + k]: k-th link of the route, or the dummy link.
-  std::vector<int32_t> padded_routes;
-  std::vector<double> route_latency_s;  // [src * G + dst]
-  std::vector<double> inv_capacity_s_per_byte;
-  std::vector<double> capacity_bytes_per_s;  // [link]
+// What the structured path derives for one window of consecutive GpuIds [base, base + count):
+// the route classes of its pairs. Read-only once built.
+struct BottleneckWindow {
+  int32_t base = 0;
+  int32_t count = 0;
   bool structured = false;
   int32_t num_classes = 0;  // C; class C ("none") marks the diagonal and pairs without a flow
-  // pair_class[src * G + dst]: the route class of the pair, C on the diagonal.
+  // pair_class[i * count + j]: the route class of the pair (base + i, base + j), C on the
+  // diagonal.
   std::vector<uint8_t> pair_class;
-  // src_links[(gpu * (C + 1) + class) * 2 + k]: the first (k = 0) and second (k = 1) link of the
-  // class's routes from gpu; dst_links: the last and second-to-last links of its routes into
-  // gpu. The dummy link where a route has no such link or the class is unused there.
+  // src_links[(i * (C + 1) + class) * 2 + k]: the first (k = 0) and second (k = 1) link of the
+  // class's routes from GPU base + i; dst_links: the last and second-to-last links of its routes
+  // into base + i. The dummy link where a route has no such link or the class is unused there.
   std::vector<int32_t> src_links;
   std::vector<int32_t> dst_links;
   std::vector<double> class_latency_s;  // [class]
 };
 
-std::shared_ptr<const BottleneckTables> build_bottleneck_tables(const Topology& topology);
+// What every model of one topology shares: per-link capacities, and the windows built so far
+// (guarded: models of one topology may run on several threads).
+struct BottleneckTables {
+  size_t num_links = 0;                         // link id num_links is the dummy padding link
+  std::vector<double> inv_capacity_s_per_byte;  // [link], 0 for the dummy
+  std::vector<double> capacity_bytes_per_s;     // [link]
+  std::mutex mutex;
+  std::vector<std::shared_ptr<const BottleneckWindow>> windows;
+};
+
+std::shared_ptr<BottleneckTables> build_bottleneck_tables(const Topology& topology);
 
 class BottleneckModel final : public NetworkModel {
  public:
   // `topology` must outlive the model.
   explicit BottleneckModel(const Topology& topology);
   // A model sharing `tables` (built for `topology`).
-  BottleneckModel(const Topology& topology, std::shared_ptr<const BottleneckTables> tables);
+  BottleneckModel(const Topology& topology, std::shared_ptr<BottleneckTables> tables);
 
   std::unique_ptr<NetworkModel> fresh_copy() const override;
 
@@ -96,29 +104,26 @@ class BottleneckModel final : public NetworkModel {
 
   // Bytes routed over each link by the last run() (indexed by link id).
   std::span<const double> link_bytes() const { return {link_bytes_.data(), num_links_}; }
-  // Whether run() takes the structured path for participants that are consecutive GpuIds.
-  bool structured() const { return structured_; }
+  // Whether run() takes the structured path for all of the topology's GPUs, in order (builds
+  // that window's tables: for tests of small topologies).
+  bool structured();
 
  private:
   // Fills result from link_bytes_, send_done_s_, recv_done_s_ and the duration.
   void finish_result(int32_t num_participants, int32_t num_flows, double duration_s,
                      CollectiveResult& result);
 
+  // The window of participants (base, count): its tables, built or found in tables_.
+  const BottleneckWindow& window(int32_t base, int32_t count);
+
   const Topology& topology_;
-  std::shared_ptr<const BottleneckTables> tables_;
+  std::shared_ptr<BottleneckTables> tables_;
   // The tables' fields under the names the arithmetic uses (BottleneckTables documents them).
   const size_t num_links_;
-  const int32_t max_route_links_;
-  const std::vector<int32_t>& padded_routes_;
-  const std::vector<double>& route_latency_s_;
   const std::vector<double>& inv_capacity_s_per_byte_;
   const std::vector<double>& capacity_bytes_per_s_;
-  const bool structured_;
-  const int32_t num_classes_;
-  const std::vector<uint8_t>& pair_class_;
-  const std::vector<int32_t>& src_links_;
-  const std::vector<int32_t>& dst_links_;
-  const std::vector<double>& class_latency_s_;
+  // The window of the last structured run (null before the first).
+  std::shared_ptr<const BottleneckWindow> window_;
   std::vector<double> link_bytes_;
   std::vector<double> link_time_s_;
   double max_link_time_s_ = 0;  // over all links, as of the last set_link_times()
@@ -128,23 +133,23 @@ class BottleneckModel final : public NetworkModel {
   // Structured path (see the file comment).
   // Links this collective's flows can use (all participants' route-end links), zeroed at the
   // start of a run: recomputed when the participants change.
-  void select_links(int32_t base, int32_t num_participants);
+  void select_links(const BottleneckWindow& w);
   // Link loads from per-class sums; false (link loads unusable) when some entry is not integral,
   // the total reaches 2^52, or the first row has flows to fewer than half of the participants.
-  bool load_links_by_class(const TrafficMatrix& traffic, int32_t base, int32_t& num_flows);
+  bool load_links_by_class(const TrafficMatrix& traffic, const BottleneckWindow& w,
+                           int32_t& num_flows);
   // After load_links_by_class(): send / receive completion per participant from link_time_s_
   // and flow_class_; returns the duration.
-  double finish_times(int32_t base, int32_t num_participants);
+  double finish_times(const BottleneckWindow& w);
   // Link loads with every link's additions in (source, destination) order, then the finish times
   // flow by flow over the compacted flows; returns the duration.
-  double run_ordered(const TrafficMatrix& traffic, int32_t base, int32_t& num_flows);
+  double run_ordered(const TrafficMatrix& traffic, const BottleneckWindow& w, int32_t& num_flows);
   // link_time_s_ of the touched links (and the dummy) from link_bytes_, and
   // max_link_time_s_.
   void set_link_times();
 
-  // The participants select_links() was last called for (base = -1: none).
-  int32_t links_base_ = -1;
-  int32_t links_count_ = 0;
+  // The window select_links() was last called for (null: none, or a reference run since).
+  const BottleneckWindow* links_window_ = nullptr;
   // Links whose link_bytes_ / link_time_s_ the last run set (every link after run_reference()).
   std::vector<int32_t> touched_links_;
   std::vector<uint8_t> link_seen_;  // select_links() scratch

@@ -1,8 +1,8 @@
 // "bottleneck_factored": the link-load bound of bottleneck_model.h with the leaf <-> spine loads
 // factored, an opt-in approximation for large collectives (1,024 GPUs in a few milliseconds).
 //
-// The exact model charges every pair's bytes to the spine its route was given when the topology
-// was built (least-used spine per pair), so its leaf -> spine and spine -> leaf loads need every
+// The exact model charges every pair's bytes to the spine its route takes (a function of the
+// pair, topology.h), so its leaf -> spine and spine -> leaf loads need every
 // pair's route class. This model keeps every other link exact and spreads inter-leaf traffic
 // evenly over the spines, the average of what the topology's balanced routing does:
 //   per participant s: nvlink_out(s) (bytes to its own NVLink domain), network_out(s) (to other

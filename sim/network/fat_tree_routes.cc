@@ -27,7 +27,7 @@ FatTreeRoutes check_fat_tree_routes(const Topology& topology, std::span<const Gp
     for (int32_t j = 0; j < p; ++j) {
       if (i == j) continue;
       const GpuId d = gpus[j];
-      const std::span<const int32_t> route = topology.route(s, d);
+      const Route route = topology.route(s, d);
       const SimTime lat_ns = topology.route_latency_ns(s, d);
       if (topology.same_nvlink_domain(s, d)) {
         if (route.size() != 2 || !is(route[0], LinkClass::kNvlink) ||

@@ -20,7 +20,7 @@ void FluidModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
       if (row[d] <= 0 || d == s) continue;
       const GpuId src = traffic.gpu(s);
       const GpuId dst = traffic.gpu(d);
-      const std::span<const int32_t> route = topology_.route(src, dst);
+      const Route route = topology_.route(src, dst);
       for (int32_t l : route) link_bytes_[l] += row[d];
       solver_.add_flow(route, row[d], to_seconds(topology_.route_latency_ns(src, dst)));
       flow_pairs_.emplace_back(s, d);

@@ -1,7 +1,7 @@
 // The network module's public interface: a traffic matrix in, completion times out.
 //
 // A collective is the set of flows of one TrafficMatrix (one flow per ordered pair of distinct
-// participants with bytes > 0, over the topology's precomputed route), all issued at time 0.
+// participants with bytes > 0, over the topology's route for the pair), all issued at time 0.
 // It ends when its last flow ends: every GPU waits at the barrier until then, so one hot GPU
 // delays all (the straggler effect). Three models implement the interface, chosen by name:
 //   "bottleneck"  link-load bound, the hot path (bottleneck_model.h documents the formula);

@@ -1,9 +1,6 @@
 #include "sim/topology/topology.h"
 
 #include <algorithm>
-#include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/filtered_graph.hpp>
-#include <boost/property_map/property_map.hpp>
 #include <limits>
 
 #include "sim/config/config_error.h"
@@ -12,31 +9,23 @@
 namespace moesim::sim {
 namespace {
 
-using Edge = boost::graph_traits<TopologyGraph>::edge_descriptor;
-using Vertex = boost::graph_traits<TopologyGraph>::vertex_descriptor;
-
-// Hop distances fit easily: the longest route has 4 links.
-using Hops = int16_t;
-constexpr Hops kUnreached = std::numeric_limits<Hops>::max();
-
 int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
-// Keeps the edges a route may use when the search is rooted at `root`: edges of one fabric
-// (NVLink only, or network only), and no edge leaving a GPU other than the root, so GPUs are route
-// endpoints, never transit vertices.
-struct RouteEdges {
-  const TopologyGraph* graph = nullptr;
-  const std::vector<VertexKind>* kinds = nullptr;
-  const std::vector<Link>* links = nullptr;
-  int32_t root = -1;
-  bool nvlink = false;
-  bool operator()(const Edge& e) const {
-    int32_t s = static_cast<int32_t>(boost::source(e, *graph));
-    if ((*kinds)[s] == VertexKind::kGpu && s != root) return false;
-    int32_t id = boost::get(boost::edge_index, *graph, e);
-    return ((*links)[id].link_class == LinkClass::kNvlink) == nvlink;
+// Size limits (topology.h): beyond them a topology is refused, not built slowly.
+constexpr int64_t kMaxGpus = int64_t{1} << 20;
+constexpr int32_t kMaxGpusPerNode = 1024;
+constexpr int32_t kMaxFullMeshDomainGpus = 64;
+constexpr int64_t kMaxLeafSpineCables = int64_t{1} << 20;
+
+// a + b for latencies read from the file; ConfigError on overflow.
+SimTime add_latency(const std::string& topology, SimTime a, SimTime b) {
+  SimTime sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    throw ConfigError(topology, 0, 0, "network",
+                      "a route's latency overflows int64 nanoseconds (check the latencies)");
   }
-};
+  return sum;
+}
 
 }  // namespace
 
@@ -84,12 +73,20 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
   if (gpu.hbm_bytes_per_s <= 0) return {"gpu.hbm_gbytes_per_s", "must be > 0"};
 
   if (spec.gpus_per_node < 1) return {"node.gpus_per_node", "must be >= 1"};
+  if (spec.gpus_per_node > kMaxGpusPerNode) {
+    return {"node.gpus_per_node", "must be <= " + std::to_string(kMaxGpusPerNode)};
+  }
   if (spec.nvlink_domain_gpus < 0) return {"node.nvlink_domain_gpus", "must be >= 1"};
   const int32_t domain =
       spec.nvlink_domain_gpus == 0 ? spec.gpus_per_node : spec.nvlink_domain_gpus;
   if (domain % spec.gpus_per_node != 0) {
     return {"node.nvlink_domain_gpus", "must be a multiple of node.gpus_per_node (" +
                                            std::to_string(spec.gpus_per_node) + ")"};
+  }
+  if (spec.fabric == ScaleUpFabric::kFullMesh && domain > kMaxFullMeshDomainGpus) {
+    return {"node.nvlink_domain_gpus",
+            "a full-mesh domain has at most " + std::to_string(kMaxFullMeshDomainGpus) +
+                " GPUs (its links grow with the square of the domain; use fabric = \"nvswitch\")"};
   }
   if (domain > 1 && spec.nvlink_bytes_per_s <= 0) {
     return {"node.nvlink_gbytes_per_s", "must be > 0 when an NVLink domain has several GPUs"};
@@ -99,7 +96,10 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
 
   if (spec.num_nodes < 1) return {"network.num_nodes", "must be >= 1"};
   const int64_t num_gpus = int64_t{spec.num_nodes} * spec.gpus_per_node;
-  if (num_gpus > (int64_t{1} << 20)) return {"network.num_nodes", "more than 2^20 GPUs"};
+  if (num_gpus > kMaxGpus) {
+    return {"network.num_nodes",
+            "num_nodes x gpus_per_node (" + std::to_string(num_gpus) + ") is more than 2^20 GPUs"};
+  }
   if (num_gpus % domain != 0) {
     return {"network.num_nodes", "num_nodes x gpus_per_node (" + std::to_string(num_gpus) +
                                      ") must be a multiple of node.nvlink_domain_gpus (" +
@@ -126,6 +126,11 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
       return {"network.num_spines",
               "must be >= 1: the network has " + std::to_string(num_leaves) + " leaf switches"};
     }
+    if (int64_t{num_leaves} * spec.num_spines > kMaxLeafSpineCables) {
+      return {"network.num_spines", std::to_string(num_leaves) + " leaves x " +
+                                        std::to_string(spec.num_spines) +
+                                        " spines is more than 2^20 leaf-spine cables"};
+    }
   }
   return {};
 }
@@ -138,7 +143,7 @@ Topology::Topology(TopologySpec spec) : spec_(std::move(spec)) {
   num_gpus_ = spec_.num_nodes * spec_.gpus_per_node;
   domain_gpus_ = spec_.nvlink_domain_gpus == 0 ? spec_.gpus_per_node : spec_.nvlink_domain_gpus;
   build_graph();
-  build_routes();
+  build_route_shapes();
 }
 
 std::string Topology::vertex_name(int32_t vertex) const {
@@ -200,6 +205,10 @@ void Topology::build_graph() {
   const int32_t num_spines = has_nics ? spec_.num_spines : 0;
   vertex_kinds_.resize(vertex_kinds_.size() + num_spines, VertexKind::kSpine);
 
+  num_leaves_ = num_leaves;
+  leaves_per_rail_ =
+      spec_.rail_optimized && has_nics ? ceil_div(spec_.num_nodes, spec_.leaf_gpus) : 0;
+  num_spines_ = num_spines;
   for (size_t v = 0; v < vertex_kinds_.size(); ++v) boost::add_vertex(graph_);
   auto add_link_pair = [&](int32_t a, int32_t b, LinkClass cls, double capacity_bytes_per_s,
                            SimTime latency_ns) {
@@ -229,6 +238,8 @@ void Topology::build_graph() {
   }
 
   // Network: GPU <-> leaf, then every leaf <-> every spine.
+  first_nic_link_ = static_cast<int32_t>(links_.size());
+  first_leaf_spine_link_ = first_nic_link_ + (has_nics ? 2 * num_gpus_ : 0);
   if (has_nics) {
     std::vector<int32_t> gpus_on_leaf(num_leaves, 0);
     for (int32_t g = 0; g < num_gpus_; ++g) {
@@ -237,7 +248,8 @@ void Topology::build_graph() {
       ++gpus_on_leaf[leaf_of_gpu_[g] - first_leaf_vertex_];
     }
     for (int32_t leaf = 0; leaf < num_leaves; ++leaf) {
-      if (gpus_on_leaf[leaf] == 0) continue;
+      // Every leaf has GPUs (leaves are numbered by the GPUs' indices): route() relies on it.
+      MOESIM_CHECK(gpus_on_leaf[leaf] > 0, "a leaf without GPUs");
       const double uplink_bytes_per_s = gpus_on_leaf[leaf] * nic_bytes_per_s_per_gpu() /
                                         spec_.oversubscription / std::max(num_spines, 1);
       for (int32_t s = 0; s < num_spines; ++s) {
@@ -248,140 +260,107 @@ void Topology::build_graph() {
   }
 }
 
-void Topology::build_routes() {
-  const size_t num_pairs = static_cast<size_t>(num_gpus_) * static_cast<size_t>(num_gpus_);
-  const size_t num_vertices = vertex_kinds_.size();
-  const auto vertex_ids = boost::get(boost::vertex_index, graph_);
+int32_t Topology::leaf_position(GpuId gpu) const {
+  return spec_.rail_optimized ? node_of(gpu).value % spec_.leaf_gpus : gpu.value % spec_.leaf_gpus;
+}
 
-  // hops_to[fabric][dst * num_vertices + v]: links on the shortest path v -> dst over one fabric
-  // (0 = network, 1 = NVLink) that transits no GPU. Computed by a breadth-first search from dst:
-  // every link has its reverse with the same endpoints and class, so hop counts from dst equal hop
-  // counts to dst, and the filter bans the same transit vertices in either direction.
-  std::vector<Hops> hops_to[2];
-  for (int fabric = 0; fabric < 2; ++fabric) {
-    hops_to[fabric].assign(static_cast<size_t>(num_gpus_) * num_vertices, kUnreached);
-    for (int32_t dst = 0; dst < num_gpus_; ++dst) {
-      Hops* hops = hops_to[fabric].data() + static_cast<size_t>(dst) * num_vertices;
-      hops[dst] = 0;
-      boost::filtered_graph<TopologyGraph, RouteEdges> g(
-          graph_, RouteEdges{&graph_, &vertex_kinds_, &links_, dst, fabric == 1});
-      boost::breadth_first_search(
-          g, static_cast<Vertex>(dst),
-          boost::visitor(boost::make_bfs_visitor(boost::record_distances(
-              boost::make_iterator_property_map(hops, vertex_ids), boost::on_tree_edge()))));
+int32_t Topology::mesh_link(GpuId src, GpuId dst) const {
+  // Mesh cables are declared per domain, pairs (i, j), i < j, in lexicographic order: cable k of
+  // the whole fabric is directed link 2k from i to j and 2k + 1 back.
+  const int64_t base = src.value / domain_gpus_;
+  const int64_t i = std::min(src.value, dst.value) % domain_gpus_;
+  const int64_t j = std::max(src.value, dst.value) % domain_gpus_;
+  const int64_t d = domain_gpus_;
+  const int64_t cable = base * (d * (d - 1) / 2) + i * (d - 1) - i * (i - 1) / 2 + (j - i - 1);
+  return static_cast<int32_t>(2 * cable + (src.value < dst.value ? 0 : 1));
+}
+
+RouteShape Topology::route_shape(GpuId src, GpuId dst) const {
+  if (same_nvlink_domain(src, dst)) {
+    return spec_.fabric == ScaleUpFabric::kFullMesh ? RouteShape::kNvlinkMesh
+                                                    : RouteShape::kNvlinkSwitch;
+  }
+  return leaf_of_gpu_[src.value] == leaf_of_gpu_[dst.value] ? RouteShape::kLeaf
+                                                            : RouteShape::kSpine;
+}
+
+Route Topology::route(GpuId src, GpuId dst) const {
+  Route r;
+  if (src == dst) return r;
+  // Link ids follow the declaration order of build_graph(): NVSwitch cable g is links 2g (up)
+  // and 2g + 1 (down); NIC cable g links first_nic_link_ + 2g (to the leaf) and + 1; the cable
+  // of (leaf A, spine s) links first_leaf_spine_link_ + 2 (A x S + s) (up) and + 1 (down).
+  switch (route_shape(src, dst)) {
+    case RouteShape::kNvlinkSwitch:
+      r.push_back(2 * src.value);
+      r.push_back(2 * dst.value + 1);
+      return r;
+    case RouteShape::kNvlinkMesh:
+      r.push_back(mesh_link(src, dst));
+      return r;
+    case RouteShape::kLeaf:
+      r.push_back(first_nic_link_ + 2 * src.value);
+      r.push_back(first_nic_link_ + 2 * dst.value + 1);
+      return r;
+    case RouteShape::kSpine: {
+      const int64_t a = leaf_of_gpu_[src.value] - first_leaf_vertex_;
+      const int64_t b = leaf_of_gpu_[dst.value] - first_leaf_vertex_;
+      const int64_t offset = ((b - a) % num_leaves_ + num_leaves_) % num_leaves_;
+      const int32_t i = leaf_position(src);
+      const int32_t j = leaf_position(dst);
+      // Rail leaves of the same nodes: the pairs of one node are NVLink routes, the diagonal
+      // i == j; the half below it moves one spine on, so that the rest stays balanced.
+      const bool same_nodes = spec_.rail_optimized && a % leaves_per_rail_ == b % leaves_per_rail_;
+      const auto spine = static_cast<int32_t>(
+          (int64_t{i} + j + offset + (same_nodes && i > j ? 1 : 0)) % num_spines_);
+      r.push_back(first_nic_link_ + 2 * src.value);
+      r.push_back(static_cast<int32_t>(first_leaf_spine_link_ + 2 * (a * num_spines_ + spine)));
+      r.push_back(static_cast<int32_t>(first_leaf_spine_link_ + 2 * (b * num_spines_ + spine) + 1));
+      r.push_back(first_nic_link_ + 2 * dst.value + 1);
+      return r;
     }
   }
-  auto hops_for = [&](int32_t src, int32_t dst) -> const Hops* {
-    const int fabric = same_nvlink_domain(GpuId(src), GpuId(dst)) ? 1 : 0;
-    return hops_to[fabric].data() + static_cast<size_t>(dst) * num_vertices;
-  };
+  MOESIM_CHECK(false, "unknown RouteShape");
+  return r;
+}
 
-  route_offsets_.assign(num_pairs + 1, 0);
-  for (int32_t src = 0; src < num_gpus_; ++src) {
-    for (int32_t dst = 0; dst < num_gpus_; ++dst) {
-      Hops h = hops_for(src, dst)[src];
-      MOESIM_CHECK(h != kUnreached, "GPU pair without a route");
-      size_t pair = pair_index(GpuId(src), GpuId(dst));
-      route_offsets_[pair + 1] = route_offsets_[pair] + static_cast<uint32_t>(h);
-    }
+void Topology::build_route_shapes() {
+  const std::string& name = spec_.name;
+  const SimTime nvlink = spec_.nvlink_latency_ns;
+  const SimTime nic = spec_.nic_latency_ns;
+  const SimTime sw = spec_.switch_latency_ns;
+  const SimTime ls = spec_.leaf_spine_latency_ns;
+  auto at = [](RouteShape shape) { return static_cast<int>(shape); };
+  shape_latency_ns_[at(RouteShape::kNvlinkSwitch)] =
+      add_latency(name, add_latency(name, nvlink, nvlink), spec_.nvswitch_latency_ns);
+  shape_latency_ns_[at(RouteShape::kNvlinkMesh)] = nvlink;
+  const SimTime two_nics = add_latency(name, nic, nic);
+  shape_latency_ns_[at(RouteShape::kLeaf)] = add_latency(name, two_nics, sw);
+  const SimTime three_switches = add_latency(name, add_latency(name, sw, sw), sw);
+  shape_latency_ns_[at(RouteShape::kSpine)] =
+      add_latency(name, add_latency(name, two_nics, add_latency(name, ls, ls)), three_switches);
+
+  // Which shapes occur. NVLink: a domain of several GPUs. Leaf: a leaf whose GPUs span two
+  // domains (a leaf's GPUs, in id order, span domains iff its first and last do). Spine: two
+  // leaves and two domains (if no pair of GPUs in different leaves were in different domains, all
+  // GPUs would share one leaf).
+  if (domain_gpus_ > 1) {
+    has_shape_[at(spec_.fabric == ScaleUpFabric::kFullMesh ? RouteShape::kNvlinkMesh
+                                                           : RouteShape::kNvlinkSwitch)] = true;
   }
-  MOESIM_CHECK(route_offsets_.back() < std::numeric_limits<uint32_t>::max() / 2,
-               "route table too large");
-  route_link_ids_.resize(route_offsets_.back());
-  route_latency_ns_.assign(num_pairs, 0);
-
-  const auto edge_ids = boost::get(boost::edge_index, graph_);
-  // Leaf-spine link ids by (leaf, spine) and (spine, leaf), and routes carried so far, for the
-  // spine balance.
-  const int32_t num_leaves = first_spine_vertex_ - first_leaf_vertex_;
-  const int32_t num_spines = static_cast<int32_t>(num_vertices) - first_spine_vertex_;
-  std::vector<int32_t> uplink(static_cast<size_t>(num_leaves) * num_spines, -1);
-  std::vector<int32_t> downlink(static_cast<size_t>(num_spines) * num_leaves, -1);
-  for (int32_t id = 0; id < static_cast<int32_t>(links_.size()); ++id) {
-    const Link& l = links_[id];
-    if (l.link_class != LinkClass::kLeafSpine) continue;
-    if (vertex_kinds_[l.from_vertex] == VertexKind::kLeaf) {
-      uplink[static_cast<size_t>(l.from_vertex - first_leaf_vertex_) * num_spines +
-             (l.to_vertex - first_spine_vertex_)] = id;
-    } else {
-      downlink[static_cast<size_t>(l.from_vertex - first_spine_vertex_) * num_leaves +
-               (l.to_vertex - first_leaf_vertex_)] = id;
+  if (num_leaves_ > 0) {
+    std::vector<int32_t> first(num_leaves_, -1), last(num_leaves_, -1);
+    for (int32_t g = 0; g < num_gpus_; ++g) {
+      const int32_t leaf = leaf_of_gpu_[g] - first_leaf_vertex_;
+      if (first[leaf] < 0) first[leaf] = g;
+      last[leaf] = g;
     }
-  }
-  std::vector<int64_t> routes_on_link(links_.size(), 0);
-
-  // The graph's out-edges to switches, per vertex, in out-edge order, flattened for the walk (a
-  // GPU is never a transit vertex, so only the last hop, into dst, targets a GPU).
-  struct Hop {
-    int32_t to_vertex;
-    int32_t link_id;
-  };
-  std::vector<uint32_t> switch_hops_begin(num_vertices + 1, 0);
-  std::vector<Hop> switch_hops;
-  for (size_t u = 0; u < num_vertices; ++u) {
-    for (auto [it, last] = boost::out_edges(u, graph_); it != last; ++it) {
-      int32_t v = static_cast<int32_t>(boost::target(*it, graph_));
-      if (vertex_kinds_[v] != VertexKind::kGpu)
-        switch_hops.push_back({v, boost::get(edge_ids, *it)});
-    }
-    switch_hops_begin[u + 1] = static_cast<uint32_t>(switch_hops.size());
-  }
-
-  for (int32_t src = 0; src < num_gpus_; ++src) {
-    for (int32_t dst = 0; dst < num_gpus_; ++dst) {
-      const Hops* hops = hops_for(src, dst);
-      const bool nvlink = same_nvlink_domain(GpuId(src), GpuId(dst));
-      const size_t pair = pair_index(GpuId(src), GpuId(dst));
-      int32_t* out = route_link_ids_.data() + route_offsets_[pair];
-      SimTime latency_ns = 0;
-      int32_t u = src;
-      while (u != dst) {
-        // The next link: one of the pair's fabric to a neighbour one hop closer to dst. The
-        // first in out-edge order, except from a leaf towards spines: the least used spine.
-        int32_t link_id = -1;
-        if (hops[u] == 1) {
-          // The last hop: the reverse of dst's link to u.
-          for (auto [it, last] = boost::out_edges(dst, graph_); it != last; ++it) {
-            int32_t id = boost::get(edge_ids, *it);
-            if (links_[id].to_vertex == u &&
-                (links_[id].link_class == LinkClass::kNvlink) == nvlink) {
-              link_id = reverse_link(id);
-              break;
-            }
-          }
-        } else {
-          int64_t best_uses = std::numeric_limits<int64_t>::max();
-          for (uint32_t i = switch_hops_begin[u]; i < switch_hops_begin[u + 1]; ++i) {
-            const Hop& h = switch_hops[i];
-            if (hops[h.to_vertex] != hops[u] - 1 ||
-                (links_[h.link_id].link_class == LinkClass::kNvlink) != nvlink) {
-              continue;
-            }
-            if (vertex_kinds_[h.to_vertex] != VertexKind::kSpine) {
-              link_id = h.link_id;
-              break;
-            }
-            const int32_t leaf = u - first_leaf_vertex_;
-            const int32_t spine = h.to_vertex - first_spine_vertex_;
-            const int32_t dst_leaf = leaf_of_gpu_[dst] - first_leaf_vertex_;
-            const int64_t uses =
-                routes_on_link[uplink[static_cast<size_t>(leaf) * num_spines + spine]] +
-                routes_on_link[downlink[static_cast<size_t>(spine) * num_leaves + dst_leaf]];
-            if (uses < best_uses) {
-              best_uses = uses;
-              link_id = h.link_id;
-            }
-          }
-        }
-        MOESIM_CHECK(link_id >= 0, "route walk found no next hop");
-        *out++ = link_id;
-        ++routes_on_link[link_id];
-        latency_ns += links_[link_id].latency_ns;
-        u = links_[link_id].to_vertex;
-        if (u != dst) latency_ns += vertex_latency_ns(u);
+    for (int32_t leaf = 0; leaf < num_leaves_; ++leaf) {
+      if (!same_nvlink_domain(GpuId(first[leaf]), GpuId(last[leaf]))) {
+        has_shape_[at(RouteShape::kLeaf)] = true;
       }
-      route_latency_ns_[pair] = latency_ns;
     }
+    has_shape_[at(RouteShape::kSpine)] = num_leaves_ >= 2 && num_nvlink_domains() >= 2;
   }
 }
 

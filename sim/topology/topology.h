@@ -18,18 +18,32 @@
 // every spine; a leaf's uplinks together carry (attached GPUs x per-GPU NIC bandwidth) /
 // oversubscription, split evenly over the spines.
 //
-// Routes (computed once, for all ordered pairs, with Boost.Graph breadth-first search): minimum
-// hop count, never transiting another GPU (no PXN-style forwarding through a same-rail peer; the
-// network model applies hierarchical dispatch at the traffic level). Same NVLink domain: NVLink
-// links only, GPU -> NVSwitch -> GPU (or the direct mesh link), even where a leaf is as close.
-// Otherwise network links only: GPU -> leaf [-> spine -> leaf] -> GPU. The spine (the only choice
-// between equally short paths in this family) is balanced, deterministically: pairs are routed in
-// (src, dst) order and each takes the spine whose uplink from the source leaf plus downlink to
-// the destination leaf have carried the fewest routes so far, the lowest spine index on ties. A
-// uniform all-to-all thus loads the uplinks of each leaf, and the downlinks into each leaf, within
-// two routes of each other: a static stand-in for ECMP spreading many flows over the spines.
+// Routes (computed from the structure, O(1) per pair: no table): minimum hop count, never
+// transiting another GPU (no PXN-style forwarding through a same-rail peer; the network model
+// applies hierarchical dispatch at the traffic level). Same NVLink domain: NVLink links only,
+// GPU -> NVSwitch -> GPU (or the direct mesh link), even where a leaf is as close. Otherwise
+// network links only: GPU -> leaf [-> spine -> leaf] -> GPU. The spine (the only choice between
+// equally short paths in this family) is a fixed function of the pair, a static stand-in for ECMP
+// spreading many flows over the spines: with p(g) the GPU's position among its leaf's GPUs (its
+// node's index within the rail leaf when rail-optimised, else g mod leaf_gpus) and A, B the
+// source and destination leaf indices among L leaves,
+//   spine = (p(src) + p(dst) + (B - A) mod L + h) mod num_spines,
+// h = 1 when A and B are rail leaves of the same nodes and p(src) > p(dst), else 0 (between such
+// leaves the pairs p(src) == p(dst) are one node's, routed over NVLink; h keeps the rest
+// balanced). The sources of one leaf reach one destination over distinct spines (and one source
+// the destinations of a leaf) as far as the spine count allows, so a hot GPU's traffic spreads
+// over its leaf's downlinks; the (B - A) offset staggers the leaf pairs, so a uniform all-to-all
+// loads the uplinks of each leaf and the downlinks into each leaf evenly: exactly on h800-8x8 and
+// h800-128x8, within a third of the mean on small fat trees where NVLink domains cut many pairs
+// out (tests/sim/topology/topology_test.cc bounds both). The greedy least-used-spine assignment
+// this replaced needed an all-pairs table.
+//
+// Size: memory and build time are linear in GPUs (links and vertices only). Limits, refused by
+// check_topology_spec(): at most 2^20 GPUs, 1,024 GPUs per node, full-mesh domains of at most 64
+// GPUs (their links grow with the square of the domain), at most 2^20 leaf-spine cables.
 #pragma once
 
+#include <array>
 #include <boost/graph/adjacency_list.hpp>
 #include <cstdint>
 #include <span>
@@ -72,6 +86,36 @@ struct Link {
   // Fixed latency of traversing the link (>= 0).
   SimTime latency_ns = 0;
 };
+
+// A route: the directed link ids from source to destination, in path order (at most 4 links).
+// A value, not a view: Topology computes it on demand.
+class Route {
+ public:
+  static constexpr int32_t kMaxLinks = 4;
+  size_t size() const { return static_cast<size_t>(size_); }
+  bool empty() const { return size_ == 0; }
+  int32_t operator[](size_t i) const { return links_[i]; }
+  int32_t front() const { return links_[0]; }
+  int32_t back() const { return links_[size_ - 1]; }
+  const int32_t* begin() const { return links_.data(); }
+  const int32_t* end() const { return links_.data() + size_; }
+  void push_back(int32_t link_id) { links_[size_++] = link_id; }
+  operator std::span<const int32_t>() const { return {links_.data(), size()}; }  // NOLINT
+
+ private:
+  std::array<int32_t, kMaxLinks> links_{};
+  int32_t size_ = 0;
+};
+
+// The shapes a route between two distinct GPUs takes.
+enum class RouteShape {
+  kNvlinkSwitch,  // GPU -> NVSwitch -> GPU
+  kNvlinkMesh,    // the direct GPU -> GPU link of a full-mesh domain
+  kLeaf,          // GPU -> leaf -> GPU
+  kSpine,         // GPU -> leaf -> spine -> leaf -> GPU
+};
+inline constexpr RouteShape kAllRouteShapes[] = {RouteShape::kNvlinkSwitch, RouteShape::kNvlinkMesh,
+                                                 RouteShape::kLeaf, RouteShape::kSpine};
 
 // The plain description a Topology is built from (what the TOML parser produces). Tests build
 // topologies from this struct directly. Validity is checked by check_topology_spec().
@@ -169,40 +213,46 @@ class Topology {
   static int32_t reverse_link(int32_t link_id) { return link_id ^ 1; }
   const TopologyGraph& graph() const { return graph_; }
 
-  // Directed link ids from src to dst, in path order; empty when src == dst.
-  std::span<const int32_t> route(GpuId src, GpuId dst) const {
-    size_t pair = pair_index(src, dst);
-    return {route_link_ids_.data() + route_offsets_[pair],
-            route_link_ids_.data() + route_offsets_[pair + 1]};
-  }
+  // Directed link ids from src to dst, in path order; empty when src == dst. O(1).
+  Route route(GpuId src, GpuId dst) const;
   // Sum of the route's link latencies plus the traversal latency of every switch on it
   // (0 when src == dst).
   SimTime route_latency_ns(GpuId src, GpuId dst) const {
-    return route_latency_ns_[pair_index(src, dst)];
+    return src == dst ? 0 : shape_latency_ns_[static_cast<int>(route_shape(src, dst))];
+  }
+  // The shape of the route between two distinct GPUs.
+  RouteShape route_shape(GpuId src, GpuId dst) const;
+  // Whether some pair of GPUs is routed with `shape`, and that shape's latency.
+  bool has_route_shape(RouteShape shape) const { return has_shape_[static_cast<int>(shape)]; }
+  SimTime route_shape_latency_ns(RouteShape shape) const {
+    return shape_latency_ns_[static_cast<int>(shape)];
   }
 
  private:
-  size_t pair_index(GpuId src, GpuId dst) const {
-    return static_cast<size_t>(src.value) * static_cast<size_t>(num_gpus_) +
-           static_cast<size_t>(dst.value);
-  }
   void build_graph();
-  void build_routes();
+  void build_route_shapes();
+  // Position of the GPU among its leaf's GPUs.
+  int32_t leaf_position(GpuId gpu) const;
+  // Link id of the mesh link from src to dst (same full-mesh domain, src != dst).
+  int32_t mesh_link(GpuId src, GpuId dst) const;
 
   TopologySpec spec_;
   int32_t num_gpus_ = 0;
   int32_t domain_gpus_ = 0;
   int32_t first_leaf_vertex_ = 0;
   int32_t first_spine_vertex_ = 0;
+  int32_t num_leaves_ = 0;
+  int32_t num_spines_ = 0;
+  int32_t leaves_per_rail_ = 0;  // rail-optimised only
+  // First link id of each class (links are declared NVLink, then NIC, then leaf-spine).
+  int32_t first_nic_link_ = 0;
+  int32_t first_leaf_spine_link_ = 0;
   std::vector<VertexKind> vertex_kinds_;
   std::vector<int32_t> leaf_of_gpu_;
   std::vector<Link> links_;
   TopologyGraph graph_;
-  // Routes of all ordered pairs, flat: pair p = src * num_gpus + dst owns
-  // route_link_ids_[route_offsets_[p], route_offsets_[p + 1]).
-  std::vector<uint32_t> route_offsets_;
-  std::vector<int32_t> route_link_ids_;
-  std::vector<SimTime> route_latency_ns_;
+  bool has_shape_[4] = {false, false, false, false};
+  SimTime shape_latency_ns_[4] = {0, 0, 0, 0};
 };
 
 // Same as Topology(spec).

@@ -71,13 +71,11 @@ TopologySummary describe_topology(const Topology& topology) {
   if (topology.num_gpus() >= 2) {
     s.bisection_bytes_per_s = bisection_bytes_per_s(topology);
     s.min_route_latency_ns = kSimTimeMax;
-    for (int32_t a = 0; a < topology.num_gpus(); ++a) {
-      for (int32_t b = 0; b < topology.num_gpus(); ++b) {
-        if (a == b) continue;
-        SimTime t = topology.route_latency_ns(GpuId(a), GpuId(b));
-        s.min_route_latency_ns = std::min(s.min_route_latency_ns, t);
-        s.max_route_latency_ns = std::max(s.max_route_latency_ns, t);
-      }
+    for (RouteShape shape : kAllRouteShapes) {
+      if (!topology.has_route_shape(shape)) continue;
+      const SimTime t = topology.route_shape_latency_ns(shape);
+      s.min_route_latency_ns = std::min(s.min_route_latency_ns, t);
+      s.max_route_latency_ns = std::max(s.max_route_latency_ns, t);
     }
   }
   return s;

@@ -3,7 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
+#include <boost/graph/breadth_first_search.hpp>
+#include <boost/graph/filtered_graph.hpp>
 #include <limits>
 #include <map>
 
@@ -168,36 +169,147 @@ TEST(Topology, RouteLatencyAddsLinksAndSwitches) {
 }
 
 // Under a uniform all-to-all (every ordered pair once), the largest difference in routes carried
-// between two uplinks of the same leaf, or two downlinks into the same leaf.
-int leaf_spine_imbalance(const Topology& t) {
+// between two uplinks of the same leaf, or two downlinks into the same leaf, relative to that
+// leaf's mean.
+double leaf_spine_imbalance(const Topology& t) {
   std::vector<int> uses(t.links().size(), 0);
   for (int32_t a = 0; a < t.num_gpus(); ++a) {
     for (int32_t b = 0; b < t.num_gpus(); ++b) {
       for (int32_t id : t.route(GpuId(a), GpuId(b))) ++uses[id];
     }
   }
-  std::map<int32_t, std::pair<int, int>> range_by_leaf;  // key: leaf, or -1 - leaf for downlinks
+  struct Range {
+    int lo = std::numeric_limits<int>::max(), hi = 0, sum = 0, n = 0;
+  };
+  std::map<int32_t, Range> range_by_leaf;  // key: leaf, or -1 - leaf for downlinks
   for (size_t id = 0; id < uses.size(); ++id) {
     const Link& l = t.links()[id];
     if (l.link_class != LinkClass::kLeafSpine) continue;
     const bool up = t.vertex_kind(l.from_vertex) == VertexKind::kLeaf;
-    const int32_t key = up ? l.from_vertex : -1 - l.to_vertex;
-    auto [it, fresh] = range_by_leaf.try_emplace(key, uses[id], uses[id]);
-    it->second.first = std::min(it->second.first, uses[id]);
-    it->second.second = std::max(it->second.second, uses[id]);
+    Range& r = range_by_leaf[up ? l.from_vertex : -1 - l.to_vertex];
+    r.lo = std::min(r.lo, uses[id]);
+    r.hi = std::max(r.hi, uses[id]);
+    r.sum += uses[id];
+    ++r.n;
   }
-  int worst = 0;
-  for (const auto& [key, range] : range_by_leaf)
-    worst = std::max(worst, range.second - range.first);
+  double worst = 0;
+  for (const auto& [key, r] : range_by_leaf) {
+    if (r.sum > 0) worst = std::max(worst, (r.hi - r.lo) / (static_cast<double>(r.sum) / r.n));
+  }
   return worst;
 }
 
 TEST(Topology, SpineChoiceSpreadsAUniformAllToAllEvenly) {
+  // The shipped fat trees (h800-8x8, h800-128x8's shape) exactly; small ones where NVLink
+  // domains cut many pairs out, within a third of the mean.
+  EXPECT_EQ(leaf_spine_imbalance(Topology(h800_sxm_cluster_spec(8, 32, 8, true))), 0.0);
+  EXPECT_EQ(leaf_spine_imbalance(Topology(h800_sxm_cluster_spec(128, 32, 16, true))), 0.0);
+  for (const TopologySpec& spec :
+       {h800_sxm_cluster_spec(6, 4, 3, true), h800_sxm_cluster_spec(5, 16, 2, false),
+        h800_sxm_cluster_spec(7, 2, 5, true), h800_sxm_cluster_spec(24, 8, 7, false)}) {
+    EXPECT_LE(leaf_spine_imbalance(Topology(spec)), 0.33) << spec.num_nodes;
+  }
+}
+
+TEST(Topology, SpineChoiceSpreadsAHotGpusTrafficOverItsLeafsSpines) {
+  // Leaves no wider than the spine count, and no rail leaves of the same nodes (whose pairs
+  // below the diagonal move one spine on): the sources of one leaf reach one destination over
+  // distinct spines, and one source reaches the destinations of a leaf over distinct spines.
+  for (const TopologySpec& spec :
+       {h800_sxm_cluster_spec(8, 3, 5, false), h800_sxm_cluster_spec(24, 8, 8, false)}) {
+    Topology t(spec);
+    std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> spines_into, spines_from;
+    for (int32_t a = 0; a < t.num_gpus(); ++a) {
+      for (int32_t b = 0; b < t.num_gpus(); ++b) {
+        if (a == b || t.route_shape(GpuId(a), GpuId(b)) != RouteShape::kSpine) continue;
+        const int32_t spine = t.links()[t.route(GpuId(a), GpuId(b))[1]].to_vertex;
+        spines_into[{t.leaf_vertex_of(GpuId(a)), b}].push_back(spine);
+        spines_from[{a, t.leaf_vertex_of(GpuId(b))}].push_back(spine);
+      }
+    }
+    ASSERT_FALSE(spines_into.empty());
+    for (auto* table : {&spines_into, &spines_from}) {
+      for (auto& [key, spines] : *table) {
+        std::sort(spines.begin(), spines.end());
+        EXPECT_EQ(std::adjacent_find(spines.begin(), spines.end()), spines.end())
+            << spec.num_nodes << " nodes: leaf/GPU " << key.first << ", " << key.second;
+      }
+    }
+  }
+}
+
+// Hops from every vertex to `dst` over one fabric, never transiting another GPU: the reference
+// shortest-path search (Boost.Graph breadth-first search on the topology's graph) the structural
+// routes must match.
+struct FabricEdges {
+  const Topology* t = nullptr;
+  int32_t root = -1;
+  bool nvlink = false;
+  bool operator()(const boost::graph_traits<TopologyGraph>::edge_descriptor& e) const {
+    const auto s = static_cast<int32_t>(boost::source(e, t->graph()));
+    if (t->vertex_kind(s) == VertexKind::kGpu && s != root) return false;
+    const int32_t id = boost::get(boost::edge_index, t->graph(), e);
+    return (t->links()[id].link_class == LinkClass::kNvlink) == nvlink;
+  }
+};
+
+std::vector<int32_t> hops_to(const Topology& t, int32_t dst, bool nvlink) {
+  std::vector<int32_t> hops(t.num_vertices(), -1);
+  hops[dst] = 0;
+  boost::filtered_graph<TopologyGraph, FabricEdges> g(t.graph(), FabricEdges{&t, dst, nvlink});
+  boost::breadth_first_search(
+      g, static_cast<boost::graph_traits<TopologyGraph>::vertex_descriptor>(dst),
+      boost::visitor(boost::make_bfs_visitor(
+          boost::record_distances(boost::make_iterator_property_map(
+                                      hops.begin(), boost::get(boost::vertex_index, t.graph())),
+                                  boost::on_tree_edge()))));
+  return hops;
+}
+
+TEST(Topology, StructuralRoutesAreShortestPathsOfTheGraph) {
+  TopologySpec mesh = h800_sxm_cluster_spec(2, 32, 1, true);
+  mesh.fabric = ScaleUpFabric::kFullMesh;
+  TopologySpec nvl = h800_sxm_cluster_spec(8, 3, 2, true);
+  nvl.gpus_per_node = 4;
+  nvl.nvlink_domain_gpus = 16;
   for (const TopologySpec& spec :
        {h800_sxm_cluster_spec(8, 32, 8, true), h800_sxm_cluster_spec(6, 4, 3, true),
-        h800_sxm_cluster_spec(5, 16, 2, false), h800_sxm_cluster_spec(7, 2, 5, true)}) {
-    EXPECT_LE(leaf_spine_imbalance(Topology(spec)), 2) << spec.num_nodes;
+        h800_sxm_cluster_spec(5, 16, 2, false), h800_sxm_cluster_spec(3, 8, 2, false), mesh, nvl}) {
+    Topology t(spec);
+    for (int32_t b = 0; b < t.num_gpus(); ++b) {
+      const std::vector<int32_t> by_nvlink = hops_to(t, b, true);
+      const std::vector<int32_t> by_network = hops_to(t, b, false);
+      for (int32_t a = 0; a < t.num_gpus(); ++a) {
+        if (a == b) continue;
+        const bool nvlink = t.same_nvlink_domain(GpuId(a), GpuId(b));
+        const int32_t hops = (nvlink ? by_nvlink : by_network)[a];
+        ASSERT_GT(hops, 0);
+        const Route route = t.route(GpuId(a), GpuId(b));
+        ASSERT_EQ(static_cast<int32_t>(route.size()), hops) << a << " -> " << b;
+        for (int32_t id : route) {
+          EXPECT_EQ(t.links()[id].link_class == LinkClass::kNvlink, nvlink);
+        }
+      }
+    }
   }
+}
+
+TEST(Topology, RouteShapesPresentAndTheirLatencies) {
+  Topology t(h800_sxm_cluster_spec(8, 32, 8, true));
+  EXPECT_TRUE(t.has_route_shape(RouteShape::kNvlinkSwitch));
+  EXPECT_FALSE(t.has_route_shape(RouteShape::kNvlinkMesh));
+  EXPECT_TRUE(t.has_route_shape(RouteShape::kLeaf));
+  EXPECT_TRUE(t.has_route_shape(RouteShape::kSpine));
+  EXPECT_EQ(t.route_shape_latency_ns(RouteShape::kSpine), t.route_latency_ns(GpuId(0), GpuId(9)));
+  // One node has neither network shape.
+  Topology node(testing::nvlink_node_spec("h200-sxm", 8, 450e9));
+  EXPECT_TRUE(node.has_route_shape(RouteShape::kNvlinkSwitch));
+  EXPECT_FALSE(node.has_route_shape(RouteShape::kLeaf));
+  EXPECT_FALSE(node.has_route_shape(RouteShape::kSpine));
+  // Non-rail leaves of exactly one node: every network route crosses a spine.
+  Topology packed(h800_sxm_cluster_spec(4, 8, 2, false));
+  EXPECT_FALSE(packed.has_route_shape(RouteShape::kLeaf));
+  EXPECT_TRUE(packed.has_route_shape(RouteShape::kSpine));
 }
 
 TEST(Topology, NonRailOptimisedPacksGpusOntoLeavesInOrder) {
@@ -308,17 +420,39 @@ TEST(Topology, InvalidSpecsAreConfigErrorsNamingTheKey) {
   EXPECT_TRUE(check_topology_spec(h800_sxm_cluster_spec(8, 32, 8, true)).ok());
 }
 
-TEST(Topology, ThousandGpuRouteTableBuildsQuickly) {
-  auto start = std::chrono::steady_clock::now();
-  Topology t(h800_sxm_cluster_spec(128, 32, 16, true));
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_EQ(t.num_gpus(), 1024);
-  // 1024 GPUs: ~1M routes. Measured 0.4-0.9 s on the shared 2-core CI machine (Release); the bound
-  // leaves room for Debug builds and noisy neighbours while still catching a per-pair graph search.
-  EXPECT_LT(seconds, 5.0);
-  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(1023)).size(), 5u);
-  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(8 * 31)).size(), 3u);  // node 31 shares rail leaf
-  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(8 * 32)).size(), 5u);  // node 32: next rail leaf
+TEST(Topology, SixteenThousandGpusTakeMemoryLinearInGpus) {
+  // 2,048 nodes x 8 rails, rail leaves of 32 nodes (512 leaves), 64 spines. Its build time is a
+  // benchmark (bench/topology_bench.cc), not asserted here.
+  Topology t(h800_sxm_cluster_spec(2048, 32, 64, true));
+  EXPECT_EQ(t.num_gpus(), 16384);
+  // NVSwitch, NIC and leaf-spine cables, two directions each: no per-pair state.
+  EXPECT_EQ(t.links().size(), 2u * (16384 + 16384 + 512 * 64));
+  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(16383)).size(), 5u);
+  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(8 * 31)).size(), 3u);     // node 31 shares rail leaf
+  EXPECT_EQ(route_vertices(t, GpuId(0), GpuId(8 * 32)).size(), 5u);     // node 32: next rail leaf
+  EXPECT_EQ(route_vertices(t, GpuId(16380), GpuId(16383)).size(), 3u);  // one node: NVSwitch
+}
+
+TEST(Topology, SizeLimitsAreRefusedNamingTheKey) {
+  auto message = [](const TopologySpec& spec) {
+    return testing::config_error_of([&] { Topology t(spec); });
+  };
+  TopologySpec s = h800_sxm_cluster_spec(8, 32, 8, true);
+  s.gpus_per_node = 2048;
+  EXPECT_EQ(message(s), "test: node.gpus_per_node: must be <= 1024");
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
+  s.fabric = ScaleUpFabric::kFullMesh;
+  s.nvlink_domain_gpus = 128;
+  EXPECT_EQ(message(s),
+            "test: node.nvlink_domain_gpus: a full-mesh domain has at most 64 GPUs (its links grow "
+            "with the square of the domain; use fabric = \"nvswitch\")");
+  s = h800_sxm_cluster_spec(131073, 1, 1024, true);
+  EXPECT_EQ(message(s),
+            "test: network.num_nodes: num_nodes x gpus_per_node (1048584) is more than 2^20 GPUs");
+  s = h800_sxm_cluster_spec(16384, 1, 64, true);
+  EXPECT_EQ(message(s),
+            "test: network.num_spines: 131072 leaves x 64 spines is more than 2^20 leaf-spine "
+            "cables");
 }
 
 }  // namespace
