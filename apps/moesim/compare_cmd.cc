@@ -107,7 +107,10 @@ int compare_command(const std::vector<std::string>& argv) {
   if (confidence && !(*confidence > 0 && *confidence < 1)) {
     throw UsageError{"--confidence must be in (0, 1)"};
   }
-  if (duration && *duration <= 0) throw UsageError{"--duration must be > 0"};
+  // run.duration_s's range (also what keeps the run's end within the horizon).
+  if (duration && !(*duration >= 1e-6 && *duration <= 1e7)) {
+    throw UsageError{"--duration must be in [1e-6, 1e7] seconds (run.duration_s's range)"};
+  }
   if (threads && (*threads < 1 || *threads > 4096))
     throw UsageError{"--threads must be in 1..4096"};
 

@@ -70,7 +70,10 @@ int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream
   bool json = args.flag("--json");
   args.finish(given ? 0 : 1);
   if (seed && *seed < 0) throw UsageError{"--seed must be >= 0"};
-  if (duration && *duration <= 0) throw UsageError{"--duration must be > 0"};
+  // run.duration_s's range (also what keeps the run's end within the horizon).
+  if (duration && !(*duration >= 1e-6 && *duration <= 1e7)) {
+    throw UsageError{"--duration must be in [1e-6, 1e7] seconds (run.duration_s's range)"};
+  }
   if (record_steps && *record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
   if (tier_check && *tier_check <= 0) throw UsageError{"--tier-check must be > 0"};
 
@@ -116,7 +119,10 @@ int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream
       throw UsageError{"--trace-window wants START_S:END_S"};
     }
     double b = std::strtod(window->c_str() + colon + 1, &end);
-    if (*end != '\0' || a < 0 || b < a) throw UsageError{"--trace-window wants 0 <= START <= END"};
+    // NaN fails every comparison; the end is bounded like outputs.trace_end_s.
+    if (*end != '\0' || !(a >= 0 && b >= a && b <= 1e7)) {
+      throw UsageError{"--trace-window wants 0 <= START <= END <= 1e7"};
+    }
     if (!out_dir) throw UsageError{"--trace-window needs --out DIR (the trace is DIR/trace.json)"};
     opt.trace_start_ns = sim::from_seconds(a);
     opt.trace_end_ns = sim::from_seconds(b);

@@ -1,36 +1,6 @@
-// User input errors. Raised only at the edge (parsers), caught by the CLI, which prints
-// what() on one line and exits with code 2. Format:
-//   FILE[:LINE[:COL]]: KEY.PATH: REASON
+// ConfigError lives in sim/core (sim/core/config_error.h), so that every module, the simulation
+// kernel included, reports bad input the same way; this header keeps the configuration module's
+// include path.
 #pragma once
 
-#include <stdexcept>
-#include <string>
-
-namespace moesim::sim {
-
-class ConfigError : public std::runtime_error {
- public:
-  // line/column are 1-based; 0 when unknown. key_path may be empty (whole file).
-  ConfigError(std::string file, int line, int column, std::string key_path, std::string reason);
-
-  const std::string& file() const { return file_; }
-  int line() const { return line_; }
-  int column() const { return column_; }
-  const std::string& key_path() const { return key_path_; }
-  const std::string& reason() const { return reason_; }
-
- private:
-  std::string file_;
-  int line_;
-  int column_;
-  std::string key_path_;
-  std::string reason_;
-};
-
-// Exit code for bad user input.
-inline constexpr int kExitBadInput = 2;
-
-// Levenshtein edit distance (for "did you mean" suggestions).
-int edit_distance(const std::string& a, const std::string& b);
-
-}  // namespace moesim::sim
+#include "sim/core/config_error.h"

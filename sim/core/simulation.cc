@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "sim/core/check.h"
+#include "sim/core/horizon.h"
 
 namespace moesim::sim {
 
@@ -19,7 +20,29 @@ EventKind Simulation::register_kind(std::string_view name, EventHandler handler)
 void Simulation::schedule_at(SimTime at, EventKind kind, int64_t id0, int64_t id1) {
   MOESIM_CHECK(at >= now_, "event scheduled in the past");
   MOESIM_CHECK(kind < kinds_.size(), "event kind was never registered");
+  if (at > kHorizonNs) [[unlikely]] {
+    fail_beyond_horizon(at - now_, kind);
+  }
   queue_.push(Event{.time = at, .seq = 0, .kind = kind, .id0 = id0, .id1 = id1});
+}
+
+void Simulation::schedule_after(SimTime delay, EventKind kind, int64_t id0, int64_t id1) {
+  MOESIM_CHECK(delay >= 0, "event scheduled after a negative delay");
+  // now_ <= kHorizonNs (every event is), so the subtraction cannot overflow; the sum would.
+  if (delay > kHorizonNs - now_) [[unlikely]] {
+    MOESIM_CHECK(kind < kinds_.size(), "event kind was never registered");
+    fail_beyond_horizon(delay, kind);
+  }
+  schedule_at(now_ + delay, kind, id0, id1);
+}
+
+void Simulation::fail_beyond_horizon(SimTime delay, EventKind kind) const {
+  // delay may be near INT64_MAX: the sum is formed in double.
+  const double at_s = to_seconds(now_) + to_seconds(delay);
+  throw HorizonError("simulation clock: event '" + kinds_[kind].name +
+                     "' at t = " + format_number(to_seconds(now_)) + " s + " +
+                     format_number(to_seconds(delay)) + " s = " + format_number(at_s) +
+                     " s passes the 100-year horizon (" + format_number(kHorizonS) + " s)");
 }
 
 uint64_t Simulation::run(SimTime until) {

@@ -23,11 +23,13 @@ class Scheduler {
  public:
   virtual ~Scheduler() = default;
   virtual SimTime now() const = 0;
-  // Schedules an event at absolute time `at`. Precondition (checked): at >= now().
+  // Schedules an event at absolute time `at`. Precondition (checked): at >= now(). An event
+  // past the horizon (at > kHorizonNs, sim/core/horizon.h) is bad input: HorizonError, naming
+  // the event kind.
   virtual void schedule_at(SimTime at, EventKind kind, int64_t id0 = 0, int64_t id1 = 0) = 0;
-  void schedule_after(SimTime delay, EventKind kind, int64_t id0 = 0, int64_t id1 = 0) {
-    schedule_at(now() + delay, kind, id0, id1);
-  }
+  // Schedules an event `delay` after now(). Precondition (checked): delay >= 0. now() + delay
+  // past the horizon is a HorizonError as in schedule_at() (never an overflow).
+  virtual void schedule_after(SimTime delay, EventKind kind, int64_t id0 = 0, int64_t id1 = 0) = 0;
 };
 
 using EventHandler = std::function<void(const Event&, Scheduler&)>;
@@ -43,6 +45,7 @@ class Simulation final : public Scheduler {
 
   SimTime now() const override { return now_; }
   void schedule_at(SimTime at, EventKind kind, int64_t id0 = 0, int64_t id1 = 0) override;
+  void schedule_after(SimTime delay, EventKind kind, int64_t id0 = 0, int64_t id1 = 0) override;
 
   // Runs events in order until the queue is empty, stop() is called, or the next event is later
   // than `until` (that event stays queued and the clock is set to `until`). Events at exactly
@@ -62,6 +65,8 @@ class Simulation final : public Scheduler {
   size_t num_events_pending() const { return queue_.size(); }
 
  private:
+  [[noreturn]] void fail_beyond_horizon(SimTime delay, EventKind kind) const;
+
   struct KindInfo {
     std::string name;
     EventHandler handler;

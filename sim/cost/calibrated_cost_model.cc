@@ -92,6 +92,11 @@ double CalibratedCostModel::seconds(const OpWork& work) const {
   return s;
 }
 
+std::string CalibratedCostModel::describe_inputs() const {
+  return "the coefficients of calibration profile '" + profile_.name +
+         "' (op kinds it has no fit for: " + fallback_->describe_inputs() + ")";
+}
+
 int64_t CalibratedCostModel::num_out_of_range_queries() const {
   int64_t n = 0;
   for (const auto& c : out_of_range_) n += c.load(std::memory_order_relaxed);

@@ -34,6 +34,8 @@ class CalibratedCostModel final : public CostModel {
   std::string_view name() const override { return "calibrated"; }
   double seconds(const OpWork& work) const override;
   int64_t num_out_of_range_queries() const override;
+  // Names the profile (and the fallback, which prices the kinds it lacks).
+  std::string describe_inputs() const override;
   // Out-of-range queries of one kind.
   int64_t num_out_of_range_queries(OpKind kind) const;
   // Queries priced through a proxy kind (lm_head by dense_ffn, in profiles without lm_head).

@@ -3,11 +3,16 @@
 // Implementations: "roofline" (hardware peaks x per-op efficiencies, sim/cost/roofline.h) and
 // "calibrated" (fits of engine measurements, sim/calibration). Scenarios choose one in [cost].
 // Durations are double seconds; the caller rounds once when it turns them into SimTime.
+// Callers that time a simulation use checked_seconds(): a duration that is negative, not a
+// number or beyond the horizon (sim/core/horizon.h; an absurd coefficient in a profile, a GPU
+// peak of almost nothing) is bad input, not a number to round.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
+#include "sim/core/horizon.h"
 #include "sim/cost/op_work.h"
 
 namespace moesim::sim {
@@ -20,6 +25,23 @@ class CostModel {
   virtual double seconds(const OpWork& work) const = 0;
   // Queries outside the range the model was fitted on (calibrated models); 0 for roofline.
   virtual int64_t num_out_of_range_queries() const { return 0; }
+  // The inputs its durations are computed from, as a noun phrase for error messages ("the
+  // coefficients of calibration profile 'x'"): what a user should check.
+  virtual std::string describe_inputs() const { return "the cost model's parameters"; }
+
+  // seconds(work), or a HorizonError naming the op, its work, the model and describe_inputs()
+  // when that is negative, not a number or beyond the horizon. One comparison on the normal
+  // path.
+  double checked_seconds(const OpWork& work) const {
+    const double s = seconds(work);
+    if (!within_horizon_s(s)) [[unlikely]] {
+      throw_bad_op_duration(work, s);
+    }
+    return s;
+  }
+
+ private:
+  [[noreturn]] void throw_bad_op_duration(const OpWork& work, double seconds) const;
 };
 
 }  // namespace moesim::sim

@@ -48,6 +48,16 @@ void read_pair(TomlTable& t, std::string_view key, double& lo, double& hi) {
   hi = v[1];
 }
 
+// Domains of a segment's coefficients (issue 19): no device does less than 1 FLOP/s or moves
+// less than 1 byte/s, and a fixed cost above 1000 s per op or per token (the bound of a
+// collective's latency_s) is no kernel. An absurd coefficient would make every op take centuries.
+void check_segment(const TomlTable& s, const FitSegment& seg) {
+  if (seg.s_per_flop > 1) s.fail("s_per_flop", "must be at most 1 (a device of 1 FLOP/s)");
+  if (seg.s_per_byte > 1) s.fail("s_per_byte", "must be at most 1 (a device of 1 byte/s)");
+  if (seg.intercept_s > 1e3) s.fail("intercept_s", "must be at most 1000 s");
+  if (seg.s_per_token > 1e3) s.fail("s_per_token", "must be at most 1000 s");
+}
+
 FitFeature parse_feature(TomlTable& t, const std::string& name) {
   if (name == "flops") return FitFeature::kFlops;
   if (name == "bytes") return FitFeature::kBytes;
@@ -198,6 +208,7 @@ CalibrationProfile parse_profile(std::string_view text, const std::string& name)
       seg.s_per_flop = s.get_double_in("s_per_flop", 0, kMax);
       seg.s_per_byte = s.get_double_in("s_per_byte", 0, kMax);
       seg.s_per_token = s.get_double_in("s_per_token", 0, kMax);
+      check_segment(s, seg);
       s.finish();
       f.segments.push_back(seg);
     }
@@ -217,7 +228,8 @@ CalibrationProfile parse_profile(std::string_view text, const std::string& name)
     c.op = t.get_enum("op", {"dispatch_a2a", "combine_a2a"});
     c.link_class = t.get_enum("link_class", {"local", "network"});
     c.latency_s = t.get_double_in("latency_s", 0, 1e3);
-    c.bytes_per_s = t.get_double_in("bytes_per_s", 1e-300, std::numeric_limits<double>::max());
+    c.bytes_per_s = t.get_double_in("bytes_per_s", 0, std::numeric_limits<double>::max());
+    if (!(c.bytes_per_s >= 1)) t.fail("bytes_per_s", "must be at least 1 (1 byte/s)");
     TomlTable r = t.get_table("range");
     read_pair(r, "bytes", c.range.bytes_min, c.range.bytes_max);
     r.finish();

@@ -107,4 +107,9 @@ double RooflineCostModel::seconds(const OpWork& work) const {
   return e.overhead_us * 1e-6 + std::max(compute_s, memory_s);
 }
 
+std::string RooflineCostModel::describe_inputs() const {
+  return "the peak FLOP/s and HBM bandwidth of GPU '" + gpu_.name +
+         "' ([gpu] in the topology) and [cost.roofline]";
+}
+
 }  // namespace moesim::sim

@@ -41,6 +41,8 @@ class RooflineCostModel final : public CostModel {
   RooflineCostModel(GpuSpec gpu, RooflineParams params);
   std::string_view name() const override { return "roofline"; }
   double seconds(const OpWork& work) const override;
+  // Names the GPU's peaks and [cost.roofline].
+  std::string describe_inputs() const override;
   const RooflineParams& params() const { return params_; }
 
  private:

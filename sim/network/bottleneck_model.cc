@@ -564,6 +564,12 @@ void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResu
 void BottleneckModel::finish_result(int32_t num_participants, int32_t num_flows, double duration_s,
                                     CollectiveResult& result) {
   const int32_t p = num_participants;
+  // Duration check (issue 19): every GPU's send and receive times are at most duration_s, so
+  // this one comparison keeps all the roundings below in range.
+  if (!within_horizon_s(duration_s)) [[unlikely]] {
+    throw_collective_beyond_horizon(topology_, std::span(link_bytes_.data(), num_links_),
+                                    duration_s);
+  }
   result.num_flows = num_flows;
   result.duration_ns = round_to_ns(duration_s);
   result.send_done_ns.resize(p);

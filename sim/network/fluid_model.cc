@@ -32,7 +32,8 @@ void FluidModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
   result.recv_done_ns.assign(p, 0);
   result.duration_ns = 0;
   for (size_t f = 0; f < flow_pairs_.size(); ++f) {
-    const SimTime finish_ns = from_seconds(solver_.finish_time_s(static_cast<int32_t>(f)));
+    const SimTime finish_ns = collective_duration_ns(solver_.finish_time_s(static_cast<int32_t>(f)),
+                                                     topology_, link_bytes_);
     const auto [s, d] = flow_pairs_[f];
     result.send_done_ns[s] = std::max(result.send_done_ns[s], finish_ns);
     result.recv_done_ns[d] = std::max(result.recv_done_ns[d], finish_ns);

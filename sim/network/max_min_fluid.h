@@ -43,7 +43,10 @@ class MaxMinFluid {
   // rate x delta_s bytes; flows with no bytes left finish at the new time, flows whose start
   // delay has elapsed start.
   void advance(double delta_s);
-  // Runs advance(next_event_delay_s()) until every flow is done.
+  // Runs advance(next_event_delay_s()) until every flow is done, or until the next event is
+  // infinitely far (flows whose bytes / rate overflow a double, on links of absurdly small
+  // capacity): those flows keep an infinite finish_time_s(), which the caller's duration check
+  // refuses (network_model.h).
   void run_to_completion();
 
   double now_s() const { return now_s_; }

@@ -71,6 +71,45 @@ void set_bottleneck(const Topology& topology, std::span<const double> link_bytes
   result.bottleneck_capacity_bytes_per_s = links[best].capacity_bytes_per_s;
 }
 
+void throw_collective_beyond_horizon(const Topology& topology, std::span<const double> link_bytes,
+                                     double duration_s) {
+  const auto& links = topology.links();
+  int32_t worst = -1;
+  double worst_s = -1;
+  for (size_t l = 0; l < link_bytes.size() && l < links.size(); ++l) {
+    if (!(link_bytes[l] > 0)) continue;
+    const double time_s = link_bytes[l] / links[l].capacity_bytes_per_s;
+    if (!(time_s <= worst_s)) {  // NaN or infinity wins
+      worst_s = time_s;
+      worst = static_cast<int32_t>(l);
+    }
+  }
+  std::string detail;
+  auto link_name = [&](int32_t l) {
+    return std::string(link_class_name(links[l].link_class)) + " " +
+           topology.vertex_name(links[l].from_vertex) + "->" +
+           topology.vertex_name(links[l].to_vertex);
+  };
+  if (worst >= 0) {
+    detail = "its bottleneck, link " + link_name(worst) + ", carries " +
+             format_number(link_bytes[worst]) + " bytes at " +
+             format_number(links[worst].capacity_bytes_per_s) + " bytes/s; ";
+  } else {
+    for (size_t l = 0; l < links.size(); ++l) {
+      if (worst < 0 || links[l].capacity_bytes_per_s < links[worst].capacity_bytes_per_s) {
+        worst = static_cast<int32_t>(l);
+      }
+    }
+    if (worst >= 0) {
+      detail = "the topology's slowest link, " + link_name(worst) + ", runs at " +
+               format_number(links[worst].capacity_bytes_per_s) + " bytes/s; ";
+    }
+  }
+  throw_bad_duration("network: an all-to-all", duration_s,
+                     detail + "check the bandwidths and latencies of topology '" + topology.name() +
+                         "' (and a calibration profile's network efficiencies)");
+}
+
 void set_barrier_waits(CollectiveResult& result) {
   const size_t p = result.recv_done_ns.size();
   result.barrier_wait_ns.resize(p);

@@ -17,10 +17,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sim/core/horizon.h"
 #include "sim/core/time.h"
 #include "sim/network/traffic_matrix.h"
 #include "sim/topology/topology.h"
@@ -103,5 +105,22 @@ void set_bottleneck(const Topology& topology, std::span<const double> link_bytes
                     CollectiveResult& result);
 // Sets result.barrier_wait_ns = duration_ns - recv_done_ns per GPU.
 void set_barrier_waits(CollectiveResult& result);
+
+// Every model checks a collective's duration before rounding it (issue 19): one that is negative,
+// not a number or beyond the horizon (sim/core/horizon.h) is bad input. Throws HorizonError
+// naming the collective's bottleneck (the link with the largest bytes / capacity among
+// `link_bytes`, bytes per link id; the topology's lowest-capacity link when `link_bytes` is
+// empty), its load and capacity, and the topology.
+[[noreturn]] void throw_collective_beyond_horizon(const Topology& topology,
+                                                  std::span<const double> link_bytes,
+                                                  double duration_s);
+// `duration_s` rounded to nanoseconds (from_seconds), after that check.
+inline SimTime collective_duration_ns(double duration_s, const Topology& topology,
+                                      std::span<const double> link_bytes) {
+  if (!within_horizon_s(duration_s)) [[unlikely]] {
+    throw_collective_beyond_horizon(topology, link_bytes, duration_s);
+  }
+  return from_seconds(duration_s);
+}
 
 }  // namespace moesim::sim

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "sim/core/check.h"
+#include "sim/core/horizon.h"
 
 namespace moesim::sim {
 namespace {
+
+// For the HorizonError of an admission delay past the horizon (sim/core/horizon.h).
+constexpr const char* kDelayWhat = "policies.long_context_cap: the request's admission delay";
 
 // Linear interpolation between closest ranks of sorted values (as percentiles()).
 double quantile(const std::vector<double>& sorted, double q) {
@@ -62,7 +67,13 @@ void LongContextCapPolicy::on_arrival(PolicyContext& ctx, Request& request,
     case LongContextAction::kSummarize: {
       const double read_s =
           static_cast<double>(request.prompt_tokens) / params_.preprocess_tokens_per_s;
-      decision.delay_ns += from_seconds(read_s);
+      const SimTime read_ns = checked_duration_ns(
+          read_s,
+          "policies.long_context_cap: reading a prompt of " +
+              std::to_string(request.prompt_tokens) + " tokens at preprocess_tokens_per_s = " +
+              format_number(params_.preprocess_tokens_per_s),
+          "raise preprocess_tokens_per_s");
+      decision.delay_ns = add_within_horizon(decision.delay_ns, read_ns, kDelayWhat);
       rewrite_prompt(request, params_.summary_tokens, 0, {}, 0, hashes_);
       if (!params_.short_pool.empty()) decision.pool = params_.short_pool;
       ctx.count_action("long_context_summarize");
@@ -79,7 +90,7 @@ void LongContextCapPolicy::on_arrival(PolicyContext& ctx, Request& request,
       const SimTime interval_ns = from_seconds(params_.batch_interval_s);
       const SimTime release_ns = (ctx.now() / interval_ns + 1) * interval_ns;
       decision.pool = params_.pool;
-      decision.delay_ns += release_ns - ctx.now();
+      decision.delay_ns = add_within_horizon(decision.delay_ns, release_ns - ctx.now(), kDelayWhat);
       ctx.count_action("long_context_offline");
       break;
     }

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "sim/core/check.h"
+#include "sim/core/horizon.h"
 
 namespace moesim::sim {
 
@@ -106,7 +108,13 @@ void SessionCouplingPolicy::on_arrival(PolicyContext& ctx, Request& request,
     tokens_removed_fuse_ += prompt0 - prompt;
     const double delay_s = static_cast<double>(summary) / params_.summary_tokens_per_s;
     summary_delay_s_ += delay_s;
-    decision.delay_ns += from_seconds(delay_s);
+    const SimTime delay_ns = checked_duration_ns(
+        delay_s,
+        "policies.session_coupling: summarising " + std::to_string(summary) +
+            " tokens at summary_tokens_per_s = " + format_number(params_.summary_tokens_per_s),
+        "raise summary_tokens_per_s");
+    decision.delay_ns = add_within_horizon(
+        decision.delay_ns, delay_ns, "policies.session_coupling: the request's admission delay");
     ctx.count_action("coupling_fuse");
   }
   if (!s.rewritten && changed_from < 0) return;  // untouched so far: the generator's prompt

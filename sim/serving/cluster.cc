@@ -7,6 +7,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/core/check.h"
+#include "sim/core/horizon.h"
 #include "sim/serving/cluster_sim.h"
 
 namespace moesim::sim {
@@ -107,7 +108,7 @@ void ClusterSim::build_replicas() {
 }
 
 RunOutput ClusterSim::run() {
-  const SimTime end = from_seconds(sc_.run.duration_s);
+  const SimTime end = checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
   sim_.schedule_at(end, k_end_);
   for (auto& p : policies_) p->on_start(*this);
   // The placement at the start (what recorded steps start from): every replica's GPUs (disjoint
@@ -162,7 +163,8 @@ RunOutput ClusterSim::run() {
 }
 
 void ClusterSim::retire_finished(bool all) {
-  const SimTime end_ns = all ? sim_.now() : from_seconds(sc_.run.duration_s);
+  const SimTime end_ns =
+      all ? sim_.now() : checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
   while (!records_.empty() && (all || records_.front().outcome != RequestOutcome::kInFlight)) {
     const RequestRecord& rec = records_.front();
     stats_.add(rec, end_ns);

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <iomanip>
 #include <map>
+#include <optional>
 
 #include "moesim_version.h"
+#include "sim/core/checked_number.h"
 #include "sim/metrics/figure_text.h"
 
 namespace moesim::sim {
@@ -16,8 +18,12 @@ using nlohmann::json;
 
 // A figure: the 15-digit value (figure_text.h), or null where it has no data.
 json num(double v, bool has = true) { return has ? json(clean_double(v)) : json(nullptr); }
-// A byte or token count: a whole number.
-json count_json(double v) { return json(std::llround(v)); }
+// A byte or token count: a whole number; a figure where it does not fit int64 (a run's total
+// bytes can pass 9.2e18), never a wrapped integer.
+json count_json(double v) {
+  const std::optional<int64_t> whole = checked_llround(v);
+  return whole ? json(*whole) : num(v);
+}
 
 json pct_json(const Percentiles& p) {
   const bool has = p.count > 0;

@@ -12,10 +12,11 @@ namespace moesim::sim {
 namespace {
 
 // A span of `dur_s` on GPU g for the observer (if any). Spans that round to 0 ns (float residue
-// of equal clocks) are not reported.
+// of equal clocks) are not reported, nor spans ending past the horizon: finish_step() refuses
+// such a step.
 void trace(StepObserver* observer, int32_t g, const char* name, int32_t layer_idx, double start_s,
            double dur_s) {
-  if (!observer) return;
+  if (!observer || !(start_s + dur_s <= kHorizonS)) return;
   // Both ends rounded, so that a span ending where the next one starts (the same clock value)
   // never overlaps it by a rounding nanosecond.
   const SimTime start_ns = from_seconds(start_s);
@@ -96,10 +97,10 @@ double StepModel::attention_seconds(int32_t attn_class, const std::vector<SeqSli
   const AttentionWork w =
       attention_work(attn_classes_[attn_class], hidden, card_.precision, tp_, seqs);
   double s = 0;
-  if (w.prefill.tokens > 0) s += cost_.seconds(w.prefill);
-  if (w.decode.tokens > 0) s += cost_.seconds(w.decode);
+  if (w.prefill.tokens > 0) s += cost_.checked_seconds(w.prefill);
+  if (w.decode.tokens > 0) s += cost_.checked_seconds(w.decode);
   // Two RMSNorms per layer (before attention and before the FFN).
-  s += 2.0 * cost_.seconds(rmsnorm_work(tokens, hidden, card_.precision.attention));
+  s += 2.0 * cost_.checked_seconds(rmsnorm_work(tokens, hidden, card_.precision.attention));
   if (tp_ > 1) {
     // Ring all-reduce of the attention output over the TP group's NVLink.
     const double bw = topology_.nvlink_bytes_per_s_per_gpu();
@@ -189,8 +190,8 @@ void StepModel::run_dense_ffn(int32_t layer_idx, const FfnSpec& ffn, StepObserve
     // Dense FFN: every GPU of a TP group runs its weight shard on all of the rank's tokens.
     const int64_t t = rank_tokens_[g / tp_];
     if (t == 0) continue;
-    const double f = cost_.seconds(dense_ffn_work(t, card_.hidden_size, ffn.intermediate_size, tp_,
-                                                  card_.precision.dense_ffn));
+    const double f = cost_.checked_seconds(dense_ffn_work(
+        t, card_.hidden_size, ffn.intermediate_size, tp_, card_.precision.dense_ffn));
     advance_compute(g, "dense_ffn", layer_idx, f, observer);
   }
 }
@@ -245,14 +246,19 @@ void StepModel::run_lm_head(const std::vector<std::vector<SeqSlice>>& ranks,
   for (int32_t r = 0; r < num_ranks(); ++r) {
     const int64_t emitting = static_cast<int64_t>(ranks[r].size());
     if (emitting == 0) continue;
-    const double h = cost_.seconds(lm_head_work(emitting, card_.hidden_size, card_.vocab_size, tp_,
-                                                card_.precision.embeddings));
+    const double h = cost_.checked_seconds(lm_head_work(
+        emitting, card_.hidden_size, card_.vocab_size, tp_, card_.precision.embeddings));
     for (int32_t j = 0; j < tp_; ++j) advance_compute(r * tp_ + j, "lm_head", -1, h, observer);
   }
 }
 
 void StepModel::finish_step() {
   const double end = *std::max_element(clock_s_.begin(), clock_s_.end());
+  // Every op and collective was checked on its own; their sums are checked here. Each GPU's
+  // compute, communication and wait sums are at most its clock, so `end` bounds them all.
+  if (!within_horizon_s(end)) [[unlikely]] {
+    throw_step_beyond_horizon(end);
+  }
   result_.duration_ns = std::max<SimTime>(1, from_seconds(end));
   for (int32_t g = 0; g < num_gpus(); ++g) {
     wait_s_[g] += end - clock_s_[g];
@@ -260,6 +266,20 @@ void StepModel::finish_step() {
     result_.comm_ns[g] = from_seconds(comm_s_[g]);
     result_.wait_ns[g] = from_seconds(wait_s_[g]);
   }
+}
+
+void StepModel::throw_step_beyond_horizon(double end_s) const {
+  const auto slowest =
+      static_cast<size_t>(std::max_element(clock_s_.begin(), clock_s_.end()) - clock_s_.begin());
+  throw_bad_duration("step model: a step of " + std::to_string(step_tokens_) + " tokens on " +
+                         std::to_string(num_gpus()) + " GPUs over " +
+                         std::to_string(layers_.size()) + " layers",
+                     end_s,
+                     "its slowest GPU computes for " + format_number(compute_s_[slowest]) +
+                         " s and spends " + format_number(comm_s_[slowest]) +
+                         " s in all-to-alls; check the topology's bandwidths "
+                         "and " +
+                         cost_.describe_inputs());
 }
 
 }  // namespace moesim::sim

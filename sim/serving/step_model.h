@@ -163,7 +163,10 @@ class StepModel {
   void advance_overlapped(int32_t layer_idx, double dispatch_s, double combine_s,
                           StepObserver* observer);
   void run_lm_head(const std::vector<std::vector<SeqSlice>>& ranks, StepObserver* observer);
+  // Rounds the step's clocks and sums into result_; a HorizonError when the step ends past the
+  // horizon (throw_step_beyond_horizon).
   void finish_step();
+  [[noreturn]] void throw_step_beyond_horizon(double end_s) const;
 
   const ModelCard& card_;
   const Topology& topology_;

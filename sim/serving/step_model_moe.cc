@@ -81,8 +81,9 @@ void StepModel::run_router(int32_t layer_idx, const MoeSpec& m, StepObserver* ob
   for (int32_t g = 0; g < num_gpus(); ++g) {
     const int64_t t = gpu_tokens_[g];
     if (t == 0) continue;
-    const double r = cost_.seconds(router_work(m, hidden, t, card_.precision.shared_experts)) +
-                     cost_.seconds(permute_work(t, m.top_k, hidden));
+    const double r =
+        cost_.checked_seconds(router_work(m, hidden, t, card_.precision.shared_experts)) +
+        cost_.checked_seconds(permute_work(t, m.top_k, hidden));
     advance_compute(g, "router", layer_idx, r, observer);
   }
 }
@@ -211,8 +212,10 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
   } else {
     fast_->load(fast_tokens_, fast_reach_);
   }
-  dispatch_s = to_seconds(from_seconds(fast_->dispatch_seconds(dispatch_row_bytes_)));
-  combine_s = to_seconds(from_seconds(fast_->combine_seconds(combine_row_bytes_)));
+  dispatch_s = to_seconds(
+      collective_duration_ns(fast_->dispatch_seconds(dispatch_row_bytes_), topology_, {}));
+  combine_s =
+      to_seconds(collective_duration_ns(fast_->combine_seconds(combine_row_bytes_), topology_, {}));
   dispatch_bytes = fast_->total_tokens() * dispatch_row_bytes_;
   combine_bytes = fast_->total_tokens() * combine_row_bytes_;
   return true;
@@ -279,15 +282,16 @@ void StepModel::price_experts(const MoeSpec& m) {
     if (sel > 0) {
       const double active =
           expected_active_experts(sel, experts_per_gpu_[g], log1p_inv_experts_[g]);
-      e = cost_.seconds(expert_ffn_work(*moe_, hidden, card_.precision.routed_experts,
-                                        dst_selections_[g], active));
+      e = cost_.checked_seconds(expert_ffn_work(*moe_, hidden, card_.precision.routed_experts,
+                                                dst_selections_[g], active));
     }
     const int64_t t = gpu_tokens_[g];
     double sh = 0;
     if (has_shared && t > 0) {
-      sh = cost_.seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts));
+      sh = cost_.checked_seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts));
     }
-    const double cmb = t > 0 ? cost_.seconds(combine_work(t, m.top_k, has_shared, hidden)) : 0.0;
+    const double cmb =
+        t > 0 ? cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden)) : 0.0;
     ffn_s_[g] = e + sh + cmb;
   }
   result_.max_gpu_selections += max_sel;

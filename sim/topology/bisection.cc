@@ -4,6 +4,7 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 
+#include "sim/config/config_error.h"
 #include "sim/core/check.h"
 
 namespace moesim::sim {
@@ -42,6 +43,15 @@ double bisection_bytes_per_s(const Topology& topology) {
     reverse[forward] = backward;
     reverse[backward] = forward;
   };
+  // Whole bytes/s in int64: the sum of every capacity (the source and sink arcs' "infinite"
+  // capacity) must fit, with room for the flow's own sums.
+  double total_double = 1;
+  for (const Link& link : topology.links()) total_double += link.capacity_bytes_per_s;
+  if (!(total_double < 0x1p61)) {
+    throw ConfigError(topology.name(), 0, 0, "network",
+                      "the links' capacities sum to " + std::to_string(total_double) +
+                          " bytes/s, beyond the bisection's int64 flow (2^61)");
+  }
   int64_t total_capacity = 1;
   for (const Link& link : topology.links()) {
     int64_t cap = std::llround(link.capacity_bytes_per_s);

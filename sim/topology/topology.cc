@@ -16,6 +16,9 @@ constexpr int64_t kMaxGpus = int64_t{1} << 20;
 constexpr int32_t kMaxGpusPerNode = 1024;
 constexpr int32_t kMaxFullMeshDomainGpus = 64;
 constexpr int64_t kMaxLeafSpineCables = int64_t{1} << 20;
+// A GPU's scale-up or NIC bandwidth beyond 1 PB/s is no hardware (and keeps the bisection's
+// integer flow, whose capacities sum over every link, inside int64).
+constexpr double kMaxGpuLinkBytesPerS = 1e15;
 
 // a + b for latencies read from the file; ConfigError on overflow.
 SimTime add_latency(const std::string& topology, SimTime a, SimTime b) {
@@ -88,6 +91,9 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
             "a full-mesh domain has at most " + std::to_string(kMaxFullMeshDomainGpus) +
                 " GPUs (its links grow with the square of the domain; use fabric = \"nvswitch\")"};
   }
+  if (spec.nvlink_bytes_per_s > kMaxGpuLinkBytesPerS) {
+    return {"node.nvlink_gbytes_per_s", "must be at most 1000000 (1 PB/s)"};
+  }
   if (domain > 1 && spec.nvlink_bytes_per_s <= 0) {
     return {"node.nvlink_gbytes_per_s", "must be > 0 when an NVLink domain has several GPUs"};
   }
@@ -107,6 +113,9 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
   }
   if (spec.nics_per_gpu < 1) return {"network.nics_per_gpu", "must be >= 1"};
   if (spec.nic_bytes_per_s < 0) return {"network.nic_gbps", "must be >= 0"};
+  if (spec.nic_bytes_per_s > kMaxGpuLinkBytesPerS) {
+    return {"network.nic_gbps", "must be at most 8000000 (1 PB/s)"};
+  }
   const bool has_nics = spec.nic_bytes_per_s > 0;
   if (!has_nics && num_gpus > domain) {
     return {"network.nic_gbps", "must be > 0: the GPUs span " + std::to_string(num_gpus / domain) +

@@ -1,9 +1,12 @@
 #include "sim/topology/topology_parser.h"
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <string>
+#include <utility>
 
 namespace moesim::sim {
 namespace {
@@ -24,6 +27,35 @@ int32_t get_i32(TomlTable& t, std::string_view key) {
 void reject_key(const TomlTable& t, std::string_view key, const std::string& applies_when) {
   if (t.has(key)) t.fail(key, "applies only when " + applies_when);
 }
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+// Domains of physical figures (issue 19). A positive rate below one unit per second (1 byte/s,
+// 1 FLOP/s) is no hardware, and it turns every transfer or op into centuries; 0 and negative
+// values are left to check_topology_spec(), which knows where 0 means "none".
+void check_rate(const TomlTable& t, std::string_view key, double file_value, double unit_per_s,
+                const char* file_unit, const char* one) {
+  if (t.has(key) && file_value > 0 && file_value * unit_per_s < 1) {
+    t.fail(key, number_text(file_value) + " " + file_unit + " is below 1 " + one + " (" +
+                    number_text(1 / unit_per_s) + " " + file_unit + ")");
+  }
+}
+
+// A link or switch latency above 1 s is no interconnect (they are 0.1 to 10 us); the bound also
+// keeps a route's sum of latencies far inside int64 nanoseconds.
+constexpr int64_t kMaxLatencyNs = 1'000'000'000;
+SimTime get_latency_ns(TomlTable& t, std::string_view key) {
+  const int64_t ns = t.get_int(key);
+  if (ns > kMaxLatencyNs) t.fail(key, "must be at most 1000000000 (1 s)");
+  return ns;
+}
+
+// HBM beyond 1 PB per GPU is no hardware (and its bytes must fit int64).
+constexpr double kMaxHbmGbytes = 1e6;
 
 GpuSpec parse_gpu(TomlTable& t) {
   GpuSpec gpu;
@@ -51,8 +83,18 @@ GpuSpec parse_gpu(TomlTable& t) {
   gpu.bf16_flops_per_s = number("bf16_tflops", gpu.bf16_flops_per_s, kTera);
   gpu.fp8_flops_per_s = optional_number("fp8_tflops", gpu.fp8_flops_per_s, kTera);
   gpu.fp4_flops_per_s = optional_number("fp4_tflops", gpu.fp4_flops_per_s, kTera);
-  gpu.hbm_bytes = std::llround(number("hbm_gbytes", static_cast<double>(gpu.hbm_bytes), kGiga));
+  for (auto [key, flops_per_s] : {std::pair{"fp32_tflops", gpu.fp32_flops_per_s},
+                                  {"tf32_tflops", gpu.tf32_flops_per_s},
+                                  {"bf16_tflops", gpu.bf16_flops_per_s},
+                                  {"fp8_tflops", gpu.fp8_flops_per_s},
+                                  {"fp4_tflops", gpu.fp4_flops_per_s}}) {
+    check_rate(t, key, flops_per_s / kTera, kTera, "TFLOP/s", "FLOP/s");
+  }
+  const double hbm_bytes = number("hbm_gbytes", static_cast<double>(gpu.hbm_bytes), kGiga);
+  if (hbm_bytes > kMaxHbmGbytes * kGiga) t.fail("hbm_gbytes", "must be at most 1000000 (1 PB)");
+  gpu.hbm_bytes = std::llround(hbm_bytes);
   gpu.hbm_bytes_per_s = number("hbm_gbytes_per_s", gpu.hbm_bytes_per_s, kGiga);
+  check_rate(t, "hbm_gbytes_per_s", gpu.hbm_bytes_per_s / kGiga, kGiga, "GB/s", "byte/s");
   return gpu;
 }
 
@@ -66,10 +108,12 @@ void parse_node(TomlTable& t, TopologySpec& spec) {
                     ? ScaleUpFabric::kFullMesh
                     : ScaleUpFabric::kSwitch;
   if (spec.nvlink_domain_gpus > 1) {
-    spec.nvlink_bytes_per_s = t.get_double("nvlink_gbytes_per_s") * kGiga;
-    spec.nvlink_latency_ns = t.get_int("nvlink_latency_ns");
+    const double nvlink_gbytes_per_s = t.get_double("nvlink_gbytes_per_s");
+    check_rate(t, "nvlink_gbytes_per_s", nvlink_gbytes_per_s, kGiga, "GB/s", "byte/s");
+    spec.nvlink_bytes_per_s = nvlink_gbytes_per_s * kGiga;
+    spec.nvlink_latency_ns = get_latency_ns(t, "nvlink_latency_ns");
     if (spec.fabric == ScaleUpFabric::kSwitch) {
-      spec.nvswitch_latency_ns = t.get_int("nvswitch_latency_ns");
+      spec.nvswitch_latency_ns = get_latency_ns(t, "nvswitch_latency_ns");
     } else {
       reject_key(t, "nvswitch_latency_ns", "fabric = \"nvswitch\"");
     }
@@ -87,6 +131,7 @@ void parse_network(TomlTable& t, TopologySpec& spec) {
   const int64_t num_gpus = int64_t{spec.num_nodes} * spec.gpus_per_node;
   const bool one_domain = spec.nvlink_domain_gpus > 0 && num_gpus <= spec.nvlink_domain_gpus;
   const double nic_gbps = one_domain ? t.get_double_or("nic_gbps", 0) : t.get_double("nic_gbps");
+  check_rate(t, "nic_gbps", nic_gbps, kGiga / 8, "Gbit/s", "byte/s");
   spec.nic_bytes_per_s = nic_gbps * kGiga / 8;
   const char* nic_keys[] = {"nics_per_gpu",      "nic_latency_ns",       "rail_optimized",
                             "leaf_gpus",         "num_spines",           "oversubscription",
@@ -96,14 +141,14 @@ void parse_network(TomlTable& t, TopologySpec& spec) {
     return;
   }
   spec.nics_per_gpu = get_i32_or(t, "nics_per_gpu", 1);
-  spec.nic_latency_ns = t.get_int("nic_latency_ns");
+  spec.nic_latency_ns = get_latency_ns(t, "nic_latency_ns");
   spec.rail_optimized = t.get_bool_or("rail_optimized", true);
   spec.leaf_gpus = get_i32(t, "leaf_gpus");
   spec.num_spines = get_i32_or(t, "num_spines", 0);
   spec.oversubscription = t.get_double_or("oversubscription", 1.0);
-  spec.switch_latency_ns = t.get_int("switch_latency_ns");
+  spec.switch_latency_ns = get_latency_ns(t, "switch_latency_ns");
   if (spec.num_spines > 0) {
-    spec.leaf_spine_latency_ns = t.get_int("leaf_spine_latency_ns");
+    spec.leaf_spine_latency_ns = get_latency_ns(t, "leaf_spine_latency_ns");
   } else {
     reject_key(t, "leaf_spine_latency_ns", "network.num_spines > 0");
   }

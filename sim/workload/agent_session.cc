@@ -1,5 +1,7 @@
 #include "sim/workload/agent_session.h"
 
+#include "sim/core/horizon.h"
+
 namespace moesim::sim {
 
 AgentSessionPlanner::AgentSessionPlanner(const AgentWorkloadSpec& spec)
@@ -40,7 +42,9 @@ AgentSessionPlan AgentSessionPlanner::draw(Domain domain, RngStream& rng) const 
       AgentAttemptPlan a;
       a.reasoning_tokens = reasoning_tokens_.sample_int(rng);
       a.answer_tokens = answer_tokens_.sample_int(rng);
-      a.tool_wait_ns = from_seconds(tool_wait_s_.sample(rng));
+      a.tool_wait_ns = checked_duration_ns(tool_wait_s_.sample(rng),
+                                           "workload: a tool wait drawn from workload.tool_wait_s",
+                                           "bound the distribution with max");
       a.fails = spec_.rollback_probability > 0.0 && rng.uniform01() < spec_.rollback_probability;
       t.attempts.push_back(a);
       if (!a.fails) break;

@@ -4,6 +4,8 @@
 //            (shape 1 / cv^2): cv > 1 is burstier than Poisson, cv < 1 smoother.
 #pragma once
 
+#include <optional>
+
 #include "sim/config/toml_source.h"
 #include "sim/core/rng.h"
 #include "sim/core/time.h"
@@ -29,7 +31,10 @@ class ArrivalProcess {
  public:
   explicit ArrivalProcess(const ArrivalSpec& spec) : spec_(spec) {}
   // The next arrival time (non-decreasing across calls). The first arrival is one gap after 0.
-  SimTime next_arrival_ns(RngStream& rng);
+  // std::nullopt once an arrival would fall past the horizon (sim/core/horizon.h; a gap of a
+  // century at rate_per_s = 1e-9): the stream ends there, exactly as a run sees it, since no run
+  // reaches the horizon (run.duration_s <= 1e7 s). Every later call returns std::nullopt too.
+  std::optional<SimTime> next_arrival_ns(RngStream& rng);
 
  private:
   ArrivalSpec spec_;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "sim/core/check.h"
+#include "sim/core/horizon.h"
 
 namespace moesim::sim {
 
@@ -111,7 +112,9 @@ std::vector<Request> WorkloadGenerator::generate_all() {
 
 std::optional<Request> WorkloadGenerator::next_synthetic() {
   if (spec_.num_requests && num_open_loop_ >= *spec_.num_requests) return std::nullopt;
-  const SimTime arrival_ns = arrival_.next_arrival_ns(rng_);
+  const std::optional<SimTime> next_ns = arrival_.next_arrival_ns(rng_);
+  if (!next_ns) return std::nullopt;  // past the horizon
+  const SimTime arrival_ns = *next_ns;
   if (spec_.duration_s && arrival_ns >= from_seconds(*spec_.duration_s)) return std::nullopt;
   ++num_open_loop_;
   Request r = new_request(arrival_ns, draw_domain());
@@ -127,7 +130,9 @@ std::optional<Request> WorkloadGenerator::next_synthetic() {
 
 std::optional<Request> WorkloadGenerator::next_agent_session() {
   if (spec_.num_sessions && num_open_loop_ >= *spec_.num_sessions) return std::nullopt;
-  const SimTime arrival_ns = arrival_.next_arrival_ns(rng_);
+  const std::optional<SimTime> next_ns = arrival_.next_arrival_ns(rng_);
+  if (!next_ns) return std::nullopt;  // past the horizon
+  const SimTime arrival_ns = *next_ns;
   if (spec_.duration_s && arrival_ns >= from_seconds(*spec_.duration_s)) return std::nullopt;
   ++num_open_loop_;
   MOESIM_CHECK(next_session_id_ < std::numeric_limits<int32_t>::max(), "session ids exhausted");
@@ -220,6 +225,9 @@ std::optional<Request> WorkloadGenerator::next_trace_row() {
   const TraceRecord& row = (*spec_.trace.records)[trace_idx_++];
   const double scaled_ns =
       static_cast<double>(row.timestamp_ns - trace_start_ns_) / spec_.trace.rate_multiplier;
+  // Rows are in time order: one past the horizon ends the trace, as for the arrival processes
+  // (arrival_process.h).
+  if (!(scaled_ns <= static_cast<double>(kHorizonNs))) return std::nullopt;
   Request r = new_request(static_cast<SimTime>(std::llround(scaled_ns)), draw_domain());
   r.prompt_tokens = row.input_tokens;
   r.output_tokens = row.output_tokens;

@@ -136,7 +136,7 @@ void SimgridModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
     for (int32_t d = 0; d < p; ++d) {
       const double f_s = finish_s[static_cast<size_t>(s) * p + d];
       if (f_s < 0) continue;
-      const SimTime finish_ns = from_seconds(f_s);
+      const SimTime finish_ns = collective_duration_ns(f_s, topology_, link_bytes);
       result.send_done_ns[s] = std::max(result.send_done_ns[s], finish_ns);
       result.recv_done_ns[d] = std::max(result.recv_done_ns[d], finish_ns);
       result.duration_ns = std::max(result.duration_ns, finish_ns);

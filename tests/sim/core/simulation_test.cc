@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "sim/core/distributions.h"
+#include "sim/core/horizon.h"
 
 namespace moesim::sim {
 namespace {
@@ -130,6 +133,54 @@ TEST(Simulation, TwoSimulationsInOneProcessAreIndependent) {
   EXPECT_EQ(draws_a, draws_b);
   EXPECT_EQ(a.digest().hex(), b.digest().hex());
   EXPECT_EQ(alone, run_workload(42, -1));
+}
+
+// The clock's horizon (sim/core/horizon.h): an event past it is bad input, never an overflow.
+TEST(Simulation, EventsUpToTheHorizonRun) {
+  Simulation sim(1);
+  std::vector<SimTime> seen;
+  const EventKind k =
+      sim.register_kind("k", [&](const Event&, Scheduler& s) { seen.push_back(s.now()); });
+  sim.schedule_at(kHorizonNs, k);
+  sim.schedule_after(kHorizonNs - 1, k);
+  sim.run();
+  EXPECT_EQ(seen, (std::vector<SimTime>{kHorizonNs - 1, kHorizonNs}));
+}
+
+// The message of the HorizonError raised when a handler at t = 1.5 s calls `schedule` with the
+// handler's own kind ("step_done").
+std::string horizon_error_of(const std::function<void(Scheduler&, EventKind)>& schedule) {
+  Simulation sim(1);
+  EventKind step_done = 0;
+  step_done =
+      sim.register_kind("step_done", [&](const Event&, Scheduler& s) { schedule(s, step_done); });
+  sim.schedule_at(1'500'000'000, step_done);
+  try {
+    sim.run();
+  } catch (const HorizonError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Simulation, AnEventPastTheHorizonIsAnError) {
+  EXPECT_EQ(horizon_error_of([](Scheduler& s, EventKind k) { s.schedule_at(kHorizonNs + 1, k); }),
+            "simulation clock: event 'step_done' at t = 1.5 s + 3.156e+09 s = 3.156e+09 s passes "
+            "the 100-year horizon (3.156e+09 s)");
+  // now + delay within int64 but past the horizon, and a delay whose sum would overflow int64.
+  EXPECT_EQ(horizon_error_of([](Scheduler& s, EventKind k) { s.schedule_after(kHorizonNs, k); }),
+            "simulation clock: event 'step_done' at t = 1.5 s + 3.156e+09 s = 3.156e+09 s passes "
+            "the 100-year horizon (3.156e+09 s)");
+  EXPECT_EQ(horizon_error_of([](Scheduler& s, EventKind k) { s.schedule_after(kSimTimeMax, k); }),
+            "simulation clock: event 'step_done' at t = 1.5 s + 9.223e+09 s = 9.223e+09 s passes "
+            "the 100-year horizon (3.156e+09 s)");
+}
+
+TEST(Simulation, HorizonErrorsAreConfigErrors) {
+  Simulation sim(1);
+  const EventKind k = sim.register_kind("k", [](const Event&, Scheduler&) {});
+  EXPECT_THROW(sim.schedule_at(kSimTimeMax, k), ConfigError);
+  EXPECT_EQ(sim.num_events_pending(), 0u);  // nothing was queued
 }
 
 TEST(SimulationDeathTest, ScheduleInThePastAborts) {

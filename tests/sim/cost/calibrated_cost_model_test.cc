@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 
 #include "sim/config/config_error.h"
 #include "sim/cost/cost_model_factory.h"
+#include "sim/cost/roofline.h"
 
 namespace moesim::sim {
 namespace {
@@ -115,6 +117,31 @@ TEST(CostModelFactory, CalibratedSpecUsesItsResolvedProfile) {
   spec.kind = CostModelKind::kCalibrated;
   spec.profile = std::make_shared<const CalibrationProfile>(profile());
   EXPECT_EQ(make_cost_model(spec, GpuSpec{})->name(), "calibrated");
+}
+
+// An absurd seconds-per-FLOP (a profile built in code: the reader refuses s_per_flop > 1) made
+// every op take centuries, which rounded to a negative or tiny duration (issue 19).
+TEST(CalibratedCostModel, ADurationBeyondTheHorizonIsAnErrorNamingTheOpAndTheProfile) {
+  CalibrationProfile p = profile();
+  p.ops.push_back(linear_fit("expert_ffn", 0, 0, 1e300, 1e12));
+  CalibratedCostModel m(p, std::make_unique<RooflineCostModel>(GpuSpec{.name = "test-gpu"},
+                                                               RooflineParams::defaults()));
+  const OpWork w = work(OpKind::kExpertFfn, 2e9, 1e6, 16);
+  EXPECT_TRUE(std::isinf(m.seconds(w)));  // the unchecked answer: 1e300 x 2e9
+  try {
+    m.checked_seconds(w);
+    FAIL() << "expected HorizonError";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "cost model 'calibrated': expert_ffn (bf16, 2e+09 FLOPs, 1e+06 bytes, 16 "
+                 "tokens) takes inf s, beyond the 100-year horizon (3.156e+09 s): check the "
+                 "coefficients of calibration profile 'test' (op kinds it has no fit for: the "
+                 "peak FLOP/s and HBM bandwidth of GPU 'test-gpu' ([gpu] in the topology) and "
+                 "[cost.roofline])");
+  }
+  // Within the horizon the checked answer is the answer.
+  EXPECT_EQ(m.checked_seconds(work(OpKind::kRmsNorm, 0, 1000, 4)),
+            m.seconds(work(OpKind::kRmsNorm, 0, 1000, 4)));
 }
 
 }  // namespace

@@ -3,10 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "sim/config/config_error.h"
+#include "tests/support/config_errors.h"
 
 namespace moesim::sim {
 namespace {
@@ -64,6 +69,30 @@ TEST(Profile, WrongSchemaIsAConfigError) {
 TEST(Profile, UnknownKeyIsAConfigError) {
   EXPECT_THROW(parse_profile("schema = \"moesim.profile.v1\"\nbogus = 1\n", "bad.toml"),
                ConfigError);
+}
+
+// The bad-profile corpus (tests/data/bad/profiles/): every file fails with its exact message
+// (after "<path>:"), and every file is listed. Coefficients outside their documented domains
+// (issue 19) would make every op take centuries.
+TEST(Profile, BadCorpusGivesExactMessages) {
+  const std::string dir = std::string(MOESIM_SOURCE_DIR) + "/tests/data/bad/profiles/";
+  const std::map<std::string, std::string> expected = {
+      {"s_per_flop_absurd.toml",
+       "27:18: op[0].segment[0].s_per_flop: must be at most 1 (a device of 1 FLOP/s)"},
+      {"intercept_absurd.toml", "25:19: op[0].segment[0].intercept_s: must be at most 1000 s"},
+      {"collective_below_one_byte_per_s.toml",
+       "9:15: collective[0].bytes_per_s: must be at least 1 (1 byte/s)"},
+  };
+  std::set<std::string> on_disk;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    on_disk.insert(entry.path().filename().string());
+  }
+  EXPECT_EQ(on_disk.size(), expected.size()) << "every bad file needs an expected message";
+  for (const auto& [file, message] : expected) {
+    const std::string path = dir + file;
+    EXPECT_EQ(testing::config_error_of([&] { load_profile(path); }, "(loaded)"),
+              path + ":" + message);
+  }
 }
 
 }  // namespace

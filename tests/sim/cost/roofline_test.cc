@@ -73,6 +73,22 @@ TEST(RooflineTest, OverheadIsAddedToNonEmptyWorkOnly) {
   EXPECT_EQ(m.seconds(empty), 0.0);
 }
 
+TEST(RooflineTest, APeakOfAlmostNothingIsAnErrorBeyondTheHorizon) {
+  // A GPU spec built in code (the topology reader refuses peaks below 1 FLOP/s).
+  GpuSpec g = round_gpu();
+  g.bf16_flops_per_s = 1e-300;
+  RooflineCostModel m(g, ideal_params());
+  EXPECT_EQ(testing::config_error_of(
+                [&] { m.checked_seconds(work(OpKind::kDenseFfn, DType::kBF16, 1e6, 1e6)); }),
+            "cost model 'roofline': dense_ffn (bf16, 1e+06 FLOPs, 1e+06 bytes, 1 tokens) takes "
+            "1e+306 s, beyond the 100-year horizon (3.156e+09 s): check the peak FLOP/s and HBM "
+            "bandwidth of GPU 'round' ([gpu] in the topology) and [cost.roofline]");
+  // The same work on the round GPU: checked_seconds() is seconds().
+  RooflineCostModel ok(round_gpu(), ideal_params());
+  const OpWork w = work(OpKind::kDenseFfn, DType::kBF16, 1e12, 1e6);
+  EXPECT_EQ(ok.checked_seconds(w), ok.seconds(w));
+}
+
 TEST(RooflineTest, DefaultsMatchTheDocumentedExpertFfnEntry) {
   RooflineCostModel m(round_gpu(), RooflineParams::defaults());
   // expert_ffn: compute 0.65, bandwidth 0.8, 4 us.

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+
 #include "sim/config/config_error.h"
 #include "tests/sim/network/test_traffic.h"
 #include "tests/support/test_topologies.h"
@@ -67,6 +70,89 @@ TEST(CollectiveResult, BottleneckIsTheLinkWithTheLongestDrainTime) {
   EXPECT_EQ(r.bottleneck_class, LinkClass::kNic);
   EXPECT_DOUBLE_EQ(r.bottleneck_bytes, 1e6);
   EXPECT_DOUBLE_EQ(r.bottleneck_capacity_bytes_per_s, 50e9);
+}
+
+// Durations beyond the horizon (sim/core/horizon.h, issue 19): a link of 1e-300 GB/s made an
+// all-to-all wrap to a negative duration, which the step model then took as 1 ns.
+std::string horizon_error_of(NetworkModel& model, const TrafficMatrix& traffic) {
+  try {
+    model.run(traffic);
+  } catch (const HorizonError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Topology slow_nic_topology(double nic_bytes_per_s) {
+  TopologySpec spec = testing::h800_like_spec(2, 4);
+  spec.nic_bytes_per_s = nic_bytes_per_s;
+  return build_topology(spec);
+}
+
+TEST(CollectiveHorizon, ALinkOf1em300GbytesPerSecondIsAnErrorInEveryModel) {
+  const Topology topo = slow_nic_topology(1e-300 * 1e9);
+  const TrafficMatrix traffic = testing::uniform_all_to_all(8, 1e6);
+  NetworkModelRegistry registry;
+  for (const std::string& name : registry.names()) {
+    std::unique_ptr<NetworkModel> model = registry.make(name, topo);
+    const std::string message = horizon_error_of(*model, traffic);
+    SCOPED_TRACE(name + ": " + message);
+    EXPECT_EQ(message.rfind("network: an all-to-all takes ", 0), 0u);
+    EXPECT_NE(message.find(" s, beyond the 100-year horizon (3.156e+09 s): its bottleneck, link "),
+              std::string::npos);
+    EXPECT_NE(message.find("check the bandwidths and latencies of topology 'test-2x4'"),
+              std::string::npos);
+  }
+  // The uplink of GPU 0's NIC carries its 4 cross-node flows: 4e6 bytes at 1e-291 bytes/s.
+  std::unique_ptr<NetworkModel> bottleneck = registry.make("bottleneck", topo);
+  EXPECT_EQ(horizon_error_of(*bottleneck, traffic),
+            "network: an all-to-all takes 4e+297 s, beyond the 100-year horizon (3.156e+09 s): "
+            "its bottleneck, link nic gpu0->leaf0, carries 4e+06 bytes at 1e-291 bytes/s; check "
+            "the bandwidths and latencies of topology 'test-2x4' (and a calibration profile's "
+            "network efficiencies)");
+}
+
+TEST(CollectiveHorizon, ACapacityWhoseInverseOverflowsIsAnErrorNotACrash) {
+  // 1 / 1e-320 is infinite: link times become infinite (and 0 x infinity NaN).
+  const Topology topo = slow_nic_topology(1e-320);
+  const TrafficMatrix traffic = testing::uniform_all_to_all(8, 1e6);
+  NetworkModelRegistry registry;
+  for (const std::string& name : registry.names()) {
+    std::unique_ptr<NetworkModel> model = registry.make(name, topo);
+    const std::string message = horizon_error_of(*model, traffic);
+    SCOPED_TRACE(name + ": " + message);
+    EXPECT_EQ(message.rfind("network: an all-to-all takes inf s, beyond the 100-year horizon", 0),
+              0u);
+  }
+}
+
+TEST(CollectiveHorizon, AHugeLatencyIsAnErrorInEveryModel) {
+  // Readers refuse latencies above 1 s; a spec built in code can carry one of a century.
+  TopologySpec spec = testing::h800_like_spec(2, 4);
+  spec.nic_latency_ns = kHorizonNs;
+  const Topology topo = build_topology(spec);
+  const TrafficMatrix traffic = testing::uniform_all_to_all(8, 1e6);
+  NetworkModelRegistry registry;
+  for (const std::string& name : registry.names()) {
+    std::unique_ptr<NetworkModel> model = registry.make(name, topo);
+    const std::string message = horizon_error_of(*model, traffic);
+    SCOPED_TRACE(name + ": " + message);
+    EXPECT_EQ(message.rfind("network: an all-to-all takes 6.312e+09 s, beyond the 100-year "
+                            "horizon (3.156e+09 s)",
+                            0),
+              0u);
+  }
+}
+
+TEST(CollectiveHorizon, TheSameTopologyWithinTheHorizonRuns) {
+  const Topology topo = slow_nic_topology(1e-3);  // 1 byte per 1000 s: slow, but representable
+  const TrafficMatrix traffic = testing::uniform_all_to_all(8, 1e3);
+  NetworkModelRegistry registry;
+  for (const std::string& name : registry.names()) {
+    const CollectiveResult r = registry.make(name, topo)->run(traffic);
+    EXPECT_GT(r.duration_ns, 3 * kNsPerS * 1'000'000) << name;  // over a month
+    EXPECT_LE(r.duration_ns, kHorizonNs) << name;
+  }
 }
 
 }  // namespace

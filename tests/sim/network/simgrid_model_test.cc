@@ -22,6 +22,7 @@
 #include <cmath>
 #include <string>
 
+#include "sim/core/horizon.h"
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/fluid_model.h"
 #include "tests/sim/network/test_traffic.h"
@@ -102,6 +103,25 @@ TEST(SimgridModel, RegisteredByName) {
   EXPECT_EQ(r.recv_done_ns[0], r.duration_ns);
   EXPECT_EQ(r.barrier_wait_ns[0], 0);
   EXPECT_GT(r.barrier_wait_ns[1], 0);
+}
+
+// A collective beyond the horizon (sim/core/horizon.h) is an error here too: NICs of 1 byte/s
+// carrying 4e9 bytes per cross-node pair.
+TEST(SimgridModel, ACollectiveBeyondTheHorizonIsAnError) {
+  TopologySpec spec = testing::h800_like_spec(2, 4);
+  spec.nic_bytes_per_s = 1.0;
+  const Topology topo = build_topology(spec);
+  SimgridModel model(topo);
+  try {
+    model.run(testing::uniform_all_to_all(8, 4e9));
+    FAIL() << "expected HorizonError";
+  } catch (const HorizonError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.rfind("network: an all-to-all takes ", 0), 0u) << message;
+    EXPECT_NE(message.find("beyond the 100-year horizon (3.156e+09 s): its bottleneck, link "),
+              std::string::npos)
+        << message;
+  }
 }
 
 }  // namespace

@@ -9,8 +9,11 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "sim/core/horizon.h"
 #include "sim/cost/roofline.h"
 #include "sim/model/model_card_parser.h"
 #include "sim/network/network_model.h"
@@ -69,6 +72,17 @@ class FixedRouting final : public RoutingModel {
       }
     }
   }
+  // route_to_gpus()'s column sums (the fast tier's query).
+  bool route_totals_to_gpus(const RoutingQuery& q, std::span<const int32_t> gpu_of_expert,
+                            int32_t num_dst_gpus, std::vector<int64_t>& totals) override {
+    CountMatrix m;
+    route_to_gpus(q, gpu_of_expert, num_dst_gpus, m);
+    totals.assign(num_dst_gpus, 0);
+    for (int32_t s = 0; s < m.num_rows(); ++s) {
+      for (int32_t d = 0; d < num_dst_gpus; ++d) totals[d] += m.at(s, d);
+    }
+    return true;
+  }
   bool reports_destinations() const override { return destinations; }
   std::span<const double> expected_shares(int32_t, int64_t) override { return expected; }
 
@@ -83,9 +97,14 @@ class FixedRouting final : public RoutingModel {
 // A step model over `num_gpus` GPUs of one node; owns its dependencies.
 struct Fixture {
   Fixture(const ModelCard& card, int32_t num_gpus, DeploymentSpec d, int32_t hot_gpu = -1)
-      : topology(h200_node(num_gpus)),
+      : Fixture(card, testing::nvlink_node_spec("h200-sxm", num_gpus, 360e9), d, hot_gpu) {}
+  // The same over the GPUs of `spec`, priced by `cost_override` when given (else the roofline).
+  Fixture(const ModelCard& card, TopologySpec spec, DeploymentSpec d, int32_t hot_gpu = -1,
+          const CostModel* cost_override = nullptr)
+      : topology(build_topology(std::move(spec))),
         cost(topology.gpu_spec(), RooflineParams::defaults()),
         deployment(d) {
+    const int32_t num_gpus = topology.num_gpus();
     deployment.gpus_per_replica = num_gpus;
     std::vector<GpuId> gpus;
     for (int32_t g = 0; g < num_gpus; ++g) gpus.emplace_back(g);
@@ -103,8 +122,8 @@ struct Fixture {
       net = network.get();
       rt = routing.get();
     }
-    model = std::make_unique<StepModel>(card, topology, deployment, gpus, placement.get(), cost,
-                                        net, rt);
+    model = std::make_unique<StepModel>(card, topology, deployment, gpus, placement.get(),
+                                        cost_override ? *cost_override : cost, net, rt);
   }
   Topology topology;
   RooflineCostModel cost;
@@ -435,6 +454,89 @@ TEST(StepModelTest, BalanceBySlotOnTheFastPathIsTheExpectation) {
   const double mean = 2.0 / 17.0;
   EXPECT_NEAR(b.slot_imbalance_sum, 2 * 7.0 + (0.5 - mean) / mean, 1e-12);
   EXPECT_NEAR(b.slot_balancedness_sum, 2 * 0.125 + mean / 0.5, 1e-12);
+}
+
+// Durations beyond the horizon (sim/core/horizon.h, issue 19): refused, never rounded.
+std::string horizon_error_of(Fixture& f, const std::vector<std::vector<SeqSlice>>& batch,
+                             StepObserver* observer = nullptr) {
+  try {
+    f.model->run(0, batch, observer);
+  } catch (const HorizonError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(StepModelHorizon, AGpuOfAlmostNoFlopsOrBandwidthIsAnOpError) {
+  TopologySpec spec = testing::nvlink_node_spec("h200-sxm", 8, 360e9);
+  spec.gpu.fp32_flops_per_s = spec.gpu.tf32_flops_per_s = spec.gpu.bf16_flops_per_s =
+      spec.gpu.fp8_flops_per_s = spec.gpu.fp4_flops_per_s = 1e-300;
+  spec.gpu.hbm_bytes_per_s = 1e-300;
+  Fixture f(tiny(), spec, DeploymentSpec{});
+  const std::string message = horizon_error_of(f, decode_batch(8, 4, 1000));
+  EXPECT_EQ(message.rfind("cost model 'roofline': ", 0), 0u) << message;
+  EXPECT_NE(message.find(" s, beyond the 100-year horizon (3.156e+09 s): check the peak FLOP/s "
+                         "and HBM bandwidth of GPU 'h200-sxm' ([gpu] in the topology) and "
+                         "[cost.roofline]"),
+            std::string::npos)
+      << message;
+}
+
+// Prices every op at a fixed duration.
+class FixedCost final : public CostModel {
+ public:
+  explicit FixedCost(double seconds) : seconds_(seconds) {}
+  std::string_view name() const override { return "fixed"; }
+  double seconds(const OpWork& work) const override { return work.empty() ? 0 : seconds_; }
+  std::string describe_inputs() const override { return "the test's constant"; }
+
+ private:
+  double seconds_;
+};
+
+TEST(StepModelHorizon, OpsWithinTheHorizonAddingUpPastItAreAStepError) {
+  // Every op takes a fifth of the horizon: each passes its own check, the step (several ops per
+  // layer, several layers) does not.
+  const FixedCost cost(kHorizonS / 5);
+  Fixture f(tiny(), testing::nvlink_node_spec("h200-sxm", 8, 360e9), DeploymentSpec{}, -1, &cost);
+  CountingObserver obs;  // spans past the horizon are not reported; the step is refused
+  const std::string message = horizon_error_of(f, decode_batch(8, 4, 1000), &obs);
+  EXPECT_EQ(message.rfind("step model: a step of 32 tokens on 8 GPUs over ", 0), 0u) << message;
+  EXPECT_NE(message.find(" s, beyond the 100-year horizon (3.156e+09 s): its slowest GPU computes "
+                         "for "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("check the topology's bandwidths and the test's constant"),
+            std::string::npos)
+      << message;
+  EXPECT_LE(obs.max_end_ns, kHorizonNs);
+}
+
+TEST(StepModelHorizon, AnOpPastTheHorizonNamesTheOp) {
+  const FixedCost cost(1e300);
+  Fixture f(tiny(), testing::nvlink_node_spec("h200-sxm", 8, 360e9), DeploymentSpec{}, -1, &cost);
+  const std::string message = horizon_error_of(f, decode_batch(8, 4, 1000));
+  EXPECT_NE(message.find("cost model 'fixed': "), std::string::npos) << message;
+  EXPECT_NE(message.find(" takes 1e+300 s, beyond the 100-year horizon (3.156e+09 s): check the "
+                         "test's constant"),
+            std::string::npos)
+      << message;
+}
+
+TEST(StepModelHorizon, ALinkOfAlmostNoBandwidthIsACollectiveErrorOnBothTiers) {
+  for (bool fast : {false, true}) {
+    Fixture f(tiny(), testing::nvlink_node_spec("h200-sxm", 8, 1e-300 * 1e9), DeploymentSpec{});
+    f.model->set_fast_tier(fast);
+    ASSERT_EQ(f.model->fast_tier_refusal(), "");
+    const std::string message = horizon_error_of(f, decode_batch(8, 4, 1000));
+    SCOPED_TRACE(message);
+    EXPECT_EQ(message.rfind("network: an all-to-all takes ", 0), 0u);
+    // The fast tier has no per-link loads: it names the topology's slowest link.
+    EXPECT_NE(message.find(fast ? "the topology's slowest link, nvlink gpu0->nvswitch0, runs at "
+                                  "1e-291 bytes/s"
+                                : "its bottleneck, link nvlink "),
+              std::string::npos);
+  }
 }
 
 }  // namespace

@@ -173,6 +173,16 @@ TEST(TopologyParser, BadCorpusGivesExactMessages) {
       {"oversubscription_below_one.toml", "15:20: network.oversubscription: must be >= 1"},
       {"unknown_fabric.toml",
        "6:10: node.fabric: unknown value 'mesh' (valid: nvswitch, full_mesh)"},
+      // Physical domains (issue 19): figures that would make every duration overflow.
+      {"nic_below_one_byte_per_s.toml",
+       "13:12: network.nic_gbps: 1e-300 Gbit/s is below 1 byte/s (8e-09 Gbit/s)"},
+      {"nvlink_below_one_byte_per_s.toml",
+       "7:23: node.nvlink_gbytes_per_s: 1e-300 GB/s is below 1 byte/s (1e-09 GB/s)"},
+      {"latency_above_one_second.toml",
+       "14:18: network.nic_latency_ns: must be at most 1000000000 (1 s)"},
+      {"peak_below_one_flop_per_s.toml",
+       "4:15: gpu.bf16_tflops: 1e-300 TFLOP/s is below 1 FLOP/s (1e-12 TFLOP/s)"},
+      {"hbm_above_one_petabyte.toml", "4:14: gpu.hbm_gbytes: must be at most 1000000 (1 PB)"},
   };
   std::set<std::string> on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

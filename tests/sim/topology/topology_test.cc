@@ -446,6 +446,12 @@ TEST(Topology, SizeLimitsAreRefusedNamingTheKey) {
   EXPECT_EQ(message(s),
             "test: node.nvlink_domain_gpus: a full-mesh domain has at most 64 GPUs (its links grow "
             "with the square of the domain; use fabric = \"nvswitch\")");
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
+  s.nic_bytes_per_s = 2e15;
+  EXPECT_EQ(message(s), "test: network.nic_gbps: must be at most 8000000 (1 PB/s)");
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
+  s.nvlink_bytes_per_s = 2e15;
+  EXPECT_EQ(message(s), "test: node.nvlink_gbytes_per_s: must be at most 1000000 (1 PB/s)");
   s = h800_sxm_cluster_spec(131073, 1, 1024, true);
   EXPECT_EQ(message(s),
             "test: network.num_nodes: num_nodes x gpus_per_node (1048584) is more than 2^20 GPUs");

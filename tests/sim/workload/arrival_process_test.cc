@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <vector>
+
+#include "sim/core/horizon.h"
 
 namespace moesim::sim {
 namespace {
@@ -20,7 +23,7 @@ GapStats gap_stats(const ArrivalSpec& spec, int n) {
   double sum = 0.0;
   double sum2 = 0.0;
   for (int i = 0; i < n; ++i) {
-    const SimTime t = p.next_arrival_ns(rng);
+    const SimTime t = *p.next_arrival_ns(rng);
     EXPECT_GE(t, last);
     const double gap = to_seconds(t - last);
     sum += gap;
@@ -62,6 +65,30 @@ TEST(ArrivalProcess, ParsesTable) {
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_STREQ(e.what(), "a.toml:1:14: rate_per_s: value 0 is out of range [1e-09, 1000000000]");
+  }
+}
+
+// At the smallest rate (1e-9 per second: mean gap 31.7 years) gaps of centuries are drawn; the
+// running sum overflowed int64 nanoseconds (issue 19). The stream ends at the horizon instead.
+TEST(ArrivalProcess, TheStreamEndsAtTheHorizon) {
+  for (ArrivalSpec::Process process :
+       {ArrivalSpec::Process::kPoisson, ArrivalSpec::Process::kGamma}) {
+    ArrivalSpec spec;
+    spec.process = process;
+    spec.rate_per_s = 1e-9;
+    spec.cv = 3.0;
+    ArrivalProcess p(spec);
+    RngStream rng(5, "arrivals");
+    SimTime last = 0;
+    int n = 0;
+    for (std::optional<SimTime> t; (t = p.next_arrival_ns(rng)); ++n) {
+      EXPECT_GE(*t, last);
+      EXPECT_LE(*t, kHorizonNs);
+      last = *t;
+      ASSERT_LT(n, 1000);
+    }
+    EXPECT_FALSE(p.next_arrival_ns(rng).has_value());  // and stays ended
+    EXPECT_FALSE(p.next_arrival_ns(rng).has_value());
   }
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "sim/core/horizon.h"
 #include "sim/core/simulation.h"
 #include "sim/workload/azure_trace.h"
 #include "sim/workload/mooncake_trace.h"
@@ -355,6 +356,27 @@ TEST(WorkloadGenerator, MooncakeReplayWithWindowAndRateMultiplier) {
   RngStream rng2(1, "workload");
   WorkloadGenerator capped(spec, rng2);
   EXPECT_EQ(capped.generate_all().size(), 10u);
+}
+
+// A trace slowed down 1e6 times (rate_multiplier's floor): a row 292 years in overflowed
+// int64 nanoseconds (issue 19). Rows past the horizon end the trace: no run reaches them.
+TEST(WorkloadGenerator, TraceRowsPastTheHorizonEndTheTrace) {
+  std::vector<TraceRecord> rows(3);
+  rows[0].timestamp_ns = 0;
+  rows[1].timestamp_ns = 3'000'000'000'000'000;  // 34.7 days, x 1e6 = 34,700 years
+  rows[2].timestamp_ns = kSimTimeMax;
+  for (TraceRecord& r : rows) r.input_tokens = r.output_tokens = 10;
+  WorkloadSpec spec = trace_spec(WorkloadKind::kAzure, "unused.csv", rows);
+  RngStream rng(1, "workload");
+  {
+    WorkloadGenerator gen(spec, rng);
+    EXPECT_EQ(gen.generate_all().size(), 2u);  // at speed only the row at 292 years is past it
+  }
+  spec.trace.rate_multiplier = 1e-6;
+  WorkloadGenerator gen(spec, rng);
+  const std::vector<Request> reqs = gen.generate_all();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].arrival_ns, 0);
 }
 
 TEST(WorkloadGenerator, AzureReplayWithWindow) {

@@ -1,6 +1,6 @@
 // ConfigError messages: FILE[:LINE[:COL]]: KEY.PATH: REASON, with a reason quoting a huge input
 // value cut to a readable length.
-#include "sim/config/config_error.h"
+#include "sim/core/config_error.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
-#include "sim/config/config_error.h"
+#include "sim/core/config_error.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace moesim::sim {
@@ -31,6 +32,9 @@ ConfigError::ConfigError(std::string file, int line, int column, std::string key
       column_(column),
       key_path_(std::move(key_path)),
       reason_(std::move(reason)) {}
+
+ConfigError::ConfigError(NoLocation, std::string reason)
+    : std::runtime_error(reason), line_(0), column_(0), reason_(std::move(reason)) {}
 
 int edit_distance(const std::string& a, const std::string& b) {
   std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
