@@ -53,6 +53,11 @@ GpuSpec parse_gpu(TomlTable& t) {
   gpu.fp4_flops_per_s = optional_number("fp4_tflops", gpu.fp4_flops_per_s, kTera);
   gpu.hbm_bytes = std::llround(number("hbm_gbytes", static_cast<double>(gpu.hbm_bytes), kGiga));
   gpu.hbm_bytes_per_s = number("hbm_gbytes_per_s", gpu.hbm_bytes_per_s, kGiga);
+  // Not a hardware figure: no catalogue default, absent unless given.
+  gpu.price_usd_per_hour = t.find_double("price_usd_per_hour");
+  if (gpu.price_usd_per_hour && !(*gpu.price_usd_per_hour > 0 && *gpu.price_usd_per_hour < 1e9)) {
+    t.fail("price_usd_per_hour", "must be > 0 and < 1e9");
+  }
   return gpu;
 }
 
