@@ -211,7 +211,7 @@ Plan search_plan(const SearchResult& result, const std::vector<std::string>& par
     e.config_idx = c.config_idx;
     for (const Override& o : c.overrides)
       e.parameter_values.push_back(override_value_text(o.value));
-    e.parameters = overrides_text(c.overrides);
+    if (!c.overrides.empty()) e.parameters = overrides_text(c.overrides);
     e.error = c.error;
     e.num_gpus = c.num_gpus;
     e.num_runs = c.search.num_probes;

@@ -335,5 +335,56 @@ TEST(Sweep, ResumeRefusesRowsOfOtherPlannerSettings) {
   EXPECT_EQ(find_resume_point(errors, spec, Shard{}, strict).num_done, 1);
 }
 
+// The planner columns (docs/sweeps.md, "Planner outputs"): tokens/s per GPU, GPU-hours and
+// dollars per million tokens at the flag's price, and feasible under the sweep's limits.
+TEST(Sweep, PlannerColumns) {
+  const SweepSpec spec = load_sweep(kGrid);
+  ScenarioTemplate t = ScenarioTemplate::load(spec.scenario_path);
+  auto run = [&](const SweepPlanner& planner) {
+    std::ostringstream os;
+    SweepOptions opt;
+    opt.num_threads = 2;
+    opt.planner = planner;
+    run_sweep(spec, t, opt, os);
+    return rows_of(os.str());
+  };
+  SweepPlanner priced;
+  priced.gpu_price_per_hour = 2.5;
+  const auto rows = run(priced);
+  ASSERT_EQ(rows.size(), 9u);
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const double gpus = std::stod(cell(rows, r, "num_gpus"));
+    const double out = std::stod(cell(rows, r, "output_tokens_per_s"));
+    const double in = std::stod(cell(rows, r, "input_tokens_per_s"));
+    EXPECT_NEAR(std::stod(cell(rows, r, "output_tokens_per_s_per_gpu")), out / gpus, 1e-12 * out);
+    EXPECT_NEAR(std::stod(cell(rows, r, "input_tokens_per_s_per_gpu")), in / gpus, 1e-12 * in);
+    const double gpuh_out = gpus * 1e6 / (out * 3600);
+    EXPECT_NEAR(std::stod(cell(rows, r, "gpu_hours_per_m_output_tokens")), gpuh_out,
+                1e-12 * gpuh_out);
+    EXPECT_NEAR(std::stod(cell(rows, r, "usd_per_m_output_tokens")), 2.5 * gpuh_out,
+                1e-12 * gpuh_out);
+    EXPECT_EQ(cell(rows, r, "gpu_price_per_hour"), "2.5");
+    EXPECT_EQ(cell(rows, r, "gpu_price_source"), "flag");
+    EXPECT_EQ(cell(rows, r, "feasible_limits"), "attainment>=0.99");
+    const bool meets = std::stod(cell(rows, r, "slo_attainment")) >= 0.99;
+    EXPECT_EQ(cell(rows, r, "feasible"), meets ? "true" : "false");
+    EXPECT_EQ(cell(rows, r, "infeasible_reason").empty(), meets);
+  }
+  // No price: the dollar cells are empty, never a made-up number; a percentile limit that every
+  // run breaks makes every row infeasible, with the limit named.
+  SweepPlanner tight;
+  tight.limits.percentile_limits = {{"ttft_p50_ms", 1e-3}};
+  const auto strict = run(tight);
+  for (size_t r = 1; r < strict.size(); ++r) {
+    EXPECT_EQ(cell(strict, r, "usd_per_m_output_tokens"), "");
+    EXPECT_EQ(cell(strict, r, "gpu_price_per_hour"), "");
+    EXPECT_EQ(cell(strict, r, "gpu_price_source"), "");
+    EXPECT_FALSE(cell(strict, r, "gpu_hours_per_m_output_tokens").empty());
+    EXPECT_EQ(cell(strict, r, "feasible"), "false");
+    EXPECT_EQ(cell(strict, r, "infeasible_reason").rfind("ttft_p50_ms ", 0), 0u);
+    EXPECT_EQ(cell(strict, r, "feasible_limits"), "ttft_p50_ms<=0.001, attainment>=0.99");
+  }
+}
+
 }  // namespace
 }  // namespace moesim::sim::study
