@@ -13,6 +13,7 @@
 
 #include "apps/moesim/cli.h"
 #include "apps/moesim/mpi_world.h"
+#include "apps/moesim/plan_options.h"
 #include "sim/config/config_error.h"
 #include "sim/core/json_depth.h"
 #include "sim/io/output_files.h"
@@ -27,11 +28,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: moesim search SCENARIO --slo LIMITS [--grid SWEEP.toml] [--target-rate R]\n"
     "                     [--min-attainment A] [--seed N] [--tolerance T] [--max-doublings K]\n"
-    "                     [--threads N] [--journal FILE [--resume]] [--progress] [--json]\n\n"
+    "                     [--threads N] [--journal FILE [--resume]] [--gpu-price-per-hour USD]\n"
+    "                     [--plan FILE.csv|FILE.json] [--probe-infeasible] [--progress] "
+    "[--json]\n\n"
     "Finds, for each configuration, the highest rate at which SCENARIO meets the SLOs, by scaling\n"
     "the workload's rate (arrival.rate_per_s, or rate_multiplier for traces) with a multiplier:\n"
     "1, then doubling or halving, then geometric bisection. Assumes that meeting the SLOs is\n"
-    "monotone in the rate.\n"
+    "monotone in the rate. Before probing, each configuration is diagnosed: the requests that can\n"
+    "never meet a limit (isolated prefill vs the TTFT limit, isolated decode vs TPOT, a sequence\n"
+    "that cannot fit the KV pool); one that is infeasible at any rate says so and is not probed.\n"
     "  --slo LIMITS        comma-separated NAME=VALUE: percentile limits\n"
     "                      {ttft,tpot,e2e,queueing}_{p50,p90,p99}_ms, per-request limits for the\n"
     "                      attainment ttft_ms, tpot_ms (default: the scenario's [slo]),\n"
@@ -48,6 +53,13 @@ constexpr const char* kUsage =
     "  --journal FILE      record each searched configuration in FILE as it completes (fsync'd)\n"
     "  --resume            take the configurations FILE holds (a killed search) instead of\n"
     "                      searching them again; the output is an uninterrupted run's\n"
+    "  --gpu-price-per-hour USD  price of one GPU-hour for the cost figures (default: the\n"
+    "                      topology's [gpu] price_usd_per_hour; none: GPU-hours only)\n"
+    "  --plan FILE         write the planner's table (per configuration at its max rate: tokens/s\n"
+    "                      per GPU, cost per million tokens, feasible, pareto, cheapest) as CSV "
+    "or\n"
+    "                      JSON by the file's extension\n"
+    "  --probe-infeasible  probe configurations the diagnosis finds infeasible at any rate too\n"
     "  --progress          progress bar on stderr even when it is not a terminal\n"
     "  --json              print every probe as one JSON document\n"
     "under mpirun -np N: rank r searches configurations r, r+N, ...; rank 0 prints the result.\n"
@@ -66,17 +78,64 @@ std::string config_text(const sim::study::ConfigSearch& c) {
 
 // What an MPI rank sends rank 0 of a configuration it searched (the overrides rank 0 has), in
 // JSON, whose numbers read back to the same doubles.
+nlohmann::json optional_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+std::optional<double> optional_from(const nlohmann::json& j) {
+  if (j.is_null()) return std::nullopt;
+  return j.get<double>();
+}
+
+nlohmann::json diagnosis_json(const sim::study::Diagnosis& d) {
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : d.findings) {
+    findings.push_back({f.limit, f.num_affected, f.num_counted, f.infeasible, f.text});
+  }
+  return {d.done,
+          d.num_requests,
+          d.num_context_too_long,
+          d.num_kv_capacity,
+          d.longest_prompt_tokens,
+          d.longest_prefill_ms,
+          d.where,
+          findings};
+}
+
+sim::study::Diagnosis diagnosis_from(const nlohmann::json& j) {
+  sim::study::Diagnosis d;
+  d.done = j.at(0).get<bool>();
+  d.num_requests = j.at(1).get<int64_t>();
+  d.num_context_too_long = j.at(2).get<int64_t>();
+  d.num_kv_capacity = j.at(3).get<int64_t>();
+  d.longest_prompt_tokens = j.at(4).get<int64_t>();
+  d.longest_prefill_ms = j.at(5).get<double>();
+  d.where = j.at(6).get<std::string>();
+  for (const auto& f : j.at(7)) {
+    d.findings.push_back({f.at(0).get<std::string>(), f.at(1).get<int64_t>(),
+                          f.at(2).get<int64_t>(), f.at(3).get<bool>(), f.at(4).get<std::string>()});
+  }
+  return d;
+}
+
 nlohmann::json searched_json(const sim::study::ConfigSearch& c) {
   nlohmann::json probes = nlohmann::json::array();
   for (const auto& p : c.probes) {
     probes.push_back({p.multiplier, p.rate_per_s, p.verdict.meets, p.verdict.num_met,
-                      p.verdict.num_decided, p.verdict.attainment, p.verdict.reason});
+                      p.verdict.num_decided, p.verdict.attainment, p.verdict.reason,
+                      optional_json(p.input_tokens_per_s), optional_json(p.output_tokens_per_s),
+                      optional_json(p.ttft_p99_ms), optional_json(p.tpot_p99_ms)});
   }
   return {{"idx", c.config_idx},
           {"error", c.error},
           {"gpus", c.num_gpus},
           {"unit", c.rate_unit},
           {"base", c.base_rate_per_s},
+          {"trace_rate", c.trace_rate_per_s},
+          {"trace_multiplier", c.trace_multiplier},
+          {"price", optional_json(c.price.usd_per_hour)},
+          {"price_source", c.price.source},
+          {"diagnosis", diagnosis_json(c.diagnosis)},
+          {"not_probed", c.not_probed},
           {"found", c.search.found},
           {"max_ok", c.search.max_ok},
           {"min_fail", c.search.min_fail},
@@ -91,6 +150,12 @@ void read_searched(const nlohmann::json& j, sim::study::ConfigSearch& c) {
   c.num_gpus = j.at("gpus").get<int64_t>();
   c.rate_unit = j.at("unit").get<std::string>();
   c.base_rate_per_s = j.at("base").get<double>();
+  c.trace_rate_per_s = j.at("trace_rate").get<double>();
+  c.trace_multiplier = j.at("trace_multiplier").get<double>();
+  c.price.usd_per_hour = optional_from(j.at("price"));
+  c.price.source = j.at("price_source").get<std::string>();
+  c.diagnosis = diagnosis_from(j.at("diagnosis"));
+  c.not_probed = j.at("not_probed").get<bool>();
   c.search.found = j.at("found").get<bool>();
   c.search.max_ok = j.at("max_ok").get<double>();
   c.search.min_fail = j.at("min_fail").get<double>();
@@ -107,13 +172,17 @@ void read_searched(const nlohmann::json& j, sim::study::ConfigSearch& c) {
     probe.verdict.num_decided = p.at(4).get<int64_t>();
     probe.verdict.attainment = p.at(5).get<double>();
     probe.verdict.reason = p.at(6).get<std::string>();
+    probe.input_tokens_per_s = optional_from(p.at(7));
+    probe.output_tokens_per_s = optional_from(p.at(8));
+    probe.ttft_p99_ms = optional_from(p.at(9));
+    probe.tpot_p99_ms = optional_from(p.at(10));
     c.probes.push_back(std::move(probe));
   }
 }
 
 int run_search_command(const std::vector<std::string>& argv, const MpiWorld& world) {
   Args args(argv, {"--slo", "--grid", "--target-rate", "--min-attainment", "--seed", "--tolerance",
-                   "--max-doublings", "--threads", "--journal"});
+                   "--max-doublings", "--threads", "--journal", "--gpu-price-per-hour", "--plan"});
   if (args.help_requested()) {
     if (world.rank() == 0) std::fputs(kUsage, stdout);
     return 0;
@@ -131,6 +200,10 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   bool json = args.flag("--json");
   auto journal_path = args.value("--journal");
   const bool resume = args.flag("--resume");
+  const bool probe_infeasible = args.flag("--probe-infeasible");
+  const std::optional<double> price = gpu_price_option(args);
+  const std::optional<std::string> plan_path =
+      world.rank() == 0 ? plan_option(args) : args.value("--plan");
   args.finish(1);
   if (resume && !journal_path) throw UsageError{"--resume needs --journal FILE"};
   if (journal_path && world.active()) {
@@ -170,6 +243,8 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   if (doublings) opt.max_doublings = static_cast<int32_t>(*doublings);
   opt.num_threads = threads ? static_cast<int32_t>(*threads) : sim::study::default_num_threads();
   opt.target_rate_per_s = target;
+  opt.probe_infeasible = probe_infeasible;
+  opt.gpu_price_per_hour = price;
   // Under mpirun rank r searches the configurations with config_idx % N == r; rank 0 gathers
   // them and prints what one process prints.
   opt.shard_index = world.rank();
@@ -180,15 +255,18 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   std::optional<sim::io::JournalFile> journal;
   std::vector<nlohmann::json> resumed;
   if (journal_path) {
-    nlohmann::json header = {{"moesim_search_journal", 1},
-                             {"scenario", path},
-                             {"slo", *slo_text},
-                             {"grid", grid ? *grid : ""},
-                             {"min_attainment", slo.min_attainment},
-                             {"seed", seed ? nlohmann::json(*seed) : nlohmann::json(nullptr)},
-                             {"tolerance", opt.rel_tolerance},
-                             {"max_doublings", opt.max_doublings},
-                             {"num_configs", configs.size()}};
+    nlohmann::json header = {
+        {"moesim_search_journal", 2},
+        {"probe_infeasible", probe_infeasible},
+        {"gpu_price_per_hour", price ? nlohmann::json(*price) : nlohmann::json(nullptr)},
+        {"scenario", path},
+        {"slo", *slo_text},
+        {"grid", grid ? *grid : ""},
+        {"min_attainment", slo.min_attainment},
+        {"seed", seed ? nlohmann::json(*seed) : nlohmann::json(nullptr)},
+        {"tolerance", opt.rel_tolerance},
+        {"max_doublings", opt.max_doublings},
+        {"num_configs", configs.size()}};
     const std::string header_line = header.dump() + "\n";
     sim::io::check_output_file(*journal_path, "--journal");
     int64_t keep_bytes = 0;
@@ -257,6 +335,13 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
     if (target) r.cheapest = sim::study::cheapest_config(r.configs, *target);
   }
 
+  const sim::study::Plan plan = sim::study::search_plan(r, parameter_keys, slo, target);
+  if (plan_path) write_plan_file(plan, *plan_path);
+  const bool usd = sim::study::cost_axis_is_usd(plan.entries);
+  auto number = [](const std::optional<double>& v) {
+    return v ? nlohmann::json(sim::clean_double(*v)) : nlohmann::json(nullptr);
+  };
+
   if (json) {
     nlohmann::json j;
     j["scenario"] = path;
@@ -265,7 +350,11 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
     if (slo.request_ttft_ms) j["slo"]["ttft_ms"] = *slo.request_ttft_ms;
     if (slo.request_tpot_ms) j["slo"]["tpot_ms"] = *slo.request_tpot_ms;
     j["configs"] = nlohmann::json::array();
-    for (const auto& c : r.configs) {
+    j["feasible"] = nlohmann::json::array();
+    j["pareto"] = nlohmann::json::array();
+    for (size_t i = 0; i < r.configs.size(); ++i) {
+      const auto& c = r.configs[i];
+      const sim::study::PlanEntry& e = plan.entries[i];
       nlohmann::json cj;
       cj["config_idx"] = c.config_idx;
       for (const auto& o : c.overrides) {
@@ -277,16 +366,57 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
         cj["num_gpus"] = c.num_gpus;
         cj["rate_unit"] = c.rate_unit;
         cj["base_rate_per_s"] = c.base_rate_per_s;
+        const bool trace = c.trace_rate_per_s > 0;
+        cj["trace_rate_per_s"] =
+            trace ? nlohmann::json(sim::clean_double(c.trace_rate_per_s)) : nlohmann::json(nullptr);
         // null where there is no such rate: none met, or none failed.
         auto rate = [](double v, bool has) {
           return has ? nlohmann::json(sim::clean_double(v)) : nlohmann::json(nullptr);
         };
         const bool failed = c.search.min_fail > 0;
+        cj["infeasible"] = c.diagnosis.infeasible();
+        cj["not_probed"] = c.not_probed;
+        cj["diagnosis"] = nullptr;
+        if (c.diagnosis.done) {
+          nlohmann::json d;
+          d["verdict"] = c.diagnosis.verdict();
+          d["num_requests"] = c.diagnosis.num_requests;
+          d["num_context_too_long"] = c.diagnosis.num_context_too_long;
+          d["num_kv_capacity"] = c.diagnosis.num_kv_capacity;
+          d["longest_prompt_tokens"] = c.diagnosis.longest_prompt_tokens;
+          d["longest_prefill_ms"] = sim::clean_double(c.diagnosis.longest_prefill_ms);
+          d["where"] = c.diagnosis.where;
+          d["findings"] = nlohmann::json::array();
+          for (const auto& f : c.diagnosis.findings) {
+            d["findings"].push_back(
+                {{"limit", f.limit},
+                 {"num_affected", f.num_affected},
+                 {"num_counted", f.num_counted},
+                 {"fraction", f.num_counted > 0
+                                  ? sim::clean_double(static_cast<double>(f.num_affected) /
+                                                      static_cast<double>(f.num_counted))
+                                  : 0.0},
+                 {"infeasible", f.infeasible},
+                 {"text", f.text}});
+          }
+          cj["diagnosis"] = d;
+        }
         cj["found"] = c.search.found;
         cj["max_multiplier"] = rate(c.search.max_ok, c.search.found);
+        cj["max_trace_multiplier"] =
+            rate(c.search.max_ok * c.trace_multiplier, c.search.found && trace);
         cj["max_rate_per_s"] = rate(c.max_rate_per_s, c.search.found);
         cj["first_failing_multiplier"] = rate(c.search.min_fail, failed);
         cj["first_failing_rate_per_s"] = rate(c.fail_rate_per_s, failed);
+        cj["input_tokens_per_s"] = number(e.input_tokens_per_s);
+        cj["output_tokens_per_s"] = number(e.output_tokens_per_s);
+        cj["input_tokens_per_s_per_gpu"] = number(e.cost.input_tokens_per_s_per_gpu);
+        cj["output_tokens_per_s_per_gpu"] = number(e.cost.output_tokens_per_s_per_gpu);
+        cj["gpu_price_per_hour"] = number(c.price.usd_per_hour);
+        cj["gpu_hours_per_m_input_tokens"] = number(e.cost.gpu_hours_per_m_input_tokens);
+        cj["gpu_hours_per_m_output_tokens"] = number(e.cost.gpu_hours_per_m_output_tokens);
+        cj["usd_per_m_input_tokens"] = number(e.cost.usd_per_m_input_tokens);
+        cj["usd_per_m_output_tokens"] = number(e.cost.usd_per_m_output_tokens);
         cj["probes"] = nlohmann::json::array();
         for (const auto& p : c.probes) {
           cj["probes"].push_back(
@@ -296,13 +426,26 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
                {"attainment", rate(p.verdict.attainment, p.verdict.num_decided > 0)},
                {"num_met", p.verdict.num_met},
                {"num_decided", p.verdict.num_decided},
-               {"reason", p.verdict.reason}});
+               {"reason", p.verdict.reason},
+               {"output_tokens_per_s", number(p.output_tokens_per_s)},
+               {"ttft_p99_ms", number(p.ttft_p99_ms)},
+               {"tpot_p99_ms", number(p.tpot_p99_ms)}});
         }
       }
+      cj["feasible"] = e.feasible;
+      cj["infeasible_reason"] = e.infeasible_reason;
+      cj["pareto"] = e.pareto;
+      if (e.feasible) j["feasible"].push_back(c.config_idx);
+      if (e.pareto) j["pareto"].push_back(c.config_idx);
       j["configs"].push_back(cj);
     }
     if (target) j["target_rate_per_s"] = *target;
     if (r.cheapest) j["cheapest_config_idx"] = r.configs[*r.cheapest].config_idx;
+    j["cost_axis"] = usd ? "usd_per_m_output_tokens" : "gpu_hours_per_m_output_tokens";
+    j["cheapest_rule"] = plan.cheapest_rule;
+    j["cheapest_feasible_config_idx"] =
+        plan.cheapest ? nlohmann::json(plan.entries[*plan.cheapest].config_idx)
+                      : nlohmann::json(nullptr);
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -312,38 +455,113 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   std::printf(" attainment >= %g", slo.min_attainment);
   if (slo.request_ttft_ms) std::printf(", per-request ttft <= %g ms", *slo.request_ttft_ms);
   if (slo.request_tpot_ms) std::printf(", per-request tpot <= %g ms", *slo.request_tpot_ms);
-  const std::string unit = r.configs.empty() || r.configs.front().rate_unit.empty()
-                               ? "req/s"
-                               : r.configs.front().rate_unit;
-  std::printf("\n\n  %-6s %-5s %12s %8s %14s  %s\n", "config", "gpus", "max rate", "x base",
-              "first failing", grid ? "parameters" : "");
+  std::printf("\n");
+  const sim::study::ConfigSearch* first = nullptr;
+  bool any_trace = false;
   for (const auto& c : r.configs) {
+    if (!c.error.empty()) continue;
+    if (!first) first = &c;
+    any_trace = any_trace || c.trace_rate_per_s > 0;
+  }
+  const std::string unit = first ? first->rate_unit : "req/s";
+  // The rate multipliers against the workload's own rate (a trace's real rate).
+  if (first && first->trace_rate_per_s > 0) {
+    std::printf(
+        "  rate: x base 1 = %.4g %s = %g x the trace's real rate of %.4g req/s (its mean over "
+        "the replay window)\n",
+        first->base_rate_per_s, unit.c_str(), first->trace_multiplier, first->trace_rate_per_s);
+  } else if (first) {
+    std::printf("  rate: x base 1 = %.4g %s (the workload's arrival.rate_per_s)\n",
+                first->base_rate_per_s, unit.c_str());
+  }
+
+  // The diagnosis: what no rate can fix.
+  int64_t num_infeasible = 0, num_noted = 0;
+  for (const auto& c : r.configs) {
+    if (!c.diagnosis.done || c.diagnosis.findings.empty()) continue;
+    if (num_noted++ == 0) {
+      std::printf(
+          "\n  diagnosis (before the probes; each request alone on an idle replica, the step "
+          "model's lower bounds):\n");
+    }
+    num_infeasible += c.diagnosis.infeasible() ? 1 : 0;
+    std::printf("  config %lld:%s\n", static_cast<long long>(c.config_idx),
+                c.diagnosis.infeasible() ? " INFEASIBLE AT ANY RATE" : "");
+    for (const auto& f : c.diagnosis.findings) {
+      std::printf("    %s: %s\n", f.limit.c_str(), f.text.c_str());
+    }
+  }
+  if (num_noted == 0 && first && first->diagnosis.done) {
+    std::printf(
+        "\n  diagnosis: no request is beyond a limit on its own (isolated prefill, decode, KV "
+        "fit) in any configuration\n");
+  }
+
+  const char* cost_head = usd ? "$/M out" : "GPU-h/M out";
+  std::printf("\n  %-6s %-5s %12s %8s", "config", "gpus", "max rate", "x base");
+  if (any_trace) std::printf(" %8s", "x trace");
+  std::printf("  %13s  %11s %14s  %s\n", "out tok/s/GPU", cost_head, "first failing",
+              grid ? "parameters" : "");
+  for (size_t i = 0; i < r.configs.size(); ++i) {
+    const auto& c = r.configs[i];
+    const sim::study::PlanEntry& e = plan.entries[i];
     if (!c.error.empty()) {
       std::printf("  %-6lld error: %s  (%s)\n", static_cast<long long>(c.config_idx),
                   c.error.c_str(), config_text(c).c_str());
       continue;
     }
-    // "-" where there is no such rate (none met, or none failed), never a 0.
-    char fail[32] = "-", max_rate[32] = "-", max_x[32] = "-";
-    if (c.search.min_fail > 0) std::snprintf(fail, sizeof(fail), "%.4g", c.fail_rate_per_s);
-    if (c.search.found) {
-      std::snprintf(max_rate, sizeof(max_rate), "%.4g", c.max_rate_per_s);
-      std::snprintf(max_x, sizeof(max_x), "%.4g", c.search.max_ok);
+    if (c.not_probed) {
+      std::printf("  %-6lld %-5lld infeasible at any rate (not probed; see the diagnosis)  %s\n",
+                  static_cast<long long>(c.config_idx), static_cast<long long>(c.num_gpus),
+                  grid ? config_text(c).c_str() : "");
+      continue;
     }
-    std::printf("  %-6lld %-5lld %12s %8s %14s  %s\n", static_cast<long long>(c.config_idx),
-                static_cast<long long>(c.num_gpus), max_rate, max_x, fail,
+    // "-" where there is no such rate (none met, or none failed), never a 0.
+    auto g4 = [](const std::optional<double>& v) {
+      char buf[32] = "-";
+      if (v) std::snprintf(buf, sizeof(buf), "%.4g", *v);
+      return std::string(buf);
+    };
+    const bool found = c.search.found;
+    const auto opt = [](bool has, double v) {
+      return has ? std::optional<double>(v) : std::nullopt;
+    };
+    std::printf("  %-6lld %-5lld %12s %8s", static_cast<long long>(c.config_idx),
+                static_cast<long long>(c.num_gpus), g4(opt(found, c.max_rate_per_s)).c_str(),
+                g4(opt(found, c.search.max_ok)).c_str());
+    if (any_trace) {
+      std::printf(
+          " %8s",
+          g4(opt(found && c.trace_rate_per_s > 0, c.search.max_ok * c.trace_multiplier)).c_str());
+    }
+    std::printf("  %13s  %11s %14s  %s\n", g4(e.cost.output_tokens_per_s_per_gpu).c_str(),
+                g4(sim::study::cost_on_axis(e, usd)).c_str(),
+                g4(opt(c.search.min_fail > 0, c.fail_rate_per_s)).c_str(),
                 grid ? config_text(c).c_str() : "");
-    if (!c.search.found) {
+    if (!found) {
       std::printf("         meets the SLOs at no probed rate (lowest probed: %s)\n",
                   c.probes.empty() ? "-" : c.probes.back().verdict.reason.c_str());
     } else if (c.search.min_fail == 0) {
       std::printf("         meets the SLOs at every probed rate (a lower bound)\n");
     }
+    if (c.diagnosis.infeasible()) {
+      std::printf(
+          "         (probed with --probe-infeasible: the diagnosis says no rate meets the "
+          "SLOs)\n");
+    }
   }
   std::printf(
-      "\n  rates in %s; x base: the multiplier on the configuration's own rate; first "
-      "failing:\n  the lowest probed rate above the max that broke the SLOs\n",
-      unit.c_str());
+      "\n  rates in %s; x base: the multiplier on the configuration's own rate;%s first failing:\n"
+      "  the lowest probed rate above the max that broke the SLOs; per GPU and cost at the max "
+      "rate\n",
+      unit.c_str(), any_trace ? " x trace: on the trace's real rate;" : "");
+  if (num_infeasible > 0) {
+    std::printf("  %lld of %zu configurations infeasible at any rate%s\n",
+                static_cast<long long>(num_infeasible), r.configs.size(),
+                probe_infeasible ? "" : " (not probed; --probe-infeasible probes them)");
+  }
+  std::printf("%s", sim::study::plan_summary_text(plan).c_str());
+  if (plan_path) std::printf("  plan -> %s\n", plan_path->c_str());
   if (target) {
     if (r.cheapest) {
       const auto& c = r.configs[*r.cheapest];

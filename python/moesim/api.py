@@ -235,11 +235,18 @@ def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=No
         duration=duration_s, threads=threads))
 
 
-def sweep(sweep_file, *, threads=None, shard=None, out=None):
+def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attainment=None,
+          gpu_price_per_hour=None, plan=None):
     """`moesim sweep SWEEP.toml` as a DataFrame: the sweep CSV (docs/sweeps.md), one row per run
     in grid order. out: also keep the CSV in this file (`--out FILE.csv`, written as the command
-    line writes it)."""
-    argv = [os.fspath(sweep_file)] + _option_args(threads=threads, shard=shard)
+    line writes it). slo ("ttft_p99_ms=2000" or a dict), min_attainment and gpu_price_per_hour
+    set the planner columns (feasible, cost); plan: write the planner's table (`--plan`, a .csv or
+    .json file)."""
+    if isinstance(slo, dict):
+        slo = ",".join(f"{k}={v}" for k, v in slo.items())
+    argv = [os.fspath(sweep_file)] + _option_args(
+        threads=threads, shard=shard, slo=slo, min_attainment=min_attainment,
+        gpu_price_per_hour=gpu_price_per_hour, plan=None if plan is None else os.fspath(plan))
     if out is not None:
         _call("sweep", argv + ["--out", os.fspath(out)])
         return pd.read_csv(out)
@@ -257,10 +264,12 @@ def command(name, *args):
 
 
 def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, seed=None,
-           tolerance=None, max_doublings=None, threads=None):
+           tolerance=None, max_doublings=None, threads=None, gpu_price_per_hour=None, plan=None,
+           probe_infeasible=False):
     """`moesim search SCENARIO --slo LIMITS --json` as a dict, plus "table": a DataFrame with one
     row per configuration (config_idx, its parameters, and the scalar fields of "configs"; the
-    probes stay in "configs").
+    probes and the diagnosis stay in "configs"). gpu_price_per_hour, plan (`--plan FILE`) and
+    probe_infeasible are the command's planner options (docs/sweeps.md).
 
     slo: "ttft_p99_ms=2000,tpot_p99_ms=100" or a dict {name: limit}.
     """
@@ -269,13 +278,14 @@ def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, s
     result = _json("search", [os.fspath(scenario)] + _option_args(
         slo=slo, grid=None if grid is None else os.fspath(grid), target_rate=target_rate,
         min_attainment=min_attainment, seed=seed, tolerance=tolerance,
-        max_doublings=max_doublings, threads=threads))
+        max_doublings=max_doublings, threads=threads, gpu_price_per_hour=gpu_price_per_hour,
+        plan=None if plan is None else os.fspath(plan), probe_infeasible=probe_infeasible))
     rows = []
     for c in result["configs"]:
         row = {"config_idx": c["config_idx"]}
         row.update(c.get("parameters", {}))
         row.update({k: v for k, v in c.items()
-                    if k not in ("config_idx", "parameters", "probes")})
+                    if k not in ("config_idx", "parameters", "probes", "diagnosis")})
         rows.append(row)
     result["table"] = pd.DataFrame(rows)
     return result

@@ -1,15 +1,16 @@
 // The replica builder: the one place that turns (scenario, replica index, placement) into a ready
 // step model with its cost model, network model and routing stream. The cluster, the policy
-// context (replacing a replica's routed experts), the layer study, the pruning study and
-// validation's re-simulation all build their step models here, so they price the same inputs
-// alike (tests/sim/serving/replica_builder_test.cc holds them to equal step durations).
+// context (replacing a replica's routed experts), the layer study, the pruning study, the
+// search's diagnosis (sim/study/infeasibility.h) and validation's re-simulation all build their
+// step models here, so they price the same inputs alike (tests/sim/serving/replica_builder_test.cc
+// holds them to equal step durations).
 //
 // Per scenario it resolves once: the topology the network and the step model run on (the
 // scenario's, or its copy with a calibrated profile's [network] section applied), the cost model
 // ([cost], the profile already read by load_scenario), the memory inputs of one GPU, and the
 // built-in network models (SimGrid included when built with it).
 //
-// Naming rules the five users share: replica r spans global GPUs [r * G, (r + 1) * G) for G GPUs
+// Naming rules the users share: replica r spans global GPUs [r * G, (r + 1) * G) for G GPUs
 // per replica; its routing is seeded by routing_seed(root seed, r), the first draw of the stream
 // "routing.replica.<r>" (the stream a Simulation with that root seed hands out).
 #pragma once

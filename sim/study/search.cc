@@ -5,24 +5,12 @@
 #include <cstdio>
 
 #include "sim/core/check.h"
+#include "sim/metrics/figure_text.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/simulate.h"
 
 namespace moesim::sim::study {
 namespace {
-
-const std::vector<std::string>& percentile_limit_names() {
-  static const std::vector<std::string> kNames = [] {
-    std::vector<std::string> names;
-    for (const char* metric : {"ttft", "tpot", "e2e", "queueing"}) {
-      for (const char* p : {"p50", "p90", "p99"}) {
-        names.push_back(std::string(metric) + "_" + p + "_ms");
-      }
-    }
-    return names;
-  }();
-  return kNames;
-}
 
 const Percentiles& percentiles_of(const RunSummary& s, const std::string& name) {
   std::string metric = name.substr(0, name.find('_'));
@@ -49,50 +37,6 @@ std::string format_g(double v) {
 }
 
 }  // namespace
-
-SearchSlo parse_search_slo(const std::string& text) {
-  SearchSlo slo;
-  auto bad = [&](const std::string& item, const std::string& why) -> ConfigError {
-    return ConfigError("--slo", 0, 0, item, why);
-  };
-  std::string valid = "ttft_ms, tpot_ms, attainment";
-  for (const std::string& n : percentile_limit_names()) valid += ", " + n;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
-    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
-    if (item.empty()) throw bad("", "empty item in '" + text + "' (want NAME=VALUE,...)");
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) throw bad(item, "want NAME=VALUE");
-    std::string name = item.substr(0, eq), value_text = item.substr(eq + 1);
-    char* end = nullptr;
-    double value = std::strtod(value_text.c_str(), &end);
-    if (value_text.empty() || *end != '\0' || !std::isfinite(value)) {
-      throw bad(name, "not a number: '" + value_text + "'");
-    }
-    if (name == "attainment") {
-      if (value < 0 || value > 1) throw bad(name, "must be in [0, 1]");
-      slo.min_attainment = value;
-      continue;
-    }
-    if (value <= 0) throw bad(name, "must be > 0");
-    if (name == "ttft_ms") {
-      slo.request_ttft_ms = value;
-    } else if (name == "tpot_ms") {
-      slo.request_tpot_ms = value;
-    } else if (std::find(percentile_limit_names().begin(), percentile_limit_names().end(), name) !=
-               percentile_limit_names().end()) {
-      for (const SearchSlo::Limit& l : slo.percentile_limits) {
-        if (l.name == name) throw bad(name, "given twice");
-      }
-      slo.percentile_limits.push_back({name, value});
-    } else {
-      throw bad(name, "unknown limit (valid: " + valid + ")");
-    }
-  }
-  return slo;
-}
 
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo) {
   const double ttft_limit_ms = slo.request_ttft_ms.value_or(scenario.slo.ttft_ms);
@@ -235,7 +179,10 @@ std::optional<size_t> cheapest_config(const std::vector<ConfigSearch>& configs,
   std::optional<size_t> best;
   for (size_t i = 0; i < configs.size(); ++i) {
     const ConfigSearch& c = configs[i];
-    if (!c.error.empty() || !c.search.found || c.max_rate_per_s < target_rate_per_s) continue;
+    if (!c.error.empty() || !c.search.found || c.diagnosis.infeasible() ||
+        c.max_rate_per_s < target_rate_per_s) {
+      continue;
+    }
     if (!best || c.num_gpus < configs[*best].num_gpus ||
         (c.num_gpus == configs[*best].num_gpus &&
          c.max_rate_per_s > configs[*best].max_rate_per_s)) {
@@ -243,6 +190,68 @@ std::optional<size_t> cheapest_config(const std::vector<ConfigSearch>& configs,
     }
   }
   return best;
+}
+
+const RateProbe* best_probe(const ConfigSearch& c) {
+  if (!c.search.found) return nullptr;
+  for (const RateProbe& p : c.probes) {
+    if (p.verdict.meets && p.multiplier == c.search.max_ok) return &p;
+  }
+  return nullptr;
+}
+
+Plan search_plan(const SearchResult& result, const std::vector<std::string>& parameter_keys,
+                 const SearchSlo& slo, std::optional<double> target_rate_per_s) {
+  Plan plan;
+  plan.command = "search";
+  plan.limits = slo_limits_text(slo);
+  plan.parameter_keys = parameter_keys;
+  for (const ConfigSearch& c : result.configs) {
+    PlanEntry e;
+    e.config_idx = c.config_idx;
+    for (const Override& o : c.overrides)
+      e.parameter_values.push_back(override_value_text(o.value));
+    if (!c.overrides.empty()) e.parameters = overrides_text(c.overrides);
+    e.error = c.error;
+    e.num_gpus = c.num_gpus;
+    e.num_runs = c.search.num_probes;
+    e.price = c.price;
+    if (const RateProbe* p = best_probe(c)) {
+      e.rate_per_s = c.max_rate_per_s;
+      e.input_tokens_per_s = p->input_tokens_per_s;
+      e.output_tokens_per_s = p->output_tokens_per_s;
+      e.ttft_p99_ms = p->ttft_p99_ms;
+      e.tpot_p99_ms = p->tpot_p99_ms;
+      if (p->verdict.num_decided > 0) e.slo_attainment = p->verdict.attainment;
+    }
+    if (!c.error.empty()) {
+      e.infeasible_reason = "did not run";
+    } else if (c.not_probed || c.diagnosis.infeasible()) {
+      e.infeasible_reason = c.diagnosis.verdict();
+    } else if (!c.search.found) {
+      e.infeasible_reason =
+          "meets the SLOs at no probed rate" +
+          (c.probes.empty() ? std::string()
+                            : " (lowest probed: " + c.probes.back().verdict.reason + ")");
+    } else if (target_rate_per_s && c.max_rate_per_s < *target_rate_per_s) {
+      e.infeasible_reason = "max rate " + number_text(c.max_rate_per_s) + " " + c.rate_unit +
+                            " < the target " + number_text(*target_rate_per_s);
+    } else {
+      e.feasible = true;
+    }
+    e.cost = cost_figures(e.num_gpus, e.input_tokens_per_s, e.output_tokens_per_s, e.price);
+    plan.entries.push_back(std::move(e));
+  }
+  mark_pareto(plan.entries);
+  if (target_rate_per_s) {
+    plan.cheapest = cheapest_config(result.configs, *target_rate_per_s);
+    plan.cheapest_rule =
+        "fewest GPUs sustaining the target rate " + number_text(*target_rate_per_s);
+  } else {
+    plan.cheapest = cheapest_feasible(plan.entries);
+    plan.cheapest_rule = "lowest cost per million output tokens at its max rate";
+  }
+  return plan;
 }
 
 SearchResult search_rates(const ScenarioTemplate& scenario,
@@ -264,7 +273,20 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
       c.num_gpus = num_gpus(base);
       c.rate_unit = rate_unit(base);
       c.base_rate_per_s = base_rate_per_s(base);
+      if (base.workload.kind == WorkloadKind::kMooncake ||
+          base.workload.kind == WorkloadKind::kAzure) {
+        c.trace_multiplier = base.workload.trace.rate_multiplier;
+        c.trace_rate_per_s = c.base_rate_per_s / c.trace_multiplier;
+      }
+      c.price = gpu_price(base, options.gpu_price_per_hour);
       const uint64_t seed = options.seed.value_or(base.run.seed);
+      if (options.diagnose) {
+        c.diagnosis = diagnose_scenario(base, slo, seed);
+        if (c.diagnosis.infeasible() && !options.probe_infeasible) {
+          c.not_probed = true;
+          return c;
+        }
+      }
       auto meets = [&](double m) {
         std::vector<Override> probe_overrides = c.overrides;
         probe_overrides.push_back(rate_override(base, m));
@@ -274,6 +296,13 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         sc.slo.tpot_ms = slo.request_tpot_ms.value_or(sc.slo.tpot_ms);
         RunOutput out = simulate(sc, seed);
         RateProbe p{m, c.base_rate_per_s * m, judge_run(out, sc, slo)};
+        const RunSummary& s = out.summary;
+        if (s.has.rates) {
+          p.input_tokens_per_s = s.input_tokens_per_s;
+          p.output_tokens_per_s = s.output_tokens_per_s;
+        }
+        if (s.ttft_ms.count > 0) p.ttft_p99_ms = s.ttft_ms.p99;
+        if (s.tpot_ms.count > 0) p.tpot_p99_ms = s.tpot_ms.p99;
         c.probes.push_back(p);
         return p.verdict.meets;
       };

@@ -28,26 +28,12 @@
 #include <vector>
 
 #include "sim/serving/cluster.h"
+#include "sim/study/infeasibility.h"
 #include "sim/study/overrides.h"
+#include "sim/study/planner.h"
+#include "sim/study/slo_limits.h"
 
 namespace moesim::sim::study {
-
-struct SearchSlo {
-  struct Limit {
-    std::string name;  // {ttft,tpot,e2e,queueing}_{p50,p90,p99}_ms
-    double limit_ms = 0;
-  };
-  std::vector<Limit> percentile_limits;  // each must hold
-  // Per-request limits for the attainment; absent: the scenario's [slo] ttft_ms / tpot_ms.
-  std::optional<double> request_ttft_ms;
-  std::optional<double> request_tpot_ms;
-  double min_attainment = 0.99;  // in [0, 1]
-};
-
-// Parses "NAME=VALUE,NAME=VALUE": percentile limits ("ttft_p99_ms=2000"), per-request limits
-// ("ttft_ms=2000", "tpot_ms=100") and "attainment=0.99". Values are positive numbers (attainment
-// in [0, 1]). Throws ConfigError (file "--slo") naming the bad item and the valid names.
-SearchSlo parse_search_slo(const std::string& text);
 
 // The verdict on one run. A limit over no data is not met: a percentile limit over no samples
 // ("ttft_p99_ms n/a (no samples)") and, when min_attainment > 0, an attainment with no decided
@@ -82,6 +68,12 @@ Override rate_override(const Scenario& scenario, double multiplier);
 struct ConfigSearch;
 
 struct SearchOptions {
+  // Diagnose each configuration before probing it (infeasibility.h); one found infeasible at
+  // any rate is not probed unless probe_infeasible.
+  bool diagnose = true;
+  bool probe_infeasible = false;
+  // The price of one GPU-hour for the planner's figures (absent: the topology's, planner.h).
+  std::optional<double> gpu_price_per_hour;
   std::optional<uint64_t> seed;             // absent: each configuration's [run] seed
   double rel_tolerance = 0.02;              // > 0
   int32_t max_doublings = 10;               // >= 0
@@ -104,6 +96,8 @@ struct RateProbe {
   double multiplier = 0;
   double rate_per_s = 0;
   SloVerdict verdict;
+  // The run's throughput and latency, for the planner (absent where the run has no such data).
+  std::optional<double> input_tokens_per_s, output_tokens_per_s, ttft_p99_ms, tpot_p99_ms;
 };
 
 struct ConfigSearch {
@@ -113,11 +107,24 @@ struct ConfigSearch {
   int64_t num_gpus = 0;
   std::string rate_unit;
   double base_rate_per_s = 0;
+  // Trace workloads: the trace's own mean arrival rate over its replay window (requests/s) and
+  // the configuration's workload.rate_multiplier, so multiplier m replays the trace at
+  // m x trace_multiplier its real rate. 0 and 1 for synthetic and agent workloads.
+  double trace_rate_per_s = 0;
+  double trace_multiplier = 1;
+  GpuPrice price;
+  Diagnosis diagnosis;  // before the probes (SearchOptions::diagnose)
+  // Diagnosed infeasible at any rate and therefore not probed.
+  bool not_probed = false;
   MultiplierSearch search;
   double max_rate_per_s = 0;      // base_rate_per_s x search.max_ok
   double fail_rate_per_s = 0;     // base_rate_per_s x search.min_fail (0: none failed)
   std::vector<RateProbe> probes;  // in probe order
 };
+
+// The probe at the highest multiplier that met the SLOs (the one max_rate_per_s reports); null
+// when none met.
+const RateProbe* best_probe(const ConfigSearch& c);
 
 struct SearchResult {
   std::vector<ConfigSearch> configs;  // grid order
@@ -131,6 +138,13 @@ struct SearchResult {
 // error or no rate meeting the SLOs are never chosen. Absent when none qualifies.
 std::optional<size_t> cheapest_config(const std::vector<ConfigSearch>& configs,
                                       double target_rate_per_s);
+
+// The planner's table of a search (planner.h): per configuration the figures of its best probe,
+// feasible when it met the SLOs at some probed rate (and at least the target rate when given)
+// and was not diagnosed infeasible; the cheapest feasible is `cheapest` with a target (the fewest
+// GPUs sustaining it), else the lowest cost per million output tokens at the max rate.
+Plan search_plan(const SearchResult& result, const std::vector<std::string>& parameter_keys,
+                 const SearchSlo& slo, std::optional<double> target_rate_per_s);
 
 // Searches every configuration (the template with each override set applied). Deterministic:
 // the result does not depend on num_threads. progress(num_done, num_configs) after each.

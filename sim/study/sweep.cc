@@ -1,5 +1,6 @@
 #include "sim/study/sweep.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -11,6 +12,7 @@
 #include "sim/policy/policy_registry.h"
 #include "sim/study/csv.h"
 #include "sim/study/parallel_runs.h"
+#include "sim/study/planner.h"
 #include "sim/study/simulate.h"
 
 namespace moesim::sim::study {
@@ -164,6 +166,17 @@ const std::vector<std::string>& figure_columns() {
                                                     "slo_attainment",
                                                     "num_slo_met",
                                                     "num_slo_decided",
+                                                    "input_tokens_per_s_per_gpu",
+                                                    "output_tokens_per_s_per_gpu",
+                                                    "gpu_price_per_hour",
+                                                    "gpu_price_source",
+                                                    "gpu_hours_per_m_input_tokens",
+                                                    "gpu_hours_per_m_output_tokens",
+                                                    "usd_per_m_input_tokens",
+                                                    "usd_per_m_output_tokens",
+                                                    "feasible",
+                                                    "feasible_limits",
+                                                    "infeasible_reason",
                                                     "prefix_cache_hit_rate",
                                                     "compute_fraction",
                                                     "comm_fraction",
@@ -183,8 +196,16 @@ const std::vector<std::string>& figure_columns() {
   return kColumns;
 }
 
-std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out) {
+std::string optional_figure(std::optional<double> v) { return v ? number_text(*v) : ""; }
+
+std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
+                                      const SweepPlanner& planner) {
   const RunSummary& s = out.summary;
+  const GpuPrice price = gpu_price(sc, planner.gpu_price_per_hour);
+  const auto rate = [&](double v) { return s.has.rates ? std::optional<double>(v) : std::nullopt; };
+  const CostFigures cost =
+      cost_figures(num_gpus(sc), rate(s.input_tokens_per_s), rate(s.output_tokens_per_s), price);
+  const SloVerdict verdict = judge_run(out, sc, planner.limits);
   std::string actions, metrics;
   for (const auto& [name, n] : s.counters.actions) {
     actions += (actions.empty() ? "" : ";") + name + "=" + std::to_string(n);
@@ -219,6 +240,17 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out) 
           figure(s.slo.attainment, s.has.attainment),
           std::to_string(s.slo.num_met),
           std::to_string(s.slo.num_decided),
+          optional_figure(cost.input_tokens_per_s_per_gpu),
+          optional_figure(cost.output_tokens_per_s_per_gpu),
+          optional_figure(price.usd_per_hour),
+          price.source,
+          optional_figure(cost.gpu_hours_per_m_input_tokens),
+          optional_figure(cost.gpu_hours_per_m_output_tokens),
+          optional_figure(cost.usd_per_m_input_tokens),
+          optional_figure(cost.usd_per_m_output_tokens),
+          verdict.meets ? "true" : "false",
+          slo_limits_text(planner.limits),
+          verdict.reason,
           figure(s.prefix_cache_hit_rate, s.has.prefix_cache),
           figure(s.compute_fraction, s.has.gpu_time),
           figure(s.comm_fraction, s.has.gpu_time),
@@ -235,6 +267,39 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out) 
           metrics,
           out.digest_hex,
           out.conservation_ok ? "" : one_line(out.conservation_message)};
+}
+
+// A resumed row's planner cells must be what this sweep writes: the same feasible_limits, and a
+// price from the flag exactly when the flag is given, at its value. Rows of runs that did not
+// run (status error) have none.
+void check_planner_cells(const std::string& path, int line, const std::string& row,
+                         const std::vector<std::string>& header, const SweepPlanner& planner) {
+  std::vector<std::string> cells;
+  if (!split_csv_line(row, cells) || cells.size() != header.size()) {
+    throw ConfigError(path, line, 0, "",
+                      "not a row of this sweep (" + std::to_string(cells.size()) +
+                          " cells, expected " + std::to_string(header.size()) + ")");
+  }
+  auto at = [&](const char* column) -> const std::string& {
+    const auto it = std::find(header.begin(), header.end(), column);
+    MOESIM_CHECK(it != header.end(), "sweep column missing");
+    return cells[static_cast<size_t>(it - header.begin())];
+  };
+  if (at("status") == "error") return;
+  const std::string limits = slo_limits_text(planner.limits);
+  if (at("feasible_limits") != limits) {
+    throw ConfigError(path, line, 0, "feasible_limits",
+                      "written with the limits '" + at("feasible_limits") +
+                          "' where this sweep has '" + limits +
+                          "' (give the killed sweep's --slo / --min-attainment)");
+  }
+  const bool from_flag = at("gpu_price_source") == "flag";
+  if (from_flag != planner.gpu_price_per_hour.has_value() ||
+      (from_flag && at("gpu_price_per_hour") != number_text(*planner.gpu_price_per_hour))) {
+    throw ConfigError(path, line, 0, "gpu_price_per_hour",
+                      "written with another --gpu-price-per-hour than this sweep's (give the "
+                      "killed sweep's)");
+  }
 }
 
 }  // namespace
@@ -388,6 +453,8 @@ std::string sweep_csv_header(const SweepSpec& spec) {
 SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
                      const SweepOptions& options, std::ostream& csv,
                      const std::function<void(int64_t, int64_t)>& progress) {
+  MOESIM_CHECK(!options.planner.limits.request_ttft_ms && !options.planner.limits.request_tpot_ms,
+               "a sweep's per-request limits are each configuration's [slo]");
   const std::vector<std::vector<Override>> configs = grid_configs(spec);
   const int64_t per_config = runs_per_config(spec);
   const int64_t total = num_sweep_runs(spec);
@@ -420,7 +487,7 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
                                          : spec.seeds[static_cast<size_t>(rep_idx)];
       seed_cell = std::to_string(seed);
       RunOutput out = simulate(sc, seed);
-      figures = figure_cells(sc, out);
+      figures = figure_cells(sc, out, options.planner);
     } catch (const ConfigError& e) {
       figures.assign(figure_columns().size(), "");
       figures.front() = "error";
@@ -450,7 +517,8 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
   return stats;
 }
 
-ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard) {
+ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard,
+                              const SweepPlanner& planner) {
   ResumePoint point;
   std::ifstream in(path, std::ios::binary);
   if (!in) return point;
@@ -466,6 +534,8 @@ ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, co
   if (text.compare(0, header.size(), header) != 0) {
     throw ConfigError(path, 1, 0, "", "not the CSV of this sweep (its header differs)");
   }
+  std::vector<std::string> header_cells;
+  split_csv_line(sweep_csv_header(spec), header_cells);
   size_t at = header.size();
   int64_t expected = shard.index - 1;  // the shard's runs in order
   int line = 1;
@@ -482,6 +552,7 @@ ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, co
                         "expected run " + std::to_string(expected) +
                             " of this sweep's shard here (the file belongs to another sweep)");
     }
+    check_planner_cells(path, line, text.substr(at, end - at), header_cells, planner);
     ++point.num_done;
     expected += shard.count;
     at = end + 1;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/study/overrides.h"
+#include "sim/study/search.h"
 
 namespace moesim::sim::study {
 
@@ -66,9 +67,20 @@ struct Shard {
 // Parses "K/N"; throws ConfigError (file "--shard") when malformed or out of range.
 Shard parse_shard(const std::string& text);
 
+// What the planner columns of a sweep's rows use (docs/sweeps.md, "Planner outputs").
+struct SweepPlanner {
+  // The price of one GPU-hour (--gpu-price-per-hour); absent: each configuration's topology's
+  // [gpu] price_usd_per_hour, or none (planner.h).
+  std::optional<double> gpu_price_per_hour;
+  // Percentile limits and the minimum attainment of `feasible`; per-request limits are each
+  // configuration's [slo] (request_ttft_ms / request_tpot_ms must be absent).
+  SearchSlo limits;
+};
+
 struct SweepOptions {
   int32_t num_threads = 1;  // >= 1
   Shard shard;
+  SweepPlanner planner;
   // Resuming (ResumePoint): the shard's first num_done runs are already written, header
   // included; run_sweep writes neither.
   int64_t num_done = 0;
@@ -82,8 +94,11 @@ struct ResumePoint {
   int64_t keep_bytes = 0;  // bytes of the header and those rows (0: start afresh)
 };
 // Reads `path` (absent: start afresh). A header that is not this sweep's, or rows of other runs,
-// are a ConfigError naming the file and line (the file belongs to another sweep).
-ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard);
+// are a ConfigError naming the file and line (the file belongs to another sweep); so are rows
+// whose planner columns were written with other settings (feasible_limits, or a price from the
+// flag where `planner` has none or another one, or the reverse).
+ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard,
+                              const SweepPlanner& planner = {});
 
 struct SweepStats {
   int64_t num_runs = 0;    // rows written

@@ -37,6 +37,9 @@ struct GpuSpec {
   int64_t hbm_bytes = 0;
   // Peak HBM bandwidth in bytes per second.
   double hbm_bytes_per_s = 0;
+  // Price of one GPU-hour in US dollars (the planner's cost figures, docs/sweeps.md); absent
+  // unless the topology's [gpu] table gives price_usd_per_hour. The catalogue holds no prices.
+  std::optional<double> price_usd_per_hour;
 
   // The peak for `dtype` (0 = unsupported).
   double peak_flops_per_s(GpuDtype dtype) const;

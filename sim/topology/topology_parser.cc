@@ -95,6 +95,11 @@ GpuSpec parse_gpu(TomlTable& t) {
   gpu.hbm_bytes = std::llround(hbm_bytes);
   gpu.hbm_bytes_per_s = number("hbm_gbytes_per_s", gpu.hbm_bytes_per_s, kGiga);
   check_rate(t, "hbm_gbytes_per_s", gpu.hbm_bytes_per_s / kGiga, kGiga, "GB/s", "byte/s");
+  // Not a hardware figure: no catalogue default, absent unless given.
+  gpu.price_usd_per_hour = t.find_double("price_usd_per_hour");
+  if (gpu.price_usd_per_hour && !(*gpu.price_usd_per_hour > 0 && *gpu.price_usd_per_hour < 1e9)) {
+    t.fail("price_usd_per_hour", "must be > 0 and < 1e9");
+  }
   return gpu;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `mpirun -np 2 moesim sweep`: the ranks split the runs and rank 0 writes the CSV, the same bytes
 # as one process writes (and as --shard + `sweep merge`); a rank's bad output path ends the job
-# with exit code 2 instead of leaving the other rank waiting. `mpirun -np 2 moesim search` over
+# with exit code 2 instead of leaving the other rank waiting; the planner's table (--plan) is one
+# process's. `mpirun -np 2 moesim search` over
 # the same grid prints what one process prints (text and JSON).
 # Usage: mpi_sweep_test.sh MPIEXEC MOESIM SWEEP.toml SCENARIO.toml
 set -euo pipefail
@@ -15,11 +16,14 @@ trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=("$mpiexec" --oversubscribe -np 2)
 
-"$moesim" sweep "$sweep" --out "$tmp/single.csv" --threads 1 2> /dev/null
+"$moesim" sweep "$sweep" --out "$tmp/single.csv" --threads 1 --plan "$tmp/single_plan.json" \
+  2> /dev/null
 timeout 120 "${mpi[@]}" "$moesim" sweep "$sweep" --out "$tmp/mpi.csv" --threads 1 \
-  > "$tmp/mpi.log" 2>&1 || { cat "$tmp/mpi.log"; exit 1; }
+  --plan "$tmp/mpi_plan.json" > "$tmp/mpi.log" 2>&1 || { cat "$tmp/mpi.log"; exit 1; }
 grep -q "on 2 MPI ranks" "$tmp/mpi.log" || { cat "$tmp/mpi.log"; exit 1; }
 cmp "$tmp/single.csv" "$tmp/mpi.csv"
+# The planner's table: rank 0 reads the merged rows, the single process's table.
+cmp "$tmp/single_plan.json" "$tmp/mpi_plan.json"
 # To stdout, the same bytes (only rank 0 writes).
 timeout 120 "${mpi[@]}" "$moesim" sweep "$sweep" --threads 1 > "$tmp/stdout.csv" 2> /dev/null
 cmp "$tmp/single.csv" "$tmp/stdout.csv"

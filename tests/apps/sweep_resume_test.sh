@@ -2,7 +2,8 @@
 # A sweep killed with SIGKILL part way resumes with --resume from the rows it completed and
 # writes the bytes of an uninterrupted run; a journal of another sweep is refused (exit 2). The
 # same for `moesim search --journal`: killed after some configurations, resumed, the output of an
-# uninterrupted search.
+# uninterrupted search. The planner's tables (--plan) of the resumed runs are the uninterrupted
+# ones', and a journal written with another --gpu-price-per-hour is refused.
 # Usage: sweep_resume_test.sh MOESIM SWEEP.toml SCENARIO.toml SEARCH_GRID.toml
 set -euo pipefail
 moesim=$1
@@ -12,9 +13,11 @@ search_grid=$4
 tmp=$(mktemp -d)
 trap 'kill -9 "${pid:-0}" 2> /dev/null || true; rm -rf "$tmp"' EXIT
 
-"$moesim" sweep "$sweep" --threads 1 --out "$tmp/ref.csv" 2> /dev/null
+plan=(--gpu-price-per-hour 2)
+"$moesim" sweep "$sweep" --threads 1 "${plan[@]}" --out "$tmp/ref.csv" --plan "$tmp/ref_plan.json" \
+  2> /dev/null
 
-"$moesim" sweep "$sweep" --threads 2 --out "$tmp/out.csv" 2> /dev/null &
+"$moesim" sweep "$sweep" --threads 2 "${plan[@]}" --out "$tmp/out.csv" 2> /dev/null &
 pid=$!
 # Kill it once the journal holds the header and at least 5 rows.
 for _ in $(seq 1 3000); do
@@ -31,9 +34,20 @@ rows=$(($(wc -l < "$tmp/out.csv.partial") - 1))
 [ "$rows" -ge 5 ] || { echo "only $rows rows before the kill"; exit 1; }
 # A row cut short by the kill (no newline) is dropped on resume.
 printf '999,24,1,2,8' >> "$tmp/out.csv.partial"
-"$moesim" sweep "$sweep" --threads 2 --out "$tmp/out.csv" --resume 2> "$tmp/resume.log"
+"$moesim" sweep "$sweep" --threads 2 "${plan[@]}" --out "$tmp/out.csv" --resume \
+  --plan "$tmp/out_plan.json" 2> "$tmp/resume.log"
 grep -q "resumed after $rows runs" "$tmp/resume.log" || { cat "$tmp/resume.log"; exit 1; }
 cmp "$tmp/ref.csv" "$tmp/out.csv"
+cmp "$tmp/ref_plan.json" "$tmp/out_plan.json"
+
+# Rows written at another price are not resumed.
+head -n 3 "$tmp/ref.csv" > "$tmp/priced.csv.partial"
+set +e
+err=$("$moesim" sweep "$sweep" --gpu-price-per-hour 3 --out "$tmp/priced.csv" --resume 2>&1 > /dev/null)
+code=$?
+set -e
+[ "$code" -eq 2 ] || { echo "expected exit 2 for a journal at another price, got $code: $err"; exit 1; }
+echo "$err" | grep -q "written with another --gpu-price-per-hour" || { echo "$err"; exit 1; }
 [ ! -e "$tmp/out.csv.partial" ] || { echo "the journal outlived the complete CSV"; exit 1; }
 
 # A journal from another sweep is not resumed.
@@ -45,8 +59,10 @@ set -e
 [ "$code" -eq 2 ] || { echo "expected exit 2 for another sweep's journal, got $code: $err"; exit 1; }
 echo "$err" | grep -q "not the CSV of this sweep" || { echo "$err"; exit 1; }
 
-search=(search "$scenario" --slo ttft_p99_ms=500 --grid "$search_grid" --target-rate 5 --threads 1)
+search=(search "$scenario" --slo ttft_p99_ms=500 --grid "$search_grid" --target-rate 5 --threads 1
+        --plan "$tmp/search_plan.csv")
 "$moesim" "${search[@]}" > "$tmp/search_ref.txt" 2> /dev/null
+mv "$tmp/search_plan.csv" "$tmp/search_plan_ref.csv"
 "$moesim" "${search[@]}" --journal "$tmp/search.jsonl" > /dev/null 2>&1 &
 pid=$!
 for _ in $(seq 1 3000); do
@@ -59,6 +75,7 @@ configs=$(($(wc -l < "$tmp/search.jsonl") - 1))
 "$moesim" "${search[@]}" --journal "$tmp/search.jsonl" --resume > "$tmp/search_resumed.txt" \
   2> "$tmp/search_resume.log"
 cmp "$tmp/search_ref.txt" "$tmp/search_resumed.txt"
+cmp "$tmp/search_plan_ref.csv" "$tmp/search_plan.csv"
 if [ "$configs" -lt 4 ]; then
   grep -q "resumed $configs configurations" "$tmp/search_resume.log" ||
     { cat "$tmp/search_resume.log"; exit 1; }

@@ -203,6 +203,17 @@ def test_sweep_is_the_cli_csv():
     assert len(df) == 8 and (df.status == "ok").all()
 
 
+def test_sweep_planner_options(tmp_path):
+    df = moesim.sweep(GRID, threads=2, slo={"ttft_p99_ms": 500}, gpu_price_per_hour=2.5,
+                      plan=tmp_path / "plan.json")
+    assert (df.gpu_price_per_hour == 2.5).all() and (df.gpu_price_source == "flag").all()
+    assert (df.feasible_limits == "ttft_p99_ms<=500, attainment>=0.99").all()
+    per_gpu = df.output_tokens_per_s / df.num_gpus
+    assert ((df.output_tokens_per_s_per_gpu - per_gpu).abs() <= 1e-9 * per_gpu).all()
+    plan = __import__("json").loads((tmp_path / "plan.json").read_text())
+    assert len(plan["configs"]) == 4 and plan["cost_axis"] == "usd_per_m_output_tokens"
+
+
 def test_search_is_the_cli_json():
     slo = {"ttft_p99_ms": 500, "tpot_p99_ms": 50}
     got = moesim.search(TINY, slo, max_doublings=2, tolerance=0.5, threads=2)
@@ -212,6 +223,8 @@ def test_search_is_the_cli_json():
     assert got == ref
     assert list(table.config_idx) == [c["config_idx"] for c in ref["configs"]]
     assert "max_rate_per_s" in table.columns
+    assert "output_tokens_per_s_per_gpu" in table.columns and "diagnosis" not in table.columns
+    assert all(c["diagnosis"]["verdict"] == "" for c in got["configs"])
 
 
 def test_nothing_leaks_onto_stdout(capfd):

@@ -214,5 +214,114 @@ TEST(Search, BracketsTheCapacityOfASmallScenario) {
   EXPECT_EQ(cheapest_config(r.configs, hi * 2), std::nullopt);
 }
 
+// The planner's table of a search: each configuration's figures are those of its best probe (the
+// highest rate that met the SLOs), its cost from them; feasible when it met at some rate.
+TEST(Search, PlanUsesTheBestProbe) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  std::vector<std::vector<Override>> configs = {{{"deployment.replicas", int64_t{1}}},
+                                                {{"deployment.replicas", int64_t{2}}}};
+  SearchSlo slo = parse_search_slo("ttft_p99_ms=150,attainment=0.9");
+  SearchOptions opt;
+  opt.rel_tolerance = 0.1;
+  opt.max_doublings = 8;
+  opt.num_threads = 2;
+  opt.gpu_price_per_hour = 4.0;
+  SearchResult r = search_rates(t, configs, slo, opt);
+  const Plan plan = search_plan(r, {"deployment.replicas"}, slo, std::nullopt);
+  ASSERT_EQ(plan.entries.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const ConfigSearch& c = r.configs[i];
+    ASSERT_TRUE(c.search.found);
+    EXPECT_TRUE(c.diagnosis.done);
+    EXPECT_FALSE(c.diagnosis.infeasible());
+    const RateProbe* best = best_probe(c);
+    ASSERT_NE(best, nullptr);
+    EXPECT_EQ(best->multiplier, c.search.max_ok);
+    EXPECT_TRUE(best->verdict.meets);
+    const PlanEntry& e = plan.entries[i];
+    EXPECT_TRUE(e.feasible);
+    EXPECT_EQ(e.parameter_values, std::vector<std::string>{std::to_string(i + 1)});
+    EXPECT_EQ(*e.rate_per_s, c.max_rate_per_s);
+    EXPECT_EQ(*e.output_tokens_per_s, *best->output_tokens_per_s);
+    EXPECT_EQ(*e.ttft_p99_ms, *best->ttft_p99_ms);
+    EXPECT_LE(*e.ttft_p99_ms, 150);
+    EXPECT_EQ(e.price.source, "flag");
+    EXPECT_DOUBLE_EQ(*e.cost.usd_per_m_output_tokens, 4.0 * static_cast<double>(c.num_gpus) * 1e6 /
+                                                          (*best->output_tokens_per_s * 3600));
+  }
+  EXPECT_EQ(plan.cheapest_rule, "lowest cost per million output tokens at its max rate");
+  ASSERT_TRUE(plan.cheapest.has_value());
+  // With a target rate: the fewest GPUs sustaining it (cheapest_config).
+  const double target = r.configs[0].max_rate_per_s * 1.5;
+  const Plan targeted = search_plan(r, {"deployment.replicas"}, slo, target);
+  EXPECT_EQ(targeted.cheapest, cheapest_config(r.configs, target));
+  EXPECT_FALSE(targeted.entries[0].feasible);
+  EXPECT_NE(targeted.entries[0].infeasible_reason.find("< the target"), std::string::npos);
+}
+
+// A configuration the diagnosis finds infeasible at any rate is not probed (it says why); with
+// probe_infeasible it is, and still never counts as the cheapest.
+TEST(Search, InfeasibleAtAnyRateIsNotProbed) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  // Every prompt needs more than 1 us of prefill on its own.
+  SearchSlo slo = parse_search_slo("ttft_p99_ms=0.001");
+  SearchOptions opt;
+  opt.target_rate_per_s = 0;
+  SearchResult r = search_rates(t, {{}}, slo, opt);
+  const ConfigSearch& c = r.configs[0];
+  EXPECT_TRUE(c.diagnosis.infeasible());
+  EXPECT_TRUE(c.not_probed);
+  EXPECT_EQ(c.search.num_probes, 0);
+  EXPECT_TRUE(c.probes.empty());
+  EXPECT_FALSE(c.search.found);
+  EXPECT_EQ(c.diagnosis.verdict().rfind("infeasible at any rate: ttft_p99_ms<=0.001: 100.0% of "
+                                        "admitted requests",
+                                        0),
+            0u)
+      << c.diagnosis.verdict();
+  EXPECT_FALSE(r.cheapest.has_value());
+  const Plan plan = search_plan(r, {}, slo, std::nullopt);
+  EXPECT_FALSE(plan.entries[0].feasible);
+  EXPECT_EQ(plan.entries[0].infeasible_reason, c.diagnosis.verdict());
+
+  opt.probe_infeasible = true;
+  opt.max_doublings = 2;
+  SearchResult probed = search_rates(t, {{}}, slo, opt);
+  EXPECT_FALSE(probed.configs[0].not_probed);
+  EXPECT_GT(probed.configs[0].search.num_probes, 0);
+  EXPECT_FALSE(probed.configs[0].search.found);
+
+  opt.diagnose = false;
+  SearchResult plain = search_rates(t, {{}}, slo, opt);
+  EXPECT_FALSE(plain.configs[0].diagnosis.done);
+  EXPECT_GT(plain.configs[0].search.num_probes, 0);
+}
+
+// The motivating case of issue 18: DeepSeek-V3 P/D on the Mooncake trace at 2x with TTFT p99 at
+// most 5 s. The trace's longest prompts need more than 5 s of prefill on one attention rank
+// alone, so no rate meets the limit; the search says so at once, and states its rates against
+// the trace's real rate.
+TEST(Search, MooncakeTtftLimitIsInfeasibleAtAnyRate) {
+  ScenarioTemplate t = ScenarioTemplate::load(std::string(MOESIM_SOURCE_DIR) +
+                                              "/scenarios/deepseek-v3-h800-mooncake.toml");
+  SearchSlo slo = parse_search_slo("ttft_p99_ms=5000,tpot_p99_ms=100");
+  SearchResult r = search_rates(t, {{}}, slo, SearchOptions{});
+  const ConfigSearch& c = r.configs[0];
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  EXPECT_TRUE(c.not_probed);
+  EXPECT_EQ(c.trace_multiplier, 2.0);
+  EXPECT_DOUBLE_EQ(c.trace_rate_per_s * 2.0, c.base_rate_per_s);
+  ASSERT_FALSE(c.diagnosis.findings.empty());
+  const LimitFinding& f = c.diagnosis.findings[0];
+  EXPECT_EQ(f.limit, "ttft_p99_ms<=5000");
+  EXPECT_TRUE(f.infeasible);
+  EXPECT_GT(f.num_affected * 100, f.num_counted);  // more than the 1% the p99 allows
+  EXPECT_NE(f.text.find("need more than 5 s of isolated prefill on one attention rank (1 GPU) of "
+                        "a prefill replica of 32 GPUs"),
+            std::string::npos)
+      << f.text;
+  EXPECT_GT(c.diagnosis.longest_prefill_ms, 5000);
+}
+
 }  // namespace
 }  // namespace moesim::sim::study

@@ -196,7 +196,7 @@ TEST(Sweep, InfeasibleCombinationsAreErrorRows) {
   ScenarioTemplate t = ScenarioTemplate::load(spec.scenario_path);
   check_sweep(spec, t);
   std::ostringstream os;
-  SweepStats stats = run_sweep(spec, t, SweepOptions{2, {}}, os);
+  SweepStats stats = run_sweep(spec, t, SweepOptions{2, {}, {}}, os);
   EXPECT_EQ(stats.num_runs, 4);
   EXPECT_EQ(stats.num_errors, 1);
   auto rows = rows_of(os.str());
@@ -265,12 +265,26 @@ TEST(Sweep, ReplicationsOffsetTheScenarioSeed) {
 
 // The resume point of a journal: the complete rows of the shard's runs in order after this
 // sweep's header; a cut row is dropped; a foreign header or run is an error naming the line.
+// A row of the grid's width: `first` cells (run_idx, ..., status), the planner cells of a sweep
+// with the default limits and no price, the rest empty.
+std::string full_row(const SweepSpec& spec, const std::string& first) {
+  std::vector<std::string> header, cells;
+  split_csv_line(sweep_csv_header(spec), header);
+  split_csv_line(first, cells);
+  cells.resize(header.size());
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == "feasible_limits") cells[i] = slo_limits_text(SearchSlo{});
+  }
+  return csv_line(cells) + "\n";
+}
+
 TEST(Sweep, ResumePointKeepsTheCompleteRowsOfTheShard) {
   const SweepSpec spec = load_sweep(kGrid);
   const std::string header = sweep_csv_header(spec) + "\n";
   const Shard all;
   EXPECT_EQ(find_resume_point(scratch::path("absent.partial"), spec, all).num_done, 0);
-  const std::string rows = "0,8,0,1,2,1,ok\n1,8,0,2,2,1,ok\n2,8,1,1,2,2,ok\n";
+  const std::string rows = full_row(spec, "0,8,0,1,2,1,ok") + full_row(spec, "1,8,0,2,2,1,ok") +
+                           full_row(spec, "2,8,1,1,2,2,ok");
   const ResumePoint p =
       find_resume_point(write_temp("j.partial", header + rows + "3,8,1"), spec, all);
   EXPECT_EQ(p.num_done, 3);
@@ -280,17 +294,96 @@ TEST(Sweep, ResumePointKeepsTheCompleteRowsOfTheShard) {
   EXPECT_EQ(find_resume_point(write_temp("hh.partial", header.substr(0, 5)), spec, all).num_done,
             0);
   // Shard 2/2 holds runs 1, 3, ...
-  const ResumePoint s2 = find_resume_point(
-      write_temp("s.partial", header + "1,8,0,2,2,1,ok\n3,8,1,2,2,2,ok\n"), spec, Shard{2, 2});
+  const ResumePoint s2 =
+      find_resume_point(write_temp("s.partial", header + full_row(spec, "1,8,0,2,2,1,ok") +
+                                                    full_row(spec, "3,8,1,2,2,2,ok")),
+                        spec, Shard{2, 2});
   EXPECT_EQ(s2.num_done, 2);
   EXPECT_NE(testing::config_error_of([&] {
               find_resume_point(write_temp("o.partial", "run_idx,num_runs,x\n"), spec, all);
             }).find("not the CSV of this sweep"),
             std::string::npos);
   EXPECT_NE(testing::config_error_of([&] {
-              find_resume_point(write_temp("g.partial", header + "0,8,0\n5,8,2\n"), spec, all);
+              find_resume_point(
+                  write_temp("g.partial", header + full_row(spec, "0,8,0,1,2,1,ok") + "5,8,2\n"),
+                  spec, all);
             }).find(".partial:3: run_idx: expected run 1"),
             std::string::npos);
+}
+
+// The planner cells of the kept rows must be this sweep's: its limits, and a price from the flag
+// exactly when the flag is given, at its value.
+TEST(Sweep, ResumeRefusesRowsOfOtherPlannerSettings) {
+  const SweepSpec spec = load_sweep(kGrid);
+  const std::string header = sweep_csv_header(spec) + "\n";
+  const std::string path = write_temp("p.partial", header + full_row(spec, "0,8,0,1,2,1,ok"));
+  EXPECT_EQ(find_resume_point(path, spec, Shard{}).num_done, 1);
+  SweepPlanner strict;
+  strict.limits.min_attainment = 0.9;
+  EXPECT_NE(testing::config_error_of([&] { find_resume_point(path, spec, Shard{}, strict); })
+                .find("p.partial:2: feasible_limits: written with the limits 'attainment>=0.99' "
+                      "where this sweep has 'attainment>=0.9'"),
+            std::string::npos);
+  SweepPlanner priced;
+  priced.gpu_price_per_hour = 2.5;
+  EXPECT_NE(testing::config_error_of([&] {
+              find_resume_point(path, spec, Shard{}, priced);
+            }).find("gpu_price_per_hour: written with another --gpu-price-per-hour"),
+            std::string::npos);
+  // Rows of runs that did not run carry no planner cells.
+  const std::string errors = write_temp("e.partial", header + full_row(spec, "0,8,0,1,2,1,error"));
+  EXPECT_EQ(find_resume_point(errors, spec, Shard{}, strict).num_done, 1);
+}
+
+// The planner columns (docs/sweeps.md, "Planner outputs"): tokens/s per GPU, GPU-hours and
+// dollars per million tokens at the flag's price, and feasible under the sweep's limits.
+TEST(Sweep, PlannerColumns) {
+  const SweepSpec spec = load_sweep(kGrid);
+  ScenarioTemplate t = ScenarioTemplate::load(spec.scenario_path);
+  auto run = [&](const SweepPlanner& planner) {
+    std::ostringstream os;
+    SweepOptions opt;
+    opt.num_threads = 2;
+    opt.planner = planner;
+    run_sweep(spec, t, opt, os);
+    return rows_of(os.str());
+  };
+  SweepPlanner priced;
+  priced.gpu_price_per_hour = 2.5;
+  const auto rows = run(priced);
+  ASSERT_EQ(rows.size(), 9u);
+  for (size_t r = 1; r < rows.size(); ++r) {
+    const double gpus = std::stod(cell(rows, r, "num_gpus"));
+    const double out = std::stod(cell(rows, r, "output_tokens_per_s"));
+    const double in = std::stod(cell(rows, r, "input_tokens_per_s"));
+    EXPECT_NEAR(std::stod(cell(rows, r, "output_tokens_per_s_per_gpu")), out / gpus, 1e-12 * out);
+    EXPECT_NEAR(std::stod(cell(rows, r, "input_tokens_per_s_per_gpu")), in / gpus, 1e-12 * in);
+    const double gpuh_out = gpus * 1e6 / (out * 3600);
+    EXPECT_NEAR(std::stod(cell(rows, r, "gpu_hours_per_m_output_tokens")), gpuh_out,
+                1e-12 * gpuh_out);
+    EXPECT_NEAR(std::stod(cell(rows, r, "usd_per_m_output_tokens")), 2.5 * gpuh_out,
+                1e-12 * gpuh_out);
+    EXPECT_EQ(cell(rows, r, "gpu_price_per_hour"), "2.5");
+    EXPECT_EQ(cell(rows, r, "gpu_price_source"), "flag");
+    EXPECT_EQ(cell(rows, r, "feasible_limits"), "attainment>=0.99");
+    const bool meets = std::stod(cell(rows, r, "slo_attainment")) >= 0.99;
+    EXPECT_EQ(cell(rows, r, "feasible"), meets ? "true" : "false");
+    EXPECT_EQ(cell(rows, r, "infeasible_reason").empty(), meets);
+  }
+  // No price: the dollar cells are empty, never a made-up number; a percentile limit that every
+  // run breaks makes every row infeasible, with the limit named.
+  SweepPlanner tight;
+  tight.limits.percentile_limits = {{"ttft_p50_ms", 1e-3}};
+  const auto strict = run(tight);
+  for (size_t r = 1; r < strict.size(); ++r) {
+    EXPECT_EQ(cell(strict, r, "usd_per_m_output_tokens"), "");
+    EXPECT_EQ(cell(strict, r, "gpu_price_per_hour"), "");
+    EXPECT_EQ(cell(strict, r, "gpu_price_source"), "");
+    EXPECT_FALSE(cell(strict, r, "gpu_hours_per_m_output_tokens").empty());
+    EXPECT_EQ(cell(strict, r, "feasible"), "false");
+    EXPECT_EQ(cell(strict, r, "infeasible_reason").rfind("ttft_p50_ms ", 0), 0u);
+    EXPECT_EQ(cell(strict, r, "feasible_limits"), "ttft_p50_ms<=0.001, attainment>=0.99");
+  }
 }
 
 }  // namespace

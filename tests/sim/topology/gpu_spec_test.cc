@@ -36,7 +36,7 @@ TEST(GpuSpec, CatalogueHoldsDenseDatasheetFigures) {
 }
 
 TEST(GpuSpec, PeakByDtypeReadsTheMatchingField) {
-  GpuSpec s{"x", 1, 2, 3, 4, 5, 6, 7};
+  GpuSpec s{"x", 1, 2, 3, 4, 5, 6, 7, std::nullopt};
   EXPECT_EQ(s.peak_flops_per_s(GpuDtype::kFp32), 1);
   EXPECT_EQ(s.peak_flops_per_s(GpuDtype::kTf32), 2);
   EXPECT_EQ(s.peak_flops_per_s(GpuDtype::kBf16), 3);

@@ -78,6 +78,7 @@ TEST(TopologyParser, ConvertsUnitsAndAppliesGpuOverrides) {
 model = "h200-sxm"
 name = "h200-capped"
 bf16_tflops = 700
+price_usd_per_hour = 3.2
 [node]
 gpus_per_node = 2
 nvlink_gbytes_per_s = 100
@@ -102,6 +103,7 @@ switch_latency_ns = 3
   EXPECT_DOUBLE_EQ(spec.gpu.bf16_flops_per_s, 700e12);
   EXPECT_DOUBLE_EQ(spec.gpu.fp8_flops_per_s, 1978.9e12);  // catalogue value kept
   EXPECT_EQ(spec.gpu.hbm_bytes, 141'000'000'000);
+  EXPECT_EQ(spec.gpu.price_usd_per_hour, 3.2);  // not a hardware figure: only when given
   EXPECT_DOUBLE_EQ(spec.nvlink_bytes_per_s, 100e9);
   EXPECT_DOUBLE_EQ(spec.nic_bytes_per_s, 25e9);  // 200 Gb/s
   EXPECT_EQ(spec.nics_per_gpu, 2);
@@ -130,6 +132,7 @@ TEST(TopologyParser, CustomGpuWithoutModel) {
   EXPECT_EQ(t.gpu_spec().fp8_flops_per_s, 0);
   EXPECT_EQ(t.gpu_spec().hbm_bytes, 16'000'000'000);
   EXPECT_DOUBLE_EQ(t.gpu_spec().hbm_bytes_per_s, 1e12);
+  EXPECT_FALSE(t.gpu_spec().price_usd_per_hour.has_value());  // no price unless given
 }
 
 TEST(TopologyParser, EmbeddedTableErrorsCarryTheFullKeyPath) {
@@ -183,6 +186,7 @@ TEST(TopologyParser, BadCorpusGivesExactMessages) {
       {"peak_below_one_flop_per_s.toml",
        "4:15: gpu.bf16_tflops: 1e-300 TFLOP/s is below 1 FLOP/s (1e-12 TFLOP/s)"},
       {"hbm_above_one_petabyte.toml", "4:14: gpu.hbm_gbytes: must be at most 1000000 (1 PB)"},
+      {"price_not_positive.toml", "4:22: gpu.price_usd_per_hour: must be > 0 and < 1e9"},
   };
   std::set<std::string> on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
