@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "bench/h800_spec.h"
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/collective_study.h"
 #include "sim/network/factored_bottleneck_model.h"
@@ -35,25 +36,7 @@ namespace {
 
 // H800-like cluster of num_nodes x 8 GPUs, used when the topology file is missing.
 TopologySpec h800_spec(int32_t num_nodes) {
-  TopologySpec spec;
-  spec.name = "h800-" + std::to_string(num_nodes) + "x8-built";
-  spec.gpu.name = "h800-sxm";
-  spec.gpu.bf16_flops_per_s = 989.4e12;
-  spec.gpu.fp8_flops_per_s = 1978.9e12;
-  spec.gpu.hbm_bytes = 80'000'000'000;
-  spec.gpu.hbm_bytes_per_s = 3.35e12;
-  spec.gpus_per_node = 8;
-  spec.nvlink_bytes_per_s = 160e9;
-  spec.nvlink_latency_ns = 300;
-  spec.nvswitch_latency_ns = 200;
-  spec.num_nodes = num_nodes;
-  spec.nic_bytes_per_s = 50e9;
-  spec.nic_latency_ns = 1000;
-  spec.leaf_gpus = 32;
-  spec.num_spines = 8;
-  spec.leaf_spine_latency_ns = 50;
-  spec.switch_latency_ns = 250;
-  return spec;
+  return bench::h800_spec(num_nodes, 8, "h800-" + std::to_string(num_nodes) + "x8-built");
 }
 
 const Topology& topology(int32_t num_nodes) {

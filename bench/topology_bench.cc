@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "bench/h800_spec.h"
 #include "sim/topology/topology.h"
 
 namespace moesim::sim {
@@ -14,25 +15,7 @@ namespace {
 
 // num_nodes x 8 H800-like GPUs, rail leaves of 32 nodes, 64 spines.
 TopologySpec fat_tree(int32_t num_nodes) {
-  TopologySpec spec;
-  spec.name = "h800-" + std::to_string(num_nodes) + "x8";
-  spec.gpu.name = "h800-sxm";
-  spec.gpu.bf16_flops_per_s = 989.4e12;
-  spec.gpu.fp8_flops_per_s = 1978.9e12;
-  spec.gpu.hbm_bytes = 80'000'000'000;
-  spec.gpu.hbm_bytes_per_s = 3.35e12;
-  spec.gpus_per_node = 8;
-  spec.nvlink_bytes_per_s = 160e9;
-  spec.nvlink_latency_ns = 300;
-  spec.nvswitch_latency_ns = 200;
-  spec.num_nodes = num_nodes;
-  spec.nic_bytes_per_s = 50e9;
-  spec.nic_latency_ns = 1000;
-  spec.leaf_gpus = 32;
-  spec.num_spines = 64;
-  spec.leaf_spine_latency_ns = 50;
-  spec.switch_latency_ns = 250;
-  return spec;
+  return bench::h800_spec(num_nodes, 64, "h800-" + std::to_string(num_nodes) + "x8");
 }
 
 void BM_TopologyBuild(benchmark::State& state) {
