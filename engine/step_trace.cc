@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -95,24 +96,39 @@ std::string describe(const json& v) {
   return text;
 }
 
-int64_t as_int(const Where& w, const json& v, const std::string& field, int64_t min_value) {
+int64_t as_int(const Where& w, const json& v, const std::string& field, int64_t min_value,
+               int64_t max_value = std::numeric_limits<int64_t>::max()) {
   if (!v.is_number_integer()) w.fail(field, "expected an integer, got " + describe(v));
   const int64_t x = v.get<int64_t>();
   if (x < min_value) {
     w.fail(field, "must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
   }
+  if (x > max_value) {
+    w.fail(field, "must be <= " + std::to_string(max_value) + ", got " + std::to_string(x));
+  }
   return x;
 }
 
+// Upper bounds of the model's dimensions (docs/schemas/step_trace.md), far above any served
+// model's (hidden 18,432, FFN 53,248, 896 experts, 128 heads, vocabulary 262,144, 160 layers),
+// and low enough that the replay's buffer and weight sizes (products of three or four of them,
+// summed over layers) stay inside int64 bytes.
+constexpr int64_t kMaxWidth = int64_t{1} << 17;    // hidden, FFN, LoRA ranks, head dims
+constexpr int64_t kMaxHeads = int64_t{1} << 12;    // attention heads
+constexpr int64_t kMaxExperts = int64_t{1} << 14;  // routed / shared experts, top_k
+constexpr int64_t kMaxVocab = int64_t{1} << 22;
+constexpr size_t kMaxLayers = 1024;
+
 int64_t int_field(const Where& w, const json& obj, const std::string& path, const std::string& key,
-                  int64_t min_value) {
-  return as_int(w, member(w, obj, path, key), join(path, key), min_value);
+                  int64_t min_value, int64_t max_value = std::numeric_limits<int64_t>::max()) {
+  return as_int(w, member(w, obj, path, key), join(path, key), min_value, max_value);
 }
 
 int64_t int_field_or(const Where& w, const json& obj, const std::string& path,
-                     const std::string& key, int64_t min_value, int64_t fallback) {
+                     const std::string& key, int64_t min_value, int64_t fallback,
+                     int64_t max_value = std::numeric_limits<int64_t>::max()) {
   if (!obj.contains(key)) return fallback;
-  return int_field(w, obj, path, key, min_value);
+  return int_field(w, obj, path, key, min_value, max_value);
 }
 
 std::string string_field(const Where& w, const json& obj, const std::string& path,
@@ -158,20 +174,20 @@ TraceLayer parse_layer(const Where& w, const json& j, const std::string& path, i
     layer.attention_kind = AttentionKind::kMla;
     MlaShape& m = layer.mla;
     m.hidden_size = hidden;
-    m.num_heads = int_field(w, a, ap, "num_heads", 1);
-    m.q_lora_rank = int_field_or(w, a, ap, "q_lora_rank", 0, 0);
-    m.kv_lora_rank = int_field(w, a, ap, "kv_lora_rank", 1);
-    m.qk_nope_head_dim = int_field(w, a, ap, "qk_nope_head_dim", 1);
-    m.qk_rope_head_dim = int_field(w, a, ap, "qk_rope_head_dim", 2);
-    m.v_head_dim = int_field(w, a, ap, "v_head_dim", 1);
+    m.num_heads = int_field(w, a, ap, "num_heads", 1, kMaxHeads);
+    m.q_lora_rank = int_field_or(w, a, ap, "q_lora_rank", 0, 0, kMaxWidth);
+    m.kv_lora_rank = int_field(w, a, ap, "kv_lora_rank", 1, kMaxWidth);
+    m.qk_nope_head_dim = int_field(w, a, ap, "qk_nope_head_dim", 1, kMaxWidth);
+    m.qk_rope_head_dim = int_field(w, a, ap, "qk_rope_head_dim", 2, kMaxWidth);
+    m.v_head_dim = int_field(w, a, ap, "v_head_dim", 1, kMaxWidth);
     if (m.qk_rope_head_dim % 2 != 0) w.fail(join(ap, "qk_rope_head_dim"), "must be even");
   } else if (kind == "gqa") {
     layer.attention_kind = AttentionKind::kGqa;
     GqaShape& g = layer.gqa;
     g.hidden_size = hidden;
-    g.num_heads = int_field(w, a, ap, "num_heads", 1);
-    g.num_kv_heads = int_field(w, a, ap, "num_kv_heads", 1);
-    g.head_dim = int_field(w, a, ap, "head_dim", 2);
+    g.num_heads = int_field(w, a, ap, "num_heads", 1, kMaxHeads);
+    g.num_kv_heads = int_field(w, a, ap, "num_kv_heads", 1, kMaxHeads);
+    g.head_dim = int_field(w, a, ap, "head_dim", 2, kMaxWidth);
     if (g.head_dim % 2 != 0) w.fail(join(ap, "head_dim"), "must be even (RoPE)");
     if (g.num_heads % g.num_kv_heads != 0) {
       w.fail(join(ap, "num_kv_heads"),
@@ -185,11 +201,11 @@ TraceLayer parse_layer(const Where& w, const json& j, const std::string& path, i
     layer.attention_kind = AttentionKind::kKda;
     KdaShape& k = layer.kda;
     k.hidden_size = hidden;
-    k.num_heads = int_field(w, a, ap, "num_heads", 1);
-    k.head_dim_k = int_field(w, a, ap, "head_dim_k", 1);
-    k.head_dim_v = int_field(w, a, ap, "head_dim_v", 1);
-    k.short_conv_kernel = int_field_or(w, a, ap, "short_conv_kernel", 1, 4);
-    k.gate_lora_rank = int_field_or(w, a, ap, "gate_lora_rank", 1, k.head_dim_k);
+    k.num_heads = int_field(w, a, ap, "num_heads", 1, kMaxHeads);
+    k.head_dim_k = int_field(w, a, ap, "head_dim_k", 1, kMaxWidth);
+    k.head_dim_v = int_field(w, a, ap, "head_dim_v", 1, kMaxWidth);
+    k.short_conv_kernel = int_field_or(w, a, ap, "short_conv_kernel", 1, 4, kMaxWidth);
+    k.gate_lora_rank = int_field_or(w, a, ap, "gate_lora_rank", 1, k.head_dim_k, kMaxWidth);
     if (a.contains("output_gate")) {
       if (!a["output_gate"].is_boolean()) w.fail(join(ap, "output_gate"), "expected true or false");
       k.output_gate = a["output_gate"].get<bool>();
@@ -202,19 +218,20 @@ TraceLayer parse_layer(const Where& w, const json& j, const std::string& path, i
   const json& f = member(w, j, path, "ffn");
   const std::string ffn_kind = string_field(w, f, fp, "kind");
   if (ffn_kind == "dense") {
-    layer.intermediate_size = int_field(w, f, fp, "intermediate_size", 1);
+    layer.intermediate_size = int_field(w, f, fp, "intermediate_size", 1, kMaxWidth);
   } else if (ffn_kind == "moe") {
     layer.is_moe = true;
-    layer.num_routed_experts = int_field(w, f, fp, "num_routed_experts", 1);
+    layer.num_routed_experts = int_field(w, f, fp, "num_routed_experts", 1, kMaxExperts);
     layer.top_k = int_field(w, f, fp, "top_k", 1);
     if (layer.top_k > layer.num_routed_experts) {
       w.fail(join(fp, "top_k"),
              "exceeds num_routed_experts (" + std::to_string(layer.num_routed_experts) + ")");
     }
-    layer.num_shared_experts = int_field_or(w, f, fp, "num_shared_experts", 0, 0);
-    layer.expert_intermediate_size = int_field(w, f, fp, "expert_intermediate_size", 1);
+    layer.num_shared_experts = int_field_or(w, f, fp, "num_shared_experts", 0, 0, kMaxExperts);
+    layer.expert_intermediate_size = int_field(w, f, fp, "expert_intermediate_size", 1, kMaxWidth);
     if (layer.num_shared_experts > 0) {
-      layer.shared_intermediate_size = int_field(w, f, fp, "shared_intermediate_size", 1);
+      layer.shared_intermediate_size =
+          int_field(w, f, fp, "shared_intermediate_size", 1, kMaxWidth);
     }
     const std::string scoring =
         f.contains("scoring") ? string_field(w, f, fp, "scoring") : std::string("softmax");
@@ -279,8 +296,8 @@ void parse_header(const Where& w, const json& j, StepTrace& trace) {
   const json& m = member(w, j, "", "model");
   TraceModel& model = trace.model;
   model.name = string_field(w, m, "model", "name");
-  model.hidden_size = int_field(w, m, "model", "hidden_size", 1);
-  model.vocab_size = int_field_or(w, m, "model", "vocab_size", 1, 0);
+  model.hidden_size = int_field(w, m, "model", "hidden_size", 1, kMaxWidth);
+  model.vocab_size = int_field_or(w, m, "model", "vocab_size", 1, 0, kMaxVocab);
   if (m.contains("dtypes")) {
     const json& d = m["dtypes"];
     TraceDtypes& t = model.dtypes;
@@ -295,6 +312,10 @@ void parse_header(const Where& w, const json& j, StepTrace& trace) {
   }
   const json& layers = array_field(w, m, "model", "layers");
   if (layers.empty()) w.fail("model.layers", "must list at least one layer");
+  if (layers.size() > kMaxLayers) {
+    w.fail("model.layers", "must list at most " + std::to_string(kMaxLayers) + " layers, got " +
+                               std::to_string(layers.size()));
+  }
   int64_t num_experts = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     TraceLayer layer = parse_layer(w, layers[i], index("model.layers", i), model.hidden_size, i);

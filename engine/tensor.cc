@@ -1,13 +1,27 @@
 #include "engine/tensor.h"
 
+#include <limits>
+
 #include "engine/check.h"
 
 namespace moesim::engine {
 
 int64_t shape_num_elements(const Shape& shape) {
+  // Saturates at INT64_MAX: an allocation of that size is refused as out of memory, never wrapped
+  // into a small one.
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
+  }
   return n;
+}
+
+int64_t shape_size_bytes(const Shape& shape, int64_t element_bytes) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(shape_num_elements(shape), element_bytes, &bytes)) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return bytes;
 }
 
 std::string shape_to_string(const Shape& shape) {

@@ -20,7 +20,10 @@ namespace moesim::engine {
 using Shape = std::vector<int64_t>;
 
 // Number of elements of `shape` (1 for an empty shape: a scalar).
+// Elements of a shape; INT64_MAX when the product overflows (allocating it is out of memory).
 int64_t shape_num_elements(const Shape& shape);
+// shape_num_elements(shape) x element_bytes, saturating at INT64_MAX the same way.
+int64_t shape_size_bytes(const Shape& shape, int64_t element_bytes);
 // "[2, 3, 4]".
 std::string shape_to_string(const Shape& shape);
 
@@ -33,7 +36,7 @@ struct Tensor {
   // True when the view points at nothing (an absent optional input).
   bool empty() const { return data == nullptr; }
   int64_t num_elements() const { return shape_num_elements(shape); }
-  int64_t size_bytes() const { return num_elements() * dtype_size_bytes(dtype); }
+  int64_t size_bytes() const { return shape_size_bytes(shape, dtype_size_bytes(dtype)); }
   // Extent of dimension `dim_idx`; negative indices count from the end (-1 is the last).
   int64_t dim(int dim_idx) const;
   // Number of rows when viewed as a matrix: the product of all but the last dimension.

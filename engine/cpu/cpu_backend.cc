@@ -108,7 +108,7 @@ class CpuBackend : public Backend {
   }
 
   DeviceTensor allocate(DType dtype, const Shape& shape, std::string_view what_for) override {
-    const int64_t bytes = shape_num_elements(shape) * dtype_size_bytes(dtype);
+    const int64_t bytes = shape_size_bytes(shape, dtype_size_bytes(dtype));
     const int64_t available = limit_bytes_ - *allocated_bytes_;
     if (bytes > available) throw OutOfMemoryError(std::string(what_for), bytes, available);
     // 64-byte alignment; at least one byte so empty tensors still have a distinct address.

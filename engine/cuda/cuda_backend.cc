@@ -122,7 +122,7 @@ class CudaBackend : public Backend {
   }
 
   DeviceTensor allocate(DType dtype, const Shape& shape, std::string_view what_for) override {
-    const int64_t bytes = shape_num_elements(shape) * dtype_size_bytes(dtype);
+    const int64_t bytes = shape_size_bytes(shape, dtype_size_bytes(dtype));
     void* data = device_malloc(bytes, what_for);
     std::shared_ptr<TransposedWeightCache> cache = weight_cache_;
     DeviceBuffer buffer(data, bytes, [cache, bytes](void* p) {

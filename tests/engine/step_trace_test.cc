@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "engine/input_error.h"
+#include "engine/tensor.h"
 
 namespace moesim::engine {
 namespace {
@@ -86,6 +88,24 @@ TEST(StepTrace, RejectsInvalidJson) {
       error_of(with("\"record\": \"step\", \"step\": 1", "\"record\": \"step\", \"step\": 1,,"))
           .substr(0, 36),
       "bad.jsonl:3: record: invalid JSON: [");
+}
+
+TEST(StepTrace, RejectsModelDimensionsBeyondTheirBounds) {
+  // Sizes whose products (buffers, weights) would pass int64 bytes are refused by the reader.
+  EXPECT_EQ(error_of(with("\"hidden_size\": 256", "\"hidden_size\": 9000000000000000000")),
+            "bad.jsonl:1: model.hidden_size: must be <= 131072, got 9000000000000000000");
+  EXPECT_EQ(error_of(with("\"num_routed_experts\": 16", "\"num_routed_experts\": 100000")),
+            "bad.jsonl:1: model.layers[1].ffn.num_routed_experts: must be <= 16384, got 100000");
+  EXPECT_EQ(error_of(with("\"vocab_size\": 32000", "\"vocab_size\": 10000000")),
+            "bad.jsonl:1: model.vocab_size: must be <= 4194304, got 10000000");
+}
+
+TEST(StepTrace, ShapeSizesSaturateInsteadOfWrapping) {
+  EXPECT_EQ(shape_num_elements({int64_t{1} << 40, int64_t{1} << 40}),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(shape_size_bytes({int64_t{1} << 31, int64_t{1} << 31}, 4),
+            std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(shape_size_bytes({3, 5}, 2), 30);
 }
 
 TEST(StepTrace, RejectsWrongSchema) {
