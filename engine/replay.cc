@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "engine/check.h"
@@ -662,16 +663,21 @@ ReplaySummary replay_trace(Backend& backend, const StepTrace& trace, const Repla
 
   for (int32_t gpu : summary.gpus) {
     const ReplayMemoryPlan plan = plan_memory(trace, summary.layers, gpu, dtypes);
+    // hidden x vocab x element bytes: within int64 by the reader's bounds (2^17 x 2^22 x 4).
     const int64_t head_bytes =
         trace.model.hidden_size * lm_head_vocab(trace, gpu) * dtype_size_bytes(dtypes.activations);
     const MemoryInfo mem = backend.memory_info();
-    if (plan.total_bytes() + head_bytes > mem.available_bytes) {
+    int64_t needed_bytes = 0;
+    if (__builtin_add_overflow(plan.total_bytes(), head_bytes, &needed_bytes)) {
+      needed_bytes = std::numeric_limits<int64_t>::max();
+    }
+    if (needed_bytes > mem.available_bytes) {
       throw OutOfMemoryError("the replay of simulated GPU " + std::to_string(gpu) + " (weights " +
                                  std::to_string(plan.weight_bytes) + " B, output head " +
                                  std::to_string(head_bytes) + " B, caches " +
                                  std::to_string(plan.cache_bytes) + " B, activations " +
                                  std::to_string(plan.activation_bytes) + " B)",
-                             plan.total_bytes() + head_bytes, mem.available_bytes);
+                             needed_bytes, mem.available_bytes);
     }
     GpuReplay replay(backend, trace, options, summary.layers, dtypes, gpu, writer, summary);
     if (multi_rank_replica != nullptr)

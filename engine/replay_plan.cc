@@ -1,6 +1,7 @@
 #include "engine/replay_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -47,7 +48,17 @@ bool is_8bit_or_less(const std::string& name) {
   return name == "fp8" || name == "mxfp8" || name == "mxfp4" || name == "nvfp4";
 }
 
-int64_t bytes(DType d, int64_t elements) { return elements * dtype_size_bytes(d); }
+// Sizes are computed in long double (integers exact up to 2^64 on x86-64) and saturate at
+// INT64_MAX on the way back: a trace whose buffers would pass int64 bytes is refused as out of
+// memory, never wrapped into a small size.
+using Wide = long double;
+Wide bytes(DType d, Wide elements) { return elements * dtype_size_bytes(d); }
+int64_t saturated(Wide x) {
+  return x < 0x1p63L ? static_cast<int64_t>(x) : std::numeric_limits<int64_t>::max();
+}
+void add_saturating(int64_t& sum, int64_t x) {
+  if (__builtin_add_overflow(sum, x, &sum)) sum = std::numeric_limits<int64_t>::max();
+}
 
 }  // namespace
 
@@ -194,25 +205,22 @@ GpuExtents gpu_extents(const StepTrace& trace, int32_t gpu) {
     int64_t tokens = 0, pre_seqs = 0, dec_seqs = 0, pre_rows = 0, dec_rows = 0;
     for (const TraceSequence& s : step.sequences) {
       if (s.gpu != gpu) continue;
-      tokens += s.new_tokens;
-      if (s.phase == Phase::kPrefill) {
-        ++pre_seqs;
-        pre_rows += s.context_tokens + s.new_tokens;
-      } else {
-        ++dec_seqs;
-        dec_rows += s.context_tokens + s.new_tokens;
-      }
+      add_saturating(tokens, s.new_tokens);
+      int64_t& rows = s.phase == Phase::kPrefill ? pre_rows : dec_rows;
+      ++(s.phase == Phase::kPrefill ? pre_seqs : dec_seqs);
+      add_saturating(rows, s.context_tokens);
+      add_saturating(rows, s.new_tokens);
     }
     x.max_tokens = std::max(x.max_tokens, tokens);
     x.max_prefill_sequences = std::max(x.max_prefill_sequences, pre_seqs);
     x.max_decode_sequences = std::max(x.max_decode_sequences, dec_seqs);
     x.max_prefill_cache_rows = std::max(x.max_prefill_cache_rows, pre_rows);
     x.max_decode_cache_rows = std::max(x.max_decode_cache_rows, dec_rows);
-    x.max_sent_rows = std::max(x.max_sent_rows, tokens * max_top_k);
+    x.max_sent_rows = std::max(x.max_sent_rows, saturated(static_cast<Wide>(tokens) * max_top_k));
     for (const TraceMoeLayer& l : step.moe_layers) {
       int64_t received = 0;
       for (const RoutingEntry& e : l.routing) {
-        if (e.dst_gpu == gpu) received += e.count;
+        if (e.dst_gpu == gpu) add_saturating(received, e.count);
       }
       x.max_received_rows = std::max(x.max_received_rows, received);
     }
@@ -221,8 +229,10 @@ GpuExtents gpu_extents(const StepTrace& trace, int32_t gpu) {
 }
 
 int64_t layer_weight_bytes(const TraceLayer& l, int64_t local_experts, const ReplayDtypes& d) {
-  const int64_t hidden = l.mla.hidden_size + l.gqa.hidden_size + l.kda.hidden_size;
-  int64_t b = bytes(d.activations, 2 * hidden);  // the two RMSNorm weights
+  // Products of the reader-bounded dimensions (docs/schemas/step_trace.md) fit int64; every
+  // product with `hidden` is Wide.
+  const Wide hidden = static_cast<Wide>(l.mla.hidden_size + l.gqa.hidden_size + l.kda.hidden_size);
+  Wide b = bytes(d.activations, 2 * hidden);  // the two RMSNorm weights
   const DType a = d.attention;
   switch (l.attention_kind) {
     case AttentionKind::kMla: {
@@ -255,12 +265,12 @@ int64_t layer_weight_bytes(const TraceLayer& l, int64_t local_experts, const Rep
       break;
     }
   }
-  if (!l.is_moe) return b + bytes(d.dense_ffn, 3 * hidden * l.intermediate_size);
+  if (!l.is_moe) return saturated(b + bytes(d.dense_ffn, 3 * hidden * l.intermediate_size));
   b += bytes(d.activations, hidden * l.num_routed_experts);  // router
   b += bytes(d.experts, local_experts * 3 * hidden * l.expert_intermediate_size);
   if (d.experts == DType::kFP8E4M3) b += bytes(DType::kF32, 2 * local_experts);
   b += bytes(d.shared_experts, l.num_shared_experts * 3 * hidden * l.shared_intermediate_size);
-  return b;
+  return saturated(b);
 }
 
 ReplayMemoryPlan plan_memory(const StepTrace& trace, const std::vector<LayerRun>& layers,
@@ -274,7 +284,8 @@ ReplayMemoryPlan plan_memory(const StepTrace& trace, const std::vector<LayerRun>
   ReplayMemoryPlan plan;
   // Weights: every selected layer, resident for the whole replay.
   for (const LayerRun& r : layers) {
-    plan.weight_bytes += layer_weight_bytes(trace.model.layers[r.layer_idx], local, d);
+    add_saturating(plan.weight_bytes,
+                   layer_weight_bytes(trace.model.layers[r.layer_idx], local, d));
   }
   // Caches: one set per attention kind, shared by the layers of that kind (contents synthetic).
   int64_t mla_row = 0, gqa_row = 0;
@@ -292,20 +303,20 @@ ReplayMemoryPlan plan_memory(const StepTrace& trace, const std::vector<LayerRun>
                                               (2 * k.head_dim_k + k.head_dim_v));
     }
   }
-  const int64_t cache_rows = x.max_prefill_cache_rows + x.max_decode_cache_rows;
-  const int64_t seqs = x.max_prefill_sequences + x.max_decode_sequences;
-  plan.cache_bytes =
-      bytes(d.kv_cache, cache_rows * (mla_row + gqa_row)) + bytes(DType::kF32, seqs * kda_state);
+  const Wide cache_rows = static_cast<Wide>(x.max_prefill_cache_rows) + x.max_decode_cache_rows;
+  const Wide seqs = static_cast<Wide>(x.max_prefill_sequences) + x.max_decode_sequences;
+  plan.cache_bytes = saturated(bytes(d.kv_cache, cache_rows * (mla_row + gqa_row)) +
+                               bytes(DType::kF32, seqs * kda_state));
   // Activations: x, normed, attention out, shared-expert out (T x hidden each); router ids and
   // weights, gather and scatter indices (sent rows x 4 B each); permuted and slot buffers (sent
   // rows x hidden each); expert in and out (received rows x hidden each); all-to-all send and
   // receive buffers (dispatch dtype).
-  const int64_t t = std::max<int64_t>(x.max_tokens, 1);
-  const int64_t sent = std::max<int64_t>(x.max_sent_rows, 1);
-  const int64_t recv = std::max<int64_t>(x.max_received_rows, 1);
-  plan.activation_bytes = bytes(d.activations, 4 * t * hidden) + 16 * sent +
-                          bytes(d.activations, 2 * sent * hidden + 2 * recv * hidden) +
-                          bytes(d.dispatch, (sent + recv) * hidden);
+  const Wide t = static_cast<Wide>(std::max<int64_t>(x.max_tokens, 1));
+  const Wide sent = static_cast<Wide>(std::max<int64_t>(x.max_sent_rows, 1));
+  const Wide recv = static_cast<Wide>(std::max<int64_t>(x.max_received_rows, 1));
+  plan.activation_bytes = saturated(bytes(d.activations, 4 * t * hidden) + 16 * sent +
+                                    bytes(d.activations, 2 * sent * hidden + 2 * recv * hidden) +
+                                    bytes(d.dispatch, (sent + recv) * hidden));
   return plan;
 }
 

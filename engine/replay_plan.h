@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,14 @@ struct ReplayMemoryPlan {
   int64_t weight_bytes = 0;      // every selected layer's weights (local experts only)
   int64_t cache_bytes = 0;       // KV / latent caches and KDA state, sized for the largest step
   int64_t activation_bytes = 0;  // activations and MoE buffers, sized for the largest step
-  int64_t total_bytes() const { return weight_bytes + cache_bytes + activation_bytes; }
+  // The sum, saturating at INT64_MAX (each section already saturates).
+  int64_t total_bytes() const {
+    int64_t sum = 0;
+    for (int64_t x : {weight_bytes, cache_bytes, activation_bytes}) {
+      if (__builtin_add_overflow(sum, x, &sum)) return std::numeric_limits<int64_t>::max();
+    }
+    return sum;
+  }
 };
 
 // Number of routed experts with a replica on `gpu` under `placement`.

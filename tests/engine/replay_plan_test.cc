@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "engine/cpu/cpu_backend.h"
 #include "engine/input_error.h"
 #include "engine/layer_weights.h"
@@ -78,6 +80,20 @@ TEST(MemoryPlan, WeightsMatchWhatTheBuilderAllocates) {
     EXPECT_GT(plan.cache_bytes, 0);
     EXPECT_GT(plan.activation_bytes, 0);
   }
+}
+
+TEST(MemoryPlan, SizesBeyondInt64SaturateInsteadOfWrapping) {
+  StepTrace t = read_step_trace(kTracePath);
+  for (TraceStep& step : t.steps) {
+    for (TraceSequence& s : step.sequences)
+      s.context_tokens = int64_t{9} * 1'000'000'000'000'000'000;
+  }
+  auto backend = cpu::make_cpu_backend({});
+  const ReplayDtypes d = resolve_dtypes(t.model.dtypes, *backend, "bf16");
+  const ReplayMemoryPlan plan = plan_memory(t, select_layers("all", t.model), 0, d);
+  EXPECT_EQ(plan.cache_bytes, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(plan.total_bytes(), std::numeric_limits<int64_t>::max());
+  EXPECT_GT(plan.weight_bytes, 0);
 }
 
 }  // namespace
