@@ -163,9 +163,9 @@ TEST(Planner, JsonOfThePlan) {
   const nlohmann::json j = nlohmann::json::parse(os.str());
   EXPECT_EQ(j["cost_axis"], "usd_per_m_output_tokens");
   EXPECT_EQ(j["pareto_axes"],
-            nlohmann::json({"usd_per_m_output_tokens", "ttft_p99_ms", "tpot_p99_ms"}));
-  EXPECT_EQ(j["feasible"], nlohmann::json({0}));
-  EXPECT_EQ(j["pareto"], nlohmann::json({0, 1}));
+            nlohmann::json::array({"usd_per_m_output_tokens", "ttft_p99_ms", "tpot_p99_ms"}));
+  EXPECT_EQ(j["feasible"], nlohmann::json::array({0}));
+  EXPECT_EQ(j["pareto"], nlohmann::json::array({0, 1}));
   EXPECT_EQ(j["cheapest_feasible"]["config_idx"], 0);
   EXPECT_EQ(j["cheapest_feasible"]["parameters"]["deployment.replicas"], "1");
   EXPECT_EQ(j["configs"][2]["status"], "error");
