@@ -1,8 +1,7 @@
 // Shared by the libFuzzer targets: the one rule every reader is held to. Bad input must end in
 // the reader's documented error (ConfigError, "clear error, exit 2"; the engine's InputError); any
-// other exception is a finding, reported
-// and turned into an abort so that libFuzzer saves the input. Crashes, sanitizer reports and
-// hangs are findings by themselves.
+// other exception is a finding, reported and turned into an abort so that libFuzzer saves the
+// input. Crashes, sanitizer reports and hangs are findings by themselves.
 #pragma once
 
 #include <cstddef>
