@@ -521,6 +521,9 @@ StepTrace parse_step_trace(std::string_view text, const std::string& file_name) 
       w.fail("record", std::string("invalid JSON: ") + e.what());
     } catch (const json::parse_error& e) {
       w.fail("record", std::string("invalid JSON: ") + e.what());
+    } catch (const json::out_of_range& e) {
+      // A number beyond a double (1e400): nlohmann's out_of_range.406.
+      w.fail("record", std::string("invalid JSON: ") + e.what());
     }
     if (!j.is_object()) w.fail("record", "expected a JSON object");
     if (!have_header) {

@@ -44,7 +44,7 @@ head_lines azure_fuzz 12 data/traces/*.csv
 copy step_trace_fuzz tests/data/calibration/trace_*.jsonl tests/data/engine/*.jsonl \
   tests/data/bad/calibration/trace_*.jsonl
 copy engine_step_trace_fuzz tests/data/calibration/trace_*.jsonl tests/data/engine/*.jsonl \
-  tests/data/bad/calibration/trace_*.jsonl
+  tests/data/bad/calibration/trace_*.jsonl tests/data/bad/engine/*.jsonl
 copy routing_trace_fuzz tests/data/bad/routing/*.jsonl
 copy measurement_fuzz tests/data/calibration/meas_*.jsonl tests/data/bad/calibration/meas_*.jsonl
 # Hand-written seeds for inputs the repository only writes at run time (routing traces).

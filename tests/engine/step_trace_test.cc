@@ -108,6 +108,27 @@ TEST(StepTrace, ShapeSizesSaturateInsteadOfWrapping) {
   EXPECT_EQ(shape_size_bytes({3, 5}, 2), 30);
 }
 
+TEST(StepTrace, NumberBeyondADoubleIsAnInputError) {
+  // Found by engine_step_trace_fuzz: nlohmann's out_of_range.406 escaped the reader.
+  EXPECT_EQ(error_of(with("\"seed\": 1", "\"seed\": 7E777")),
+            "bad.jsonl:1: record: invalid JSON: [json.exception.out_of_range.406] number overflow "
+            "parsing '7E777'");
+}
+
+TEST(StepTrace, FuzzFindingsUnderTestsDataBadEngine) {
+  const std::string path =
+      std::string(MOESIM_SOURCE_DIR) + "/tests/data/bad/engine/number_overflow.jsonl";
+  try {
+    read_step_trace(path);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path +
+                  ":1: record: invalid JSON: [json.exception.out_of_range.406] number overflow "
+                  "parsing '7E777'");
+  }
+}
+
 TEST(StepTrace, RejectsWrongSchema) {
   EXPECT_EQ(error_of(with("moesim.step_trace.v1", "moesim.step_trace.v0")),
             "bad.jsonl:1: schema: unsupported schema 'moesim.step_trace.v0' (expected "
