@@ -228,11 +228,25 @@ def collective(topology, *, ep, tokens_per_gpu, hidden, top_k, experts=None, dis
 
 
 def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=None,
-            duration_s=None, threads=None):
-    """`moesim compare A B --json` as a dict (paired differences B - A with intervals)."""
+            duration_s=None, threads=None, set_a=None, set_b=None, drop_a=None, drop_b=None):
+    """`moesim compare A B --json` as a dict (paired differences B - A with intervals).
+    set_a / set_b: overrides of A or B (a dict {key.path: value} or a list of "key.path=value",
+    as run's overrides); drop_a / drop_b: key paths (a str or a list) removed from A or B first,
+    e.g. compare(s, s, drop_a="policies") compares a policy against the same scenario without it."""
+    def sets(flag, overrides):
+        args = _override_args(overrides)
+        return [flag if a == "--set" else a for a in args]
+
+    def drops(flag, paths):
+        if paths is None:
+            return []
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        return [x for p in paths for x in (flag, str(p))]
+
     return _json("compare", [os.fspath(a), os.fspath(b)] + _option_args(
         seed=seed, replications=replications, resamples=resamples, confidence=confidence,
-        duration=duration_s, threads=threads))
+        duration=duration_s, threads=threads) + sets("--set-a", set_a) + sets("--set-b", set_b)
+        + drops("--drop-a", drop_a) + drops("--drop-b", drop_b))
 
 
 def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attainment=None,
