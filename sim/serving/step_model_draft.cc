@@ -1,0 +1,77 @@
+// StepModel's draft passes of speculative decoding with the card's MTP modules
+// (set_draft_tokens; docs/serving.md, "Speculative decoding"). DeepSeek-V3's MTP module is the
+// model's last layer behind two RMSNorms (of the token's embedding and of the previous hidden
+// state) and a 2h -> h projection, sharing the embedding and the output head. Draft pass i runs
+// it on every decode slice that drafts i tokens or more, one token each, attending to the
+// slice's context + i tokens; its MoE FFN is routed and dispatched with the last MoE layer's
+// placement (the module's experts spread over the replica like a layer's), so its all-to-all
+// joins the step's traffic. The passes are sequential: each needs the previous one's token.
+#include <algorithm>
+
+#include "sim/core/horizon.h"
+#include "sim/cost/op_formulas.h"
+#include "sim/serving/step_model.h"
+
+namespace moesim::sim {
+
+void StepModel::run_draft_passes(int64_t step_idx, const std::vector<std::vector<SeqSlice>>& ranks,
+                                 StepObserver* observer) {
+  const double verify_end_s = *std::max_element(clock_s_.begin(), clock_s_.end());
+  const auto source_layer = static_cast<int32_t>(layers_.size()) - 1;
+  const auto trace_layer = static_cast<int32_t>(layers_.size());  // one past the model's layers
+  const int32_t attn_class = layers_[source_layer].attn_class;
+  const FfnSpec& ffn = card_.layers[source_layer].ffn;
+  const int64_t hidden = card_.hidden_size;
+  in_draft_ = true;
+  for (int32_t i = 1; i <= num_draft_tokens_; ++i) {
+    int64_t total_tokens = 0;
+    for (int32_t r = 0; r < num_ranks(); ++r) {
+      draft_slices_.clear();
+      for (const SeqSlice& sl : ranks[r]) {
+        if (!sl.prefill && sl.new_tokens - 1 >= i) {
+          draft_slices_.push_back(SeqSlice{1, sl.context_tokens + i, false});
+        }
+      }
+      const auto tokens = static_cast<int64_t>(draft_slices_.size());
+      rank_tokens_[r] = tokens;
+      total_tokens += tokens;
+      double seconds = 0;
+      if (tokens > 0) {
+        // The two input norms, the 2h -> h projection (a GEMM, priced as the output head's kind)
+        // and the layer's attention with its own norms.
+        const DType dt = card_.precision.attention;
+        seconds = 2.0 * cost_.checked_seconds(rmsnorm_work(tokens, hidden, dt)) +
+                  cost_.checked_seconds(lm_head_work(tokens, hidden, 2 * hidden, tp_, dt)) +
+                  attention_seconds(attn_class, draft_slices_, tokens);
+      }
+      for (int32_t j = 0; j < tp_; ++j) {
+        const int32_t g = r * tp_ + j;
+        const int64_t share = tokens / tp_ + (j < tokens % tp_ ? 1 : 0);
+        gpu_tokens_[g] = share;
+        src_tokens_[g] = static_cast<int32_t>(share);
+        advance_compute(g, "draft_attention", trace_layer, seconds, observer);
+      }
+    }
+    if (total_tokens == 0) break;
+    if (ffn.is_moe) {
+      token_counts_.tokens_per_src.assign(gpu_tokens_.begin(), gpu_tokens_.end());
+      run_moe_layer(step_idx, trace_layer, source_layer, observer);
+    } else {
+      run_dense_ffn(trace_layer, ffn, observer);
+    }
+    // The shared output head on the draft tokens.
+    for (int32_t r = 0; r < num_ranks(); ++r) {
+      if (rank_tokens_[r] == 0) continue;
+      const double h = cost_.checked_seconds(
+          lm_head_work(rank_tokens_[r], hidden, card_.vocab_size, tp_, card_.precision.embeddings));
+      for (int32_t j = 0; j < tp_; ++j) {
+        advance_compute(r * tp_ + j, "draft_lm_head", trace_layer, h, observer);
+      }
+    }
+  }
+  in_draft_ = false;
+  const double end_s = *std::max_element(clock_s_.begin(), clock_s_.end());
+  if (within_horizon_s(end_s)) result_.draft_ns = from_seconds(end_s) - from_seconds(verify_end_s);
+}
+
+}  // namespace moesim::sim
