@@ -3,7 +3,8 @@
 // token budgets of a step and the concurrency limits, and decides each step's batch:
 //   1. one decode token for every running sequence whose prefill is done (allocating a KV block
 //      when its last one is full; when a rank runs out, the most recently admitted sequence of
-//      that rank is preempted by recompute and re-queued at the front);
+//      that rank is preempted by recompute and re-queued at the front); with speculative
+//      decoding (set_draft_tokens) the token and its drafts, KV reserved for all of them;
 //   2. the next prefill chunk of running sequences (chunked prefill), within the rank's budget;
 //   3. admissions from the waiting queue, first come first served, head-of-line: the first
 //      request that does not fit (memory, budget, max_seqs) stops admission. A request goes to
