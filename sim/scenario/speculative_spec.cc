@@ -1,25 +1,62 @@
 #include "sim/scenario/speculative_spec.h"
 
+#include <filesystem>
 #include <string>
+#include <utility>
+
+#include "sim/model/model_card_parser.h"
 
 namespace moesim::sim {
+namespace {
 
-SpeculativeSpec parse_speculative(TomlTable& t, const ModelCard& card) {
+// The draft model card of method "draft_model": dense layers (no MoE, no recurrent state) and
+// the target's vocabulary (the two share the tokenizer).
+void read_draft_model(TomlTable& t, const ModelCard& card, const std::string& base_dir,
+                      SpeculativeSpec& s) {
+  std::filesystem::path p(t.get_string("draft_model"));
+  if (!p.is_absolute()) p = (std::filesystem::path(base_dir) / p).lexically_normal();
+  s.draft_model_path = p.string();
+  if (!std::filesystem::exists(p)) t.fail("draft_model", "file not found: " + s.draft_model_path);
+  auto draft = std::make_shared<const ModelCard>(load_model_card(s.draft_model_path));
+  if (draft->vocab_size != card.vocab_size) {
+    t.fail("draft_model", "draft model '" + draft->name + "' has vocab_size " +
+                              std::to_string(draft->vocab_size) + ", the target '" + card.name +
+                              "' " + std::to_string(card.vocab_size) +
+                              " (draft and target share the tokenizer)");
+  }
+  for (const LayerSpec& l : draft->layers) {
+    if (l.ffn.is_moe || l.attention.kind == AttentionKind::kKDA) {
+      t.fail("draft_model", "draft model '" + draft->name +
+                                "' has MoE or KDA layers; only dense draft models (GQA or MLA "
+                                "attention, dense FFNs) are modelled");
+    }
+  }
+  s.draft_model = std::move(draft);
+}
+
+}  // namespace
+
+const char* speculative_method_name(SpeculativeMethod method) {
+  return method == SpeculativeMethod::kDraftModel ? "draft_model" : "mtp";
+}
+
+SpeculativeSpec parse_speculative(TomlTable& t, const ModelCard& card,
+                                  const std::string& base_dir) {
   SpeculativeSpec s;
   s.enabled = true;
-  const std::string method = t.get_string("method");
-  if (method == "draft_model") {
-    t.fail("method",
-           "\"draft_model\" (a separate draft model card) is not modelled yet; use \"mtp\" (the "
-           "model card's multi-token-prediction modules)");
-  }
-  if (method != "mtp") t.fail("method", "unknown method \"" + method + "\"; valid: mtp");
-  s.method = SpeculativeMethod::kMtp;
-  if (card.num_mtp_layers < 1) {
-    t.fail("method",
-           "\"mtp\" needs MTP modules, and model '" + card.name + "' has num_mtp_layers = 0");
-  }
+  const std::string method = t.get_enum("method", {"mtp", "draft_model"});
   if (card.layers.empty()) t.fail("method", "model '" + card.name + "' has no layers");
+  if (method == "draft_model") {
+    s.method = SpeculativeMethod::kDraftModel;
+    read_draft_model(t, card, base_dir, s);
+  } else {
+    s.method = SpeculativeMethod::kMtp;
+    if (card.num_mtp_layers < 1) {
+      t.fail("method",
+             "\"mtp\" needs MTP modules, and model '" + card.name + "' has num_mtp_layers = 0");
+    }
+    if (t.has("draft_model")) t.fail("draft_model", "only with method = \"draft_model\"");
+  }
   s.num_draft_tokens = static_cast<int32_t>(t.get_int_in("draft_tokens", 1, 16));
   const bool has_list = t.has("acceptance");
   const bool has_rate = t.has("acceptance_rate");

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "sim/config/toml_source.h"
@@ -14,9 +16,12 @@
 
 namespace moesim::sim {
 
-// How draft tokens are produced. Only the model card's own MTP modules are modelled; a separate
-// draft model ("draft_model") is refused at parse time.
-enum class SpeculativeMethod { kMtp };
+// How draft tokens are produced: the model card's own MTP modules ("mtp"), or a separate dense
+// draft model co-located with the target ("draft_model": every GPU holds the whole draft model
+// and drafts for its attention rank's sequences).
+enum class SpeculativeMethod { kMtp, kDraftModel };
+// "mtp", "draft_model".
+const char* speculative_method_name(SpeculativeMethod method);
 
 struct SpeculativeSpec {
   bool enabled = false;  // the table is present
@@ -30,11 +35,16 @@ struct SpeculativeSpec {
   // list) or `acceptance_rate` (the same rate at every position, so P(all of the first i
   // accepted) = rate^i).
   std::vector<double> acceptance;
+  // kDraftModel: the draft model card (key `draft_model`, a path resolved against the scenario's
+  // directory): dense layers only, the target's vocabulary size. Null with kMtp.
+  std::string draft_model_path;
+  std::shared_ptr<const ModelCard> draft_model;
 };
 
-// Parses and validates a [speculative] table for `card` (which must have MTP modules); every
-// error names the key. Keys: method ("mtp"), draft_tokens (1..16), and exactly one of
-// acceptance (k numbers in [0, 1]) or acceptance_rate (in [0, 1]).
-SpeculativeSpec parse_speculative(TomlTable& t, const ModelCard& card);
+// Parses and validates a [speculative] table for the target `card`; every error names the key.
+// Keys: method ("mtp": the card needs MTP modules; "draft_model": with draft_model, a card path
+// resolved against `base_dir`), draft_tokens (1..16), and exactly one of acceptance (k numbers
+// in [0, 1]) or acceptance_rate (in [0, 1]).
+SpeculativeSpec parse_speculative(TomlTable& t, const ModelCard& card, const std::string& base_dir);
 
 }  // namespace moesim::sim

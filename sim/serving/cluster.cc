@@ -86,8 +86,13 @@ void ClusterSim::build_replicas() {
     if (sc_.speculative.enabled) {
       const int32_t k = sc_.speculative.num_draft_tokens;
       r.scheduler->set_draft_tokens(k);
+      const ModelCard* draft = sc_.speculative.draft_model.get();  // null: MTP
       r.parts.step_model->set_draft_tokens(k);
-      if (r.shadow.step_model) r.shadow.step_model->set_draft_tokens(k);
+      r.parts.step_model->set_draft_model(draft);
+      if (r.shadow.step_model) {
+        r.shadow.step_model->set_draft_tokens(k);
+        r.shadow.step_model->set_draft_model(draft);
+      }
     }
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;

@@ -98,7 +98,7 @@ json speculative_json(const SpeculativeSpec& spec, const SpeculativeTotals& t) {
     observed.push_back(num(f.observed[i], f.has_observed[i]));
     configured.push_back(num(spec.acceptance[i]));
   }
-  return json{{"method", "mtp"},
+  return json{{"method", speculative_method_name(spec.method)},
               {"draft_tokens", spec.num_draft_tokens},
               {"acceptance", configured},
               {"acceptance_observed", observed},
@@ -113,7 +113,10 @@ json speculative_json(const SpeculativeSpec& spec, const SpeculativeTotals& t) {
 void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
                             const SpeculativeTotals& t) {
   const SpeculativeFigures f = speculative_figures(t);
-  os << "  speculative MTP, " << spec.num_draft_tokens
+  os << "  speculative "
+     << (spec.method == SpeculativeMethod::kDraftModel ? "draft model " + spec.draft_model->name
+                                                       : std::string("MTP"))
+     << ", " << spec.num_draft_tokens
      << " draft token(s): " << fmt_or_na("%.3f", f.tokens_per_verification, f.has_verifications)
      << " tokens committed per sequence and step (" << t.committed_tokens << " over "
      << t.num_verifications << " verifications), draft passes "

@@ -72,4 +72,15 @@ DraftMemory mtp_draft_memory(const ModelCard& card, int32_t attention_tp,
   return DraftMemory{n * per_module, n * kv};
 }
 
+DraftMemory draft_model_memory(const ModelCard& draft) {
+  return DraftMemory{total_weight_bytes(draft), kv_bytes_per_token(draft)};
+}
+
+DraftMemory draft_memory(const SpeculativeSpec& spec, const ModelCard& card, int32_t attention_tp,
+                         int64_t slots_per_moe_layer) {
+  if (!spec.enabled) return {};
+  if (spec.method == SpeculativeMethod::kDraftModel) return draft_model_memory(*spec.draft_model);
+  return mtp_draft_memory(card, attention_tp, slots_per_moe_layer);
+}
+
 }  // namespace moesim::sim

@@ -1,6 +1,6 @@
-// Speculative decoding with the model's MTP modules (the [speculative] table,
-// sim/scenario/speculative_spec.h): the acceptance draws of verified draft tokens, the totals the
-// run reports, and the memory the draft modules take on a GPU.
+// Speculative decoding with the model's MTP modules or a co-located draft model (the
+// [speculative] table, sim/scenario/speculative_spec.h): the acceptance draws of verified draft
+// tokens, the totals the run reports, and the memory the drafter takes on a GPU.
 //
 // Per step a decoding sequence with r tokens still to produce verifies 1 + d tokens, d =
 // min(k, r - 1) drafts (never drafting past its output length). Draft i (1-based) is accepted
@@ -74,5 +74,11 @@ struct DraftMemory {
 // output head are shared with the model (mtp_params in sim/model/model_card.h counts the same).
 DraftMemory mtp_draft_memory(const ModelCard& card, int32_t attention_tp,
                              int64_t slots_per_moe_layer);
+// A co-located draft model on one GPU: all of its weights (every GPU holds the whole model) and
+// its KV bytes per token (every layer).
+DraftMemory draft_model_memory(const ModelCard& draft);
+// The draft memory of `spec` on one GPU of the target `card` (zero without speculation).
+DraftMemory draft_memory(const SpeculativeSpec& spec, const ModelCard& card, int32_t attention_tp,
+                         int64_t slots_per_moe_layer);
 
 }  // namespace moesim::sim

@@ -120,6 +120,10 @@ class StepModel {
   // routed and dispatched like the last MoE layer, then the output head) on the decode slices
   // with d >= i, one token each. 0 (the default): no draft passes.
   void set_draft_tokens(int32_t num_draft_tokens) { num_draft_tokens_ = num_draft_tokens; }
+  // Drafts with a co-located dense draft model instead of the MTP module (null: MTP): draft pass
+  // i runs all of `draft`'s layers (norms, attention, dense FFN) and its output head on every GPU
+  // for its rank's drafting sequences, without collectives. `draft` must outlive the model.
+  void set_draft_model(const ModelCard* draft) { draft_model_ = draft; }
 
   int32_t num_gpus() const { return static_cast<int32_t>(gpus_.size()); }
   // Attention ranks (GPUs / attention_tp).
@@ -198,6 +202,9 @@ class StepModel {
   RoutingModel* routing_;
   bool report_loads_ = false;
   int32_t num_draft_tokens_ = 0;
+  const ModelCard* draft_model_ = nullptr;
+  // Seconds of one draft-model pass over `slices` (`tokens` of them) on one GPU.
+  double draft_model_seconds(const std::vector<SeqSlice>& slices, int64_t tokens) const;
   bool in_draft_ = false;  // a draft pass runs: no expert loads, no routing to observers
   std::vector<SeqSlice> draft_slices_;
   int64_t step_tokens_ = 0;  // new tokens of the running step

@@ -86,15 +86,44 @@ TEST(SpeculativeSpec, BadInputNamesTheKey) {
             std::string::npos);
   const std::string unknown = error_of("method = \"mtp\"\ndraft_tokens = 1\n" + ok_acc + "k = 2\n");
   EXPECT_NE(unknown.find("speculative.k"), std::string::npos) << unknown;
-  EXPECT_NE(error_of("method = \"eagle\"\ndraft_tokens = 1\n" + ok_acc).find("valid: mtp"),
+  const std::string method = error_of("method = \"eagle\"\ndraft_tokens = 1\n" + ok_acc);
+  EXPECT_NE(method.find("speculative.method: unknown value 'eagle' (valid: mtp, draft_model)"),
+            std::string::npos)
+      << method;
+  EXPECT_NE(error_of("method = \"mtp\"\ndraft_model = \"models/tiny-dense.toml\"\n"
+                     "draft_tokens = 1\n" +
+                     ok_acc)
+                .find("speculative.draft_model: only with method = \"draft_model\""),
             std::string::npos);
-  EXPECT_NE(
-      error_of("method = \"draft_model\"\ndraft_tokens = 1\n" + ok_acc).find("not modelled yet"),
-      std::string::npos);
   const std::string no_mtp =
       error_of("method = \"mtp\"\ndraft_tokens = 1\n" + ok_acc, "../../../models/tiny.toml");
   EXPECT_NE(no_mtp.find("speculative.method: \"mtp\" needs MTP modules"), std::string::npos)
       << no_mtp;
+}
+
+TEST(SpeculativeSpec, DraftModel) {
+  // A dense draft model of the target's vocabulary; the target needs no MTP module.
+  const Scenario sc = parse(
+      "method = \"draft_model\"\ndraft_model = \"models/tiny-dense.toml\"\n"
+      "draft_tokens = 2\nacceptance_rate = 0.7\n",
+      "../../../models/tiny.toml");
+  EXPECT_EQ(sc.speculative.method, SpeculativeMethod::kDraftModel);
+  ASSERT_NE(sc.speculative.draft_model, nullptr);
+  EXPECT_EQ(sc.speculative.draft_model->name, "tiny-dense");
+  EXPECT_EQ(sc.speculative.draft_model_path, kDir + "/models/tiny-dense.toml");
+  const std::string head = "method = \"draft_model\"\ndraft_tokens = 1\nacceptance = [0.5]\n";
+  EXPECT_NE(error_of(head).find("speculative.draft_model: missing required key"), std::string::npos)
+      << error_of(head);
+  EXPECT_NE(error_of(head + "draft_model = \"models/none.toml\"\n").find("file not found"),
+            std::string::npos);
+  const std::string vocab =
+      error_of(head + "draft_model = \"../../../models/mixtral-8x7b.toml\"\n");
+  EXPECT_NE(vocab.find("speculative.draft_model: draft model 'mixtral-8x7b' has vocab_size 32000, "
+                       "the target 'tiny-mtp' 1024"),
+            std::string::npos)
+      << vocab;
+  const std::string moe = error_of(head + "draft_model = \"../../../models/tiny.toml\"\n");
+  EXPECT_NE(moe.find("draft model 'tiny' has MoE or KDA layers"), std::string::npos) << moe;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "sim/model/model_card_parser.h"
 #include "sim/serving/replica_scheduler.h"
 #include "tests/sim/serving/test_scenarios.h"
 
@@ -211,6 +212,29 @@ TEST(Speculative, AcceptingMoreTakesFewerStepsAndIsDeterministic) {
   EXPECT_EQ(h1.speculative.accepted_tokens, h2.speculative.accepted_tokens);
   EXPECT_GT(h1.speculative.accepted_tokens, 0);
   EXPECT_LT(h1.speculative.accepted_tokens, h1.speculative.drafted_tokens);
+}
+
+TEST(Speculative, DraftModelCommitsTheSameAndTakesItsMemory) {
+  // The tiny dense model drafting for the tiny MTP model: the acceptance accounting of the MTP
+  // case {1.0, 0.0} (per request 5 verifications, 8 drafts, 4 accepted), the draft model's
+  // weights on every GPU.
+  Scenario sc = test_scenario("tiny_mtp");
+  sc.speculative.acceptance = {1.0, 0.0};
+  sc.speculative.method = SpeculativeMethod::kDraftModel;
+  sc.speculative.draft_model = std::make_shared<const ModelCard>(
+      load_model_card(testing::kScenarioDir + "models/tiny-dense.toml"));
+  const RunOutput out = run_scenario(sc, keeping_requests());
+  expect_sane_run(out, "tiny_mtp with a draft model");
+  ASSERT_EQ(out.summary.num_completed, 16);
+  EXPECT_EQ(out.speculative.num_verifications, 16 * 5);
+  EXPECT_EQ(out.speculative.drafted_tokens, 16 * 8);
+  EXPECT_EQ(out.speculative.accepted_tokens, 16 * 4);
+  EXPECT_GT(out.speculative.draft_ns, 0);
+  Scenario off = test_scenario("tiny_mtp");
+  off.speculative = SpeculativeSpec{};
+  const RunOutput base = run_scenario(off, RunOptions{});
+  EXPECT_DOUBLE_EQ(out.gpus.front().weight_bytes - base.gpus.front().weight_bytes,
+                   total_weight_bytes(*sc.speculative.draft_model));
 }
 
 TEST(Speculative, MtpModuleTakesWeightsAndKv) {
