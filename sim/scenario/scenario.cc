@@ -257,6 +257,10 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
     root.fail("routing", "the model has no MoE layer");
   }
 
+  if (auto t = root.find_table("speculative")) {
+    s.speculative = parse_speculative(*t, *s.model, base_dir);
+  }
+
   if (auto t = root.find_table("network")) {
     s.network_model = t->get_enum_or(
         "model", {"bottleneck", "bottleneck_factored", "fluid", "simgrid"}, "bottleneck");

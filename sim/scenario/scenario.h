@@ -15,6 +15,7 @@
 #include "sim/model/model_card.h"
 #include "sim/routing/routing_spec.h"
 #include "sim/scenario/deployment.h"
+#include "sim/scenario/speculative_spec.h"
 #include "sim/topology/topology.h"
 #include "sim/workload/workload_spec.h"
 
@@ -76,6 +77,7 @@ struct Scenario {
   std::shared_ptr<const Topology> topology;
   DeploymentSpec deployment;
   SchedulerSpec scheduler;
+  SpeculativeSpec speculative;  // [speculative]; off (enabled = false) without the table
   WorkloadSpec workload;
   RoutingSpec routing;
   std::string network_model = "bottleneck";

@@ -50,6 +50,10 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
     route_seq(static_cast<int32_t>(e.id0), pool);
   });
   for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
+  if (sc_.speculative.enabled) {
+    draft_acceptance_ =
+        std::make_unique<DraftAcceptance>(sc_.speculative, &sim_.rng("speculative.accept"));
+  }
   build_replicas();
   workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
 }
@@ -79,6 +83,17 @@ void ClusterSim::build_replicas() {
     }
     r.scheduler =
         std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp, layout, &seqs_);
+    if (sc_.speculative.enabled) {
+      const int32_t k = sc_.speculative.num_draft_tokens;
+      r.scheduler->set_draft_tokens(k);
+      const ModelCard* draft = sc_.speculative.draft_model.get();  // null: MTP
+      r.parts.step_model->set_draft_tokens(k);
+      r.parts.step_model->set_draft_model(draft);
+      if (r.shadow.step_model) {
+        r.shadow.step_model->set_draft_tokens(k);
+        r.shadow.step_model->set_draft_model(draft);
+      }
+    }
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
     if (r.placements()) r.layout_total_slots = r.placements()->max_total_slots_per_gpu();
@@ -159,6 +174,7 @@ RunOutput ClusterSim::run() {
   out.tier_checked = opt_.tier_check_every > 0;
   out.tier_samples = std::move(tier_samples_);
   out.tier_samples_skipped = tier_samples_skipped_;
+  if (draft_acceptance_) out.speculative = draft_acceptance_->totals();
   return out;
 }
 
