@@ -12,6 +12,7 @@
 
 #include "sim/config/toml_source.h"
 #include "sim/cost/cost_spec.h"
+#include "sim/memory/kv_tiers.h"
 #include "sim/model/model_card.h"
 #include "sim/routing/routing_spec.h"
 #include "sim/scenario/deployment.h"
@@ -76,6 +77,7 @@ struct Scenario {
   std::shared_ptr<const Topology> topology;
   DeploymentSpec deployment;
   SchedulerSpec scheduler;
+  KvTierSpec kv_tiers;  // [kv_tiers]: KV cache tiers below HBM; disabled when absent
   WorkloadSpec workload;
   RoutingSpec routing;
   std::string network_model = "bottleneck";
