@@ -25,6 +25,7 @@ bool KvCache::evict_one() {
   free_blocks_ += e->second.blocks;
   evictable_blocks_ -= e->second.blocks;
   cached_blocks_ -= e->second.blocks;
+  if (eviction_sink_) eviction_sink_(key, e->second.blocks, e->second.tokens);
   entries_.erase(e);
   ++num_evictions_;
   return true;
@@ -110,6 +111,16 @@ int64_t KvCache::insert_unpinned_merge(uint64_t key, int64_t blocks, int64_t tok
   cached_blocks_ += blocks;
   evictable_blocks_ += blocks;
   return blocks;
+}
+
+int64_t KvCache::unpinned_blocks(std::span<const uint64_t> keys) const {
+  int64_t n = 0;
+  for (uint64_t key : keys) {
+    auto it = entries_.find(key);
+    MOESIM_CHECK(it != entries_.end(), "counting an absent entry");
+    if (it->second.refs == 0) n += it->second.blocks;
+  }
+  return n;
 }
 
 int64_t KvCache::entry_blocks(uint64_t key) const {

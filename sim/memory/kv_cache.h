@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <span>
 #include <unordered_map>
+#include <utility>
 
 namespace moesim::sim {
 
@@ -59,7 +61,14 @@ class KvCache {
   // key, whose blocks are merged into it). Returns the entry's blocks.
   int64_t insert_unpinned_merge(uint64_t key, int64_t blocks, int64_t tokens, uint64_t tick);
   bool contains(uint64_t key) const { return entries_.count(key) > 0; }
+  // Called with (key, blocks, tokens) of every entry eviction removes, in eviction order, before
+  // its blocks are reused (a tiered KV cache demotes it, kv_tiers.h); none by default.
+  using EvictionSink = std::function<void(uint64_t key, int64_t blocks, int64_t tokens)>;
+  void set_eviction_sink(EvictionSink sink) { eviction_sink_ = std::move(sink); }
   int64_t entry_blocks(uint64_t key) const;
+  // Blocks of the entries `keys` (present, checked) that are unpinned: counted as evictable by
+  // can_allocate, they stop being so once pinned.
+  int64_t unpinned_blocks(std::span<const uint64_t> keys) const;
 
  private:
   struct Entry {
@@ -83,6 +92,7 @@ class KvCache {
   std::unordered_map<uint64_t, Entry> entries_;
   // Unpinned entries by (recency tick, key): the eviction order.
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> lru_;
+  EvictionSink eviction_sink_;
 };
 
 }  // namespace moesim::sim

@@ -98,6 +98,8 @@ void RequestStats::add(const RequestRecord& r, SimTime end_ns) {
   if (r.queueing_ns() >= 0) queueing_.add(to_ms(r.queueing_ns()));
   if (r.ttft_ns() >= 0) {
     ttft_.add(to_ms(r.ttft_ns()));
+    kv_load_.add(to_ms(r.kv_load_ns));
+    prefill_.add(to_ms(r.prefill_ns()));
     in_tokens_ += r.prompt_tokens;
   }
   out_tokens_ += r.generated_tokens;

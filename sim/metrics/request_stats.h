@@ -66,6 +66,8 @@ class RequestStats {
   const PercentileSketch& ttft_ms() const { return ttft_; }
   const PercentileSketch& tpot_ms() const { return tpot_; }
   const PercentileSketch& e2e_ms() const { return e2e_; }
+  const PercentileSketch& kv_load_ms() const { return kv_load_; }
+  const PercentileSketch& prefill_ms() const { return prefill_; }
 
  private:
   double slo_ttft_ms_, slo_tpot_ms_;
@@ -74,7 +76,7 @@ class RequestStats {
   double max_wait_first_token_ms_ = 0;
   int64_t in_tokens_ = 0, out_tokens_ = 0;
   SloCounts slo_;
-  PercentileSketch queueing_, ttft_, tpot_, e2e_;
+  PercentileSketch queueing_, ttft_, tpot_, e2e_, kv_load_, prefill_;
 };
 
 // Builds the summary from streamed request statistics (summarize() of run_metrics.h adds a

@@ -95,6 +95,8 @@ RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>&
   s.slo.num_met = requests.slo().num_met;
   s.slo.num_decided = requests.slo().num_decided;
   s.queueing_ms = requests.queueing_ms().summary();
+  s.kv_load_ms = requests.kv_load_ms().summary();
+  s.prefill_ms = requests.prefill_ms().summary();
   s.ttft_ms = requests.ttft_ms().summary();
   s.tpot_ms = requests.tpot_ms().summary();
   s.e2e_ms = requests.e2e_ms().summary();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/core/time.h"
+#include "sim/metrics/kv_tier_counters.h"
 
 namespace moesim::sim {
 
@@ -35,12 +36,21 @@ struct RequestRecord {
   int64_t generated_tokens = 0;      // produced by the end of the run
   int64_t cached_prompt_tokens = 0;  // prefix-cache hits (first admission)
   int32_t num_preemptions = 0;
+  // Tiered KV cache: time the first admission waited for its prefix to load from host DRAM /
+  // SSD (0 without a load), and the prompt tokens loaded (part of cached_prompt_tokens).
+  SimTime kv_load_ns = 0;
+  int64_t loaded_prompt_tokens = 0;
 
   SimTime ttft_ns() const { return first_token_ns >= 0 ? first_token_ns - arrival_ns : -1; }
   SimTime queueing_ns() const {
     return first_scheduled_ns >= 0 ? first_scheduled_ns - arrival_ns : -1;
   }
   SimTime e2e_ns() const { return done_ns >= 0 ? done_ns - arrival_ns : -1; }
+  // TTFT = queueing + KV load + prefill: the rest after queueing and the load wait, -1 without
+  // a first token (prefill includes waits for step slots after admission).
+  SimTime prefill_ns() const {
+    return first_token_ns >= 0 ? first_token_ns - first_scheduled_ns - kv_load_ns : -1;
+  }
   // Mean time per output token after the first; -1 with fewer than two tokens.
   double tpot_ns() const {
     if (done_ns < 0 || generated_tokens < 2) return -1;
@@ -120,6 +130,8 @@ struct RunCounters {
   // exact tier (StepTotals). Both 0 on the exact tier.
   int64_t fast_tier_layers = 0;
   int64_t exact_tier_layers = 0;
+  // Tiered KV cache ([kv_tiers]); enabled = false without it.
+  KvTierCounters kv_tiers;
   // Policy and workload actions by name (e.g. "rollback", "reject:too_long"), ordered.
   std::map<std::string, int64_t> actions;
   // Figures reported by policies (PolicyContext::report_metric), ordered by name.
@@ -143,6 +155,8 @@ struct RunSummary {
   int64_t num_waiting_first_token = 0;
   double max_wait_first_token_ms = 0;
   Percentiles queueing_ms, ttft_ms, tpot_ms, e2e_ms;
+  // TTFT split of requests with a first token: KV load wait and prefill (TTFT - queueing - load).
+  Percentiles kv_load_ms, prefill_ms;
   double input_tokens_per_s = 0, output_tokens_per_s = 0, requests_per_s = 0;
   SloSummary slo;
   double prefix_cache_hit_rate = 0;

@@ -14,8 +14,8 @@
 namespace moesim::sim {
 
 enum class AttentionParallel { kData, kTensor };
-enum class RouterPolicy { kRoundRobin, kLeastOutstanding, kSessionAffinity };
-// "round_robin", "least_outstanding", "session_affinity".
+enum class RouterPolicy { kRoundRobin, kLeastOutstanding, kSessionAffinity, kCacheAware };
+// "round_robin", "least_outstanding", "session_affinity", "cache_aware".
 const char* router_policy_name(RouterPolicy p);
 // Static expert layout of every MoE layer: expert e on GPU e / (E / G) or e mod G (the same map in
 // every layer), or EPLB: each layer balanced on its own from the replica's profiled expert loads

@@ -1,6 +1,8 @@
 #include "sim/scenario/scenario.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include "sim/config/toml_source.h"
@@ -163,10 +165,12 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
 SchedulerSpec parse_scheduler(TomlTable& t) {
   SchedulerSpec s;
   std::string router = t.get_enum_or(
-      "router", {"round_robin", "least_outstanding", "session_affinity"}, "least_outstanding");
+      "router", {"round_robin", "least_outstanding", "session_affinity", "cache_aware"},
+      "least_outstanding");
   s.router = router == "round_robin"         ? RouterPolicy::kRoundRobin
              : router == "least_outstanding" ? RouterPolicy::kLeastOutstanding
-                                             : RouterPolicy::kSessionAffinity;
+             : router == "session_affinity"  ? RouterPolicy::kSessionAffinity
+                                             : RouterPolicy::kCacheAware;
   s.max_seqs = static_cast<int32_t>(t.get_int_in_or("max_seqs", 1, 1 << 20, s.max_seqs));
   s.max_queued_requests =
       t.get_int_in_or("max_queued_requests", 1, int64_t{1} << 30, s.max_queued_requests);
@@ -182,8 +186,63 @@ SchedulerSpec parse_scheduler(TomlTable& t) {
       t.get_double_in_or("hbm_reserve_fraction", 0.0, 0.99, s.hbm_reserve_fraction);
   s.weight_transfer_chunk_mib =
       t.get_double_in_or("weight_transfer_chunk_mib", 1e-3, 1e6, s.weight_transfer_chunk_mib);
+  if (s.router == RouterPolicy::kCacheAware && !s.prefix_caching) {
+    t.fail("router", "\"cache_aware\" routes by cached prefixes: it needs prefix_caching = true");
+  }
   t.finish();
   return s;
+}
+
+// [kv_tiers]: capacities per node from the scenario, bounded by the topology's [host] figures,
+// which also give the link bandwidths (sim/memory/kv_tiers.h).
+KvTierSpec parse_kv_tiers(TomlTable& t, const Topology& topo, const SchedulerSpec& sched) {
+  constexpr double kGiga = 1e9;
+  const HostSpec& host = topo.spec().host;
+  const std::string where = "the topology '" + topo.name() + "' [host] table";
+  auto gb = [](int64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(bytes) / kGiga);
+    return std::string(buf);
+  };
+  KvTierSpec k;
+  k.enabled = true;
+  const double dram_gbytes = t.get_double_in_or("dram_gbytes", 0.0, 1e9, 0.0);
+  const double ssd_gbytes = t.get_double_in_or("ssd_gbytes", 0.0, 1e9, 0.0);
+  if (!(dram_gbytes > 0) && !(ssd_gbytes > 0)) {
+    t.fail("dram_gbytes", "no tier: give dram_gbytes and/or ssd_gbytes > 0 (per node)");
+  }
+  if (!sched.prefix_caching) {
+    t.fail("dram_gbytes",
+           "KV tiers hold prefix-cache entries: they need [scheduler] "
+           "prefix_caching = true");
+  }
+  if (!(host.pcie_bytes_per_s > 0)) {
+    t.fail("dram_gbytes", "needs pcie_gbytes_per_s (the GPU's host link) in " + where);
+  }
+  if (dram_gbytes > 0) {
+    if (host.dram_bytes <= 0) t.fail("dram_gbytes", "needs dram_gbytes in " + where);
+    if (dram_gbytes * kGiga > static_cast<double>(host.dram_bytes)) {
+      t.fail("dram_gbytes",
+             "exceeds the node's host DRAM (" + gb(host.dram_bytes) + " GB in " + where + ")");
+    }
+  }
+  if (ssd_gbytes > 0) {
+    if (host.nvme_bytes <= 0 || !(host.nvme_bytes_per_s > 0)) {
+      t.fail("ssd_gbytes", "needs nvme_gbytes and nvme_gbytes_per_s in " + where);
+    }
+    if (ssd_gbytes * kGiga > static_cast<double>(host.nvme_bytes)) {
+      t.fail("ssd_gbytes",
+             "exceeds the node's NVMe capacity (" + gb(host.nvme_bytes) + " GB in " + where + ")");
+    }
+  }
+  k.dram_bytes_per_node = std::llround(dram_gbytes * kGiga);
+  k.ssd_bytes_per_node = std::llround(ssd_gbytes * kGiga);
+  k.pcie_bytes_per_s = host.pcie_bytes_per_s;
+  k.pcie_latency_ns = host.pcie_latency_ns;
+  k.nvme_bytes_per_s = host.nvme_bytes_per_s;
+  k.nvme_latency_ns = host.nvme_latency_ns;
+  t.finish();
+  return k;
 }
 
 }  // namespace
@@ -198,6 +257,8 @@ const char* router_policy_name(RouterPolicy p) {
       return "least_outstanding";
     case RouterPolicy::kSessionAffinity:
       return "session_affinity";
+    case RouterPolicy::kCacheAware:
+      return "cache_aware";
   }
   return "?";
 }
@@ -239,6 +300,9 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   TomlTable dep = root.get_table("deployment");
   s.deployment = parse_deployment(dep, *s.topology);
   if (auto t = root.find_table("scheduler")) s.scheduler = parse_scheduler(*t);
+  if (auto t = root.find_table("kv_tiers")) {
+    s.kv_tiers = parse_kv_tiers(*t, *s.topology, s.scheduler);
+  }
   TomlTable wl = root.get_table("workload");
   s.workload = parse_workload(wl, base_dir);
 

@@ -12,6 +12,7 @@
 
 #include "sim/config/toml_source.h"
 #include "sim/cost/cost_spec.h"
+#include "sim/memory/kv_tiers.h"
 #include "sim/model/model_card.h"
 #include "sim/routing/routing_spec.h"
 #include "sim/scenario/deployment.h"
@@ -78,6 +79,7 @@ struct Scenario {
   DeploymentSpec deployment;
   SchedulerSpec scheduler;
   SpeculativeSpec speculative;  // [speculative]; off (enabled = false) without the table
+  KvTierSpec kv_tiers;  // [kv_tiers]: KV cache tiers below HBM; disabled when absent
   WorkloadSpec workload;
   RoutingSpec routing;
   std::string network_model = "bottleneck";

@@ -49,18 +49,34 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
     delayed_.erase(it);
     route_seq(static_cast<int32_t>(e.id0), pool);
   });
+  // Registered only with tiers: a scenario without them keeps its event kinds (and digest).
+  if (sc_.kv_tiers.enabled) {
+    k_kv_load_ = sim_.register_kind(
+        "kv_load_ready", [this](const Event& e, Scheduler&) { try_start_step(replicas_[e.id0]); });
+  }
   for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
   if (sc_.speculative.enabled) {
     draft_acceptance_ =
         std::make_unique<DraftAcceptance>(sc_.speculative, &sim_.rng("speculative.accept"));
   }
   build_replicas();
+  if (sc_.scheduler.router == RouterPolicy::kCacheAware) {
+    router_.set_cache_probe([this](int32_t ri, const Request& req) {
+      const ReplicaScheduler& sched = *replicas_[ri].scheduler;
+      return ClusterRouter::CacheView{sched.cached_prefix_blocks(req) * kPrefixBlockTokens,
+                                      sched.pending_prefill_tokens()};
+    });
+  }
   workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
 }
 
 void ClusterSim::build_replicas() {
   const DeploymentSpec& d = sc_.deployment;
   const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
+  const Topology& topo = builder_.topology();
+  if (sc_.kv_tiers.enabled) {
+    kv_tiers_ = std::make_unique<KvTiers>(sc_.kv_tiers, topo.num_nodes(), topo.num_gpus());
+  }
   GpuMemoryLayout layout;
   for (int32_t ri = 0; ri < d.num_replicas; ++ri) {
     Replica r;
@@ -93,6 +109,15 @@ void ClusterSim::build_replicas() {
         r.shadow.step_model->set_draft_tokens(k);
         r.shadow.step_model->set_draft_model(draft);
       }
+    }
+    if (kv_tiers_) {
+      std::vector<int32_t> nodes, gpus;
+      for (int32_t k = 0; k < r.scheduler->num_ranks(); ++k) {
+        const GpuId first = r.gpus()[k * tp];
+        nodes.push_back(topo.node_of(first).value);
+        gpus.push_back(first.value);
+      }
+      r.scheduler->set_kv_tiers(kv_tiers_.get(), std::move(nodes), std::move(gpus), tp);
     }
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
@@ -157,6 +182,7 @@ RunOutput ClusterSim::run() {
     }
   }
   counters.cost_out_of_range_queries = builder_.cost().num_out_of_range_queries();
+  if (kv_tiers_) counters.kv_tiers = kv_tiers_->final_counters();
   const WorkloadStats& ws = workload_->stats();
   if (ws.num_rollbacks > 0) counters.actions["rollback"] = ws.num_rollbacks;
   out.requests = std::move(kept_);

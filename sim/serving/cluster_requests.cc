@@ -38,6 +38,8 @@ void ClusterSim::sync_record(int32_t sid) {
   rec.first_scheduled_ns = s.first_scheduled_ns;
   rec.cached_prompt_tokens = s.cached_prompt_tokens;
   rec.num_preemptions = s.num_preemptions;
+  rec.kv_load_ns = s.kv_load_ns;
+  rec.loaded_prompt_tokens = s.loaded_prompt_tokens;
 }
 
 void ClusterSim::reject(int32_t sid, const std::string& reason) {

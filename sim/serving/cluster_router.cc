@@ -1,5 +1,7 @@
 #include "sim/serving/cluster_router.h"
 
+#include "sim/core/check.h"
+
 namespace moesim::sim {
 
 ClusterRouter::ClusterRouter(const DeploymentSpec& deployment, RouterPolicy policy)
@@ -30,6 +32,21 @@ int32_t ClusterRouter::pick(const Request& req, bool decode_pool, const std::str
     hi = p->last;
   }
   if (policy_ == RouterPolicy::kRoundRobin) return lo + (rr_next_++ % (hi - lo));
+  if (policy_ == RouterPolicy::kCacheAware && !decode_pool) {
+    MOESIM_CHECK(static_cast<bool>(cache_probe_), "cache_aware routing without a cache probe");
+    int32_t best = -1;
+    int64_t best_cost = 0;
+    for (int32_t i = lo; i < hi; ++i) {
+      const CacheView v = cache_probe_(i, req);
+      const int64_t cost = (req.prompt_tokens - v.cached_tokens) + v.pending_prefill_tokens;
+      if (best < 0 || cost < best_cost ||
+          (cost == best_cost && outstanding_[i] < outstanding_[best])) {
+        best = i;
+        best_cost = cost;
+      }
+    }
+    return best;
+  }
   const bool affine =
       policy_ == RouterPolicy::kSessionAffinity && req.session.valid() && !decode_pool;
   if (affine) {

@@ -2,15 +2,21 @@
 // [[deployment.pools]], or one "default" pool of every replica; with P/D disaggregation the
 // prefill replicas and the decode replicas). Within a pool the scheduler's router policy picks:
 // round_robin (one counter over all pools), least_outstanding (fewest requests routed there and
-// not finished, lowest index on ties) or session_affinity (a session's turns stay on the replica
+// not finished, lowest index on ties), session_affinity (a session's turns stay on the replica
 // its first turn was sent to, chosen by least outstanding; decode placement under P/D is not
-// affine). The router keeps the outstanding counts: the cluster reports every request that
-// joins or leaves a replica.
+// affine) or cache_aware (Mooncake's KV-centric scheduling: the replica with the lowest estimated
+// prefill work for the request, in tokens: the prompt tokens it holds no cached prefix for
+// (in HBM or, with KV tiers, its nodes' DRAM / SSD) plus the prompt tokens still to prefill of
+// the requests already there; fewer outstanding requests, then the lowest index, on ties; under
+// P/D it picks the prefill replica, decode placement is least outstanding). The router keeps the
+// outstanding counts: the cluster reports every request that joins or leaves a replica.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/scenario/deployment.h"
@@ -25,6 +31,16 @@ class ClusterRouter {
   // The replica for `req`: in the decode pool (P/D, decode_pool) or the prefill pool, else in
   // pool `pool` ("" or an unknown name: the first pool).
   int32_t pick(const Request& req, bool decode_pool, const std::string& pool = "");
+
+  // What replica `replica_idx` holds for a request (cache_aware): prompt tokens a cached prefix
+  // covers, and prompt tokens still to prefill of the requests waiting or running there.
+  struct CacheView {
+    int64_t cached_tokens = 0;
+    int64_t pending_prefill_tokens = 0;
+  };
+  using CacheProbe = std::function<CacheView(int32_t replica_idx, const Request& req)>;
+  // Required by cache_aware before the first pick.
+  void set_cache_probe(CacheProbe probe) { cache_probe_ = std::move(probe); }
 
   // A request joined (+1) or left (-1) replica `replica_idx`.
   void add_outstanding(int32_t replica_idx, int32_t delta) { outstanding_[replica_idx] += delta; }
@@ -47,6 +63,7 @@ class ClusterRouter {
   std::vector<int32_t> outstanding_;
   std::map<int32_t, int32_t> session_replica_;
   int32_t rr_next_ = 0;
+  CacheProbe cache_probe_;
 };
 
 }  // namespace moesim::sim

@@ -131,6 +131,9 @@ class ClusterSim final : public PolicyContext {
   // The step series row of the step `res` just timed for `batch` (before it runs).
   void add_series_row(const Replica& r, const ScheduledBatch& batch, const StepResult& res);
   void on_step_done(const Event& e);
+  // Tiered KV cache: wakes the replica when each load its last schedule() started is ready, and
+  // traces the loads.
+  void track_kv_loads(Replica& r);
   void transfer_kv(Replica& r, int32_t sid);
   void on_transfer_done(const Event& e);
   void after_step_policies(Replica& r);
@@ -145,9 +148,13 @@ class ClusterSim final : public PolicyContext {
   const ModelCard& card_;
   ReplicaBuilder builder_;
   EventKind k_arrival_, k_step_done_, k_transfer_, k_end_, k_timer_, k_delayed_;
+  EventKind k_kv_load_ = 0;  // registered only with [kv_tiers]
   std::vector<std::unique_ptr<ServingPolicy>> policies_;
   bool any_wants_loads_ = false;
   ClusterRouter router_;
+  // The lower KV tiers of every node ([kv_tiers]; null without): the schedulers demote to and
+  // load from them.
+  std::unique_ptr<KvTiers> kv_tiers_;
   RunRecorder recorder_;
   std::map<int64_t, std::string> delayed_;  // seq id -> pool, while delayed by a policy
   int64_t next_transfer_id_ = 0;

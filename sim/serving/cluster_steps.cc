@@ -16,6 +16,7 @@ namespace moesim::sim::detail {
 void ClusterSim::try_start_step(Replica& r) {
   if (r.busy) return;
   const ScheduledBatch& batch = r.scheduler->schedule(sim_.now());
+  if (kv_tiers_) track_kv_loads(r);
   if (batch.empty()) return;
   const std::vector<int32_t>& traced = sc_.outputs.trace_replicas;
   const bool in_window =
@@ -46,6 +47,18 @@ void ClusterSim::try_start_step(Replica& r) {
   if (record) record_step(r, std::move(rec), res.duration_ns);
   sim_.schedule_after(res.duration_ns, k_step_done_, r.idx, r.step_idx);
   r.step_idx++;
+}
+
+void ClusterSim::track_kv_loads(Replica& r) {
+  for (const KvLoadStarted& l : r.scheduler->loads_started()) {
+    if (l.ready_ns > sim_.now()) sim_.schedule_at(l.ready_ns, k_kv_load_, r.idx, l.sid);
+    const std::vector<int32_t>& traced = sc_.outputs.trace_replicas;
+    if (recorder_.traces_step(l.start_ns) &&
+        (traced.empty() || std::find(traced.begin(), traced.end(), r.idx) != traced.end())) {
+      recorder_.trace()->push_back(TraceSlice{r.idx, r.gpus()[l.rank * r.tp()].value, "kv_load", -1,
+                                              l.start_ns, l.ready_ns - l.start_ns});
+    }
+  }
 }
 
 void ClusterSim::check_tiers(Replica& r, const ScheduledBatch& batch, const StepResult& res) {

@@ -1,7 +1,9 @@
 #include "sim/serving/replica_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <span>
+#include <utility>
 
 #include "sim/core/check.h"
 #include "sim/serving/speculative.h"
@@ -34,6 +36,34 @@ void ReplicaScheduler::reset_memory(const GpuMemoryLayout& layout) {
   for (Rank& rank : ranks_) {
     rank.kv = std::make_unique<KvCache>(layout.num_kv_blocks, spec_.kv_block_tokens);
   }
+  install_eviction_sinks();
+}
+
+void ReplicaScheduler::set_kv_tiers(KvTiers* tiers, std::vector<int32_t> rank_nodes,
+                                    std::vector<int32_t> rank_gpus, int32_t gpus_per_rank) {
+  MOESIM_CHECK(static_cast<int32_t>(rank_nodes.size()) == num_ranks() &&
+                   static_cast<int32_t>(rank_gpus.size()) == num_ranks() && gpus_per_rank >= 1,
+               "KV tiers need every rank's node and GPU");
+  tiers_ = tiers;
+  rank_nodes_ = std::move(rank_nodes);
+  rank_gpus_ = std::move(rank_gpus);
+  gpus_per_rank_ = gpus_per_rank;
+  install_eviction_sinks();
+}
+
+void ReplicaScheduler::install_eviction_sinks() {
+  if (!tiers_) return;
+  for (int32_t k = 0; k < num_ranks(); ++k) {
+    ranks_[k].kv->set_eviction_sink([this, k](uint64_t key, int64_t blocks, int64_t tokens) {
+      MOESIM_CHECK(blocks == blocks_per_prefix() && tokens == kPrefixBlockTokens,
+                   "HBM cache entries are prefix blocks");
+      tiers_->demote_from_hbm(rank_nodes_[k], key, entry_bytes_per_gpu(), gpus_per_rank_);
+    });
+  }
+}
+
+int64_t ReplicaScheduler::entry_bytes_per_gpu() const {
+  return std::llround(layout_.kv_block_bytes * static_cast<double>(blocks_per_prefix()));
 }
 
 void ReplicaScheduler::set_limits(int32_t max_seqs, int64_t max_step_tokens) {
@@ -61,7 +91,8 @@ const ScheduledBatch& ReplicaScheduler::schedule(SimTime now) {
   batch_.seqs.clear();
   add_decode_tokens();
   drop_preempted_slices();
-  add_prefill_chunks();
+  loads_.clear();
+  add_prefill_chunks(now);
   admit_waiting(now);
   return batch_;
 }
@@ -93,11 +124,12 @@ void ReplicaScheduler::drop_preempted_slices() {
   for (const auto& [sid, sl] : batch_.seqs) batch_.ranks[seqs_[sid].rank].push_back(sl);
 }
 
-void ReplicaScheduler::add_prefill_chunks() {
+void ReplicaScheduler::add_prefill_chunks(SimTime now) {
   for (int32_t k = 0; k < num_ranks(); ++k) {
     for (int32_t sid : ranks_[k].running) {
       const Seq& s = seqs_[sid];
       if (s.prefilled >= s.prefill_target || budget(k) <= 0) continue;
+      if (s.kv_ready_ns > now) continue;  // its prefix is still loading from a lower tier
       const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget(k));
       consume(k, chunk);
       push(sid, k, SeqSlice{chunk, s.prefilled, true});
@@ -131,32 +163,111 @@ int64_t ReplicaScheduler::hits_on(const Rank& rank, const Seq& s) const {
   return n;
 }
 
+int64_t ReplicaScheduler::max_prefix_blocks(const Request& req) {
+  return std::max<int64_t>(0,
+                           std::min<int64_t>((req.prompt_tokens - 1) / kPrefixBlockTokens,
+                                             static_cast<int64_t>(req.prefix_block_hashes.size())));
+}
+
+int64_t ReplicaScheduler::lower_hits_on(int32_t k, const Seq& s, int64_t hbm_hits) const {
+  if (!tiers_ || !spec_.prefix_caching || s.decode_only || s.first_admission_done) return 0;
+  const int64_t max_blocks = max_prefix_blocks(s.req);
+  return lower_run(k, s.req.prefix_block_hashes, hbm_hits, max_blocks);
+}
+
+int64_t ReplicaScheduler::lower_run(int32_t k, const std::vector<uint64_t>& h, int64_t from,
+                                    int64_t max_blocks) const {
+  // A key this rank's HBM holds ends the run too: it cannot be loaded a second time.
+  int64_t n = from;
+  while (n < max_blocks && !ranks_[k].kv->contains(h[n]) && tiers_->tier_of(rank_nodes_[k], h[n])) {
+    ++n;
+  }
+  return n - from;
+}
+
+int64_t ReplicaScheduler::cached_prefix_blocks(const Request& req) const {
+  if (!spec_.prefix_caching) return 0;
+  const int64_t max_blocks = max_prefix_blocks(req);
+  const auto& h = req.prefix_block_hashes;
+  int64_t best = 0;
+  for (int32_t k = 0; k < num_ranks(); ++k) {
+    int64_t n = 0;
+    while (n < max_blocks && ranks_[k].kv->contains(h[n])) ++n;
+    if (tiers_) n += lower_run(k, h, n, max_blocks);
+    best = std::max(best, n);
+  }
+  return best;
+}
+
+int64_t ReplicaScheduler::pending_prefill_tokens() const {
+  int64_t n = 0;
+  for (int32_t sid : waiting_) n += seqs_[sid].prefill_target - seqs_[sid].prefilled;
+  for (const Rank& rank : ranks_) {
+    for (int32_t sid : rank.running) n += seqs_[sid].prefill_target - seqs_[sid].prefilled;
+  }
+  return n;
+}
+
 bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   Seq& s = seqs_[sid];
   int32_t best = -1;
-  int64_t best_hits = -1, best_room = 0, best_need = 0;
+  int64_t best_hits = -1, best_room = 0, best_need = 0, best_lower = 0, best_total = -1;
   for (int32_t k = 0; k < num_ranks(); ++k) {
     if (budget(k) <= 0 && !s.decode_only) continue;
     const Rank& rank = ranks_[k];
     const int64_t hits = hits_on(rank, s);
-    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) - hits * blocks_per_prefix() +
-                         layout_.state_blocks_per_sequence;
-    if (!rank.kv->can_allocate(need)) continue;
+    // Prefix blocks a lower KV tier of the rank's node holds (0 without tiers): loaded into HBM.
+    const int64_t lower = lower_hits_on(k, s, hits);
+    const int64_t total = hits + lower;
+    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) -
+                         total * blocks_per_prefix() + layout_.state_blocks_per_sequence;
+    // Pinning the HBM hits takes their blocks out of the evictable ones can_allocate counts.
+    const int64_t pinned_now =
+        hits > 0 ? rank.kv->unpinned_blocks(std::span<const uint64_t>(
+                       s.req.prefix_block_hashes.data(), static_cast<size_t>(hits)))
+                 : 0;
+    if (!rank.kv->can_allocate(need + lower * blocks_per_prefix() + pinned_now)) continue;
     const int64_t room = rank.kv->free_blocks() + rank.kv->evictable_blocks() -
                          static_cast<int64_t>(rank.running.size()) * 4;
-    if (hits > best_hits || (hits == best_hits && room > best_room)) {
+    if (total > best_total || (total == best_total && room > best_room)) {
       best = k;
       best_hits = hits;
+      best_lower = lower;
+      best_total = total;
       best_room = room;
       best_need = need;
     }
   }
   if (best < 0) return false;
   Rank& rank = ranks_[best];
+  const auto& h = s.req.prefix_block_hashes;
   if (best_hits > 0) {
-    const int64_t pinned = rank.kv->match_and_pin(
-        std::span<const uint64_t>(s.req.prefix_block_hashes.data(), best_hits), ++lru_tick_);
+    const int64_t pinned =
+        rank.kv->match_and_pin(std::span<const uint64_t>(h.data(), best_hits), ++lru_tick_);
     MOESIM_CHECK(pinned == best_hits, "prefix hits changed during admission");
+  }
+  MOESIM_CHECK(rank.kv->can_allocate(best_need + best_lower * blocks_per_prefix()),
+               "admission room changed by pinning its hits");
+  if (tiers_ && !s.first_admission_done && !s.decode_only && spec_.prefix_caching) {
+    KvTierCounters& c = tiers_->counters();
+    c.lookup_blocks += max_prefix_blocks(s.req);
+    c.hit_blocks[0] += best_hits;
+  }
+  if (best_lower > 0) {
+    // Take the entries out of the lower tiers first (exclusive tiers), then place them in HBM:
+    // the allocation may evict and demote other entries.
+    const std::span<const uint64_t> keys(h.data() + best_hits, static_cast<size_t>(best_lower));
+    const KvLoad load = tiers_->load(rank_nodes_[best], rank_gpus_[best], keys,
+                                     entry_bytes_per_gpu(), gpus_per_rank_, now);
+    for (uint64_t key : keys) {
+      MOESIM_CHECK(rank.kv->allocate(blocks_per_prefix()), "load allocation failed after check");
+      rank.kv->insert_pinned(key, blocks_per_prefix(), kPrefixBlockTokens, ++lru_tick_);
+    }
+    s.kv_ready_ns = load.ready_ns;
+    s.kv_load_ns = load.ready_ns - now;
+    s.loaded_prompt_tokens = best_lower * kPrefixBlockTokens;
+    loads_.push_back(KvLoadStarted{sid, best, now, load.ready_ns});
+    best_hits += best_lower;
   }
   MOESIM_CHECK(rank.kv->allocate(best_need), "admission allocation failed after check");
   s.rank = best;
@@ -179,7 +290,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   if (!s.decode_only) s.prefilled = best_hits * kPrefixBlockTokens;
   rank.running.push_back(sid);
   num_in_flight_++;
-  if (s.prefilled < s.prefill_target) {
+  if (s.prefilled < s.prefill_target && s.kv_ready_ns <= now) {
     const int64_t chunk = std::min(s.prefill_target - s.prefilled, budget(best));
     consume(best, chunk);
     push(sid, best, SeqSlice{chunk, s.prefilled, true});
@@ -221,6 +332,7 @@ void ReplicaScheduler::preempt(int32_t sid) {
   s.prefilled = 0;
   s.decode_only = false;
   s.prefill_target = s.req.prompt_tokens + s.generated;  // recompute everything
+  s.kv_ready_ns = 0;
   s.rank = -1;
   waiting_.push_front(sid);
   s.num_preemptions++;

@@ -28,6 +28,7 @@
 #include "sim/core/id_window.h"
 #include "sim/core/time.h"
 #include "sim/memory/kv_cache.h"
+#include "sim/memory/kv_tiers.h"
 #include "sim/memory/memory_layout.h"
 #include "sim/scenario/deployment.h"
 #include "sim/serving/sequence.h"
@@ -43,6 +44,15 @@ struct ScheduledBatch {
   bool empty() const { return seqs.empty(); }
   // New tokens over all slices.
   int64_t num_tokens() const;
+};
+
+// A load from the lower KV tiers that an admission started: the cluster wakes the replica at
+// ready_ns and traces the span.
+struct KvLoadStarted {
+  int32_t sid = -1;
+  int32_t rank = -1;
+  SimTime start_ns = 0;
+  SimTime ready_ns = 0;
 };
 
 // Totals over the run, for the run counters.
@@ -90,6 +100,22 @@ class ReplicaScheduler {
   // keeping its state blocks. Returns the blocks freed.
   int64_t trim_to_committed(Seq& s);
 
+  // Tiered KV cache (kv_tiers.h): `tiers` (owned by the cluster, outliving the scheduler) holds
+  // the nodes' lower tiers; attention rank k has `gpus_per_rank` GPUs, the first global GPU
+  // rank_gpus[k] on node rank_nodes[k]. Entries the ranks' HBM caches evict are demoted there;
+  // a first admission matches its prefix in the rank's HBM, then continues in the node's lower
+  // tiers, takes what it finds there into HBM (pinned, like HBM hits) and starts its prefill when
+  // that load is ready. Call before the first schedule() (and again is harmless).
+  void set_kv_tiers(KvTiers* tiers, std::vector<int32_t> rank_nodes, std::vector<int32_t> rank_gpus,
+                    int32_t gpus_per_rank);
+  // Loads the last schedule() started (cleared by the next).
+  const std::vector<KvLoadStarted>& loads_started() const { return loads_; }
+  // Cache-aware routing: the most leading prefix blocks of `req` that one rank could serve from
+  // its HBM cache and (with tiers) its node's lower tiers; 0 without prefix caching.
+  int64_t cached_prefix_blocks(const Request& req) const;
+  // Prompt tokens still to prefill of the sequences waiting or running here.
+  int64_t pending_prefill_tokens() const;
+
   int32_t num_ranks() const { return static_cast<int32_t>(ranks_.size()); }
   KvCache& kv(int32_t rank_idx) { return *ranks_[rank_idx].kv; }
   const KvCache& kv(int32_t rank_idx) const { return *ranks_[rank_idx].kv; }
@@ -105,7 +131,7 @@ class ReplicaScheduler {
   };
   void add_decode_tokens();
   void drop_preempted_slices();
-  void add_prefill_chunks();
+  void add_prefill_chunks(SimTime now);
   void admit_waiting(SimTime now);
   bool try_admit(int32_t sid, SimTime now);
   // KV for the sequence's context and its `verify_tokens` new tokens (allocating, else
@@ -116,6 +142,18 @@ class ReplicaScheduler {
   int64_t verify_tokens(const Seq& s, int64_t budget_tokens) const;
   void preempt(int32_t sid);
   int64_t hits_on(const Rank& rank, const Seq& s) const;
+  // Leading prefix blocks of `s` after its `hbm_hits` HBM hits held by rank k's node's lower
+  // tiers (0 without tiers or when hits_on would not look).
+  int64_t lower_hits_on(int32_t k, const Seq& s, int64_t hbm_hits) const;
+  // Full prefix blocks (512 tokens) of a prompt a match may cover: one token is always computed.
+  static int64_t max_prefix_blocks(const Request& req);
+  // Keys h[from..) up to max_blocks that rank k's node's lower tiers hold, stopping at the first
+  // one they do not hold or that rank k's HBM holds.
+  int64_t lower_run(int32_t k, const std::vector<uint64_t>& h, int64_t from,
+                    int64_t max_blocks) const;
+  void install_eviction_sinks();
+  // Bytes of one prefix entry (512 tokens) on one GPU.
+  int64_t entry_bytes_per_gpu() const;
   int64_t blocks_per_prefix() const;
   void push(int32_t sid, int32_t rank_idx, SeqSlice slice);
   void consume(int32_t rank_idx, int64_t n);
@@ -132,6 +170,10 @@ class ReplicaScheduler {
   uint64_t admit_counter_ = 0;
   uint64_t lru_tick_ = 0;
   SchedulerTotals totals_;
+  KvTiers* tiers_ = nullptr;
+  std::vector<int32_t> rank_nodes_, rank_gpus_;
+  int32_t gpus_per_rank_ = 1;
+  std::vector<KvLoadStarted> loads_;
   // Per step.
   ScheduledBatch batch_;
   std::vector<int64_t> budget_;  // per rank, before the step cap: read through budget()

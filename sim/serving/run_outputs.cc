@@ -28,7 +28,8 @@ std::string fmt(const char* f, double v) {
 RequestsCsvWriter::RequestsCsvWriter(std::ostream& os) : os_(os) {
   os_ << "request_id,session_id,turn_idx,attempt_idx,replica,domain,outcome,reject_reason,"
          "arrival_ns,first_scheduled_ns,first_token_ns,done_ns,prompt_tokens,output_tokens,"
-         "generated_tokens,cached_prompt_tokens,preemptions,queueing_ms,ttft_ms,tpot_ms,e2e_ms\n";
+         "generated_tokens,cached_prompt_tokens,preemptions,queueing_ms,ttft_ms,tpot_ms,e2e_ms,"
+         "loaded_prompt_tokens,kv_load_ms,prefill_ms\n";
 }
 
 void RequestsCsvWriter::add(const RequestRecord& r, SimTime /*end_ns*/) {
@@ -49,6 +50,10 @@ void RequestsCsvWriter::add(const RequestRecord& r, SimTime /*end_ns*/) {
   ms(r.tpot_ns());
   os << ',';
   ms(static_cast<double>(r.e2e_ns()));
+  os << ',' << r.loaded_prompt_tokens << ',';
+  ms(r.first_scheduled_ns >= 0 ? static_cast<double>(r.kv_load_ns) : -1.0);
+  os << ',';
+  ms(static_cast<double>(r.prefill_ns()));
   os << '\n';
 }
 

@@ -10,6 +10,7 @@
 #include "moesim_version.h"
 #include "sim/core/checked_number.h"
 #include "sim/metrics/figure_text.h"
+#include "sim/workload/request.h"
 
 namespace moesim::sim {
 namespace {
@@ -127,6 +128,63 @@ void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
        << fmt("%.3f", spec.acceptance[i]) << ")";
   }
   os << "\n";
+// Tiered KV cache (docs/outputs.md, `kv_tiers`): per tier, hit rates over the prefix blocks
+// looked up and over admitted prompt tokens, and bytes moved.
+json kv_tiers_json(const RunSummary& s) {
+  const KvTierCounters& k = s.counters.kv_tiers;
+  const bool has_blocks = k.lookup_blocks > 0;
+  const bool has_tokens = s.counters.prompt_tokens_total > 0;
+  json j;
+  j["lookup_blocks"] = k.lookup_blocks;
+  int64_t total = 0;
+  for (int t = 0; t < kNumKvTiers; ++t) {
+    const std::string name = kKvTierNames[t];
+    const double blocks = static_cast<double>(k.hit_blocks[t]);
+    total += k.hit_blocks[t];
+    j["hit_blocks"][name] = k.hit_blocks[t];
+    j["hit_tokens"][name] = k.hit_blocks[t] * kPrefixBlockTokens;
+    j["block_hit_rate"][name] = num(blocks / static_cast<double>(k.lookup_blocks), has_blocks);
+    j["token_hit_rate"][name] =
+        num(blocks * kPrefixBlockTokens / static_cast<double>(s.counters.prompt_tokens_total),
+            has_tokens);
+    j["bytes_in"][name] = count_json(k.bytes_in[t]);
+    j["bytes_out"][name] = count_json(k.bytes_out[t]);
+    if (t > 0) j["entries_at_end"][name] = k.entries_at_end[t];
+  }
+  j["block_hit_rate"]["total"] =
+      num(static_cast<double>(total) / static_cast<double>(k.lookup_blocks), has_blocks);
+  j["dropped_bytes"] = count_json(k.dropped_bytes);
+  j["dropped_entries"] = k.dropped_entries;
+  j["loads"] = k.num_loads;
+  j["pcie_bytes"] = count_json(k.pcie_bytes);
+  j["nvme_bytes"] = count_json(k.nvme_bytes);
+  j["ttft_split_ms"] = {{"queueing", pct_json(s.queueing_ms)},
+                        {"kv_load", pct_json(s.kv_load_ms)},
+                        {"prefill", pct_json(s.prefill_ms)}};
+  return j;
+}
+
+void write_kv_tiers_text(std::ostream& os, const RunSummary& s) {
+  const KvTierCounters& k = s.counters.kv_tiers;
+  const bool has = k.lookup_blocks > 0;
+  const auto lookups = static_cast<double>(k.lookup_blocks);
+  int64_t total = 0;
+  os << "  KV tiers    " << k.lookup_blocks << " prefix blocks looked up; block hit rate";
+  for (int t = 0; t < kNumKvTiers; ++t) {
+    total += k.hit_blocks[t];
+    os << " " << kKvTierNames[t] << " "
+       << fmt_or_na("%.1f%%", 100 * static_cast<double>(k.hit_blocks[t]) / lookups, has);
+  }
+  os << ", total " << fmt_or_na("%.1f%%", 100 * static_cast<double>(total) / lookups, has) << "\n";
+  os << "              moved in/out: hbm " << bytes_text(k.bytes_in[0]) << " loaded / "
+     << bytes_text(k.bytes_out[0]) << " demoted, dram " << bytes_text(k.bytes_in[1]) << " / "
+     << bytes_text(k.bytes_out[1]) << ", ssd " << bytes_text(k.bytes_in[2]) << " / "
+     << bytes_text(k.bytes_out[2]) << ", dropped " << bytes_text(k.dropped_bytes) << "\n";
+  os << "              " << k.num_loads << " loads; PCIe " << bytes_text(k.pcie_bytes) << ", NVMe "
+     << bytes_text(k.nvme_bytes) << "; TTFT split (mean ms): queueing "
+     << fmt_or_na("%.2f", s.queueing_ms.mean, s.queueing_ms.count > 0) << ", KV load "
+     << fmt_or_na("%.2f", s.kv_load_ms.mean, s.kv_load_ms.count > 0) << ", prefill "
+     << fmt_or_na("%.2f", s.prefill_ms.mean, s.prefill_ms.count > 0) << "\n";
 }
 
 }  // namespace
@@ -204,6 +262,7 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
                        {"fast_layer_share", num(a.fast_layer_share, has)}};
   }
   if (sc.speculative.enabled) j["speculative"] = speculative_json(sc.speculative, out.speculative);
+  if (c.kv_tiers.enabled) j["kv_tiers"] = kv_tiers_json(s);
   j["actions"] = json::object();
   for (const auto& [k, v] : c.actions) j["actions"][k] = v;
   j["policy_metrics"] = json::object();
@@ -278,6 +337,7 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
      << ", prefix-cache hit rate "
      << fmt_or_na("%.1f%%", 100 * s.prefix_cache_hit_rate, s.has.prefix_cache) << ", preemptions "
      << c.num_preemptions << ", KV evictions " << c.kv_evictions << "\n";
+  if (c.kv_tiers.enabled) write_kv_tiers_text(os, s);
   os << "  experts     per-GPU load imbalance (max-mean)/mean "
      << fmt_or_na("%.3f", s.expert_imbalance, s.has.expert_load)
      << " (summed loads); per layer and step:\n"

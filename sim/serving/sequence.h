@@ -32,6 +32,12 @@ struct Seq {
   SimTime first_scheduled_ns = -1;   // first admission, -1 before
   int64_t cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at admission
   int32_t num_preemptions = 0;
+  // Tiered KV cache (kv_tiers.h): the prefix blocks its admission loads from host DRAM / SSD are
+  // in HBM at kv_ready_ns (its prefill waits until then); kv_load_ns is that wait at the first
+  // admission, and loaded_prompt_tokens the prompt tokens loaded (part of cached_prompt_tokens).
+  SimTime kv_ready_ns = 0;
+  SimTime kv_load_ns = 0;
+  int64_t loaded_prompt_tokens = 0;
 };
 
 }  // namespace moesim::sim

@@ -117,6 +117,17 @@ enum class RouteShape {
 inline constexpr RouteShape kAllRouteShapes[] = {RouteShape::kNvlinkSwitch, RouteShape::kNvlinkMesh,
                                                  RouteShape::kLeaf, RouteShape::kSpine};
 
+// Host side of every node (the optional [host] table): what a tiered KV cache (host DRAM and
+// local SSD below HBM, docs/serving.md) moves over and stores in. 0 means "not declared".
+struct HostSpec {
+  double pcie_bytes_per_s = 0;  // per GPU, one direction: its PCIe (or C2C) link to the host
+  SimTime pcie_latency_ns = 0;  // per host <-> GPU copy
+  int64_t dram_bytes = 0;       // host DRAM per node
+  int64_t nvme_bytes = 0;       // local NVMe SSD capacity per node
+  double nvme_bytes_per_s = 0;  // NVMe read bandwidth per node (all drives)
+  SimTime nvme_latency_ns = 0;  // per NVMe read
+};
+
 // The plain description a Topology is built from (what the TOML parser produces). Tests build
 // topologies from this struct directly. Validity is checked by check_topology_spec().
 struct TopologySpec {
@@ -150,6 +161,9 @@ struct TopologySpec {
   double oversubscription = 1.0;  // leaf downlink : uplink capacity ratio, >= 1
   SimTime leaf_spine_latency_ns = 0;
   SimTime switch_latency_ns = 0;  // per leaf or spine traversal
+
+  // --- Host (optional).
+  HostSpec host;
 };
 
 // The first problem found in `spec`, as a dotted key path in the TOML schema (e.g.

@@ -159,6 +159,29 @@ void parse_network(TomlTable& t, TopologySpec& spec) {
   }
 }
 
+// [host]: every key optional; a figure given must be > 0 (0 is the default "not declared").
+void parse_host(TomlTable& t, HostSpec& host) {
+  auto positive = [&t](std::string_view key, double hi) {
+    const double v = t.get_double_in_or(key, 0.0, hi, 0.0);
+    if (t.has(key) && !(v > 0)) t.fail(key, "must be > 0 (leave it out when not known)");
+    return v;
+  };
+  host.pcie_bytes_per_s = positive("pcie_gbytes_per_s", 1e6) * kGiga;
+  check_rate(t, "pcie_gbytes_per_s", host.pcie_bytes_per_s / kGiga, kGiga, "GB/s", "byte/s");
+  host.dram_bytes = std::llround(positive("dram_gbytes", 1e9) * kGiga);
+  host.nvme_bytes = std::llround(positive("nvme_gbytes", 1e9) * kGiga);
+  host.nvme_bytes_per_s = positive("nvme_gbytes_per_s", 1e6) * kGiga;
+  check_rate(t, "nvme_gbytes_per_s", host.nvme_bytes_per_s / kGiga, kGiga, "GB/s", "byte/s");
+  if (t.has("pcie_latency_ns")) {
+    host.pcie_latency_ns = get_latency_ns(t, "pcie_latency_ns");
+    if (host.pcie_latency_ns < 0) t.fail("pcie_latency_ns", "must be >= 0");
+  }
+  if (t.has("nvme_latency_ns")) {
+    host.nvme_latency_ns = get_latency_ns(t, "nvme_latency_ns");
+    if (host.nvme_latency_ns < 0) t.fail("nvme_latency_ns", "must be >= 0");
+  }
+}
+
 }  // namespace
 
 TopologySpec parse_topology_spec(TomlTable& table, const std::string& name) {
@@ -177,6 +200,10 @@ TopologySpec parse_topology_spec(TomlTable& table, const std::string& name) {
     network->finish();
   } else {
     spec.num_nodes = 1;
+  }
+  if (std::optional<TomlTable> host = table.find_table("host")) {
+    parse_host(*host, spec.host);
+    host->finish();
   }
   table.finish();
 

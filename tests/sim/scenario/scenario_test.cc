@@ -37,7 +37,22 @@ const std::map<std::string, std::string>& expected_messages() {
        "bottleneck, bottleneck_factored, fluid, simgrid)"},
       {"bad_router.toml",
        "{dir}/bad_router.toml:22:10: scheduler.router: unknown value 'random' (valid: "
-       "round_robin, least_outstanding, session_affinity)"},
+       "round_robin, least_outstanding, session_affinity, cache_aware)"},
+      {"cache_aware_without_prefix_caching.toml",
+       "{dir}/cache_aware_without_prefix_caching.toml:23:10: scheduler.router: \"cache_aware\" "
+       "routes by cached prefixes: it needs prefix_caching = true"},
+      {"kv_tiers_dram_above_host.toml",
+       "{dir}/kv_tiers_dram_above_host.toml:23:15: kv_tiers.dram_gbytes: exceeds the node's host "
+       "DRAM (2048 GB in the topology 'h800-8x8' [host] table)"},
+      {"kv_tiers_no_tier.toml",
+       "{dir}/kv_tiers_no_tier.toml:22:1: kv_tiers.dram_gbytes: no tier: give dram_gbytes and/or "
+       "ssd_gbytes > 0 (per node)"},
+      {"kv_tiers_without_host.toml",
+       "{dir}/kv_tiers_without_host.toml:23:15: kv_tiers.dram_gbytes: needs pcie_gbytes_per_s "
+       "(the GPU's host link) in the topology 'h200-node' [host] table"},
+      {"kv_tiers_without_prefix_caching.toml",
+       "{dir}/kv_tiers_without_prefix_caching.toml:26:15: kv_tiers.dram_gbytes: KV tiers hold "
+       "prefix-cache entries: they need [scheduler] prefix_caching = true"},
       {"calibrated_profile_not_found.toml",
        "{dir}/calibrated_profile_not_found.toml:23:11: cost.profile: file not found: "
        "{dir}/no-such-profile.json"},
@@ -223,6 +238,24 @@ TEST(ScenarioTest, RouterPolicyNames) {
   EXPECT_STREQ(router_policy_name(RouterPolicy::kRoundRobin), "round_robin");
   EXPECT_STREQ(router_policy_name(RouterPolicy::kLeastOutstanding), "least_outstanding");
   EXPECT_STREQ(router_policy_name(RouterPolicy::kSessionAffinity), "session_affinity");
+  EXPECT_STREQ(router_policy_name(RouterPolicy::kCacheAware), "cache_aware");
+}
+
+TEST(ScenarioTest, KvTiersTakeCapacitiesFromTheTableAndLinksFromTheTopology) {
+  Scenario off = load_scenario(kSource + "/scenarios/deepseek-v3-h800-mooncake-hbm.toml");
+  EXPECT_FALSE(off.kv_tiers.enabled);
+  Scenario s = load_scenario(kSource + "/scenarios/deepseek-v3-h800-mooncake-tiered.toml");
+  EXPECT_EQ(s.scheduler.router, RouterPolicy::kCacheAware);
+  const KvTierSpec& k = s.kv_tiers;
+  EXPECT_TRUE(k.enabled);
+  EXPECT_EQ(k.dram_bytes_per_node, 64'000'000'000);
+  EXPECT_EQ(k.ssd_bytes_per_node, 8'192'000'000'000);
+  // topologies/h800-8x8.toml [host]
+  EXPECT_EQ(k.pcie_bytes_per_s, 50e9);
+  EXPECT_EQ(k.pcie_latency_ns, 10'000);
+  EXPECT_EQ(k.nvme_bytes_per_s, 40e9);
+  EXPECT_EQ(k.nvme_latency_ns, 100'000);
+  EXPECT_EQ(s.topology->spec().host.dram_bytes, 2'048'000'000'000);
 }
 
 }  // namespace

@@ -78,3 +78,42 @@ TEST(ClusterRouter, SessionAffinityKeepsASessionOnItsFirstReplica) {
 
 }  // namespace
 }  // namespace moesim::sim
+
+namespace moesim::sim {
+namespace {
+
+// cache_aware: cost = prompt tokens not cached on the replica + prompt tokens pending there.
+TEST(ClusterRouter, CacheAwareWeighsTheCachedPrefixAgainstTheQueue) {
+  DeploymentSpec d;
+  d.num_replicas = 3;
+  ClusterRouter router(d, RouterPolicy::kCacheAware);
+  std::vector<ClusterRouter::CacheView> view(3);
+  router.set_cache_probe([&view](int32_t ri, const Request&) { return view[ri]; });
+  Request req;
+  req.prompt_tokens = 4096;
+  // Nothing cached, nothing queued anywhere: a tie, broken by outstanding, then index.
+  EXPECT_EQ(router.pick(req, false), 0);
+  router.add_outstanding(0, 1);
+  EXPECT_EQ(router.pick(req, false), 1);
+  // Replica 2 holds 3584 tokens of the prefix: 512 to compute there against 4096 elsewhere.
+  view[2] = {3584, 0};
+  EXPECT_EQ(router.pick(req, false), 2);
+  // ... unless its queue outweighs the saving: 512 + 4000 > 4096 + 0 on replica 1.
+  view[2] = {3584, 4000};
+  EXPECT_EQ(router.pick(req, false), 1);
+  // Replica 1 holds a shorter prefix (2048) with 1000 queued: 2048 + 1000 < 4512 and < 4096.
+  view[1] = {2048, 1000};
+  EXPECT_EQ(router.pick(req, false), 1);
+  // Under P/D the decode pool is least outstanding.
+  DeploymentSpec pd;
+  pd.num_replicas = 3;
+  pd.prefill_replicas = 2;
+  ClusterRouter pd_router(pd, RouterPolicy::kCacheAware);
+  pd_router.set_cache_probe([&view](int32_t ri, const Request&) { return view[ri]; });
+  view = {{0, 0}, {2048, 0}, {4096, 0}};
+  EXPECT_EQ(pd_router.pick(req, false), 1);  // replica 2 is a decode replica
+  EXPECT_EQ(pd_router.pick(req, true), 2);
+}
+
+}  // namespace
+}  // namespace moesim::sim

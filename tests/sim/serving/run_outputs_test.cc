@@ -275,15 +275,16 @@ TEST(RequestsCsvTest, OneRowPerRequestWithTheHeaderColumns) {
   std::string line;
   ASSERT_TRUE(std::getline(is, line));
   const size_t columns = std::count(line.begin(), line.end(), ',') + 1;
-  EXPECT_EQ(columns, 21u);
+  EXPECT_EQ(columns, 24u);
   size_t rows = 0, rejected = 0;
   while (std::getline(is, line)) {
     ++rows;
     EXPECT_EQ(static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1, columns) << line;
     if (line.find(",rejected,context_too_long,") != std::string::npos) {
       ++rejected;
-      // No latencies for a rejected request: the last four fields are empty.
-      EXPECT_EQ(line.substr(line.size() - 4), ",,,,") << line;
+      // No latencies for a rejected request: the four latency fields are empty, no loaded
+      // prompt tokens, and no KV load or prefill time.
+      EXPECT_EQ(line.substr(line.size() - 8), ",,,,,0,,") << line;
     }
   }
   EXPECT_EQ(rows, r.out.requests.size());

@@ -157,6 +157,8 @@ TEST(TopologyParser, BadCorpusGivesExactMessages) {
       {"missing_key.toml", "10:1: network.nic_latency_ns: missing required key (integer)"},
       {"wrong_type.toml", "5:17: node.gpus_per_node: expected an integer, got string"},
       {"negative_bandwidth.toml", "12:12: network.nic_gbps: must be >= 0"},
+      {"host_pcie_not_positive.toml",
+       "18:21: host.pcie_gbytes_per_s: must be > 0 (leave it out when not known)"},
       {"zero_gpus.toml", "5:17: node.gpus_per_node: must be >= 1"},
       {"domain_not_multiple.toml",
        "6:22: node.nvlink_domain_gpus: must be a multiple of node.gpus_per_node (4)"},
