@@ -219,12 +219,13 @@ def topo_show(topology):
 
 def collective(topology, *, ep, tokens_per_gpu, hidden, top_k, experts=None, dispatch_dtype=None,
                combine_dtype=None, skew=None, algorithm=None, model=None, seed=None,
-               profile=None):
+               profile=None, expert_groups=None, topk_groups=None):
     """`moesim collective --json` as a dict: one MoE dispatch + combine over GPUs 0..ep-1."""
     return _json("collective", _option_args(
         topology=os.fspath(topology), ep=ep, tokens_per_gpu=tokens_per_gpu, hidden=hidden,
         top_k=top_k, experts=experts, dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype,
-        skew=skew, algorithm=algorithm, model=model, seed=seed, profile=profile))
+        skew=skew, algorithm=algorithm, model=model, seed=seed, profile=profile,
+        expert_groups=expert_groups, topk_groups=topk_groups))
 
 
 def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=None,

@@ -230,6 +230,7 @@ class StepModel {
   std::vector<double> ffn_s_;
   CountMatrix src_dst_;
   TokenCounts token_counts_;
+  std::vector<int32_t> node_limit_scratch_;
   TrafficPlan plan_;
   TrafficMatrix traffic_;
   CollectiveResult collective_;

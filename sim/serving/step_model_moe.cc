@@ -40,6 +40,13 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
   const int32_t moe_idx = layers_[source_layer_idx].moe_idx;
   const MoeSpec& m = card_.layers[source_layer_idx].ffn.moe;
   run_router(layer_idx, m, observer);
+  if (deployment_.node_limited_traffic) {
+    // Node-limited routing (node_limited_routing.h) over this layer's placement.
+    fill_node_limit(topology_, gpus_, placements_->layer(moe_idx).primary_gpu_of_expert(),
+                    static_cast<int32_t>(m.num_expert_groups), static_cast<int32_t>(m.topk_groups),
+                    static_cast<int32_t>(m.top_k), node_limit_scratch_, token_counts_.node_limit);
+    if (fast_) fast_->set_node_limit(token_counts_.node_limit);
+  }
   double dispatch_s = 0, combine_s = 0, dispatch_bytes = 0, combine_bytes = 0;
   if (fast_tier_ && run_fast_collectives(step_idx, moe_idx, m.top_k, dispatch_s, combine_s,
                                          dispatch_bytes, combine_bytes)) {
