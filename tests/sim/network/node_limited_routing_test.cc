@@ -177,6 +177,35 @@ TEST(NodeLimitedEstimate, HandComputedRelayRow) {
   EXPECT_DOUBLE_EQ(m.bytes(2, 3), 40.0);
 }
 
+// Participants that are not consecutive GPU ids take the general path of the hierarchical rule;
+// with the node limit it gives the same relay rows as the whole-node path, bit for bit.
+TEST(NodeLimitedEstimate, GeneralPathMatchesTheWholeNodePath) {
+  const Topology topo = testing::h800_like(2, 4);
+  TokenCounts a;
+  a.gpus = gpu_range(8);
+  a.tokens_per_src.assign(8, 100);
+  a.tokens.resize(64);
+  for (int32_t i = 0; i < 64; ++i) a.tokens[i] = (i * 37) % 41;
+  a.node_limit.open_fraction = {0.6, 0.7};
+  a.node_limit.guaranteed_share = {0.5, 0.25};
+  a.node_limit.extra_share = 0.5;
+  // b: the same GPUs, node 1 first.
+  const std::vector<int32_t> b_of_a = {4, 5, 6, 7, 0, 1, 2, 3};  // index in b of a's participant
+  TokenCounts b = a;
+  for (int32_t i = 0; i < 8; ++i) b.gpus[b_of_a[i]] = a.gpus[i];
+  for (int32_t s = 0; s < 8; ++s) {
+    for (int32_t d = 0; d < 8; ++d) b.tokens[b_of_a[s] * 8 + b_of_a[d]] = a.tokens[s * 8 + d];
+  }
+  TrafficMatrix ma, mb;
+  build_dispatch_traffic(topo, a, 1.0, DispatchAlgorithm::kHierarchical, ma);
+  build_dispatch_traffic(topo, b, 1.0, DispatchAlgorithm::kHierarchical, mb);
+  for (int32_t s = 0; s < 8; ++s) {
+    for (int32_t d = 0; d < 8; ++d) {
+      EXPECT_EQ(ma.bytes(s, d), mb.bytes(b_of_a[s], b_of_a[d])) << s << " -> " << d;
+    }
+  }
+}
+
 struct Case {
   int32_t ep;
   double tolerance;             // |estimate / brute force - 1|
