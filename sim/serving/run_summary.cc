@@ -128,6 +128,8 @@ void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
        << fmt("%.3f", spec.acceptance[i]) << ")";
   }
   os << "\n";
+}
+
 // Tiered KV cache (docs/outputs.md, `kv_tiers`): per tier, hit rates over the prefix blocks
 // looked up and over admitted prompt tokens, and bytes moved.
 json kv_tiers_json(const RunSummary& s) {
