@@ -248,7 +248,10 @@ TEST(ScenarioTest, KvTiersTakeCapacitiesFromTheTableAndLinksFromTheTopology) {
   EXPECT_EQ(s.scheduler.router, RouterPolicy::kCacheAware);
   const KvTierSpec& k = s.kv_tiers;
   EXPECT_TRUE(k.enabled);
-  EXPECT_EQ(k.dram_bytes_per_node, 64'000'000'000);
+  EXPECT_EQ(k.dram_bytes_per_node, 16'000'000'000);
+  EXPECT_TRUE(k.cluster_scope);
+  EXPECT_EQ(k.nic_bytes_per_s, 50e9);
+  EXPECT_EQ(k.nic_latency_ns, 1000);
   EXPECT_EQ(k.ssd_bytes_per_node, 8'192'000'000'000);
   // topologies/h800-8x8.toml [host]
   EXPECT_EQ(k.pcie_bytes_per_s, 50e9);
