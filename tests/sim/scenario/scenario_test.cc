@@ -44,6 +44,15 @@ const std::map<std::string, std::string>& expected_messages() {
       {"kv_tiers_dram_above_host.toml",
        "{dir}/kv_tiers_dram_above_host.toml:23:15: kv_tiers.dram_gbytes: exceeds the node's host "
        "DRAM (2048 GB in the topology 'h800-8x8' [host] table)"},
+      {"kv_tiers_bad_scope.toml",
+       "{dir}/kv_tiers_bad_scope.toml:24:9: kv_tiers.scope: unknown value 'rack' (valid: node, "
+       "cluster)"},
+      {"kv_tiers_cluster_without_network.toml",
+       "{dir}/kv_tiers_cluster_without_network.toml:24:9: kv_tiers.scope: \"cluster\" reaches "
+       "other nodes' tiers over the network: the topology 'h200-node-host' has no NICs"},
+      {"kv_tiers_ssd_above_host.toml",
+       "{dir}/kv_tiers_ssd_above_host.toml:23:14: kv_tiers.ssd_gbytes: exceeds the node's NVMe "
+       "capacity (1000 GB in the topology 'h200-node-host' [host] table)"},
       {"kv_tiers_no_tier.toml",
        "{dir}/kv_tiers_no_tier.toml:22:1: kv_tiers.dram_gbytes: no tier: give dram_gbytes and/or "
        "ssd_gbytes > 0 (per node)"},
