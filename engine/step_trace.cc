@@ -407,10 +407,6 @@ void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep
     }
     s.new_tokens = int_field(w, seqs[i], sp, "new_tokens", 1);
     s.context_tokens = int_field(w, seqs[i], sp, "context_tokens", 0);
-    if (s.phase == Phase::kDecode && s.new_tokens != 1) {
-      w.fail(join(sp, "new_tokens"),
-             "a decode sequence computes 1 token, got " + std::to_string(s.new_tokens));
-    }
     step.sequences.push_back(s);
   }
 

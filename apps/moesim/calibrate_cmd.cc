@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/progress.h"
 #include "sim/calibration/calibrate.h"
 #include "sim/calibration/collective_reader.h"
 #include "sim/calibration/measurement_reader.h"
@@ -19,7 +20,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: moesim calibrate MEAS.jsonl [MEAS.jsonl ...] -o PROFILE.toml [--name NAME]\n"
     "                        [--max-segments N] [--min-samples N] [--max-spread X]\n"
-    "                        [--min-size-gap X]\n"
+    "                        [--min-size-gap X] [--progress]\n"
     "                        [--topology FILE [--nccl-tests FILE[,FILE...]] [--nccl-ranks N]]\n"
     "                        [--json]\n\n"
     "Fits time = a + b*FLOPs + c*bytes per op kind and dtype (non-negative least squares on\n"
@@ -41,6 +42,7 @@ constexpr const char* kUsage =
     "                      MEAS.jsonl may then be omitted for a network-only profile)\n"
     "  --nccl-ranks N      ranks of those runs (default: counted from their \"# Rank\" lines)\n"
     "  --json              print the fit summary as JSON\n"
+    "  --progress          fits done and time left on stderr even when it is not a terminal\n"
     "exit codes: 0 success, 1 the profile could not be written, 2 bad input\n";
 
 }  // namespace
@@ -83,6 +85,7 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
     nccl_ranks = static_cast<int32_t>(*v);
   }
   bool json = args.flag("--json");
+  Progress bar = Progress::for_stderr("calibrate", "fits", args.flag("--progress"));
   args.finish(1000);
   if (nccl_tests && !topology_path) throw UsageError{"--nccl-tests needs --topology"};
   if (args.positionals().empty() && !nccl_tests) {
@@ -111,6 +114,7 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
       begin = end + 1;
     }
   }
+  opt.progress = bar.callback();
   sim::CalibrateReport rep = sim::calibrate(sets, opt);
   if (rep.profile.ops.empty() && rep.profile.network.empty()) {
     throw UsageError{"no op kind (and no link class) had enough measured records to fit"};

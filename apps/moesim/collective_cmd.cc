@@ -22,14 +22,18 @@ namespace {
 
 const char kUsage[] =
     "usage: moesim collective --topology FILE --ep N --tokens-per-gpu T --hidden H --top-k K\n"
-    "         [--experts E] [--dispatch-dtype fp8|bf16] [--combine-dtype bf16|fp8]\n"
-    "         [--skew uniform|zipf:S|hot:F] [--algorithm direct|hierarchical]\n"
+    "         [--experts E] [--expert-groups G] [--topk-groups M]\n"
+    "         [--dispatch-dtype fp8|bf16] [--combine-dtype bf16|fp8]\n"
+    "         [--skew uniform|zipf:S|hot:F] [--algorithm direct|hierarchical|low_latency]\n"
     "         [--model bottleneck|bottleneck_factored|fluid|simgrid] [--seed N]\n"
     "         [--profile PROFILE.toml] [--json]\n"
     "\n"
     "Runs one MoE dispatch and its combine over the first N GPUs of the topology and prints, for\n"
     "each: latency, bytes sent / received per GPU (min / mean / max), barrier wait per GPU, and\n"
-    "the bottleneck link's class and bandwidth (its bytes / latency).\n"
+    "the bottleneck link's class and bandwidth (its bytes / latency), the physical bytes per GPU\n"
+    "over NVLink and over the network, and the logical bytes per rank as DeepEP's benchmark tests\n"
+    "count them (intranode, internode, low-latency) with the bandwidth those figures imply\n"
+    "(logical bytes / latency): compare those with DeepEP's published GB/s.\n"
     "\n"
     "  --topology FILE     topology TOML (topologies/*.toml)\n"
     "  --ep N              expert-parallel GPUs: GPUs 0 .. N-1 of the topology\n"
@@ -37,12 +41,18 @@ const char kUsage[] =
     "  --hidden H          token row width in elements (hidden or latent size)\n"
     "  --top-k K           experts per token\n"
     "  --experts E         routed experts, placed contiguously (default 256; a multiple of N)\n"
+    "  --expert-groups G   expert groups of the router (contiguous ranges; default 1)\n"
+    "  --topk-groups M     groups each token keeps (default G: no limit); M < G is node-limited\n"
+    "                      routing (DeepSeek-V3: G 8, M 4), which lowers the unique (token,\n"
+    "                      node) pairs of hierarchical dispatch (docs/network.md)\n"
     "  --dispatch-dtype    fp8 (1 B/element + FP32 scale per 128) or bf16 (default fp8)\n"
     "  --combine-dtype     bf16 or fp8 (default bf16)\n"
     "  --skew              uniform, zipf:S (Zipf popularity, exponent S), or hot:F (one expert\n"
     "                      chosen by a fraction F of tokens) (default uniform)\n"
     "  --algorithm         direct, or hierarchical (DeepEP internode: once per node over the\n"
-    "                      network to the same-rail GPU, then NVLink) (default direct)\n"
+    "                      network to the same-rail GPU, then NVLink), or low_latency (DeepEP's\n"
+    "                      low-latency kernels: every (token, expert) selection sent directly,\n"
+    "                      no per-GPU deduplication) (default direct)\n"
     "  --model             network model (default bottleneck; bottleneck_factored spreads each\n"
     "                      leaf's inter-leaf bytes evenly over its spines: docs/network.md)\n"
     "  --seed N            routing seed (default 1)\n"
@@ -80,6 +90,23 @@ nlohmann::json phase_json(const sim::Topology& topology, const sim::CollectivePh
   j["barrier_wait_us"] = {{"min", phase.barrier_wait_ns.min / 1e3},
                           {"mean", phase.barrier_wait_ns.mean / 1e3},
                           {"max", phase.barrier_wait_ns.max / 1e3}};
+  const sim::ByteAccounting& a = phase.accounting;
+  const double seconds = sim::to_seconds(r.duration_ns);
+  auto per_s = [&](double bytes) { return seconds > 0 ? bytes / seconds / 1e9 : 0.0; };
+  j["physical"] = {{"nvlink_sent_bytes",
+                    {{"min", a.nvlink_sent_bytes.min},
+                     {"mean", a.nvlink_sent_bytes.mean},
+                     {"max", a.nvlink_sent_bytes.max}}},
+                   {"network_sent_bytes",
+                    {{"min", a.network_sent_bytes.min},
+                     {"mean", a.network_sent_bytes.mean},
+                     {"max", a.network_sent_bytes.max}}}};
+  j["logical"] = {{"intranode_bytes_per_rank", a.intranode_logical_bytes},
+                  {"intranode_gbytes_per_s", per_s(a.intranode_logical_bytes)},
+                  {"internode_bytes_per_rank", a.internode_logical_bytes},
+                  {"internode_gbytes_per_s", per_s(a.internode_logical_bytes)},
+                  {"low_latency_bytes_per_rank", a.low_latency_logical_bytes},
+                  {"low_latency_gbytes_per_s", per_s(a.low_latency_logical_bytes)}};
   if (r.bottleneck_link >= 0) {
     const sim::Link& link = topology.links()[r.bottleneck_link];
     j["bottleneck"] = {{"link", r.bottleneck_link},
@@ -108,6 +135,19 @@ void print_phase(const char* label, const sim::Topology& topology,
   std::printf("  barrier wait      min %9.1f  mean %9.1f  max %9.1f us\n",
               phase.barrier_wait_ns.min / 1e3, phase.barrier_wait_ns.mean / 1e3,
               phase.barrier_wait_ns.max / 1e3);
+  const sim::ByteAccounting& a = phase.accounting;
+  std::printf(
+      "  physical sent     NVLink mean %9.3f  max %9.3f MB; network mean %9.3f  max %9.3f MB\n",
+      a.nvlink_sent_bytes.mean / 1e6, a.nvlink_sent_bytes.max / 1e6,
+      a.network_sent_bytes.mean / 1e6, a.network_sent_bytes.max / 1e6);
+  const double seconds = sim::to_seconds(r.duration_ns);
+  auto per_s = [&](double bytes) { return seconds > 0 ? bytes / seconds / 1e9 : 0.0; };
+  std::printf(
+      "  DeepEP logical    intranode %.3f MB/rank (%.1f GB/s), internode %.3f MB/rank (%.1f "
+      "GB/s), low-latency %.3f MB/rank (%.1f GB/s)\n",
+      a.intranode_logical_bytes / 1e6, per_s(a.intranode_logical_bytes),
+      a.internode_logical_bytes / 1e6, per_s(a.internode_logical_bytes),
+      a.low_latency_logical_bytes / 1e6, per_s(a.low_latency_logical_bytes));
   if (r.bottleneck_link < 0) {
     std::printf("  bottleneck        none (no bytes cross a link)\n");
     return;
@@ -124,8 +164,8 @@ void print_phase(const char* label, const sim::Topology& topology,
 
 int collective_command(const std::vector<std::string>& argv) {
   Args args(argv, {"--topology", "--ep", "--tokens-per-gpu", "--hidden", "--top-k", "--experts",
-                   "--dispatch-dtype", "--combine-dtype", "--skew", "--algorithm", "--model",
-                   "--seed", "--profile"});
+                   "--expert-groups", "--topk-groups", "--dispatch-dtype", "--combine-dtype",
+                   "--skew", "--algorithm", "--model", "--seed", "--profile"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -138,6 +178,9 @@ int collective_command(const std::vector<std::string>& argv) {
   spec.hidden = required_int(args, "--hidden");
   spec.top_k = static_cast<int32_t>(required_int(args, "--top-k"));
   spec.num_experts = static_cast<int32_t>(args.int_value("--experts").value_or(256));
+  spec.num_groups = static_cast<int32_t>(args.int_value("--expert-groups").value_or(1));
+  spec.topk_groups =
+      static_cast<int32_t>(args.int_value("--topk-groups").value_or(spec.num_groups));
   spec.dispatch_dtype = wire_dtype(args, "--dispatch-dtype", "fp8");
   spec.combine_dtype = wire_dtype(args, "--combine-dtype", "bf16");
   std::string error;
@@ -147,11 +190,14 @@ int collective_command(const std::vector<std::string>& argv) {
   spec.skew = *skew;
   const std::string algorithm_text = args.value_or("--algorithm", "direct");
   const std::optional<sim::DispatchAlgorithm> algorithm =
-      sim::parse_dispatch_algorithm(algorithm_text);
+      algorithm_text == "low_latency" ? sim::DispatchAlgorithm::kDirect
+                                      : sim::parse_dispatch_algorithm(algorithm_text);
   if (!algorithm) {
-    throw UsageError{"--algorithm: unknown '" + algorithm_text + "' (valid: direct, hierarchical)"};
+    throw UsageError{"--algorithm: unknown '" + algorithm_text +
+                     "' (valid: direct, hierarchical, low_latency)"};
   }
   spec.algorithm = *algorithm;
+  spec.per_selection = algorithm_text == "low_latency";
   const std::optional<int64_t> seed = args.int_value("--seed");
   if (seed && *seed < 0) throw UsageError{"--seed: must be >= 0"};
   spec.seed = static_cast<uint64_t>(seed.value_or(1));
@@ -189,10 +235,12 @@ int collective_command(const std::vector<std::string>& argv) {
     j["hidden"] = spec.hidden;
     j["top_k"] = spec.top_k;
     j["experts"] = spec.num_experts;
+    j["expert_groups"] = spec.num_groups;
+    j["topk_groups"] = spec.topk_groups;
     j["dispatch_dtype"] = sim::wire_dtype_name(spec.dispatch_dtype);
     j["combine_dtype"] = sim::wire_dtype_name(spec.combine_dtype);
     j["skew"] = sim::expert_skew_name(spec.skew);
-    j["algorithm"] = sim::dispatch_algorithm_name(spec.algorithm);
+    j["algorithm"] = algorithm_text;
     j["model"] = model_name;
     j["seed"] = spec.seed;
     j["profile"] = profile_path ? nlohmann::json(*profile_path) : nlohmann::json(nullptr);
@@ -203,12 +251,11 @@ int collective_command(const std::vector<std::string>& argv) {
   }
   std::printf(
       "collective on %s: EP %d (GPUs 0-%d of %d), %lld tokens/GPU, hidden %lld, top-%d of %d "
-      "experts, skew %s, %s, model %s, seed %llu%s\n",
+      "experts (top-%d of %d groups), skew %s, %s, model %s, seed %llu%s\n",
       topology.name().c_str(), spec.ep_size, spec.ep_size - 1, topology.num_gpus(),
       static_cast<long long>(spec.tokens_per_gpu), static_cast<long long>(spec.hidden), spec.top_k,
-      spec.num_experts, sim::expert_skew_name(spec.skew).c_str(),
-      sim::dispatch_algorithm_name(spec.algorithm), model_name.c_str(),
-      static_cast<unsigned long long>(spec.seed),
+      spec.num_experts, spec.topk_groups, spec.num_groups, sim::expert_skew_name(spec.skew).c_str(),
+      algorithm_text.c_str(), model_name.c_str(), static_cast<unsigned long long>(spec.seed),
       profile_path ? (", network calibrated by " + *profile_path).c_str() : "");
   print_phase(("dispatch (" + std::string(sim::wire_dtype_name(spec.dispatch_dtype)) + ")").c_str(),
               topology, study.dispatch);

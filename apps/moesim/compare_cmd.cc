@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/progress.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/study/compare.h"
+#include "sim/study/overrides.h"
 #include "sim/study/parallel_runs.h"
 
 namespace moesim::cli {
@@ -17,7 +19,9 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: moesim compare A.toml B.toml [--seed N] [--replications N] [--resamples N]\n"
-    "                      [--confidence C] [--duration SECONDS] [--threads N] [--json]\n\n"
+    "                      [--confidence C] [--duration SECONDS] [--threads N] [--json]\n"
+    "                      [--set-a KEY.PATH=VALUE]... [--set-b KEY.PATH=VALUE]...\n"
+    "                      [--drop-a KEY.PATH]... [--drop-b KEY.PATH]... [--progress]\n\n"
     "Runs A and B with the same root seed (common random numbers) and prints A, B, B - A and\n"
     "B/A - 1 with units for TTFT/TPOT p50/p99, throughput, goodput, SLO attainment and policy\n"
     "action counts, with percentile-bootstrap confidence intervals of B - A.\n"
@@ -29,8 +33,29 @@ constexpr const char* kUsage =
     "  --confidence C     interval level in (0, 1) (default 0.95)\n"
     "  --duration SECONDS simulated time of both (default: each scenario's [run] duration_s)\n"
     "  --threads N        runs in parallel (default: the machine's hardware threads)\n"
+    "  --set-a, --set-b KEY.PATH=VALUE\n"
+    "                     override a key of A or B (repeatable; as moesim run --set)\n"
+    "  --drop-a, --drop-b KEY.PATH\n"
+    "                     remove a key or table from A or B (repeatable), e.g. the policy\n"
+    "                     under study: moesim compare S.toml S.toml --drop-a policies\n"
     "  --json             print the comparison as one JSON document\n"
+    "  --progress         runs done and time left on stderr even when it is not a terminal\n"
     "exit codes: 0 success, 1 a run broke conservation, 2 bad input\n";
+
+// "without policies; scheduler.max_seqs=64": what --drop-X and --set-X did to a side, "" if
+// nothing.
+std::string changes_text(const std::vector<std::string>& dropped,
+                         const std::vector<sim::study::Override>& overrides) {
+  std::string out;
+  for (const std::string& d : dropped) out += (out.empty() ? "without " : ", without ") + d;
+  if (!overrides.empty()) out += (out.empty() ? "" : "; ") + sim::study::overrides_text(overrides);
+  return out;
+}
+std::string with_changes(const std::vector<std::string>& dropped,
+                         const std::vector<sim::study::Override>& overrides) {
+  const std::string c = changes_text(dropped, overrides);
+  return c.empty() ? "" : " (" + c + ")";
+}
 
 // A figure, null where there is no data (NaN, sim/study/compare.h).
 nlohmann::json figure_json(double v) {
@@ -83,7 +108,9 @@ void print_metric(const sim::study::MetricComparison& m) {
 
 int compare_command(const std::vector<std::string>& argv) {
   Args args(argv,
-            {"--seed", "--replications", "--resamples", "--confidence", "--duration", "--threads"});
+            {"--seed", "--replications", "--resamples", "--confidence", "--duration", "--threads",
+             "--set-a", "--set-b", "--drop-a", "--drop-b"},
+            {"--set-a", "--set-b", "--drop-a", "--drop-b"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -97,6 +124,16 @@ int compare_command(const std::vector<std::string>& argv) {
   auto duration = args.double_value("--duration");
   auto threads = args.int_value("--threads");
   bool json = args.flag("--json");
+  std::vector<sim::study::Override> set_a, set_b;
+  for (const std::string& s : args.values("--set-a")) {
+    set_a.push_back(sim::study::parse_override(s, "--set-a"));
+  }
+  for (const std::string& s : args.values("--set-b")) {
+    set_b.push_back(sim::study::parse_override(s, "--set-b"));
+  }
+  const std::vector<std::string> drop_a = args.values("--drop-a");
+  const std::vector<std::string> drop_b = args.values("--drop-b");
+  Progress bar = Progress::for_stderr("compare", "runs", args.flag("--progress"));
   args.finish(2);
   if (seed && *seed < 0) throw UsageError{"--seed must be >= 0"};
   if (reps && (*reps < 1 || *reps > 100000))
@@ -114,10 +151,9 @@ int compare_command(const std::vector<std::string>& argv) {
   if (threads && (*threads < 1 || *threads > 4096))
     throw UsageError{"--threads must be in 1..4096"};
 
-  sim::Scenario a = sim::load_scenario(path_a);
-  sim::Scenario b = sim::load_scenario(path_b);
-  sim::resolve_policy_settings(a);
-  sim::resolve_policy_settings(b);
+  // Each side: the file, less the dropped keys, with the overrides (policy settings resolved).
+  sim::Scenario a = sim::study::ScenarioTemplate::load(path_a).without(drop_a).instantiate(set_a);
+  sim::Scenario b = sim::study::ScenarioTemplate::load(path_b).without(drop_b).instantiate(set_b);
   if (duration) a.run.duration_s = b.run.duration_s = *duration;
   sim::study::CompareOptions opt;
   opt.seed = seed ? static_cast<uint64_t>(*seed) : a.run.seed;
@@ -126,11 +162,13 @@ int compare_command(const std::vector<std::string>& argv) {
   if (confidence) opt.confidence = *confidence;
   opt.num_threads = threads ? static_cast<int32_t>(*threads) : sim::study::default_num_threads();
 
+  opt.progress = bar.callback();
   sim::study::CompareResult r = sim::study::compare_scenarios(a, b, opt);
   if (json) {
     nlohmann::json j;
     j["a"] = path_a;
     j["b"] = path_b;
+    j["changes"] = {{"a", changes_text(drop_a, set_a)}, {"b", changes_text(drop_b, set_b)}};
     j["method"] = r.method;
     j["seeds"] = r.seeds;
     j["resamples"] = opt.num_resamples;
@@ -149,7 +187,9 @@ int compare_command(const std::vector<std::string>& argv) {
     j["conservation_ok"] = r.conservation_ok;
     std::cout << j.dump(2) << "\n";
   } else {
-    std::printf("compare  A = %s\n         B = %s\n", path_a.c_str(), path_b.c_str());
+    std::printf("compare  A = %s%s\n         B = %s%s\n", path_a.c_str(),
+                with_changes(drop_a, set_a).c_str(), path_b.c_str(),
+                with_changes(drop_b, set_b).c_str());
     if (r.method == "requests") {
       std::printf(
           "seed %llu, common random numbers; %lld requests in A, %lld in B, %lld matched by id "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/progress.h"
 #include "sim/io/output_files.h"
 #include "sim/policy/pruning_plan.h"
 #include "sim/policy/pruning_study.h"
@@ -18,7 +19,7 @@ namespace {
 const char kUsage[] =
     "usage: moesim prune SCENARIO [--batch-per-gpu N] [--context TOKENS] [--fractions F,...]\n"
     "                    [--profile-steps N] [--tokens-per-step N] [--json]\n"
-    "                    [--write-plan FILE]\n"
+    "                    [--write-plan FILE] [--progress]\n"
     "\n"
     "Profiles the scenario's expert routing (exact per-token top-k sets), prunes the least-\n"
     "activated fraction of experts in every MoE layer, and prints per fraction: experts kept per\n"
@@ -34,7 +35,9 @@ const char kUsage[] =
     "  --tokens-per-step N   tokens sampled per step and layer (default 4096)\n"
     "  --json                one JSON document, units in key names\n"
     "  --write-plan FILE     write the plan of the (single) fraction as JSON, for\n"
-    "                        [policies.expert_pruning] plan_file = FILE in a scenario\n";
+    "                        [policies.expert_pruning] plan_file = FILE in a scenario\n"
+    "  --progress            stages done and time left on stderr even when it is not a\n"
+    "                        terminal\n";
 
 std::vector<double> parse_fractions(const std::string& text) {
   std::vector<double> out = parse_number_list("--fractions", text);
@@ -68,6 +71,7 @@ int prune_command(const std::vector<std::string>& argv) {
       args.int_value("--tokens-per-step").value_or(opt.profile.tokens_per_step);
   const bool json = args.flag("--json");
   const std::optional<std::string> write_plan = args.value("--write-plan");
+  Progress bar = Progress::for_stderr("prune", "stages", args.flag("--progress"));
   args.finish(1);
   if (opt.batch_per_gpu < 1 || opt.batch_per_gpu > (1 << 20)) {
     throw UsageError{"--batch-per-gpu must be in [1, 1048576]"};
@@ -92,6 +96,7 @@ int prune_command(const std::vector<std::string>& argv) {
                      " exceeds the model's max_context_tokens (" +
                      std::to_string(scenario.model->max_context_tokens) + ")"};
   }
+  opt.progress = bar.callback();
   const sim::PruningStudy study = sim::run_pruning_study(scenario, opt);
   const std::string out =
       json ? sim::format_pruning_study_json(study) : sim::format_pruning_study_text(study);

@@ -8,12 +8,16 @@
 #include <optional>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/diagnosis_output.h"
 #include "sim/io/output_files.h"
+#include "sim/metrics/figure_text.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/run_outputs.h"
+#include "sim/study/infeasibility.h"
 #include "sim/study/overrides.h"
+#include "sim/study/slo_limits.h"
 
 namespace moesim::cli {
 namespace {
@@ -21,7 +25,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: moesim run SCENARIO [--set KEY.PATH=VALUE]... [--seed N] [--duration SECONDS]\n"
     "                  [--out DIR] [--record FILE] [--record-steps N]\n"
-    "                  [--trace-window START_S:END_S] [--json]\n\n"
+    "                  [--trace-window START_S:END_S] [--diagnose] [--json]\n\n"
     "Simulates SCENARIO (a scenarios/*.toml file) and prints the summary and the event digest.\n"
     "  --set K=V             override one scenario value (repeatable; as a sweep parameter,\n"
     "                        docs/sweeps.md), e.g. --set deployment.replicas=2\n"
@@ -36,9 +40,39 @@ constexpr const char* kUsage =
     "  --tier exact|fast     the step model's tier (overrides run.tier; docs/fast_tier.md)\n"
     "  --tier-check N        also time every N-th step of each replica on the other tier and\n"
     "                        report the agreement (the run itself is unchanged)\n"
+    "  --diagnose            after the run, say which of its requests no rate could serve\n"
+    "                        within the scenario's [slo] (each alone on an idle replica:\n"
+    "                        isolated prefill vs ttft_ms, decode vs tpot_ms, KV fit;\n"
+    "                        docs/outputs.md, \"Diagnosis\")\n"
     "  --json                print the summary as one JSON document instead of the table\n"
     "exit codes: 0 success, 1 conservation broken or an output not written, 2 bad input\n"
     "           (including an --out that cannot be a directory or is in use by another run)\n";
+
+constexpr double kDiagnosisAttainment = 0.99;
+
+// What --diagnose found, for the text summary; without it, a hint when the run missed its SLOs.
+std::string diagnosis_text(const sim::RunOutput& out, const std::optional<sim::study::Diagnosis>& d,
+                           const sim::study::SearchSlo& slo) {
+  if (!d) {
+    const sim::SloSummary& s = out.summary.slo;
+    if (s.num_decided == 0 || s.attainment >= kDiagnosisAttainment) return "";
+    return "  SLO attainment is below " + sim::number_text(kDiagnosisAttainment) +
+           ": moesim run --diagnose says which requests no rate can serve within the limits\n";
+  }
+  std::string text = "  diagnosis (" + sim::study::slo_limits_text(slo) + "; " +
+                     std::to_string(d->num_requests) +
+                     " requests, each alone on an idle replica: " + d->where + "):\n";
+  if (d->findings.empty()) {
+    return text +
+           "    no request is beyond a limit on its own (isolated prefill, decode, KV fit): "
+           "what the run missed, load and batching caused\n";
+  }
+  text += diagnosis_findings_text(*d, "    ");
+  text += d->infeasible() ? "    INFEASIBLE AT ANY RATE for this deployment\n"
+                          : "    feasible at some rate: the rest of what the run missed, load and "
+                            "batching caused\n";
+  return text;
+}
 
 Args run_args(const std::vector<std::string>& argv) {
   return Args(argv,
@@ -68,6 +102,7 @@ int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream
   auto tier = args.value("--tier");
   auto tier_check = args.int_value("--tier-check");
   bool json = args.flag("--json");
+  const bool diagnose = args.flag("--diagnose");
   args.finish(given ? 0 : 1);
   if (seed && *seed < 0) throw UsageError{"--seed must be >= 0"};
   // run.duration_s's range (also what keeps the run's end within the horizon).
@@ -174,9 +209,23 @@ int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream
   double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
+  // The run's own requests, each alone on an idle replica, against the scenario's [slo]
+  // (sim/study/infeasibility.h): the percentile limits at p99 and attainment >= 0.99.
+  std::optional<sim::study::Diagnosis> diagnosis;
+  sim::study::SearchSlo diagnosis_slo;
+  if (diagnose) {
+    diagnosis_slo.percentile_limits = {{"ttft_p99_ms", sc.slo.ttft_ms},
+                                       {"tpot_p99_ms", sc.slo.tpot_ms}};
+    diagnosis_slo.min_attainment = kDiagnosisAttainment;
+    diagnosis = sim::study::diagnose_scenario(sc, diagnosis_slo, used_seed);
+  }
   if (json) {
     nlohmann::json j = sim::summary_json(sc, out, used_seed);
     j["wall_s"] = wall_s;
+    if (diagnosis) {
+      j["diagnosis"] = diagnosis_report_json(*diagnosis);
+      j["diagnosis"]["limits"] = sim::study::slo_limits_text(diagnosis_slo);
+    }
     report << j.dump(2) << "\n";
   } else {
     sim::write_summary_text(report, sc, out, used_seed);
@@ -184,6 +233,7 @@ int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream
     std::snprintf(wall, sizeof(wall), "  wall time %.2f s (%.1fx real time)\n", wall_s,
                   wall_s > 0 ? out.summary.duration_s / wall_s : 0.0);
     report << wall;
+    report << diagnosis_text(out, diagnosis, diagnosis_slo);
   }
   if (out_dir) {
     using sim::io::write_file_atomically;

@@ -12,8 +12,10 @@
 #include <optional>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/diagnosis_output.h"
 #include "apps/moesim/mpi_world.h"
 #include "apps/moesim/plan_options.h"
+#include "apps/moesim/progress.h"
 #include "sim/config/config_error.h"
 #include "sim/core/json_depth.h"
 #include "sim/io/output_files.h"
@@ -64,13 +66,6 @@ constexpr const char* kUsage =
     "  --json              print every probe as one JSON document\n"
     "under mpirun -np N: rank r searches configurations r, r+N, ...; rank 0 prints the result.\n"
     "exit codes: 0 success, 2 bad input\n";
-
-void draw_progress(int64_t done, int64_t total) {
-  std::fprintf(stderr, "\rsearch: %lld/%lld configurations", static_cast<long long>(done),
-               static_cast<long long>(total));
-  if (done == total) std::fputc('\n', stderr);
-  std::fflush(stderr);
-}
 
 std::string config_text(const sim::study::ConfigSearch& c) {
   return sim::study::overrides_text(c.overrides);
@@ -196,7 +191,9 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   auto tolerance = args.double_value("--tolerance");
   auto doublings = args.int_value("--max-doublings");
   auto threads = args.int_value("--threads");
-  bool progress = (args.flag("--progress") || isatty(fileno(stderr))) && world.rank() == 0;
+  Progress bar = world.rank() == 0
+                     ? Progress::for_stderr("search", "configurations", args.flag("--progress"))
+                     : Progress("search", "configurations", false, false);
   bool json = args.flag("--json");
   auto journal_path = args.value("--journal");
   const bool resume = args.flag("--resume");
@@ -308,9 +305,8 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
     };
   }
 
-  sim::study::SearchResult r = sim::study::search_rates(
-      scenario, configs, slo, opt,
-      progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr);
+  sim::study::SearchResult r =
+      sim::study::search_rates(scenario, configs, slo, opt, bar.callback());
   if (journal) {
     if (!journal->stream()) throw sim::io::OutputError("cannot write " + *journal_path);
     for (const nlohmann::json& j : resumed) read_searched(j, r.configs.at(j["idx"].get<size_t>()));
@@ -377,30 +373,7 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
         cj["infeasible"] = c.diagnosis.infeasible();
         cj["not_probed"] = c.not_probed;
         cj["diagnosis"] = nullptr;
-        if (c.diagnosis.done) {
-          nlohmann::json d;
-          d["verdict"] = c.diagnosis.verdict();
-          d["num_requests"] = c.diagnosis.num_requests;
-          d["num_context_too_long"] = c.diagnosis.num_context_too_long;
-          d["num_kv_capacity"] = c.diagnosis.num_kv_capacity;
-          d["longest_prompt_tokens"] = c.diagnosis.longest_prompt_tokens;
-          d["longest_prefill_ms"] = sim::clean_double(c.diagnosis.longest_prefill_ms);
-          d["where"] = c.diagnosis.where;
-          d["findings"] = nlohmann::json::array();
-          for (const auto& f : c.diagnosis.findings) {
-            d["findings"].push_back(
-                {{"limit", f.limit},
-                 {"num_affected", f.num_affected},
-                 {"num_counted", f.num_counted},
-                 {"fraction", f.num_counted > 0
-                                  ? sim::clean_double(static_cast<double>(f.num_affected) /
-                                                      static_cast<double>(f.num_counted))
-                                  : 0.0},
-                 {"infeasible", f.infeasible},
-                 {"text", f.text}});
-          }
-          cj["diagnosis"] = d;
-        }
+        if (c.diagnosis.done) cj["diagnosis"] = diagnosis_report_json(c.diagnosis);
         cj["found"] = c.search.found;
         cj["max_multiplier"] = rate(c.search.max_ok, c.search.found);
         cj["max_trace_multiplier"] =
@@ -487,9 +460,7 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
     num_infeasible += c.diagnosis.infeasible() ? 1 : 0;
     std::printf("  config %lld:%s\n", static_cast<long long>(c.config_idx),
                 c.diagnosis.infeasible() ? " INFEASIBLE AT ANY RATE" : "");
-    for (const auto& f : c.diagnosis.findings) {
-      std::printf("    %s: %s\n", f.limit.c_str(), f.text.c_str());
-    }
+    std::fputs(diagnosis_findings_text(c.diagnosis, "    ").c_str(), stdout);
   }
   if (num_noted == 0 && first && first->diagnosis.done) {
     std::printf(

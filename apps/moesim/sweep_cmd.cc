@@ -16,6 +16,7 @@
 #include "apps/moesim/cli.h"
 #include "apps/moesim/mpi_world.h"
 #include "apps/moesim/plan_options.h"
+#include "apps/moesim/progress.h"
 #include "sim/config/config_error.h"
 #include "sim/io/output_files.h"
 #include "sim/study/parallel_runs.h"
@@ -56,18 +57,6 @@ constexpr const char* kUsage =
     "            1 a run broke conservation or the CSV could not be written, 2 bad input\n"
     "the CSV grows in FILE.csv.partial, one fsync'd row per finished run, and is renamed to\n"
     "FILE.csv when complete\n";
-
-// Redraws a one-line progress bar on stderr.
-void draw_progress(int64_t done, int64_t total) {
-  constexpr int kWidth = 30;
-  int filled = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.resize(kWidth, '.');
-  std::fprintf(stderr, "\r[%s] %lld/%lld runs", bar.c_str(), static_cast<long long>(done),
-               static_cast<long long>(total));
-  if (done == total) std::fputc('\n', stderr);
-  std::fflush(stderr);
-}
 
 int merge_command(const std::vector<std::string>& argv) {
   Args args(argv, {});
@@ -151,7 +140,7 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
   auto out_path = args.value("--out");
   auto threads = args.int_value("--threads");
   auto shard = args.value("--shard");
-  bool progress = (args.flag("--progress") || isatty(fileno(stderr))) && world.rank() == 0;
+  const bool progress_asked = args.flag("--progress");
   const bool resume = args.flag("--resume");
   auto slo_text = args.value("--slo");
   auto min_attainment = args.double_value("--min-attainment");
@@ -226,7 +215,16 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
     options.num_done = point.num_done;
     resumed = point.num_done;
   }
-  const auto draw = progress ? std::function<void(int64_t, int64_t)>(draw_progress) : nullptr;
+  // Rank 0 draws its own shard's runs; resumed rows count as done but not in the rate.
+  Progress bar = Progress::for_stderr("sweep", "runs", progress_asked);
+  if (world.rank() != 0) bar = Progress("sweep", "runs", false, false);
+  bar.set_resumed(resumed);
+  std::function<void(int64_t, int64_t)> draw;
+  if (bar.enabled()) {
+    draw = [&bar, resumed](int64_t done, int64_t total) {
+      bar.update(done + resumed, total + resumed);
+    };
+  }
   sim::study::SweepStats stats;
   if (!world.active()) {
     std::ostream& sink = journal ? journal->stream() : file ? file->stream() : std::cout;

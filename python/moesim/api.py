@@ -219,20 +219,35 @@ def topo_show(topology):
 
 def collective(topology, *, ep, tokens_per_gpu, hidden, top_k, experts=None, dispatch_dtype=None,
                combine_dtype=None, skew=None, algorithm=None, model=None, seed=None,
-               profile=None):
+               profile=None, expert_groups=None, topk_groups=None):
     """`moesim collective --json` as a dict: one MoE dispatch + combine over GPUs 0..ep-1."""
     return _json("collective", _option_args(
         topology=os.fspath(topology), ep=ep, tokens_per_gpu=tokens_per_gpu, hidden=hidden,
         top_k=top_k, experts=experts, dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype,
-        skew=skew, algorithm=algorithm, model=model, seed=seed, profile=profile))
+        skew=skew, algorithm=algorithm, model=model, seed=seed, profile=profile,
+        expert_groups=expert_groups, topk_groups=topk_groups))
 
 
 def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=None,
-            duration_s=None, threads=None):
-    """`moesim compare A B --json` as a dict (paired differences B - A with intervals)."""
+            duration_s=None, threads=None, set_a=None, set_b=None, drop_a=None, drop_b=None):
+    """`moesim compare A B --json` as a dict (paired differences B - A with intervals).
+    set_a / set_b: overrides of A or B (a dict {key.path: value} or a list of "key.path=value",
+    as run's overrides); drop_a / drop_b: key paths (a str or a list) removed from A or B first,
+    e.g. compare(s, s, drop_a="policies") compares a policy against the same scenario without it."""
+    def sets(flag, overrides):
+        args = _override_args(overrides)
+        return [flag if a == "--set" else a for a in args]
+
+    def drops(flag, paths):
+        if paths is None:
+            return []
+        paths = [paths] if isinstance(paths, str) else list(paths)
+        return [x for p in paths for x in (flag, str(p))]
+
     return _json("compare", [os.fspath(a), os.fspath(b)] + _option_args(
         seed=seed, replications=replications, resamples=resamples, confidence=confidence,
-        duration=duration_s, threads=threads))
+        duration=duration_s, threads=threads) + sets("--set-a", set_a) + sets("--set-b", set_b)
+        + drops("--drop-a", drop_a) + drops("--drop-b", drop_b))
 
 
 def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attainment=None,

@@ -108,12 +108,22 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
   } else {
     p.name = p.backend.empty() ? "network" : p.backend + "-" + p.device;  // network-only
   }
+  std::vector<CollectiveSample> coll = collective_samples_of(sets);
+  coll.insert(coll.end(), options.collective_samples.begin(), options.collective_samples.end());
+  const bool fit_net = !coll.empty() && options.topology != nullptr;
+  const int64_t num_fits =
+      static_cast<int64_t>(groups.size() + collectives.size()) + (fit_net ? 1 : 0);
+  int64_t fits_done = 0;
+  auto fit_done = [&] {
+    if (options.progress) options.progress(++fits_done, num_fits);
+  };
   for (auto& [key, samples] : groups) {
     if (static_cast<int32_t>(samples.size()) < options.min_samples) {
       report.skipped.push_back(key.first + "/" + key.second + ": " +
                                std::to_string(samples.size()) + " samples (< " +
                                std::to_string(options.min_samples) + ")");
       report.num_used -= static_cast<int64_t>(samples.size());
+      fit_done();
       continue;
     }
     for (const std::vector<FitSample>& group : size_groups(std::move(samples), options)) {
@@ -123,8 +133,11 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
       fit.engine_ops = engine_ops[key];
       p.ops.push_back(std::move(fit));
     }
+    fit_done();
   }
   for (auto& [op, samples] : collectives) {
+    // Counted as it starts: every path out of this iteration is a fit done.
+    fit_done();
     if (static_cast<int32_t>(samples.size()) < options.min_samples) {
       report.skipped.push_back(op + ": " + std::to_string(samples.size()) + " measured samples");
       continue;
@@ -146,8 +159,6 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
     c.quality = fit.quality;
     p.collectives.push_back(c);
   }
-  std::vector<CollectiveSample> coll = collective_samples_of(sets);
-  coll.insert(coll.end(), options.collective_samples.begin(), options.collective_samples.end());
   report.num_collective_samples = static_cast<int64_t>(coll.size());
   if (!coll.empty() && options.topology == nullptr) {
     report.skipped.push_back("network: " + std::to_string(coll.size()) +
@@ -156,6 +167,7 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
     report.network = fit_network(coll, *options.topology);
     p.network = report.network.calibration;
     for (const std::string& s : report.network.skipped) report.skipped.push_back("network " + s);
+    fit_done();
   }
   return report;
 }

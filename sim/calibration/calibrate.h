@@ -16,6 +16,7 @@
 // Measured all-to-alls also feed the network fit (network_fit.h) when a topology is given.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct CalibrateOptions {
   // Null: no network fit (samples are then reported as skipped).
   const Topology* topology = nullptr;
   std::vector<CollectiveSample> collective_samples;
+  // Called with (fits done, fits in all) after each (kind, dtype) fit, each collective fit and
+  // the network fit; may be empty.
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 struct CalibrateReport {

@@ -67,6 +67,8 @@ GpuMemoryLayout compute_gpu_memory_layout(const ModelCard& card, const GpuMemory
   m.routed_expert_weight_bytes = per_expert * static_cast<double>(in.routed_expert_slots);
   // Embedding and output head: replicated.
   m.embedding_weight_bytes = weight_bytes(card, TensorGroup::kEmbeddings);
+  // Speculative decoding's draft modules, as the caller sized them (0 without).
+  m.draft_weight_bytes = in.draft_weight_bytes;
   // Activation workspace and communication buffers, as configured.
   m.workspace_bytes = static_cast<double>(in.workspace_bytes);
   // Headroom kept free for the runtime and fragmentation.
@@ -74,7 +76,8 @@ GpuMemoryLayout compute_gpu_memory_layout(const ModelCard& card, const GpuMemory
   // What remains holds KV blocks and recurrent state.
   m.kv_pool_bytes = hbm - m.weight_bytes() - m.workspace_bytes - m.reserve_bytes;
 
-  m.kv_bytes_per_token = kv_bytes_per_token_on_gpu(card, in.attention_tp);
+  m.kv_bytes_per_token =
+      kv_bytes_per_token_on_gpu(card, in.attention_tp) + in.draft_kv_bytes_per_token;
   m.state_bytes_per_sequence = recurrent_state_bytes_per_sequence(card) / tp;
   // A pure-KDA model has no per-token cache: blocks then hold state only, sized as one
   // token-block of state per kv_block_tokens sequences' worth would be arbitrary; use the

@@ -20,6 +20,10 @@ struct GpuMemoryInputs {
   int64_t kv_block_tokens = 64;
   int64_t workspace_bytes = 0;
   double reserve_fraction = 0.0;  // of HBM kept free (runtime, fragmentation), in [0, 1)
+  // Speculative decoding's draft modules (MTP) on this GPU: their weights, and the KV bytes per
+  // token their attention adds (0 without speculative decoding; sim/serving/speculative.h).
+  double draft_weight_bytes = 0;
+  double draft_kv_bytes_per_token = 0;
 };
 
 struct GpuMemoryLayout {
@@ -28,10 +32,11 @@ struct GpuMemoryLayout {
   double shared_expert_weight_bytes = 0;  // shared experts and routers (every GPU)
   double routed_expert_weight_bytes = 0;  // this GPU's expert slots
   double embedding_weight_bytes = 0;      // embedding and head (every GPU)
+  double draft_weight_bytes = 0;          // speculative decoding's MTP modules (0 without)
   double workspace_bytes = 0;             // activations, communication buffers
   double reserve_bytes = 0;               // kept free
   double kv_pool_bytes = 0;               // the rest: paged KV / latent blocks and recurrent state
-  double kv_bytes_per_token = 0;          // per token on this GPU, all layers
+  double kv_bytes_per_token = 0;          // per token on this GPU, all layers (+ MTP modules)
   double state_bytes_per_sequence = 0;    // KDA recurrent state per sequence on this GPU
   double kv_block_bytes = 0;              // kv_block_tokens * kv_bytes_per_token
   int64_t num_kv_blocks = 0;              // floor(kv_pool_bytes / block bytes)
@@ -40,7 +45,7 @@ struct GpuMemoryLayout {
 
   double weight_bytes() const {
     return attention_weight_bytes + dense_ffn_weight_bytes + shared_expert_weight_bytes +
-           routed_expert_weight_bytes + embedding_weight_bytes;
+           routed_expert_weight_bytes + embedding_weight_bytes + draft_weight_bytes;
   }
 };
 

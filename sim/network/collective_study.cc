@@ -7,6 +7,7 @@
 
 #include "sim/core/check.h"
 #include "sim/core/distributions.h"
+#include "sim/network/hierarchical_traffic.h"
 
 namespace moesim::sim {
 
@@ -51,6 +52,69 @@ void run_phase(NetworkModel& model, CollectivePhase& phase) {
   phase.sent_bytes = min_mean_max(sent);
   phase.received_bytes = min_mean_max(received);
   phase.barrier_wait_ns = min_mean_max(wait);
+}
+
+// Logical counts per rank (mean over ranks, in tokens) of ByteAccounting.
+struct LogicalTokens {
+  double intranode = 0;
+  double internode = 0;
+  double low_latency = 0;
+};
+
+LogicalTokens logical_tokens(const Topology& topology, const TokenCounts& counts, int32_t top_k) {
+  const int32_t p = counts.size();
+  LogicalTokens out;
+  for (int32_t s = 0; s < p; ++s) {
+    const double tokens_src = static_cast<double>(counts.tokens_per_src[s]);
+    out.low_latency += tokens_src * top_k;
+    for (int32_t d = 0; d < p; ++d) out.intranode += static_cast<double>(counts.at(s, d));
+    // (token, node) pairs over every node holding a participant, the source's own included.
+    for (int32_t first = 0; first < p;) {
+      const NodeId node = topology.node_of(counts.gpus[first]);
+      int32_t last = first;
+      while (last < p && topology.node_of(counts.gpus[last]) == node) ++last;
+      auto tokens_at = [&](int32_t d) { return counts.at(s, d); };
+      if (!counts.node_limit.empty()) {
+        out.internode += hierarchical_internal::node_limited_estimate(
+            counts.node_limit, node.value, tokens_src, first, last, tokens_at);
+      } else {
+        double not_reached = 1.0;
+        for (int32_t d = first; d < last; ++d) {
+          if (counts.at(s, d) > 0) {
+            not_reached *= 1.0 - static_cast<double>(counts.at(s, d)) / tokens_src;
+          }
+        }
+        out.internode += tokens_src * (1.0 - not_reached);
+      }
+      first = last;
+    }
+  }
+  out.intranode /= p;
+  out.internode /= p;
+  out.low_latency /= p;
+  return out;
+}
+
+void account(const Topology& topology, const LogicalTokens& logical, CollectivePhase& phase) {
+  const int32_t p = phase.traffic.size();
+  ByteAccounting& a = phase.accounting;
+  a.intranode_logical_bytes = logical.intranode * phase.bytes_per_token;
+  a.internode_logical_bytes = logical.internode * phase.bytes_per_token;
+  a.low_latency_logical_bytes = logical.low_latency * phase.bytes_per_token;
+  std::vector<double> nvlink(p, 0.0), network(p, 0.0);
+  for (int32_t s = 0; s < p; ++s) {
+    for (int32_t d = 0; d < p; ++d) {
+      if (d == s) continue;
+      const double b = phase.traffic.bytes(s, d);
+      if (topology.same_nvlink_domain(phase.traffic.gpu(s), phase.traffic.gpu(d))) {
+        nvlink[s] += b;
+      } else {
+        network[s] += b;
+      }
+    }
+  }
+  a.nvlink_sent_bytes = min_mean_max(nvlink);
+  a.network_sent_bytes = min_mean_max(network);
 }
 
 }  // namespace
@@ -112,6 +176,20 @@ std::string check_collective_study_spec(const CollectiveStudySpec& spec, const T
   }
   if (spec.top_k < 1 || spec.top_k > spec.num_experts) {
     return "--top-k: must be between 1 and --experts (" + std::to_string(spec.num_experts) + ")";
+  }
+  if (spec.num_groups < 1 || spec.num_experts % spec.num_groups != 0) {
+    return "--expert-groups: must be a positive divisor of --experts (" +
+           std::to_string(spec.num_experts) + ")";
+  }
+  if (spec.topk_groups < 1 || spec.topk_groups > spec.num_groups) {
+    return "--topk-groups: must be between 1 and --expert-groups (" +
+           std::to_string(spec.num_groups) + ")";
+  }
+  if (int64_t{spec.topk_groups} * (spec.num_experts / spec.num_groups) < spec.top_k) {
+    return "--topk-groups: the kept groups hold fewer experts than --top-k";
+  }
+  if (spec.per_selection && spec.algorithm != DispatchAlgorithm::kDirect) {
+    return "--algorithm: low_latency sends every selection directly (no hierarchical relay)";
   }
   if (spec.algorithm == DispatchAlgorithm::kHierarchical &&
       spec.ep_size % topology.gpus_per_node() != 0) {
@@ -175,6 +253,10 @@ TokenCounts draw_token_counts(const Topology& topology, const CollectiveStudySpe
     multinomial(routing_rng, num_choices, gpu_share, choices);
     for (int32_t d = 0; d < p; ++d) {
       if (choices[d] == 0) continue;
+      if (spec.per_selection) {
+        counts.tokens[static_cast<size_t>(s) * p + d] = choices[d];
+        continue;
+      }
       const int64_t unique = std::max<int64_t>(
           1, std::llround(static_cast<double>(choices[d]) * tokens_per_choice[d]));
       counts.tokens[static_cast<size_t>(s) * p + d] =
@@ -188,6 +270,14 @@ CollectiveStudy run_collective_study(const Topology& topology, NetworkModel& mod
                                      const CollectiveStudySpec& spec) {
   CollectiveStudy study;
   study.counts = draw_token_counts(topology, spec);
+  if (spec.topk_groups < spec.num_groups) {
+    std::vector<int32_t> gpu_of_expert(spec.num_experts);
+    for (int32_t e = 0; e < spec.num_experts; ++e) {
+      gpu_of_expert[e] = e / (spec.num_experts / spec.ep_size);
+    }
+    study.counts.node_limit = node_limit_for_groups(topology, study.counts.gpus, gpu_of_expert,
+                                                    spec.num_groups, spec.topk_groups, spec.top_k);
+  }
   study.dispatch.bytes_per_token = token_bytes(spec.hidden, spec.dispatch_dtype);
   study.combine.bytes_per_token = token_bytes(spec.hidden, spec.combine_dtype);
   build_dispatch_traffic(topology, study.counts, study.dispatch.bytes_per_token, spec.algorithm,
@@ -196,6 +286,10 @@ CollectiveStudy run_collective_study(const Topology& topology, NetworkModel& mod
                         study.combine.traffic);
   run_phase(model, study.dispatch);
   run_phase(model, study.combine);
+  // Combine counts the same tokens as dispatch: the transposed pairs.
+  const LogicalTokens logical = logical_tokens(topology, study.counts, spec.top_k);
+  account(topology, logical, study.dispatch);
+  account(topology, logical, study.combine);
   return study;
 }
 

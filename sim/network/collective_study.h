@@ -17,9 +17,11 @@
 //   (exact for one expert per GPU and for an expert every token selects; for uniform popularity
 //   the independence undercounts copies slightly: -0.75% at 4 experts per GPU (256 experts,
 //   EP64, top-8), -3.6% at 32 per GPU (EP8));
-// - unique (token, node) counts for hierarchical dispatch use TrafficMatrix's approximation.
-// Not modelled: node-limited routing (DeepSeek-V3 sends each token to at most 4 nodes), which
-// lowers hierarchical network bytes but not the bandwidth the bottleneck link achieves.
+// - unique (token, node) counts for hierarchical dispatch use TrafficMatrix's approximation, or,
+//   with group-limited routing (topk_groups < num_groups: DeepSeek-V3 keeps 4 of 8 groups, at
+//   most 4 nodes per token), the node-limited estimate of node_limited_routing.h.
+// Per-GPU (token, GPU) copies ignore the group limit (concentrating a token's experts in fewer
+// groups makes two of them share a GPU slightly more often: -4% copies at EP64 for DeepSeek-V3).
 #pragma once
 
 #include <cstdint>
@@ -52,10 +54,17 @@ struct CollectiveStudySpec {
   int64_t hidden = 0;          // token row width in elements (hidden or latent size, > 0)
   int32_t top_k = 0;           // experts per token, 1 .. num_experts
   int32_t num_experts = 256;   // a multiple of ep_size
+  int32_t num_groups = 1;      // expert groups (contiguous ranges), divides num_experts
+  int32_t topk_groups = 1;     // groups a token keeps, 1 .. num_groups; < num_groups: limited
   WireDtype dispatch_dtype = WireDtype::kFp8;
   WireDtype combine_dtype = WireDtype::kBf16;
   ExpertSkew skew;
   DispatchAlgorithm algorithm = DispatchAlgorithm::kDirect;
+  // DeepEP's low-latency kernels: every (token, expert) selection is its own row, sent straight
+  // to the expert's GPU (NVLink within an NVLink domain, the network otherwise), with no per-GPU
+  // deduplication; `algorithm` must be kDirect. The counts are then selections per (source,
+  // destination), the same multinomial draw.
+  bool per_selection = false;
   uint64_t seed = 1;
 };
 
@@ -78,6 +87,22 @@ struct MinMeanMax {
   double max = 0;
 };
 
+// Bytes per rank as DeepEP's benchmark tests count them (logical: their bandwidth figures are
+// these bytes divided by the kernel time) and as the links carry them (physical). Logical counts,
+// times the phase's row bytes, mean over ranks:
+// - intranode (tests/test_intranode.py): tokens the rank receives, its copy to itself included;
+// - internode (tests/test_internode.py): (token, destination node) pairs the rank sends, its own
+//   node included (the unique (token, node) estimate of traffic_matrix.h, node-limited when the
+//   routing is);
+// - low latency (tests/test_low_latency.py): every (token, expert) selection, T x top_k.
+struct ByteAccounting {
+  double intranode_logical_bytes = 0;
+  double internode_logical_bytes = 0;
+  double low_latency_logical_bytes = 0;
+  MinMeanMax nvlink_sent_bytes;   // physical: to GPUs of the sender's NVLink domain
+  MinMeanMax network_sent_bytes;  // physical: to GPUs of other domains (NIC)
+};
+
 struct CollectivePhase {
   TrafficMatrix traffic;
   CollectiveResult result;
@@ -85,6 +110,7 @@ struct CollectivePhase {
   MinMeanMax sent_bytes;      // per GPU, to other GPUs
   MinMeanMax received_bytes;  // per GPU, from other GPUs
   MinMeanMax barrier_wait_ns;
+  ByteAccounting accounting;
 };
 
 struct CollectiveStudy {

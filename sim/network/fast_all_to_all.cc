@@ -201,9 +201,37 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
     all_tokens += tokens[i];
   }
   double all_node_reach = 0;
-  for (double& g : node_reach_) {
-    g = 1.0 - g;
-    all_node_reach += g;
+  if (node_limit_.empty()) {
+    for (double& g : node_reach_) {
+      g = 1.0 - g;
+      all_node_reach += g;
+    }
+  } else {
+    // Product form: tokens(s, d) / T_s = reach_d, so the estimate is per destination node.
+    node_max_reach_.assign(num_doms_, 0.0);
+    node_sum_reach_.assign(num_doms_, 0.0);
+    std::fill(node_reach_.begin(), node_reach_.end(), 1.0);  // extras_miss per node
+    for (int32_t i = 0; i < p; ++i) {
+      const int32_t node = topology_.node_of(participants_[i]).value;
+      const double r = remote[i];
+      if (r <= 0) continue;
+      node_reach_[dom_[i]] *=
+          extras_miss_factor(r, 1.0, node_limit_.open_fraction[node], node_limit_.extra_share);
+      node_max_reach_[dom_[i]] = std::max(node_max_reach_[dom_[i]], r);
+      node_sum_reach_[dom_[i]] += r;
+    }
+    for (int32_t i = 0; i < p; ++i) {
+      // Once per node: at its first participant (nodes are consecutive).
+      if (i > 0 && dom_[i] == dom_[i - 1]) continue;
+      const int32_t node = topology_.node_of(participants_[i]).value;
+      double& g = node_reach_[dom_[i]];
+      g = node_sum_reach_[dom_[i]] > 0
+              ? limited_unique_tokens(1.0, node_limit_.open_fraction[node],
+                                      node_limit_.guaranteed_share[node], g,
+                                      node_max_reach_[dom_[i]], node_sum_reach_[dom_[i]])
+              : 0.0;
+      all_node_reach += g;
+    }
   }
   for (int32_t i = 0; i < p; ++i) leaf_rail_reach_[leaf_rail_[i]] += node_reach_[dom_[i]];
   for (int32_t i = 0; i < p; ++i) {

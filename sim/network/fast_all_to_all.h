@@ -15,7 +15,8 @@
 //     NIC out of s = T_s (R_all - R_dom(s)), in = reach_d (T_all - T_dom(d)); the part of it that
 //     crosses a spine = T_s (R_all - R_dom(s) - R_leaf(s) + R_leaf&dom(s)), and inbound alike.
 //   hierarchical (DeepEP internode; nodes are NVLink domains): per destination node n,
-//     g_n = 1 - prod over d on n of (1 - reach_d) (the unique (token, node) estimate); Rail_r the
+//     g_n = 1 - prod over d on n of (1 - reach_d) (the unique (token, node) estimate, or with
+//     set_node_limit() the node-limited one of node_limited_routing.h); Rail_r the
 //     tokens of rail r's sources;
 //     NIC out of s = T_s (G_all - g_node(s)), NIC in of relay r = g_node(r) (Rail_rail(r) - T_r);
 //     NVLink out of g = (R_node(g) - reach_g) Rail_rail(g) (its own tokens and the ones it
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "sim/core/ids.h"
+#include "sim/network/node_limited_routing.h"
 #include "sim/network/traffic_matrix.h"
 #include "sim/topology/topology.h"
 
@@ -55,6 +57,10 @@ class FastAllToAll {
   // Empty when valid(); otherwise the condition that failed.
   const std::string& why_not() const { return why_not_; }
   int32_t size() const { return static_cast<int32_t>(participants_.size()); }
+
+  // Node-limited routing for the following load()s of hierarchical dispatch (per topology node,
+  // as TokenCounts::node_limit; empty: the independent estimate). Direct dispatch ignores it.
+  void set_node_limit(const NodeLimit& limit) { node_limit_ = limit; }
 
   // Token loads of one layer's dispatch from the sources' tokens and the destinations' reach (both
   // one entry per participant, >= 0; reach <= 1). Precondition: valid().
@@ -104,6 +110,8 @@ class FastAllToAll {
   std::vector<double> nv_out_, nv_in_, net_out_, net_in_, spine_out_, spine_in_;
   std::vector<double> leaf_up_tokens_, leaf_down_tokens_;
   double total_tokens_ = 0;
+  NodeLimit node_limit_;
+  std::vector<double> node_max_reach_, node_sum_reach_;
 };
 
 }  // namespace moesim::sim

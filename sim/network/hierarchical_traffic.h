@@ -24,6 +24,25 @@ void check_token_counts(const TokenCounts& counts, const Topology& topology);
 
 namespace hierarchical_internal {
 
+// Node-limited unique (token, node) estimate (node_limited_routing.h) of the tokens row[d] of a
+// source with tokens_src tokens over the destinations d in [first, last) of one node.
+template <typename TokensAt>
+double node_limited_estimate(const NodeLimit& limit, int32_t node, double tokens_src, int32_t first,
+                             int32_t last, TokensAt&& tokens_at) {
+  const double open = limit.open_fraction[node];
+  double extras_miss = 1.0, max_tokens = 0.0, sum_tokens = 0.0;
+  for (int32_t d = first; d < last; ++d) {
+    const int64_t n = tokens_at(d);
+    if (n <= 0) continue;
+    const auto t = static_cast<double>(n);
+    extras_miss *= extras_miss_factor(t, tokens_src, open, limit.extra_share);
+    max_tokens = std::max(max_tokens, t);
+    sum_tokens += t;
+  }
+  return limited_unique_tokens(tokens_src, open, limit.guaranteed_share[node], extras_miss,
+                               max_tokens, sum_tokens);
+}
+
 // Whether the participants are whole nodes of consecutive GpuIds in order.
 inline bool whole_consecutive_nodes(const Topology& topology, const TokenCounts& counts) {
   const int32_t p = counts.size();
@@ -76,11 +95,16 @@ void whole_node_additions(const Topology& topology, const TokenCounts& counts, E
       }
       MOESIM_CHECK(!too_many_tokens, "tokens(s, d) exceeds tokens_per_src(s)");
       if (!has_dst) continue;
-      const double unique_tokens =
-          counts.unique_node_tokens.empty()
-              ? tokens_src * (1.0 - not_reached)
-              : static_cast<double>(
-                    counts.unique_node_tokens[static_cast<size_t>(s) * num_nodes + first_node + n]);
+      double unique_tokens = 0;
+      if (!counts.unique_node_tokens.empty()) {
+        unique_tokens = static_cast<double>(
+            counts.unique_node_tokens[static_cast<size_t>(s) * num_nodes + first_node + n]);
+      } else if (!counts.node_limit.empty()) {
+        unique_tokens = node_limited_estimate(counts.node_limit, first_node + n, tokens_src, first,
+                                              first + gpn, [&](int32_t d) { return row[d]; });
+      } else {
+        unique_tokens = tokens_src * (1.0 - not_reached);
+      }
       emit(s, relay, unique_tokens, true);
     }
   }
@@ -120,11 +144,19 @@ void general_additions(const Topology& topology, const TokenCounts& counts, Emit
     }
     for (int32_t node = 0; node < num_nodes; ++node) {
       if (!has_dst[node]) continue;
-      const double unique_tokens =
-          counts.unique_node_tokens.empty()
-              ? tokens_src * (1.0 - not_reached[node])
-              : static_cast<double>(
-                    counts.unique_node_tokens[static_cast<size_t>(s) * num_nodes + node]);
+      double unique_tokens = 0;
+      if (!counts.unique_node_tokens.empty()) {
+        unique_tokens = static_cast<double>(
+            counts.unique_node_tokens[static_cast<size_t>(s) * num_nodes + node]);
+      } else if (!counts.node_limit.empty()) {
+        // The node's participants, in participant order.
+        unique_tokens = node_limited_estimate(
+            counts.node_limit, node, tokens_src, 0, p, [&](int32_t d) -> int64_t {
+              return topology.node_of(counts.gpus[d]).value == node ? counts.at(s, d) : 0;
+            });
+      } else {
+        unique_tokens = tokens_src * (1.0 - not_reached[node]);
+      }
       const int32_t relay = idx_at[node * topology.gpus_per_node() + src_rail];
       emit(s, relay, unique_tokens);
     }

@@ -28,7 +28,8 @@
 //   Unique (token, node) counts come from TokenCounts::unique_node_tokens when given; otherwise
 //   they are approximated, treating a token's destination GPUs as independent:
 //     unique(s, node) = T_s * (1 - prod over d in node of (1 - tokens(s, d) / T_s)),
-//   which lies between max_d tokens(s, d) and min(T_s, sum_d tokens(s, d)).
+//   which lies between max_d tokens(s, d) and min(T_s, sum_d tokens(s, d)); or, with
+//   TokenCounts::node_limit, the node-limited estimate of node_limited_routing.h.
 // Cost: O(P^2) for P participants; no per-token work.
 #pragma once
 
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "sim/core/ids.h"
+#include "sim/network/node_limited_routing.h"
 #include "sim/topology/topology.h"
 
 namespace moesim::sim {
@@ -123,6 +125,10 @@ struct TokenCounts {
   // Optional (empty = approximate, see the file comment): unique_node_tokens[s * N + n] for the
   // topology's N nodes: tokens held by s with at least one selected expert on node n.
   std::vector<int64_t> unique_node_tokens;
+  // Optional (empty = unlimited): node-limited routing, per topology node; when given and
+  // unique_node_tokens is empty, the estimate of node_limited_routing.h replaces the independent
+  // one.
+  NodeLimit node_limit;
 
   int32_t size() const { return static_cast<int32_t>(gpus.size()); }
   int64_t at(int32_t src_idx, int32_t dst_idx) const {

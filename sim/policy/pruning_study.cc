@@ -48,6 +48,7 @@ PruningStudy run_pruning_study(const Scenario& sc, const PruningStudyOptions& op
   study.num_experts = shape.num_experts;
   study.num_moe_layers = shape.num_moe_layers;
   study.options = opt;
+  study.options.progress = nullptr;  // not kept past the call
   const int32_t num_steps = opt.profile.profile_steps;
   study.profiled_tokens_per_layer = static_cast<int64_t>(num_steps) * opt.profile.tokens_per_step;
 
@@ -56,6 +57,12 @@ PruningStudy run_pruning_study(const Scenario& sc, const PruningStudyOptions& op
   SyntheticRoutingModel sampler(shape, sc.routing, routing_seed);
   const ActivationProfile profile =
       profile_activations(sampler, 0, num_steps, opt.profile.tokens_per_step, {});
+  const int64_t num_stages = 2 + static_cast<int64_t>(opt.fractions.size());
+  int64_t stages_done = 0;
+  auto stage_done = [&] {
+    if (opt.progress) opt.progress(++stages_done, num_stages);
+  };
+  stage_done();
   for (int32_t l = 0; l < shape.num_moe_layers; ++l) {
     study.num_dead_experts +=
         static_cast<int32_t>(dead_experts(profile, l, opt.profile.dead_threshold).size());
@@ -66,6 +73,7 @@ PruningStudy run_pruning_study(const Scenario& sc, const PruningStudyOptions& op
   }
   const std::vector<std::vector<RerouteStats>> held_out = held_out_reroute_per_layer(
       sampler, plans, num_steps, num_steps, opt.profile.tokens_per_step, routing_seed);
+  stage_done();
 
   // Memory and decode step time per fraction, for replica 0 as the cluster would build it.
   // One network model for every fraction (a collective's result depends only on its traffic),
@@ -117,6 +125,7 @@ PruningStudy run_pruning_study(const Scenario& sc, const PruningStudyOptions& op
     row.max_layer_mass_lost = max_layer_loss;
     row.tokens_rerouted = total.tokens_affected_fraction();
     study.rows.push_back(row);
+    stage_done();
   }
   study.plans = std::move(plans);
   return study;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct PruningStudyOptions {
   int64_t context_tokens = 4096;  // context of every decode sequence, >= 1
   int32_t num_timed_steps = 8;    // decode steps averaged, >= 1
   ExpertPruningConfig profile;    // profile_steps, tokens_per_step, dead_threshold
+  // Called with (stages done, stages in all) after the activation profile, the held-out
+  // rerouting and each fraction's step timing (2 + fractions); may be empty.
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 struct PruningStudyRow {

@@ -46,6 +46,9 @@ struct DeploymentSpec {
   DispatchAlgorithm dispatch = DispatchAlgorithm::kDirect;
   WireDtype dispatch_dtype = WireDtype::kFp8;
   WireDtype combine_dtype = WireDtype::kBf16;
+  // Hierarchical dispatch: estimate unique (token, node) pairs under the model card's
+  // group-limited routing (sim/network/node_limited_routing.h) instead of independent GPUs.
+  bool node_limited_traffic = false;
   bool microbatch_overlap = false;  // two micro-batches: compute of one hides the other's comm
   int32_t prefill_replicas = 0;     // > 0: P/D disaggregation, the first N replicas prefill only
   // Replica pools; empty = one pool "default" holding every replica. Not with prefill_replicas.

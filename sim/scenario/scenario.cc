@@ -132,6 +132,12 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
       *parse_dispatch_algorithm(t.get_enum_or("dispatch", {"direct", "hierarchical"}, "direct"));
   d.dispatch_dtype = parse_wire(t, "dispatch_dtype", WireDtype::kFp8);
   d.combine_dtype = parse_wire(t, "combine_dtype", WireDtype::kBf16);
+  d.node_limited_traffic = t.get_bool_or("node_limited_traffic", false);
+  if (d.node_limited_traffic && d.dispatch != DispatchAlgorithm::kHierarchical) {
+    t.fail("node_limited_traffic",
+           "needs dispatch = \"hierarchical\" (it changes the unique (token, node) pairs that "
+           "hierarchical dispatch sends)");
+  }
   d.microbatch_overlap = t.get_bool_or("microbatch_overlap", false);
   d.prefill_replicas = static_cast<int32_t>(t.get_int_in_or("prefill_replicas", 0, 1 << 20, 0));
   if (d.prefill_replicas >= d.num_replicas) {
@@ -325,9 +331,20 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
       s.routing = parse_routing(e, shape);
     }
     check_expert_slots(s, shape, dep);
+    if (s.deployment.node_limited_traffic && shape.topk_groups >= shape.num_groups) {
+      dep.fail("node_limited_traffic",
+               "the model's routing is not group-limited (topk_groups = num_expert_groups = " +
+                   std::to_string(shape.num_groups) + ")");
+    }
     if (!s.deployment.eplb_loads_path.empty()) read_eplb_loads(s, shape, dep, base_dir);
   } else if (root.has("routing")) {
     root.fail("routing", "the model has no MoE layer");
+  } else if (s.deployment.node_limited_traffic) {
+    dep.fail("node_limited_traffic", "the model has no MoE layer");
+  }
+
+  if (auto t = root.find_table("speculative")) {
+    s.speculative = parse_speculative(*t, *s.model, base_dir);
   }
 
   if (auto t = root.find_table("network")) {

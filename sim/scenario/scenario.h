@@ -16,6 +16,7 @@
 #include "sim/model/model_card.h"
 #include "sim/routing/routing_spec.h"
 #include "sim/scenario/deployment.h"
+#include "sim/scenario/speculative_spec.h"
 #include "sim/topology/topology.h"
 #include "sim/workload/workload_spec.h"
 
@@ -77,6 +78,7 @@ struct Scenario {
   std::shared_ptr<const Topology> topology;
   DeploymentSpec deployment;
   SchedulerSpec scheduler;
+  SpeculativeSpec speculative;  // [speculative]; off (enabled = false) without the table
   KvTierSpec kv_tiers;  // [kv_tiers]: KV cache tiers below HBM; disabled when absent
   WorkloadSpec workload;
   RoutingSpec routing;

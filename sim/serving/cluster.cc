@@ -55,6 +55,10 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
         "kv_load_ready", [this](const Event& e, Scheduler&) { try_start_step(replicas_[e.id0]); });
   }
   for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
+  if (sc_.speculative.enabled) {
+    draft_acceptance_ =
+        std::make_unique<DraftAcceptance>(sc_.speculative, &sim_.rng("speculative.accept"));
+  }
   build_replicas();
   if (sc_.scheduler.router == RouterPolicy::kCacheAware) {
     router_.set_cache_probe([this](int32_t ri, const Request& req) {
@@ -95,6 +99,17 @@ void ClusterSim::build_replicas() {
     }
     r.scheduler =
         std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp, layout, &seqs_);
+    if (sc_.speculative.enabled) {
+      const int32_t k = sc_.speculative.num_draft_tokens;
+      r.scheduler->set_draft_tokens(k);
+      const ModelCard* draft = sc_.speculative.draft_model.get();  // null: MTP
+      r.parts.step_model->set_draft_tokens(k);
+      r.parts.step_model->set_draft_model(draft);
+      if (r.shadow.step_model) {
+        r.shadow.step_model->set_draft_tokens(k);
+        r.shadow.step_model->set_draft_model(draft);
+      }
+    }
     if (kv_tiers_) {
       std::vector<int32_t> nodes, gpus;
       for (int32_t k = 0; k < r.scheduler->num_ranks(); ++k) {
@@ -185,6 +200,7 @@ RunOutput ClusterSim::run() {
   out.tier_checked = opt_.tier_check_every > 0;
   out.tier_samples = std::move(tier_samples_);
   out.tier_samples_skipped = tier_samples_skipped_;
+  if (draft_acceptance_) out.speculative = draft_acceptance_->totals();
   return out;
 }
 

@@ -17,6 +17,7 @@
 #include "sim/metrics/run_recorder.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/serving_policy.h"
+#include "sim/serving/speculative.h"
 #include "sim/serving/tier_check.h"
 
 namespace moesim::sim {
@@ -48,6 +49,8 @@ struct RunOutput {
   bool tier_checked = false;
   std::vector<TierSample> tier_samples;
   int64_t tier_samples_skipped = 0;
+  // Speculative decoding ([speculative]): acceptance and draft-time totals; all 0 without it.
+  SpeculativeTotals speculative;
 };
 
 // Simulates `scenario` with its seed (or `seed_override` when >= 0) and the given policies

@@ -172,6 +172,8 @@ class ClusterSim final : public PolicyContext {
   // retire_finished() hands final records at the front to stats_, the sinks and kept_.
   IdWindow<Seq> seqs_;
   IdWindow<RequestRecord> records_;
+  // Speculative decoding's acceptance draws ([speculative]); null without it.
+  std::unique_ptr<DraftAcceptance> draft_acceptance_;
   RequestStats stats_;
   std::vector<RequestRecord> kept_;  // RunOptions::keep_requests
 };

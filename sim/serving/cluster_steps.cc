@@ -40,6 +40,7 @@ void ClusterSim::try_start_step(Replica& r) {
   const StepResult& res = r.parts.step_model->run(r.step_idx, batch.ranks, obs);
   if (r.shadow.step_model && r.step_idx % opt_.tier_check_every == 0) check_tiers(r, batch, res);
   r.busy = true;
+  if (draft_acceptance_) draft_acceptance_->add_step(res.duration_ns, res.draft_ns);
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
   recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res});
   if (recorder_.keeps_step_series()) add_series_row(r, batch, res);
@@ -147,7 +148,15 @@ void ClusterSim::on_step_done(const Event& e) {
       if (s.prefilled < s.prefill_target) continue;
       r.scheduler->finish_prefill(s);
     }
-    s.generated += 1;
+    if (draft_acceptance_ && !sl.prefill) {
+      // Speculative decoding: the slice verified 1 + d tokens; the accepted drafts and the
+      // target's own next token are committed, the rejected drafts' KV freed.
+      const auto drafts = static_cast<int32_t>(sl.new_tokens - 1);
+      s.generated += 1 + draft_acceptance_->verify(drafts);
+      r.scheduler->trim_to_committed(s);
+    } else {
+      s.generated += 1;
+    }
     RequestRecord& rec = records_[sid];
     rec.generated_tokens = s.generated;
     if (rec.first_token_ns < 0) rec.first_token_ns = sim_.now();

@@ -10,6 +10,7 @@
 #include "sim/cost/cost_model_factory.h"
 #include "sim/placement/eplb.h"
 #include "sim/routing/synthetic_routing.h"
+#include "sim/serving/speculative.h"
 
 namespace moesim::sim {
 namespace {
@@ -107,6 +108,14 @@ GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
   mem.workspace_bytes = static_cast<int64_t>(sc_.scheduler.workspace_gib * (1LL << 30));
   mem.reserve_fraction = sc_.scheduler.hbm_reserve_fraction;
   if (placements) mem.routed_expert_slots = placements->max_total_slots_per_gpu();
+  if (sc_.speculative.enabled) {
+    // MTP modules' experts spread like one MoE layer's: the fullest GPU's slots per layer.
+    const int64_t layers = placements ? placements->num_layers() : 1;
+    const int64_t slots = (mem.routed_expert_slots + layers - 1) / layers;
+    const DraftMemory draft = draft_memory(sc_.speculative, card, mem.attention_tp, slots);
+    mem.draft_weight_bytes = draft.weight_bytes;
+    mem.draft_kv_bytes_per_token = draft.kv_bytes_per_token;
+  }
   return mem;
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "sim/core/check.h"
+#include "sim/serving/speculative.h"
 
 namespace moesim::sim {
 
@@ -103,9 +104,10 @@ void ReplicaScheduler::add_decode_tokens() {
       const Seq& s = seqs_[sid];
       if (!s.running || s.prefilled < s.prefill_target) continue;
       if (budget(k) <= 0) break;
-      if (!ensure_decode_capacity(k, sid)) continue;
-      consume(k, 1);
-      push(sid, k, SeqSlice{1, s.req.prompt_tokens + s.generated - 1, false});
+      const int64_t n = verify_tokens(s, budget(k));
+      if (!ensure_decode_capacity(k, sid, n)) continue;
+      consume(k, n);
+      push(sid, k, SeqSlice{n, s.req.prompt_tokens + s.generated - 1, false});
     }
   }
 }
@@ -143,8 +145,9 @@ void ReplicaScheduler::admit_waiting(SimTime now) {
     const Seq& s = seqs_[sid];
     if (s.prefilled >= s.prefill_target) {
       // KV arrived from a prefill replica: decode right away.
-      if (ensure_decode_capacity(s.rank, sid)) {
-        push(sid, s.rank, SeqSlice{1, s.req.prompt_tokens + s.generated - 1, false});
+      const int64_t n = verify_tokens(s, INT64_MAX);
+      if (ensure_decode_capacity(s.rank, sid, n)) {
+        push(sid, s.rank, SeqSlice{n, s.req.prompt_tokens + s.generated - 1, false});
       }
     }
   }
@@ -295,10 +298,17 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   return true;
 }
 
-bool ReplicaScheduler::ensure_decode_capacity(int32_t rank_idx, int32_t sid) {
+int64_t ReplicaScheduler::verify_tokens(const Seq& s, int64_t budget_tokens) const {
+  if (num_draft_tokens_ == 0) return 1;
+  const int64_t drafts = drafts_for(num_draft_tokens_, s.req.output_tokens - s.generated);
+  return std::min(1 + drafts, budget_tokens);
+}
+
+bool ReplicaScheduler::ensure_decode_capacity(int32_t rank_idx, int32_t sid,
+                                              int64_t verify_tokens) {
   Rank& rank = ranks_[rank_idx];
   Seq& s = seqs_[sid];
-  const int64_t needed_tokens = s.req.prompt_tokens + s.generated;
+  const int64_t needed_tokens = s.req.prompt_tokens + s.generated + verify_tokens - 1;
   while (s.capacity_tokens < needed_tokens) {
     if (rank.kv->allocate(1)) {
       s.owned_blocks++;
@@ -345,6 +355,21 @@ void ReplicaScheduler::release(Seq& s) {
   rank.running.erase(it);
   num_in_flight_--;
   s.running = false;
+}
+
+int64_t ReplicaScheduler::trim_to_committed(Seq& s) {
+  MOESIM_CHECK(s.running, "trimming a sequence that does not run");
+  const int64_t valid_tokens = s.req.prompt_tokens + s.generated - 1;
+  const int64_t block = spec_.kv_block_tokens;
+  int64_t freed = 0;
+  while (s.capacity_tokens - block >= valid_tokens &&
+         s.owned_blocks > layout_.state_blocks_per_sequence) {
+    s.owned_blocks--;
+    s.capacity_tokens -= block;
+    freed++;
+  }
+  if (freed > 0) ranks_[s.rank].kv->release(freed);
+  return freed;
 }
 
 void ReplicaScheduler::finish_prefill(Seq& s) {

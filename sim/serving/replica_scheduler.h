@@ -3,7 +3,8 @@
 // token budgets of a step and the concurrency limits, and decides each step's batch:
 //   1. one decode token for every running sequence whose prefill is done (allocating a KV block
 //      when its last one is full; when a rank runs out, the most recently admitted sequence of
-//      that rank is preempted by recompute and re-queued at the front);
+//      that rank is preempted by recompute and re-queued at the front); with speculative
+//      decoding (set_draft_tokens) the token and its drafts, KV reserved for all of them;
 //   2. the next prefill chunk of running sequences (chunked prefill), within the rank's budget;
 //   3. admissions from the waiting queue, first come first served, head-of-line: the first
 //      request that does not fit (memory, budget, max_seqs) stops admission. A request goes to
@@ -90,6 +91,14 @@ class ReplicaScheduler {
   void reset_memory(const GpuMemoryLayout& layout);
   // Caps in-flight sequences and the step's total tokens; 0 keeps a limit as it is.
   void set_limits(int32_t max_seqs, int64_t max_step_tokens);
+  // Speculative decoding (sim/serving/speculative.h): every decode slice verifies 1 + d tokens,
+  // d = min(k, tokens still to produce - 1, the rank's budget left - 1) drafts, and reserves KV
+  // for all of them. 0 (the default): one token per decode slice.
+  void set_draft_tokens(int32_t num_draft_tokens) { num_draft_tokens_ = num_draft_tokens; }
+  // After a speculative step committed tokens (s.generated advanced): frees the sequence's
+  // trailing KV blocks beyond its valid tokens (prompt + generated - 1; the rejected drafts'),
+  // keeping its state blocks. Returns the blocks freed.
+  int64_t trim_to_committed(Seq& s);
 
   // Tiered KV cache (kv_tiers.h): `tiers` (owned by the cluster, outliving the scheduler) holds
   // the nodes' lower tiers; attention rank k has `gpus_per_rank` GPUs, the first global GPU
@@ -125,7 +134,12 @@ class ReplicaScheduler {
   void add_prefill_chunks(SimTime now);
   void admit_waiting(SimTime now);
   bool try_admit(int32_t sid, SimTime now);
-  bool ensure_decode_capacity(int32_t rank_idx, int32_t sid);
+  // KV for the sequence's context and its `verify_tokens` new tokens (allocating, else
+  // preempting); false when the sequence itself was preempted.
+  bool ensure_decode_capacity(int32_t rank_idx, int32_t sid, int64_t verify_tokens = 1);
+  // Tokens the next decode slice of `s` verifies: 1 + drafts (set_draft_tokens), at most
+  // `budget_tokens` (>= 1).
+  int64_t verify_tokens(const Seq& s, int64_t budget_tokens) const;
   void preempt(int32_t sid);
   int64_t hits_on(const Rank& rank, const Seq& s) const;
   // Leading prefix blocks of `s` after its `hbm_hits` HBM hits held by rank k's node's lower
@@ -151,7 +165,8 @@ class ReplicaScheduler {
   std::deque<int32_t> waiting_;
   int32_t num_in_flight_ = 0;
   int32_t max_seqs_ = 0;
-  int64_t max_step_tokens_ = 0;  // 0 = no cap beyond the per-rank budgets
+  int64_t max_step_tokens_ = 0;   // 0 = no cap beyond the per-rank budgets
+  int32_t num_draft_tokens_ = 0;  // speculative decoding's k; 0 = off
   uint64_t admit_counter_ = 0;
   uint64_t lru_tick_ = 0;
   SchedulerTotals totals_;

@@ -61,6 +61,75 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+// The [speculative] figures of a run: committed tokens per verification, the observed
+// acceptance per draft position, the draft passes' share of step time.
+struct SpeculativeFigures {
+  bool has_verifications = false, has_steps = false;
+  double tokens_per_verification = 0;  // committed / verifications
+  double draft_time_fraction = 0;      // draft_ns / step_ns
+  std::vector<double> observed;        // accepted / offered per position (NaN: never offered)
+  std::vector<bool> has_observed;
+};
+
+SpeculativeFigures speculative_figures(const SpeculativeTotals& t) {
+  SpeculativeFigures f;
+  f.has_verifications = t.num_verifications > 0;
+  if (f.has_verifications) {
+    f.tokens_per_verification =
+        static_cast<double>(t.committed_tokens) / static_cast<double>(t.num_verifications);
+  }
+  f.has_steps = t.step_ns > 0;
+  if (f.has_steps) {
+    f.draft_time_fraction = static_cast<double>(t.draft_ns) / static_cast<double>(t.step_ns);
+  }
+  for (size_t i = 0; i < t.position_offered.size(); ++i) {
+    const bool has = t.position_offered[i] > 0;
+    f.has_observed.push_back(has);
+    f.observed.push_back(has ? static_cast<double>(t.position_accepted[i]) /
+                                   static_cast<double>(t.position_offered[i])
+                             : 0.0);
+  }
+  return f;
+}
+
+json speculative_json(const SpeculativeSpec& spec, const SpeculativeTotals& t) {
+  const SpeculativeFigures f = speculative_figures(t);
+  json observed = json::array(), configured = json::array();
+  for (size_t i = 0; i < f.observed.size(); ++i) {
+    observed.push_back(num(f.observed[i], f.has_observed[i]));
+    configured.push_back(num(spec.acceptance[i]));
+  }
+  return json{{"method", speculative_method_name(spec.method)},
+              {"draft_tokens", spec.num_draft_tokens},
+              {"acceptance", configured},
+              {"acceptance_observed", observed},
+              {"verifications", t.num_verifications},
+              {"drafted_tokens", t.drafted_tokens},
+              {"accepted_tokens", t.accepted_tokens},
+              {"committed_tokens", t.committed_tokens},
+              {"tokens_per_verification", num(f.tokens_per_verification, f.has_verifications)},
+              {"draft_time_fraction", num(f.draft_time_fraction, f.has_steps)}};
+}
+
+void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
+                            const SpeculativeTotals& t) {
+  const SpeculativeFigures f = speculative_figures(t);
+  os << "  speculative "
+     << (spec.method == SpeculativeMethod::kDraftModel ? "draft model " + spec.draft_model->name
+                                                       : std::string("MTP"))
+     << ", " << spec.num_draft_tokens
+     << " draft token(s): " << fmt_or_na("%.3f", f.tokens_per_verification, f.has_verifications)
+     << " tokens committed per sequence and step (" << t.committed_tokens << " over "
+     << t.num_verifications << " verifications), draft passes "
+     << fmt_or_na("%.1f%%", 100 * f.draft_time_fraction, f.has_steps) << " of step time\n"
+     << "              acceptance by position, observed (configured):";
+  for (size_t i = 0; i < f.observed.size(); ++i) {
+    os << " " << fmt_or_na("%.3f", f.observed[i], f.has_observed[i]) << " ("
+       << fmt("%.3f", spec.acceptance[i]) << ")";
+  }
+  os << "\n";
+}
+
 // Tiered KV cache (docs/outputs.md, `kv_tiers`): per tier, hit rates over the prefix blocks
 // looked up and over admitted prompt tokens, and bytes moved.
 json kv_tiers_json(const RunSummary& s) {
@@ -198,6 +267,7 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
                        {"max_step_rel", num(a.max_step_rel, has)},
                        {"fast_layer_share", num(a.fast_layer_share, has)}};
   }
+  if (sc.speculative.enabled) j["speculative"] = speculative_json(sc.speculative, out.speculative);
   if (c.kv_tiers.enabled) j["kv_tiers"] = kv_tiers_json(s);
   j["actions"] = json::object();
   for (const auto& [k, v] : c.actions) j["actions"][k] = v;
@@ -328,6 +398,7 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
        << "; fast tier timed " << fmt_or_na("%.1f%%", 100 * a.fast_layer_share, has)
        << " of their MoE layers\n";
   }
+  if (sc.speculative.enabled) write_speculative_text(os, sc.speculative, out.speculative);
   os << "  actions    ";
   if (c.actions.empty()) os << " none";
   for (const auto& [k, v] : c.actions) os << " " << k << "=" << v;

@@ -115,6 +115,7 @@ void StepModel::begin_step() {
   std::fill(result_.comm_ns.begin(), result_.comm_ns.end(), 0);
   std::fill(result_.wait_ns.begin(), result_.wait_ns.end(), 0);
   result_.duration_ns = 0;
+  result_.draft_ns = 0;
   static_cast<StepTotals&>(result_) = StepTotals{};
   std::fill(clock_s_.begin(), clock_s_.end(), 0.0);
   std::fill(compute_s_.begin(), compute_s_.end(), 0.0);
@@ -181,6 +182,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     }
   }
   run_lm_head(ranks, observer);
+  if (num_draft_tokens_ > 0) run_draft_passes(step_idx, ranks, observer);
   finish_step();
   return result_;
 }
@@ -244,7 +246,11 @@ void StepModel::run_lm_head(const std::vector<std::vector<SeqSlice>>& ranks,
                             StepObserver* observer) {
   // Output head on every GPU for the sequences that emit a token.
   for (int32_t r = 0; r < num_ranks(); ++r) {
-    const int64_t emitting = static_cast<int64_t>(ranks[r].size());
+    // One row per sequence, and one per verified token of a speculative decode slice.
+    int64_t emitting = static_cast<int64_t>(ranks[r].size());
+    if (num_draft_tokens_ > 0) {
+      for (const SeqSlice& sl : ranks[r]) emitting += sl.prefill ? 0 : sl.new_tokens - 1;
+    }
     if (emitting == 0) continue;
     const double h = cost_.checked_seconds(lm_head_work(
         emitting, card_.hidden_size, card_.vocab_size, tp_, card_.precision.embeddings));

@@ -76,6 +76,9 @@ struct StepResult : StepTotals {
   // (RoutingModel::expected_shares) x the step's tokens. Empty otherwise, or when the routing
   // model states no expectation. What load-driven policies act on.
   std::vector<double> expert_loads;
+  // Speculative decoding (StepModel::set_draft_tokens): time of the step's draft passes, from
+  // the verification's end (its slowest GPU) to the step's end. 0 without drafts.
+  SimTime draft_ns = 0;
 };
 
 class StepModel {
@@ -111,6 +114,17 @@ class StepModel {
   // Why the fast tier can never apply to this replica's collectives ("" when it can).
   std::string fast_tier_refusal() const;
 
+  // Speculative decoding with the card's MTP modules (step_model_draft.cc): after the
+  // verification (the decode slices carry 1 + d tokens), draft pass i = 1..k runs one MTP module
+  // (the card's last layer: norms and the 2h -> h projection, its attention, its FFN: a MoE FFN
+  // routed and dispatched like the last MoE layer, then the output head) on the decode slices
+  // with d >= i, one token each. 0 (the default): no draft passes.
+  void set_draft_tokens(int32_t num_draft_tokens) { num_draft_tokens_ = num_draft_tokens; }
+  // Drafts with a co-located dense draft model instead of the MTP module (null: MTP): draft pass
+  // i runs all of `draft`'s layers (norms, attention, dense FFN) and its output head on every GPU
+  // for its rank's drafting sequences, without collectives. `draft` must outlive the model.
+  void set_draft_model(const ModelCard* draft) { draft_model_ = draft; }
+
   int32_t num_gpus() const { return static_cast<int32_t>(gpus_.size()); }
   // Attention ranks (GPUs / attention_tp).
   int32_t num_ranks() const { return num_gpus() / tp_; }
@@ -137,6 +151,12 @@ class StepModel {
   void run_dense_ffn(int32_t layer_idx, const FfnSpec& ffn, StepObserver* observer);
   // Router to combine of one MoE layer, then its timeline (with or without overlap).
   void run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver* observer);
+  // The same for the card's layer `source_layer_idx`, traced as `trace_layer_idx`.
+  void run_moe_layer(int64_t step_idx, int32_t trace_layer_idx, int32_t source_layer_idx,
+                     StepObserver* observer);
+  // The draft passes of speculative decoding (set_draft_tokens), after the output head.
+  void run_draft_passes(int64_t step_idx, const std::vector<std::vector<SeqSlice>>& ranks,
+                        StepObserver* observer);
   void run_router(int32_t layer_idx, const MoeSpec& moe, StepObserver* observer);
   // Draws the layer's routing into src_dst_ and refreshes experts_per_gpu_.
   void route(int64_t step_idx, int32_t moe_layer_idx);
@@ -181,6 +201,12 @@ class StepModel {
   NetworkModel* network_;
   RoutingModel* routing_;
   bool report_loads_ = false;
+  int32_t num_draft_tokens_ = 0;
+  const ModelCard* draft_model_ = nullptr;
+  // Seconds of one draft-model pass over `slices` (`tokens` of them) on one GPU.
+  double draft_model_seconds(const std::vector<SeqSlice>& slices, int64_t tokens) const;
+  bool in_draft_ = false;  // a draft pass runs: no expert loads, no routing to observers
+  std::vector<SeqSlice> draft_slices_;
   int64_t step_tokens_ = 0;  // new tokens of the running step
   int32_t tp_ = 1;
 
@@ -204,6 +230,7 @@ class StepModel {
   std::vector<double> ffn_s_;
   CountMatrix src_dst_;
   TokenCounts token_counts_;
+  std::vector<int32_t> node_limit_scratch_;
   TrafficPlan plan_;
   TrafficMatrix traffic_;
   CollectiveResult collective_;

@@ -32,19 +32,31 @@ int64_t round_non_negative(double x) {
 }  // namespace
 
 void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver* observer) {
-  const int32_t moe_idx = layers_[layer_idx].moe_idx;
-  const MoeSpec& m = card_.layers[layer_idx].ffn.moe;
+  run_moe_layer(step_idx, layer_idx, layer_idx, observer);
+}
+
+void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t source_layer_idx,
+                              StepObserver* observer) {
+  const int32_t moe_idx = layers_[source_layer_idx].moe_idx;
+  const MoeSpec& m = card_.layers[source_layer_idx].ffn.moe;
   run_router(layer_idx, m, observer);
+  if (deployment_.node_limited_traffic) {
+    // Node-limited routing (node_limited_routing.h) over this layer's placement.
+    fill_node_limit(topology_, gpus_, placements_->layer(moe_idx).primary_gpu_of_expert(),
+                    static_cast<int32_t>(m.num_expert_groups), static_cast<int32_t>(m.topk_groups),
+                    static_cast<int32_t>(m.top_k), node_limit_scratch_, token_counts_.node_limit);
+    if (fast_) fast_->set_node_limit(token_counts_.node_limit);
+  }
   double dispatch_s = 0, combine_s = 0, dispatch_bytes = 0, combine_bytes = 0;
   if (fast_tier_ && run_fast_collectives(step_idx, moe_idx, m.top_k, dispatch_s, combine_s,
                                          dispatch_bytes, combine_bytes)) {
-    if (report_loads_) record_expert_loads(step_idx, moe_idx);
+    if (report_loads_ && !in_draft_) record_expert_loads(step_idx, moe_idx);
     record_slot_balance(step_idx, moe_idx);
     price_experts(m);
     result_.num_fast_layers++;
   } else {
     route(step_idx, moe_idx);
-    if (report_loads_) record_expert_loads(step_idx, moe_idx);
+    if (report_loads_ && !in_draft_) record_expert_loads(step_idx, moe_idx);
     record_slot_balance(step_idx, moe_idx);
     count_unique_tokens(m.top_k);
     // Dispatch: barrier, then the collective. One pass over the counts for both collectives (the
@@ -60,7 +72,7 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver*
     combine_bytes = traffic_.total_bytes();
     network_->run(traffic_, collective_);
     combine_s = to_seconds(collective_.duration_ns);
-    if (observer) {
+    if (observer && !in_draft_) {
       observer->on_routing(layer_idx, moe_idx, src_dst_, dispatch_bytes, combine_bytes);
     }
     result_.num_exact_layers += fast_tier_ ? 1 : 0;

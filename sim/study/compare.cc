@@ -311,7 +311,8 @@ CompareResult compare_scenarios(const Scenario& a, const Scenario& b,
       [&](int64_t j, RunOutput& out) {
         RunPair& pair = runs[static_cast<size_t>(j / 2)];
         (j % 2 == 0 ? pair.a : pair.b) = std::move(out);
-      });
+      },
+      options.progress);
   for (const RunPair& p : runs) {
     result.digests_a.push_back(p.a.digest_hex);
     result.digests_b.push_back(p.b.digest_hex);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,8 @@ struct CompareOptions {
   int32_t num_resamples = 1000;  // bootstrap resamples, >= 1
   double confidence = 0.95;      // in (0, 1)
   int32_t num_threads = 1;       // >= 1
+  // Called with (runs done, 2 x replications) after each run, never concurrently; may be empty.
+  std::function<void(int64_t, int64_t)> progress;
 };
 
 // Figures without data are NaN: a and b where the run has no samples for the figure (a TPOT

@@ -138,9 +138,29 @@ std::string ScenarioTemplate::text_with(std::span<const Override> overrides) con
   return os.str();
 }
 
+ScenarioTemplate ScenarioTemplate::without(std::span<const std::string> key_paths) const {
+  toml::table edited = *root_;
+  for (const std::string& key_path : key_paths) {
+    const std::vector<std::string> parts = split_key_path(path_, key_path);
+    toml::table* table = &edited;
+    for (size_t i = 0; i + 1 < parts.size() && table; ++i) {
+      toml::node* child = table->get(parts[i]);
+      table = child ? child->as_table() : nullptr;
+    }
+    if (!table || !table->contains(parts.back())) {
+      throw ConfigError(path_, 0, 0, key_path, "no such key or table to remove");
+    }
+    table->erase(parts.back());
+  }
+  ScenarioTemplate t = *this;
+  t.edited_ = t.edited_ || !key_paths.empty();
+  t.root_ = std::make_shared<const toml::table>(std::move(edited));
+  return t;
+}
+
 Scenario ScenarioTemplate::instantiate(std::span<const Override> overrides) const {
   Scenario scenario = [&] {
-    if (overrides.empty() && from_file_) return load_scenario(path_);
+    if (overrides.empty() && from_file_ && !edited_) return load_scenario(path_);
     std::string text = text_with(overrides);
     try {
       return parse_scenario_text(text, path_, base_dir_);

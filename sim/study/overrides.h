@@ -65,6 +65,11 @@ class ScenarioTemplate {
   // given); policy errors are reported as make_policies reports them.
   Scenario instantiate(std::span<const Override> overrides) const;
 
+  // A copy without the keys or tables at `key_paths` (dotted, e.g. "policies" or
+  // "policies.concurrency_cap"): `moesim compare --drop-a`. ConfigError naming the scenario file
+  // and the key path when one is absent.
+  ScenarioTemplate without(std::span<const std::string> key_paths) const;
+
   const std::string& path() const { return path_; }
   // Whether path() is a file the scenario was read from (false for from_table()).
   bool from_file() const { return from_file_; }
@@ -75,6 +80,7 @@ class ScenarioTemplate {
   std::string path_;
   std::string base_dir_;
   bool from_file_ = true;
+  bool edited_ = false;  // keys removed by without(): instantiate() parses the tree, not the file
   std::shared_ptr<const toml::table> root_;
 };
 

@@ -169,10 +169,29 @@ TEST(StepTrace, RejectsAnExpertChosenMoreOftenThanTokens) {
             "4 tokens");
 }
 
-TEST(StepTrace, RejectsMultiTokenDecode) {
+TEST(StepTrace, ReadsASpeculativeVerificationDecode) {
+  // Speculative decoding verifies 1 + k tokens per decode sequence (docs/serving.md): step 1's
+  // decode sequence on GPU 0 verifying 2 tokens, its routing carrying both.
+  std::string text =
+      with("\"phase\": \"decode\", \"new_tokens\": 1", "\"phase\": \"decode\", \"new_tokens\": 2");
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"[0, 1, 0, 1], [0, 14, 1, 1]", "[0, 1, 0, 2], [0, 14, 1, 2]"},
+           {"[0, 6, 0, 1], [0, 8, 1, 1]", "[0, 6, 0, 2], [0, 8, 1, 2]"}}) {
+    const size_t pos = text.find(from);
+    ASSERT_NE(pos, std::string::npos) << from;
+    text.replace(pos, from.size(), to);
+  }
+  const StepTrace t = parse_step_trace(text, "spec.jsonl");
+  const TraceStep& s1 = t.steps[1];
+  EXPECT_EQ(s1.sequences[0].phase, Phase::kDecode);
+  EXPECT_EQ(s1.sequences[0].new_tokens, 2);
+  EXPECT_EQ(s1.tokens_on_gpu(0), 2);
+}
+
+TEST(StepTrace, RejectsAnEmptyDecode) {
   EXPECT_EQ(error_of(with("\"phase\": \"decode\", \"new_tokens\": 1",
-                          "\"phase\": \"decode\", \"new_tokens\": 2")),
-            "bad.jsonl:3: sequences[0].new_tokens: a decode sequence computes 1 token, got 2");
+                          "\"phase\": \"decode\", \"new_tokens\": 0")),
+            "bad.jsonl:3: sequences[0].new_tokens: must be >= 1, got 0");
 }
 
 TEST(StepTrace, RejectsADuplicatedMoeLayer) {

@@ -196,6 +196,17 @@ def test_compare_is_the_cli_json():
     assert got["digests"]["a"] == got["digests"]["b"]
 
 
+def test_compare_sets_and_drops_like_the_cli():
+    b = REPO / "tests/data/study/tiny.toml"
+    got = moesim.compare(b, b, resamples=100, threads=2, drop_a="slo",
+                         set_b={"scheduler.max_seqs": 1})
+    ref = cli_json("compare", b, b, "--resamples", 100, "--threads", 2, "--drop-a", "slo",
+                   "--set-b", "scheduler.max_seqs=1")
+    assert got == ref
+    assert got["changes"] == {"a": "without slo", "b": "scheduler.max_seqs=1"}
+    assert got["digests"]["a"] != got["digests"]["b"]
+
+
 def test_sweep_is_the_cli_csv():
     df = moesim.sweep(GRID, threads=2)
     ref = pd.read_csv(__import__("io").StringIO(cli("sweep", GRID, "--threads", 2).stdout))

@@ -55,11 +55,13 @@ ProductForm product_form(const std::vector<GpuId>& gpus, int64_t seed) {
 // exact bound, on counts that have product form: with one leaf per rail and hierarchical
 // dispatch no flow crosses a spine, so all three agree; otherwise fast = factored.
 void expect_matches(const Topology& topology, const std::vector<GpuId>& gpus,
-                    DispatchAlgorithm algorithm, bool exact_too) {
+                    DispatchAlgorithm algorithm, bool exact_too, const NodeLimit& limit = {}) {
   for (int64_t seed = 0; seed < 3; ++seed) {
-    const ProductForm f = product_form(gpus, seed);
+    ProductForm f = product_form(gpus, seed);
+    f.counts.node_limit = limit;
     FastAllToAll fast(topology, gpus, algorithm);
     ASSERT_TRUE(fast.valid()) << fast.why_not();
+    fast.set_node_limit(limit);
     fast.load(f.tokens, f.reach);
     FactoredBottleneckModel factored(topology);
     BottleneckModel exact(topology);
@@ -102,6 +104,35 @@ TEST(FastAllToAll, MatchesTheExactBoundWhereNoFlowCrossesASpine) {
   expect_matches(rails, first_gpus(32), DispatchAlgorithm::kHierarchical, true);
   const Topology node = shipped("h200-node");
   expect_matches(node, first_gpus(node.num_gpus()), DispatchAlgorithm::kDirect, true);
+}
+
+// Node-limited routing (node_limited_routing.h) in both tiers: whole groups per node (256
+// experts, 8 groups, top-4 groups, top-8) and groups split over two nodes (2 groups, top-1).
+TEST(FastAllToAll, NodeLimitedRoutingMatchesTheExactTier) {
+  const Topology rails = testing::h800_like(4, 8);
+  const std::vector<GpuId> gpus = first_gpus(32);
+  std::vector<int32_t> expert_gpu(256);
+  for (int32_t e = 0; e < 256; ++e) expert_gpu[e] = e / 8;
+  const NodeLimit whole = node_limit_for_groups(rails, gpus, expert_gpu, 8, 4, 8);
+  ASSERT_FALSE(whole.empty());
+  expect_matches(rails, gpus, DispatchAlgorithm::kHierarchical, true, whole);
+  const NodeLimit split = node_limit_for_groups(rails, gpus, expert_gpu, 2, 1, 8);
+  ASSERT_DOUBLE_EQ(split.guaranteed_share[0], 0.5);
+  expect_matches(rails, gpus, DispatchAlgorithm::kHierarchical, true, split);
+  // And it changes the traffic: with DeepSeek-V3's balanced reach (8 experts per GPU: 1 -
+  // C(248, 8) / C(256, 8) = 0.2295 without the limit) each other node is reached by
+  // 1 - 0.7705^8 = 87.6% of a source's tokens independently, by a = 1 - C(6, 4) / C(8, 4) = 78.6%
+  // node-limited.
+  const std::vector<double> tokens(32, 128.0), reach(32, 0.2295);
+  FastAllToAll fast(rails, gpus, DispatchAlgorithm::kHierarchical);
+  fast.load(tokens, reach);
+  const double independent = fast.total_tokens();
+  fast.set_node_limit(whole);
+  fast.load(tokens, reach);
+  // Network tokens: 32 sources x 3 other nodes x 128 x g; NVLink tokens unchanged.
+  EXPECT_NEAR(independent - fast.total_tokens(),
+              32 * 3 * 128 * ((1 - std::pow(1 - 0.2295, 8)) - (1 - 15.0 / 70.0)), 1e-6);
+  EXPECT_LT(fast.total_tokens(), independent);
 }
 
 TEST(FastAllToAll, RefusesWhatItCannotTime) {

@@ -87,6 +87,13 @@ const std::map<std::string, std::string>& expected_messages() {
       {"more_gpus_than_experts.toml",
        "{dir}/more_gpus_than_experts.toml:7:20: deployment.gpus_per_replica: 16 routed "
        "experts do not divide over 32 GPUs"},
+      {"node_limited_without_hierarchical.toml",
+       "{dir}/node_limited_without_hierarchical.toml:8:24: deployment.node_limited_traffic: "
+       "needs dispatch = \"hierarchical\" (it changes the unique (token, node) pairs that "
+       "hierarchical dispatch sends)"},
+      {"node_limited_without_groups.toml",
+       "{dir}/node_limited_without_groups.toml:9:24: deployment.node_limited_traffic: the "
+       "model's routing is not group-limited (topk_groups = num_expert_groups = 1)"},
       {"negative_seed.toml",
        "{dir}/negative_seed.toml:22:8: run.seed: value -1 is out of range [0, "
        "9223372036854775807]"},

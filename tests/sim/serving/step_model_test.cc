@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <span>
@@ -233,6 +234,35 @@ TEST(StepModelTest, RoutingRowsSumToTopKTimesTokens) {
   EXPECT_EQ(obs.num_routing, 3);  // tiny: 3 MoE layers
   ASSERT_EQ(obs.row_sums.size(), 8u);
   for (int s = 0; s < 8; ++s) EXPECT_EQ(obs.row_sums[s], 2 * (s == 5 ? 43 : 3)) << s;
+}
+
+// [deployment] node_limited_traffic on both tiers, by hand. The tiny card (3 MoE layers, 16
+// experts, top-2 of 2 kept groups out of 4, hidden 256: FP8 rows of 264 B) over 2 nodes of 8
+// GPUs, one expert per GPU, two whole groups per node; balanced routing, 64 prefill tokens per
+// GPU. Each source sends 128 / 16 = 8 selections to every GPU, 8 unique tokens (exact tier:
+// 64 (1 - (15/16)^2) = 7.75 rounded) or a reach of 1 - (15/16)^2 = 0.12109 (fast tier). Its relay
+// row to the other node carries the unique (token, node) pairs: independent 64 (1 - (1 - r)^8),
+// node-limited 64 a with a = 1 - C(2, 2) / C(4, 2) = 5/6 (both kept groups on the source's node
+// in 1 case of 6). Everything else is unchanged.
+TEST(StepModelTest, NodeLimitedTrafficChangesTheRelayRowsOnBothTiers) {
+  const std::vector<std::vector<SeqSlice>> ranks(16, std::vector<SeqSlice>{SeqSlice{64, 0, true}});
+  for (const bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "fast" : "exact");
+    double bytes[2] = {0, 0};
+    for (const bool limited : {false, true}) {
+      DeploymentSpec d;
+      d.dispatch = DispatchAlgorithm::kHierarchical;
+      d.node_limited_traffic = limited;
+      Fixture f(tiny(), testing::h800_sxm_cluster_spec(2, 2, 1, true), d);
+      f.model->set_fast_tier(fast);
+      bytes[limited] = f.model->run(0, ranks, nullptr).dispatch_bytes;
+    }
+    const double r = fast ? 1.0 - (15.0 / 16) * (15.0 / 16) : 8.0 / 64;
+    const double independent = 64 * (1 - std::pow(1 - r, 8));
+    const double per_relay_row = 64 * 5.0 / 6 - independent;
+    EXPECT_NEAR(bytes[1] - bytes[0], 16 * per_relay_row * 264 * 3, 1e-6 * bytes[0]);
+    EXPECT_GT(bytes[1] - bytes[0], 0.05 * bytes[0]);
+  }
 }
 
 TEST(StepModelTest, HotExpertMakesColdGpusWaitAtTheBarrier) {

@@ -56,6 +56,28 @@ TEST(Overrides, ChangesValuesAndCreatesTables) {
   EXPECT_EQ(sc.source_file, kScenario);
 }
 
+// without(): a removed table is gone from the parsed scenario (its defaults apply), a removed
+// value takes its default, the template itself is unchanged, and an absent path is an error.
+TEST(Overrides, WithoutRemovesKeysAndTables) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  const std::vector<std::string> drop = {"slo", "scheduler.max_seqs"};
+  Scenario sc = t.without(drop).instantiate({});
+  Scenario base = t.instantiate({});
+  EXPECT_EQ(base.scheduler.max_seqs, 4);
+  EXPECT_EQ(sc.scheduler.max_seqs, SchedulerSpec{}.max_seqs);
+  EXPECT_DOUBLE_EQ(base.slo.ttft_ms, 200);
+  EXPECT_DOUBLE_EQ(sc.slo.ttft_ms, SloSpec{}.ttft_ms);
+  // Overrides apply on top of the removal.
+  Scenario with =
+      t.without(drop).instantiate(std::vector<Override>{{"scheduler.max_seqs", int64_t{7}}});
+  EXPECT_EQ(with.scheduler.max_seqs, 7);
+  const std::vector<std::string> absent = {"policies.concurrency_cap"};
+  const std::string e = testing::config_error_of([&] { t.without(absent); });
+  EXPECT_NE(e.find("tiny.toml"), std::string::npos) << e;
+  EXPECT_NE(e.find("policies.concurrency_cap"), std::string::npos) << e;
+  EXPECT_NE(e.find("no such key or table to remove"), std::string::npos) << e;
+}
+
 TEST(Overrides, LaterOverrideWins) {
   ScenarioTemplate t = ScenarioTemplate::load(kScenario);
   Scenario sc = t.instantiate(std::vector<Override>{{"scheduler.max_seqs", int64_t{7}},

@@ -1,0 +1,87 @@
+#!/usr/bin/python3
+"""Converts DeepEP V1's published normal-kernel table into `collective` measurement records.
+
+Input: deepep_v1_normal_h800.csv (../shared/data/benchmarks/, whose README.md gives the sources
+and byte definitions). Output: a measurement file (docs/schemas/measurement.md: a header, then one
+`collective` record per table row) that `moesim calibrate --topology` fits (docs/calibration.md,
+"Public profiles").
+
+Each row is a DeepEP kernel run: per rank, logical bytes / published bandwidth = kernel time. The
+logical bytes, and the physical traffic the kernel moves, come from `moesim collective` with the
+row's shape routed as DeepEP's tests route it (4,096 tokens per GPU, hidden 7,168, top-8 of 256
+experts, groups = nodes, top min(nodes, 4) nodes; EP8 direct over NVLink, EP16-64 hierarchical)
+on the nominal topology. The record is the uniform all-to-all whose bottleneck link carries what
+the kernel's bottleneck link carries, in the measured time:
+- bottleneck on NVLink: ep_size 8 (one node), bytes_per_gpu = the bottleneck link's bytes (a GPU
+  sends everything over its NVLink port);
+- bottleneck on the network: ep_size = EP, bytes_per_gpu = bottleneck bytes x (EP - 1) /
+  (EP - gpus per node) (a uniform all-to-all sends that share of its bytes through the NIC).
+So the network fit's nominal transfer time of the record equals the bottleneck model's time of
+the kernel's real (skewed, node-limited) traffic, and the fitted efficiency and latency reproduce
+the kernel time when `moesim collective --profile` runs that traffic.
+
+usage: scripts/deepep_to_measurements.py -o OUT.jsonl [--moesim build/apps/moesim]
+                                         [--benchmarks DIR] [--topology T.toml]
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def collective(args, row):
+    ep = int(row["ep"])
+    nodes = max(1, ep // 8)
+    cmd = [args.moesim, "collective", "--topology", args.topology, "--ep", str(ep),
+           "--tokens-per-gpu", row["tokens_per_gpu"], "--hidden", row["hidden"],
+           "--top-k", row["top_k"], "--experts", "256",
+           "--dispatch-dtype", row["dispatch_dtype"], "--combine-dtype", row["combine_dtype"],
+           "--algorithm", "direct" if row["scope"] == "intranode" else "hierarchical", "--json"]
+    if nodes > 1:
+        cmd += ["--expert-groups", str(nodes), "--topk-groups", str(min(nodes, 4))]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-o", "--out", required=True)
+    p.add_argument("--moesim", default=os.path.join(ROOT, "build/apps/moesim"))
+    p.add_argument("--benchmarks", default=os.path.join(ROOT, "../shared/data/benchmarks"))
+    p.add_argument("--topology", default=os.path.join(ROOT, "topologies/h800-8x8.toml"))
+    p.add_argument("--gpus-per-node", type=int, default=8)
+    args = p.parse_args()
+    with open(os.path.join(args.benchmarks, "deepep_v1_normal_h800.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    records = [{"record": "header", "schema": "moesim.measurements.v1", "mode": "bench",
+                "backend": "published", "device": "H800 (DeepEP V1 normal kernels)",
+                "peaks": {"bf16_flops_per_s": None, "fp8_flops_per_s": None,
+                          "fp32_flops_per_s": None, "memory_bytes_per_s": None},
+                "engine_version": "deepep-v1", "seed": 1}]
+    gpn = args.gpus_per_node
+    for row in rows:
+        ep = int(row["ep"])
+        phase = collective(args, row)[row["phase"]]
+        key = "intranode_bytes_per_rank" if row["scope"] == "intranode" else \
+            "internode_bytes_per_rank"
+        logical = phase["logical"][key]
+        seconds = logical / (float(row["bottleneck_gbytes_per_s"]) * 1e9)
+        b = phase["bottleneck"]
+        if b["class"] == "nvlink":
+            ep_size, bytes_per_gpu = gpn, b["bytes"]
+        else:
+            ep_size, bytes_per_gpu = ep, b["bytes"] * (ep - 1) / (ep - gpn)
+        records.append({"record": "collective", "op": "alltoall", "ep_size": ep_size,
+                        "bytes_per_gpu": bytes_per_gpu, "measured_ns": round(seconds * 1e9),
+                        "source": f"deepep-normal {row['phase']} EP{ep} "
+                                  f"{row['bottleneck_gbytes_per_s']} GB/s ({b['class']})"})
+    with open(args.out, "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+
+
+if __name__ == "__main__":
+    main()
