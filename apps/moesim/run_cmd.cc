@@ -281,6 +281,19 @@ int run_with(Args& args, const sim::study::ScenarioTemplate* given, std::ostream
       j["slo_ttft_ms"] = sc.slo.ttft_ms;
       j["slo_tpot_ms"] = sc.slo.tpot_ms;
       j["model"] = sim::model_shapes_json(*sc.model, sc.deployment);
+      if (sc.kv_tiers.enabled) {
+        // The tiers with the topology's [host] (and, for the cluster store, NIC) figures.
+        const sim::KvTierSpec& k = sc.kv_tiers;
+        j["kv_tiers"] = {{"scope", k.cluster_scope ? "cluster" : "node"},
+                         {"dram_bytes_per_node", k.dram_bytes_per_node},
+                         {"ssd_bytes_per_node", k.ssd_bytes_per_node},
+                         {"pcie_bytes_per_s", k.pcie_bytes_per_s},
+                         {"pcie_latency_ns", k.pcie_latency_ns},
+                         {"nvme_bytes_per_s", k.nvme_bytes_per_s},
+                         {"nvme_latency_ns", k.nvme_latency_ns},
+                         {"nic_bytes_per_s", k.nic_bytes_per_s},
+                         {"nic_latency_ns", k.nic_latency_ns}};
+      }
       os << j.dump(2) << "\n";
     });
   }

@@ -15,6 +15,13 @@
 //   into host memory, then crosses the same host link. Loads run beside the replica's steps (copy
 //   engines): other sequences keep running; the loading sequence starts its prefill when its
 //   load is ready.
+// Scope "cluster" (Mooncake's distributed KV store): the DRAM tiers of all nodes form one pool,
+// and so do the SSD tiers (capacity: per node x nodes; where in the pool an entry lies is not
+// modelled beyond its home node, the node that demoted it). An entry whose home is the loading
+// rank's node loads as above; one from another node crosses the network: remote DRAM -> HBM over
+// the rank's GPU's NIC (nic_bytes_per_s + nic_latency_ns, a FIFO clock per GPU, GPUDirect RDMA),
+// remote SSD -> HBM reads the home node's NVMe first. These network reads do not contend with
+// the expert-parallel all-to-all in the network model.
 // Nothing here reads clocks: `now` is passed in; recency is an internal insertion counter (an
 // entry in a lower tier is never used in place, only taken out, so its LRU order is the order of
 // demotion).
@@ -41,6 +48,9 @@ struct KvTierSpec {
   SimTime pcie_latency_ns = 0;
   double nvme_bytes_per_s = 0;  // per node (> 0 with an SSD tier)
   SimTime nvme_latency_ns = 0;
+  bool cluster_scope = false;  // "cluster": one DRAM pool and one SSD pool over all nodes
+  double nic_bytes_per_s = 0;  // per GPU, one direction (> 0 with cluster scope)
+  SimTime nic_latency_ns = 0;
 };
 
 // One lower tier of one node: an exclusive LRU store of entries with a byte capacity.
@@ -81,6 +91,7 @@ struct KvLoad {
   SimTime ready_ns = 0;  // when the last byte is in HBM (start_ns when nothing was loaded)
   int64_t dram_entries = 0;
   int64_t ssd_entries = 0;
+  int64_t remote_entries = 0;  // of these, from another node's DRAM / SSD (cluster scope)
 };
 
 // The lower tiers of every node of the cluster, the host links' clocks and the counters.
@@ -104,8 +115,9 @@ class KvTiers {
   KvLoad load(int32_t node, int32_t gpu, std::span<const uint64_t> keys, int64_t bytes_per_gpu,
               int32_t gpus_per_copy, SimTime now);
 
-  const KvTierStore& dram(int32_t node) const { return dram_[node]; }
-  const KvTierStore& ssd(int32_t node) const { return ssd_[node]; }
+  // The tier stores that serve `node` (the one pool of each tier in cluster scope).
+  const KvTierStore& dram(int32_t node) const { return dram_[pool_of(node)]; }
+  const KvTierStore& ssd(int32_t node) const { return ssd_[pool_of(node)]; }
   // Hit and lookup counts are added by the schedulers (HBM hits, lookups); the rest here.
   KvTierCounters& counters() { return counters_; }
   // The counters with the entries the tiers hold now.
@@ -115,12 +127,18 @@ class KvTiers {
   // Stores a copy of `bytes` (total over the rank's GPUs) in tier `tier` (1 or 2) of `node`, or
   // the next tier below when `tier` is absent; cascades evictions; drops what falls off.
   void store(int32_t node, int tier, uint64_t key, int64_t bytes);
-  void drop(int64_t bytes);
+  void drop(uint64_t key, int64_t bytes);
+  int32_t pool_of(int32_t node) const { return spec_.cluster_scope ? 0 : node; }
+  // The node that demoted `key` (cluster scope), else `node`.
+  int32_t home_of(int32_t node, uint64_t key) const;
 
   KvTierSpec spec_;
   std::vector<KvTierStore> dram_, ssd_;  // per node
   std::vector<SimTime> pcie_free_ns_;    // per GPU: host -> GPU direction
   std::vector<SimTime> nvme_free_ns_;    // per node
+  std::vector<SimTime> nic_free_ns_;     // per GPU: network -> GPU direction (cluster scope)
+  // Cluster scope: the home node of every entry in the pools (looked up by key, never iterated).
+  std::unordered_map<uint64_t, int32_t> home_;
   KvTierCounters counters_;
   std::vector<std::pair<uint64_t, int64_t>> evicted_;  // scratch
 };

@@ -28,6 +28,9 @@ struct KvTierCounters {
   int64_t num_loads = 0;  // admissions that waited for a load from DRAM / SSD
   double pcie_bytes = 0;  // host <-> GPU bytes (demotions + loads), both directions
   double nvme_bytes = 0;  // NVMe bytes (writes of demotions + reads of loads)
+  // Cluster scope: hit blocks loaded from another node's DRAM / SSD, and their network bytes.
+  int64_t remote_hit_blocks = 0;
+  double network_bytes = 0;
   // Entries (prefix blocks of 512 tokens) held at the end of the run by the lower tiers.
   std::array<int64_t, kNumKvTiers> entries_at_end{};
 };

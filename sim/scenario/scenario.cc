@@ -247,6 +247,15 @@ KvTierSpec parse_kv_tiers(TomlTable& t, const Topology& topo, const SchedulerSpe
   k.pcie_latency_ns = host.pcie_latency_ns;
   k.nvme_bytes_per_s = host.nvme_bytes_per_s;
   k.nvme_latency_ns = host.nvme_latency_ns;
+  k.cluster_scope = t.get_enum_or("scope", {"node", "cluster"}, "node") == "cluster";
+  if (k.cluster_scope) {
+    if (!(topo.nic_bytes_per_s_per_gpu() > 0)) {
+      t.fail("scope", "\"cluster\" reaches other nodes' tiers over the network: the topology '" +
+                          topo.name() + "' has no NICs");
+    }
+    k.nic_bytes_per_s = topo.nic_bytes_per_s_per_gpu();
+    k.nic_latency_ns = topo.spec().nic_latency_ns;
+  }
   t.finish();
   return k;
 }

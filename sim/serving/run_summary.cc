@@ -160,6 +160,8 @@ json kv_tiers_json(const RunSummary& s) {
   j["loads"] = k.num_loads;
   j["pcie_bytes"] = count_json(k.pcie_bytes);
   j["nvme_bytes"] = count_json(k.nvme_bytes);
+  j["remote_hit_blocks"] = k.remote_hit_blocks;
+  j["network_bytes"] = count_json(k.network_bytes);
   j["ttft_split_ms"] = {{"queueing", pct_json(s.queueing_ms)},
                         {"kv_load", pct_json(s.kv_load_ms)},
                         {"prefill", pct_json(s.prefill_ms)}};
@@ -183,7 +185,9 @@ void write_kv_tiers_text(std::ostream& os, const RunSummary& s) {
      << bytes_text(k.bytes_out[1]) << ", ssd " << bytes_text(k.bytes_in[2]) << " / "
      << bytes_text(k.bytes_out[2]) << ", dropped " << bytes_text(k.dropped_bytes) << "\n";
   os << "              " << k.num_loads << " loads; PCIe " << bytes_text(k.pcie_bytes) << ", NVMe "
-     << bytes_text(k.nvme_bytes) << "; TTFT split (mean ms): queueing "
+     << bytes_text(k.nvme_bytes) << ", network " << bytes_text(k.network_bytes) << " ("
+     << k.remote_hit_blocks << " remote hit blocks)\n"
+     << "              TTFT split (mean ms): queueing "
      << fmt_or_na("%.2f", s.queueing_ms.mean, s.queueing_ms.count > 0) << ", KV load "
      << fmt_or_na("%.2f", s.kv_load_ms.mean, s.kv_load_ms.count > 0) << ", prefill "
      << fmt_or_na("%.2f", s.prefill_ms.mean, s.prefill_ms.count > 0) << "\n";

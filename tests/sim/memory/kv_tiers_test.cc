@@ -158,5 +158,33 @@ TEST(KvTiers, LoadTimeIsBytesOverTheLinkPlusLatency) {
   EXPECT_EQ(n.num_loads, 3);
 }
 
+TEST(KvTiers, ClusterScopePoolsTheNodesAndLoadsRemoteEntriesOverTheNic) {
+  const int64_t kEntry = 50'000'000;  // 1 ms over the host link, 2 ms over a 25 GB/s NIC
+  KvTierSpec spec = two_tiers(10 * kEntry, 10 * kEntry);
+  spec.cluster_scope = true;
+  spec.nic_bytes_per_s = 25e9;
+  spec.nic_latency_ns = 5'000;
+  KvTiers tiers(spec, 2, 16);
+  EXPECT_EQ(tiers.dram(0).capacity_bytes(), 20 * kEntry);  // one pool: per node x nodes
+  EXPECT_EQ(&tiers.dram(0), &tiers.dram(1));
+  tiers.demote_from_hbm(1, 1, kEntry, 1);  // home node 1
+  tiers.demote_from_hbm(0, 2, kEntry, 1);  // home node 0
+  tiers.demote_from_hbm(1, 2, kEntry, 1);  // the pool already holds 2: this copy is dropped
+  EXPECT_EQ(tiers.counters().dropped_entries, 1);
+  EXPECT_EQ(tiers.match(0, std::vector<uint64_t>{2, 1}), 2);  // node 0 sees node 1's entry
+  // On GPU 0 of node 0 at t = 0: key 2 over the host link (1,000,000 + 10,000), key 1 from node
+  // 1's DRAM over the NIC (2,000,000 + 5,000), in parallel: ready at the later.
+  const uint64_t keys[] = {2, 1};
+  const KvLoad l = tiers.load(0, 0, keys, kEntry, 1, 0);
+  EXPECT_EQ(l.dram_entries, 2);
+  EXPECT_EQ(l.remote_entries, 1);
+  EXPECT_EQ(l.ready_ns, 2'005'000);
+  const KvTierCounters& c = tiers.counters();
+  EXPECT_EQ(c.remote_hit_blocks, 1);
+  EXPECT_EQ(c.network_bytes, kEntry);
+  EXPECT_EQ(c.pcie_bytes, 4.0 * kEntry);  // three demotions and one local load
+  EXPECT_EQ(tiers.match(1, std::vector<uint64_t>{1}), 0);
+}
+
 }  // namespace
 }  // namespace moesim::sim

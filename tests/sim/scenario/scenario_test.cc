@@ -44,6 +44,15 @@ const std::map<std::string, std::string>& expected_messages() {
       {"kv_tiers_dram_above_host.toml",
        "{dir}/kv_tiers_dram_above_host.toml:23:15: kv_tiers.dram_gbytes: exceeds the node's host "
        "DRAM (2048 GB in the topology 'h800-8x8' [host] table)"},
+      {"kv_tiers_bad_scope.toml",
+       "{dir}/kv_tiers_bad_scope.toml:24:9: kv_tiers.scope: unknown value 'rack' (valid: node, "
+       "cluster)"},
+      {"kv_tiers_cluster_without_network.toml",
+       "{dir}/kv_tiers_cluster_without_network.toml:24:9: kv_tiers.scope: \"cluster\" reaches "
+       "other nodes' tiers over the network: the topology 'h200-node-host' has no NICs"},
+      {"kv_tiers_ssd_above_host.toml",
+       "{dir}/kv_tiers_ssd_above_host.toml:23:14: kv_tiers.ssd_gbytes: exceeds the node's NVMe "
+       "capacity (1000 GB in the topology 'h200-node-host' [host] table)"},
       {"kv_tiers_no_tier.toml",
        "{dir}/kv_tiers_no_tier.toml:22:1: kv_tiers.dram_gbytes: no tier: give dram_gbytes and/or "
        "ssd_gbytes > 0 (per node)"},
@@ -255,7 +264,10 @@ TEST(ScenarioTest, KvTiersTakeCapacitiesFromTheTableAndLinksFromTheTopology) {
   EXPECT_EQ(s.scheduler.router, RouterPolicy::kCacheAware);
   const KvTierSpec& k = s.kv_tiers;
   EXPECT_TRUE(k.enabled);
-  EXPECT_EQ(k.dram_bytes_per_node, 64'000'000'000);
+  EXPECT_EQ(k.dram_bytes_per_node, 16'000'000'000);
+  EXPECT_TRUE(k.cluster_scope);
+  EXPECT_EQ(k.nic_bytes_per_s, 50e9);
+  EXPECT_EQ(k.nic_latency_ns, 1000);
   EXPECT_EQ(k.ssd_bytes_per_node, 8'192'000'000'000);
   // topologies/h800-8x8.toml [host]
   EXPECT_EQ(k.pcie_bytes_per_s, 50e9);
