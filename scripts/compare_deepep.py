@@ -27,18 +27,12 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from deepep_to_measurements import collective_command  # noqa: E402
 
 
 def run_row(args, row):
-    ep = int(row["ep"])
-    nodes = max(1, ep // 8)
-    cmd = [args.moesim, "collective", "--topology", args.topology, "--ep", str(ep),
-           "--tokens-per-gpu", row["tokens_per_gpu"], "--hidden", row["hidden"],
-           "--top-k", row["top_k"], "--experts", "256",
-           "--dispatch-dtype", row["dispatch_dtype"], "--combine-dtype", row["combine_dtype"],
-           "--algorithm", "direct" if row["scope"] == "intranode" else "hierarchical", "--json"]
-    if not args.no_node_limit and nodes > 1:
-        cmd += ["--expert-groups", str(nodes), "--topk-groups", str(min(nodes, 4))]
+    cmd = collective_command(args.moesim, args.topology, row, node_limit=not args.no_node_limit)
     if args.profile:
         cmd += ["--profile", args.profile]
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
@@ -48,11 +42,8 @@ def run_row(args, row):
 
 
 def run_ll_row(args, row):
-    cmd = [args.moesim, "collective", "--topology", args.ll_topology, "--ep", row["ep"],
-           "--tokens-per-gpu", row["tokens_per_gpu"], "--hidden", row["hidden"],
-           "--top-k", row["top_k"], "--experts", "256",
-           "--dispatch-dtype", row["dispatch_dtype"], "--combine-dtype", row["combine_dtype"],
-           "--algorithm", "low_latency", "--json"]
+    cmd = collective_command(args.moesim, args.ll_topology, row, algorithm="low_latency",
+                             node_limit=False)
     if args.profile:
         cmd += ["--profile", args.profile]
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)

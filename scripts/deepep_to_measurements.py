@@ -33,16 +33,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
-def collective(args, row):
+def collective_command(moesim, topology, row, algorithm=None, node_limit=True):
+    """The `moesim collective --json` command line of one published row: its EP size, tokens,
+    hidden size, top-k and dtypes on 256 experts; the normal kernels' algorithm by scope unless
+    `algorithm` is given; DeepEP's node limit (top-4 of one group per node) beyond one node."""
     ep = int(row["ep"])
     nodes = max(1, ep // 8)
-    cmd = [args.moesim, "collective", "--topology", args.topology, "--ep", str(ep),
+    if algorithm is None:
+        algorithm = "direct" if row["scope"] == "intranode" else "hierarchical"
+    cmd = [moesim, "collective", "--topology", topology, "--ep", str(ep),
            "--tokens-per-gpu", row["tokens_per_gpu"], "--hidden", row["hidden"],
            "--top-k", row["top_k"], "--experts", "256",
            "--dispatch-dtype", row["dispatch_dtype"], "--combine-dtype", row["combine_dtype"],
-           "--algorithm", "direct" if row["scope"] == "intranode" else "hierarchical", "--json"]
-    if nodes > 1:
+           "--algorithm", algorithm, "--json"]
+    if node_limit and nodes > 1:
         cmd += ["--expert-groups", str(nodes), "--topk-groups", str(min(nodes, 4))]
+    return cmd
+
+
+def collective(args, row):
+    cmd = collective_command(args.moesim, args.topology, row)
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
