@@ -158,12 +158,11 @@ void check_token_counts(const TokenCounts& counts, const Topology& topology) {
       counts.unique_node_tokens.empty() ||
           counts.unique_node_tokens.size() == p * static_cast<size_t>(topology.num_nodes()),
       "unique_node_tokens must be P x num_nodes");
-  MOESIM_CHECK(counts.node_limit.empty() ||
-                   (counts.node_limit.open_fraction.size() ==
-                        static_cast<size_t>(topology.num_nodes()) &&
-                    counts.node_limit.guaranteed_share.size() ==
-                        counts.node_limit.open_fraction.size()),
-               "node_limit must have one entry per topology node");
+  MOESIM_CHECK(
+      counts.node_limit.empty() ||
+          (counts.node_limit.open_fraction.size() == static_cast<size_t>(topology.num_nodes()) &&
+           counts.node_limit.guaranteed_share.size() == counts.node_limit.open_fraction.size()),
+      "node_limit must have one entry per topology node");
   for (GpuId g : counts.gpus) {
     MOESIM_CHECK(g.value >= 0 && g.value < topology.num_gpus(), "participant outside topology");
   }

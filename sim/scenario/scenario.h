@@ -79,7 +79,7 @@ struct Scenario {
   DeploymentSpec deployment;
   SchedulerSpec scheduler;
   SpeculativeSpec speculative;  // [speculative]; off (enabled = false) without the table
-  KvTierSpec kv_tiers;  // [kv_tiers]: KV cache tiers below HBM; disabled when absent
+  KvTierSpec kv_tiers;          // [kv_tiers]: KV cache tiers below HBM; disabled when absent
   WorkloadSpec workload;
   RoutingSpec routing;
   std::string network_model = "bottleneck";

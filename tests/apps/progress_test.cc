@@ -26,8 +26,7 @@ TEST(Progress, LineHasCountsBarElapsedAndTimeLeft) {
             "sweep [######..................] 2/8 runs, 10 s elapsed, about 30 s left");
   EXPECT_EQ(p.line(0, 8, 0.0),
             "sweep [........................] 0/8 runs, 0.0 s elapsed, time left unknown yet");
-  EXPECT_EQ(p.line(8, 8, 40.0),
-            "sweep [########################] 8/8 runs, 40 s elapsed, done");
+  EXPECT_EQ(p.line(8, 8, 40.0), "sweep [########################] 8/8 runs, 40 s elapsed, done");
 }
 
 TEST(Progress, ResumedWorkCountsAsDoneButNotInTheRate) {
@@ -51,7 +50,8 @@ TEST(Progress, ThrottlesLinesOnAFileButNotTheLast) {
   double now = 100.0;
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
-  Progress p("search", "configurations", true, false, [&] { return now; }, f);
+  Progress p(
+      "search", "configurations", true, false, [&] { return now; }, f);
   auto cb = p.callback();
   now = 100.2;
   cb(1, 4);  // printed: the first
