@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "tests/sim/serving/scheduler_test_seqs.h"
+
 namespace moesim::sim {
 namespace {
 
@@ -26,27 +28,8 @@ GpuMemoryLayout layout(int64_t num_blocks) {
   return l;
 }
 
-// A request of `prompt` tokens (fresh prefix hashes from `hash_base`) and `output` tokens.
-Seq seq(int64_t prompt, int64_t output, uint64_t hash_base = 1000) {
-  Seq s;
-  s.req.prompt_tokens = prompt;
-  s.req.output_tokens = output;
-  for (int64_t b = 0; b < num_prefix_blocks(prompt); ++b) {
-    s.req.prefix_block_hashes.push_back(hash_base + static_cast<uint64_t>(b));
-  }
-  s.prefill_target = prompt;
-  return s;
-}
-
-// The cluster's sequence table holding `seqs` as sequences 0, 1, ...
-IdWindow<Seq> table(std::vector<Seq> seqs) {
-  IdWindow<Seq> t;
-  for (Seq& s : seqs) {
-    s.sid = static_cast<int32_t>(t.size());
-    t.push_back(std::move(s));
-  }
-  return t;
-}
+using testing::seq;
+using testing::table;
 
 // What the cluster does when a step ends: prefill progress, one token per finished slice.
 void finish_step(ReplicaScheduler& sched, IdWindow<Seq>& seqs) {

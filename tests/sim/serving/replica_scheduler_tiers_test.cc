@@ -7,6 +7,7 @@
 
 #include "sim/memory/kv_tiers.h"
 #include "sim/serving/replica_scheduler.h"
+#include "tests/sim/serving/scheduler_test_seqs.h"
 
 namespace moesim::sim {
 namespace {
@@ -36,25 +37,8 @@ KvTierSpec dram_only() {
   return s;
 }
 
-Seq seq(int64_t prompt, int64_t output, uint64_t hash_base) {
-  Seq s;
-  s.req.prompt_tokens = prompt;
-  s.req.output_tokens = output;
-  for (int64_t b = 0; b < num_prefix_blocks(prompt); ++b) {
-    s.req.prefix_block_hashes.push_back(hash_base + static_cast<uint64_t>(b));
-  }
-  s.prefill_target = prompt;
-  return s;
-}
-
-IdWindow<Seq> table(std::vector<Seq> seqs) {
-  IdWindow<Seq> t;
-  for (Seq& s : seqs) {
-    s.sid = static_cast<int32_t>(t.size());
-    t.push_back(std::move(s));
-  }
-  return t;
-}
+using testing::seq;
+using testing::table;
 
 TEST(ReplicaSchedulerTiers, PrefixInDramIsLoadedBeforeItsPrefill) {
   IdWindow<Seq> seqs = table({seq(1200, 4, 1000)});
