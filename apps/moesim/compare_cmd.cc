@@ -183,6 +183,8 @@ int compare_command(const std::vector<std::string>& argv) {
     for (const auto& m : r.metrics) j["metrics"].push_back(metric_json(m));
     j["actions"] = nlohmann::json::array();
     for (const auto& m : r.actions) j["actions"].push_back(metric_json(m));
+    j["mechanisms"] = nlohmann::json::array();
+    for (const auto& m : r.mechanisms) j["mechanisms"].push_back(metric_json(m));
     j["digests"] = {{"a", r.digests_a}, {"b", r.digests_b}};
     j["conservation_ok"] = r.conservation_ok;
     std::cout << j.dump(2) << "\n";
@@ -214,6 +216,10 @@ int compare_command(const std::vector<std::string>& argv) {
     if (!r.actions.empty()) {
       std::printf("\n  policy actions\n");
       for (const auto& m : r.actions) print_metric(m);
+    }
+    if (!r.mechanisms.empty()) {
+      std::printf("\n  mechanisms (run totals)\n");
+      for (const auto& m : r.mechanisms) print_metric(m);
     }
     std::printf(
         "\n  * the interval excludes 0; n/a: no data (e.g. TPOT when nothing completed), or no\n"

@@ -49,15 +49,62 @@ int64_t KvTierStore::take(uint64_t key) {
   return bytes;
 }
 
+SimTime HostPathQueue::push(int32_t gpu, SimTime earliest_ns, SimTime duration_ns, SimTime tail_ns,
+                            int64_t load_id, bool remote) {
+  std::deque<Segment>& q = queues_[static_cast<size_t>(gpu)];
+  const SimTime start = std::max(earliest_ns, q.empty() ? SimTime{0} : q.back().end_ns);
+  q.push_back(Segment{start, start + duration_ns, tail_ns, load_id, remote});
+  return start + duration_ns;
+}
+
+SimTime HostPathQueue::free_ns(int32_t gpu) const {
+  const std::deque<Segment>& q = queues_[static_cast<size_t>(gpu)];
+  return q.empty() ? 0 : q.back().end_ns;
+}
+
+void HostPathQueue::busy_share(int32_t gpu, SimTime t0, SimTime t1, double* local,
+                               double* remote) const {
+  MOESIM_CHECK(t1 > t0, "an empty contention window");
+  SimTime busy[2] = {0, 0};
+  for (const Segment& seg : queues_[static_cast<size_t>(gpu)]) {
+    if (seg.start_ns >= t1) break;  // FIFO: the later ones start later
+    const SimTime overlap = std::min(seg.end_ns, t1) - std::max(seg.start_ns, t0);
+    if (overlap > 0) busy[seg.remote ? 1 : 0] += overlap;
+  }
+  const double span = static_cast<double>(t1 - t0);
+  *local = static_cast<double>(busy[0]) / span;
+  *remote = static_cast<double>(busy[1]) / span;
+}
+
+void HostPathQueue::delay(int32_t gpu, SimTime t0, SimTime delay_ns,
+                          std::vector<int64_t>* load_ids) {
+  std::deque<Segment>& q = queues_[static_cast<size_t>(gpu)];
+  while (!q.empty() && q.front().end_ns <= t0) q.pop_front();
+  if (delay_ns <= 0) return;
+  for (Segment& seg : q) {
+    if (seg.start_ns > t0) seg.start_ns += delay_ns;
+    seg.end_ns += delay_ns;
+    if (load_ids->empty() || load_ids->back() != seg.load_id) load_ids->push_back(seg.load_id);
+  }
+}
+
+SimTime HostPathQueue::ready_ns(int32_t gpu, int64_t load_id) const {
+  SimTime ready = 0;
+  for (const Segment& seg : queues_[static_cast<size_t>(gpu)]) {
+    if (seg.load_id == load_id) ready = std::max(ready, seg.end_ns + seg.tail_ns);
+  }
+  return ready;
+}
+
 KvTiers::KvTiers(const KvTierSpec& spec, int32_t num_nodes, int32_t num_gpus)
     : spec_(spec),
       dram_(spec.cluster_scope ? 1 : static_cast<size_t>(num_nodes),
             KvTierStore(spec.dram_bytes_per_node * (spec.cluster_scope ? num_nodes : 1))),
       ssd_(spec.cluster_scope ? 1 : static_cast<size_t>(num_nodes),
            KvTierStore(spec.ssd_bytes_per_node * (spec.cluster_scope ? num_nodes : 1))),
-      pcie_free_ns_(static_cast<size_t>(num_gpus), 0),
-      nvme_free_ns_(static_cast<size_t>(num_nodes), 0),
-      nic_free_ns_(spec.cluster_scope ? static_cast<size_t>(num_gpus) : 0, 0) {
+      in_(num_gpus),
+      out_(num_gpus),
+      nvme_free_ns_(static_cast<size_t>(num_nodes), 0) {
   MOESIM_CHECK(num_nodes >= 1 && num_gpus >= 1, "KV tiers need nodes and GPUs");
   MOESIM_CHECK(spec.pcie_bytes_per_s > 0, "KV tiers need a host link bandwidth");
   MOESIM_CHECK(!has_ssd() || spec.nvme_bytes_per_s > 0, "an SSD tier needs an NVMe bandwidth");
@@ -122,11 +169,16 @@ void KvTiers::store(int32_t node, int tier, uint64_t key, int64_t bytes) {
   }
 }
 
-void KvTiers::demote_from_hbm(int32_t node, uint64_t key, int64_t bytes_per_gpu,
-                              int32_t gpus_per_copy) {
+void KvTiers::demote_from_hbm(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
+                              int32_t gpus_per_copy, SimTime now) {
   const int64_t bytes = bytes_per_gpu * gpus_per_copy;
   counters_.bytes_out[0] += static_cast<double>(bytes);
   counters_.pcie_bytes += static_cast<double>(bytes);
+  const SimTime copy_ns =
+      std::llround(static_cast<double>(bytes_per_gpu) / spec_.pcie_bytes_per_s * 1e9);
+  for (int32_t g = gpu; g < gpu + gpus_per_copy; ++g) {
+    out_.push(g, now, copy_ns, spec_.pcie_latency_ns, -1, false);
+  }
   const int tier = tier_of(node, key);
   if (tier != 0) {
     // The node already holds this prefix below HBM: keep that copy, refreshed.
@@ -171,24 +223,32 @@ KvLoad KvTiers::load(int32_t node, int32_t gpu, std::span<const uint64_t> keys,
   }
   if (out.dram_entries + out.ssd_entries == 0) return out;
   counters_.num_loads++;
-  // Durations in double, rounded once.
+  out.id = next_load_id_++;
+  // Durations in double, rounded once. Every GPU of the rank receives its share over its own host
+  // path in, in this order: remote entries per home node (that node's NVMe first for its SSD
+  // entries), local DRAM entries, local SSD entries (the node's NVMe first).
   auto ns = [](double bytes, double per_s) { return std::llround(bytes / per_s * 1e9); };
+  const double per_gpu = static_cast<double>(bytes_per_gpu);
+  auto copy_in = [&](SimTime earliest, int64_t entries, double per_s, SimTime tail, bool remote) {
+    for (int32_t g = gpu; g < gpu + gpus_per_copy; ++g) {
+      const SimTime end = in_.push(g, earliest, ns(static_cast<double>(entries) * per_gpu, per_s),
+                                   tail, out.id, remote);
+      out.ready_ns = std::max(out.ready_ns, end + tail);
+    }
+  };
+  auto nvme_read = [&](int32_t at_node, int64_t entries) {
+    SimTime& nvme = nvme_free_ns_[at_node];
+    nvme = std::max(now, nvme) +
+           ns(static_cast<double>(entries) * per_gpu * gpus_per_copy, spec_.nvme_bytes_per_s);
+    return nvme + spec_.nvme_latency_ns;
+  };
   for (const auto& [home, counts] : remote) {
-    // Another node's DRAM (and NVMe first for its SSD entries), then the GPU's NIC.
-    SimTime& nic = nic_free_ns_[gpu];
     if (counts.first > 0) {
-      nic = std::max(now, nic) +
-            ns(static_cast<double>(counts.first * bytes_per_gpu), spec_.nic_bytes_per_s);
-      out.ready_ns = std::max(out.ready_ns, nic + spec_.nic_latency_ns);
+      copy_in(now, counts.first, remote_bytes_per_s(), spec_.nic_latency_ns, true);
     }
     if (counts.second > 0) {
-      SimTime& nvme = nvme_free_ns_[home];
-      nvme = std::max(now, nvme) +
-             ns(static_cast<double>(counts.second * bytes_per_gpu * gpus_per_copy),
-                spec_.nvme_bytes_per_s);
-      nic = std::max(nvme + spec_.nvme_latency_ns, nic) +
-            ns(static_cast<double>(counts.second * bytes_per_gpu), spec_.nic_bytes_per_s);
-      out.ready_ns = std::max(out.ready_ns, nic + spec_.nic_latency_ns);
+      copy_in(nvme_read(home, counts.second), counts.second, remote_bytes_per_s(),
+              spec_.nic_latency_ns, true);
     }
   }
   int64_t local_dram = out.dram_entries, local_ssd = out.ssd_entries;
@@ -196,23 +256,60 @@ KvLoad KvTiers::load(int32_t node, int32_t gpu, std::span<const uint64_t> keys,
     local_dram -= counts.first;
     local_ssd -= counts.second;
   }
-  SimTime& pcie = pcie_free_ns_[gpu];
-  if (local_dram > 0) {
-    const double b = static_cast<double>(local_dram * bytes_per_gpu);
-    pcie = std::max(now, pcie) + ns(b, spec_.pcie_bytes_per_s);
-    out.ready_ns = std::max(out.ready_ns, pcie + spec_.pcie_latency_ns);
-  }
+  if (local_dram > 0)
+    copy_in(now, local_dram, spec_.pcie_bytes_per_s, spec_.pcie_latency_ns, false);
   if (local_ssd > 0) {
-    // NVMe -> host memory (the node's drives, every GPU copy of the rank), then host -> GPU.
-    SimTime& nvme = nvme_free_ns_[node];
-    const double node_bytes = static_cast<double>(local_ssd * bytes_per_gpu * gpus_per_copy);
-    nvme = std::max(now, nvme) + ns(node_bytes, spec_.nvme_bytes_per_s);
-    const SimTime in_host = nvme + spec_.nvme_latency_ns;
-    const double b = static_cast<double>(local_ssd * bytes_per_gpu);
-    pcie = std::max(in_host, pcie) + ns(b, spec_.pcie_bytes_per_s);
-    out.ready_ns = std::max(out.ready_ns, pcie + spec_.pcie_latency_ns);
+    copy_in(nvme_read(node, local_ssd), local_ssd, spec_.pcie_bytes_per_s, spec_.pcie_latency_ns,
+            false);
   }
   return out;
+}
+
+double KvTiers::remote_bytes_per_s() const {
+  return std::min(spec_.nic_bytes_per_s, spec_.pcie_bytes_per_s);
+}
+
+HostPathShare KvTiers::busy_share(int32_t gpu, SimTime t0, SimTime t1) const {
+  HostPathShare share;
+  in_.busy_share(gpu, t0, t1, &share.in_local, &share.in_remote);
+  double out_remote = 0;
+  out_.busy_share(gpu, t0, t1, &share.out, &out_remote);
+  return share;
+}
+
+double KvTiers::nic_in_slowdown(const HostPathShare& share) const {
+  const double nic = spec_.nic_bytes_per_s;
+  if (!(nic > 0)) return 1.0;
+  const double beside_local = std::min(nic, spec_.pcie_bytes_per_s / 2);
+  const double beside_remote = std::min(nic, spec_.pcie_bytes_per_s) / 2;
+  return 1.0 + share.in_local * (nic / beside_local - 1.0) +
+         share.in_remote * (nic / beside_remote - 1.0);
+}
+
+double KvTiers::nic_out_slowdown(const HostPathShare& share) const {
+  const double nic = spec_.nic_bytes_per_s;
+  if (!(nic > 0)) return 1.0;
+  return 1.0 + share.out * (nic / std::min(nic, spec_.pcie_bytes_per_s / 2) - 1.0);
+}
+
+void KvTiers::contend(int32_t gpu, SimTime t0, SimTime t1, double nic_in_bytes,
+                      double nic_out_bytes, std::vector<std::pair<int64_t, SimTime>>* moved) {
+  const HostPathShare share = busy_share(gpu, t0, t1);
+  auto ns = [](double seconds) { return static_cast<SimTime>(std::llround(seconds * 1e9)); };
+  const SimTime in_delay =
+      ns(nic_in_bytes * (share.in_local / spec_.pcie_bytes_per_s +
+                         (share.in_remote > 0 ? share.in_remote / remote_bytes_per_s() : 0.0)));
+  const SimTime out_delay = ns(nic_out_bytes * share.out / spec_.pcie_bytes_per_s);
+  load_ids_.clear();
+  out_.delay(gpu, t0, out_delay, &load_ids_);
+  if (out_delay > 0) counters_.demotion_contention_s += to_seconds(out_delay);
+  load_ids_.clear();
+  in_.delay(gpu, t0, in_delay, &load_ids_);
+  if (in_delay <= 0) return;
+  counters_.load_contention_s += to_seconds(in_delay);
+  std::sort(load_ids_.begin(), load_ids_.end());
+  load_ids_.erase(std::unique(load_ids_.begin(), load_ids_.end()), load_ids_.end());
+  for (int64_t id : load_ids_) moved->emplace_back(id, in_.ready_ns(gpu, id));
 }
 
 KvTierCounters KvTiers::final_counters() const {

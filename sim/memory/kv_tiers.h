@@ -6,28 +6,35 @@
 // - demotion: an entry the HBM cache evicts goes to its node's DRAM; an entry DRAM evicts goes to
 //   the node's SSD; an entry SSD evicts is dropped. A missing tier is skipped (HBM -> SSD when
 //   there is no DRAM tier). When the node already holds the key in a lower tier (another rank
-//   computed the same prefix), that copy is refreshed and the demoted one dropped. Demotions
-//   take no simulated time: their bytes are counted on the links but they do not occupy them.
+//   computed the same prefix), that copy is refreshed and the demoted one dropped. A demotion's
+//   copy (each of the rank's GPUs sends its share) occupies the GPU's host path out (below);
+//   the HBM blocks are free at once (the copy is staged) and the entry is in its tier at once.
 // - load (promotion): a prefix hit in a lower tier is taken out of it and copied into HBM before
-//   the sequence's prefill. Each link is a FIFO resource with a "free at" clock: DRAM -> HBM
-//   crosses the rank's GPU's host link (pcie_bytes_per_s per GPU, one direction, + latency);
-//   SSD -> HBM reads the node's NVMe (nvme_bytes_per_s, shared by the node's GPUs, + latency)
-//   into host memory, then crosses the same host link. Loads run beside the replica's steps (copy
-//   engines): other sequences keep running; the loading sequence starts its prefill when its
-//   load is ready.
+//   the sequence's prefill; the other sequences keep running (copy engines) and the loading one
+//   starts its prefill when its load is ready. Each of the rank's GPUs receives its share over
+//   its host path in: DRAM -> HBM at pcie_bytes_per_s (+ pcie latency); SSD -> HBM first reads
+//   the node's NVMe (nvme_bytes_per_s shared by the node's GPUs, a FIFO clock, + latency) into
+//   host memory, then crosses the same path.
+// The host path of a GPU (HostPathQueue), one per direction, is its PCIe link: a FIFO of copies.
+// GPUDirect RDMA traffic to and from the GPU's NIC crosses the same PCIe link, so the copies
+// contend with the expert-parallel all-to-all's inter-node traffic (docs/serving.md, "Host-link
+// contention"): the cluster asks for the share of a step the GPU's copies are in flight
+// (busy_share) and slows the step's network traffic into / out of that GPU by the fair share it
+// then gets (nic_in_slowdown / nic_out_slowdown), then delays the copies by the bytes the step's
+// all-to-all moved through that GPU's NIC during them (contend).
 // Scope "cluster" (Mooncake's distributed KV store): the DRAM tiers of all nodes form one pool,
 // and so do the SSD tiers (capacity: per node x nodes; where in the pool an entry lies is not
 // modelled beyond its home node, the node that demoted it). An entry whose home is the loading
-// rank's node loads as above; one from another node crosses the network: remote DRAM -> HBM over
-// the rank's GPU's NIC (nic_bytes_per_s + nic_latency_ns, a FIFO clock per GPU, GPUDirect RDMA),
-// remote SSD -> HBM reads the home node's NVMe first. These network reads do not contend with
-// the expert-parallel all-to-all in the network model.
+// rank's node loads as above; one from another node crosses the network (GPUDirect RDMA through
+// the GPU's NIC, then its PCIe link: one copy at min(nic, pcie) bytes/s + nic latency on the
+// same host path in); remote SSD entries read the home node's NVMe first.
 // Nothing here reads clocks: `now` is passed in; recency is an internal insertion counter (an
 // entry in a lower tier is never used in place, only taken out, so its LRU order is the order of
 // demotion).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <set>
 #include <span>
 #include <unordered_map>
@@ -49,8 +56,51 @@ struct KvTierSpec {
   double nvme_bytes_per_s = 0;  // per node (> 0 with an SSD tier)
   SimTime nvme_latency_ns = 0;
   bool cluster_scope = false;  // "cluster": one DRAM pool and one SSD pool over all nodes
-  double nic_bytes_per_s = 0;  // per GPU, one direction (> 0 with cluster scope)
+  // Per GPU, one direction: the topology's NIC rate (0 without a network); remote reads of the
+  // cluster scope (> 0 there) and the all-to-all's share of the host path.
+  double nic_bytes_per_s = 0;
   SimTime nic_latency_ns = 0;
+};
+
+// The copies over every GPU's host path in one direction: a FIFO per GPU of segments (one copy's
+// bytes from one source) with start and end times, each tagged with the load it belongs to.
+class HostPathQueue {
+ public:
+  struct Segment {
+    SimTime start_ns = 0;
+    SimTime end_ns = 0;   // the last byte crossed the path
+    SimTime tail_ns = 0;  // latency after end_ns until the data is usable
+    int64_t load_id = -1;
+    bool remote = false;  // a network read (it also holds the NIC)
+  };
+  explicit HostPathQueue(int32_t num_gpus) : queues_(static_cast<size_t>(num_gpus)) {}
+
+  // Queues a copy of `duration_ns` on `gpu` that may start at `earliest_ns`, after the GPU's
+  // copies already queued; returns its end.
+  SimTime push(int32_t gpu, SimTime earliest_ns, SimTime duration_ns, SimTime tail_ns,
+               int64_t load_id, bool remote);
+  // When the GPU's path is free of queued copies (0 when never used).
+  SimTime free_ns(int32_t gpu) const;
+  // The shares of [t0, t1) (t1 > t0) during which the GPU's path carries a local / remote copy.
+  void busy_share(int32_t gpu, SimTime t0, SimTime t1, double* local, double* remote) const;
+  // Every copy of `gpu` still in flight at t0, or queued after it, ends `delay_ns` later (the
+  // queue is FIFO: the later ones start later too); the ids of their loads are appended to
+  // `load_ids`. Copies that ended by t0 are forgotten.
+  void delay(int32_t gpu, SimTime t0, SimTime delay_ns, std::vector<int64_t>* load_ids);
+  // When load `load_id`'s data queued on `gpu` is usable (max of end + tail; 0 when none).
+  SimTime ready_ns(int32_t gpu, int64_t load_id) const;
+
+ private:
+  std::vector<std::deque<Segment>> queues_;
+};
+
+// A GPU's fair-share view of one step: the shares of the step during which its host path carries
+// copies in (local, remote) and out.
+struct HostPathShare {
+  double in_local = 0;
+  double in_remote = 0;
+  double out = 0;
+  bool any() const { return in_local > 0 || in_remote > 0 || out > 0; }
 };
 
 // One lower tier of one node: an exclusive LRU store of entries with a byte capacity.
@@ -89,6 +139,7 @@ class KvTierStore {
 struct KvLoad {
   SimTime start_ns = 0;
   SimTime ready_ns = 0;  // when the last byte is in HBM (start_ns when nothing was loaded)
+  int64_t id = -1;       // names the load in contend()'s moves (-1 when nothing was loaded)
   int64_t dram_entries = 0;
   int64_t ssd_entries = 0;
   int64_t remote_entries = 0;  // of these, from another node's DRAM / SSD (cluster scope)
@@ -106,14 +157,32 @@ class KvTiers {
   // Number of leading `keys` that node `node`'s lower tiers hold.
   int64_t match(int32_t node, std::span<const uint64_t> keys) const;
 
-  // An entry evicted from the HBM cache of a rank on `node`: `bytes_per_gpu` on each of the
-  // rank's `gpus_per_copy` GPUs (the tiers store the whole rank's copy), demoted as above.
-  void demote_from_hbm(int32_t node, uint64_t key, int64_t bytes_per_gpu, int32_t gpus_per_copy);
+  // An entry evicted at `now` from the HBM cache of the rank on `node` whose first GPU is global
+  // GPU `gpu`: `bytes_per_gpu` on each of the rank's `gpus_per_copy` consecutive GPUs (the tiers
+  // store the whole rank's copy), demoted as above.
+  void demote_from_hbm(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
+                       int32_t gpus_per_copy, SimTime now);
   // Takes `keys` (each in a lower tier of `node`, checked) out of the tiers and times their copy
-  // into the HBM of the rank whose first GPU is global GPU `gpu`, starting at `now`. Counts hits
-  // and bytes.
+  // into the HBM of the rank whose first of `gpus_per_copy` consecutive GPUs is global GPU `gpu`,
+  // starting at `now`. Counts hits and bytes.
   KvLoad load(int32_t node, int32_t gpu, std::span<const uint64_t> keys, int64_t bytes_per_gpu,
               int32_t gpus_per_copy, SimTime now);
+
+  // Host-link contention with a step of GPU `gpu` over [t0, t1) (t1 > t0): the shares of that
+  // window its copies are in flight.
+  HostPathShare busy_share(int32_t gpu, SimTime t0, SimTime t1) const;
+  // The factors by which the time per byte of the GPU's network traffic in / out grows at these
+  // shares: with a copy in flight the all-to-all gets the max-min fair share of the PCIe link
+  // beside one bulk copy, min(nic, pcie / 2) (a remote copy also halves the NIC: min(nic, pcie) /
+  // 2), so the factor is 1 + share x (nic / that rate - 1). 1 without a network.
+  double nic_in_slowdown(const HostPathShare& share) const;
+  double nic_out_slowdown(const HostPathShare& share) const;
+  // After a step of GPU `gpu` over [t0, t1) moved `nic_in_bytes` / `nic_out_bytes` through its
+  // NIC: the copies in flight lose the bytes the all-to-all took of their path while they ran,
+  // nic bytes x busy share, so they end that / path rate later. Appends (load id, new ready) of
+  // the loads whose ready time moved. Counts the delay.
+  void contend(int32_t gpu, SimTime t0, SimTime t1, double nic_in_bytes, double nic_out_bytes,
+               std::vector<std::pair<int64_t, SimTime>>* moved);
 
   // The tier stores that serve `node` (the one pool of each tier in cluster scope).
   const KvTierStore& dram(int32_t node) const { return dram_[pool_of(node)]; }
@@ -132,11 +201,15 @@ class KvTiers {
   // The node that demoted `key` (cluster scope), else `node`.
   int32_t home_of(int32_t node, uint64_t key) const;
 
+  // Rate of a remote read (NIC, then PCIe).
+  double remote_bytes_per_s() const;
+
   KvTierSpec spec_;
   std::vector<KvTierStore> dram_, ssd_;  // per node
-  std::vector<SimTime> pcie_free_ns_;    // per GPU: host -> GPU direction
+  HostPathQueue in_, out_;               // per GPU: host -> GPU, GPU -> host
   std::vector<SimTime> nvme_free_ns_;    // per node
-  std::vector<SimTime> nic_free_ns_;     // per GPU: network -> GPU direction (cluster scope)
+  int64_t next_load_id_ = 0;
+  std::vector<int64_t> load_ids_;  // scratch
   // Cluster scope: the home node of every entry in the pools (looked up by key, never iterated).
   std::unordered_map<uint64_t, int32_t> home_;
   KvTierCounters counters_;

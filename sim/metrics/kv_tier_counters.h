@@ -31,6 +31,12 @@ struct KvTierCounters {
   // Cluster scope: hit blocks loaded from another node's DRAM / SSD, and their network bytes.
   int64_t remote_hit_blocks = 0;
   double network_bytes = 0;
+  // Host-link contention (docs/serving.md): seconds the all-to-all delayed copies into / out of
+  // GPUs (summed over GPUs), and GPU-steps whose network traffic shared the GPU's PCIe link with
+  // copies in flight (slowed by the fair share).
+  double load_contention_s = 0;
+  double demotion_contention_s = 0;
+  int64_t slowed_gpu_steps = 0;
   // Entries (prefix blocks of 512 tokens) held at the end of the run by the lower tiers.
   std::array<int64_t, kNumKvTiers> entries_at_end{};
 };

@@ -4,6 +4,8 @@
 #include <bit>
 #include <limits>
 
+#include "sim/core/check.h"
+
 namespace moesim::sim {
 namespace {
 
@@ -453,6 +455,20 @@ void BottleneckModel::set_link_times() {
   }
   max_link_time_s_ = std::max(std::max(max_s[0], max_s[1]), std::max(max_s[2], max_s[3]));
   link_time_s_[num_links_] = 0.0;
+  if (!slowdown_.empty()) {
+    for (i = 0; i < num_touched; ++i) {
+      const int32_t l = touched[i];
+      link_time[l] *= slowdown_[l];
+      max_link_time_s_ = std::max(max_link_time_s_, link_time[l]);
+    }
+  }
+}
+
+bool BottleneckModel::set_link_slowdown(std::span<const double> factor_per_link) {
+  MOESIM_CHECK(factor_per_link.empty() || factor_per_link.size() == num_links_,
+               "a link slowdown per link");
+  slowdown_.assign(factor_per_link.begin(), factor_per_link.end());
+  return true;
 }
 
 double BottleneckModel::finish_times(const BottleneckWindow& w) {
@@ -535,6 +551,7 @@ void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResu
   for (size_t l = 0; l <= num_links_; ++l) {
     link_time_s_[l] = link_bytes_[l] * inv_capacity_s_per_byte_[l];
   }
+  for (size_t l = 0; l < slowdown_.size(); ++l) link_time_s_[l] *= slowdown_[l];
   max_link_time_s_ = 0;
   for (size_t l = 0; l < num_links_; ++l) {
     max_link_time_s_ = std::max(max_link_time_s_, link_time_s_[l]);
@@ -590,7 +607,8 @@ void BottleneckModel::finish_result(int32_t num_participants, int32_t num_flows,
   double best_time_s = 0;
   for (int32_t l : touched_links_) {
     if (link_time[l] < threshold_s || link_bytes_[l] <= 0) continue;
-    const double time_s = link_bytes_[l] / capacity_bytes_per_s_[l];
+    const double capacity = capacity_bytes_per_s_[l] / (slowdown_.empty() ? 1.0 : slowdown_[l]);
+    const double time_s = link_bytes_[l] / capacity;
     if (time_s > best_time_s || (time_s == best_time_s && best >= 0 && l < best)) {
       best_time_s = time_s;
       best = l;
@@ -605,7 +623,8 @@ void BottleneckModel::finish_result(int32_t num_participants, int32_t num_flows,
   }
   result.bottleneck_class = topology_.links()[best].link_class;
   result.bottleneck_bytes = link_bytes_[best];
-  result.bottleneck_capacity_bytes_per_s = capacity_bytes_per_s_[best];
+  result.bottleneck_capacity_bytes_per_s =
+      capacity_bytes_per_s_[best] / (slowdown_.empty() ? 1.0 : slowdown_[best]);
 }
 
 }  // namespace moesim::sim

@@ -103,7 +103,8 @@ class BottleneckModel final : public NetworkModel {
   void run_reference(const TrafficMatrix& traffic, CollectiveResult& result);
 
   // Bytes routed over each link by the last run() (indexed by link id).
-  std::span<const double> link_bytes() const { return {link_bytes_.data(), num_links_}; }
+  std::span<const double> link_bytes() const override { return {link_bytes_.data(), num_links_}; }
+  bool set_link_slowdown(std::span<const double> factor_per_link) override;
   // Whether run() takes the structured path for all of the topology's GPUs, in order (builds
   // that window's tables: for tests of small topologies).
   bool structured();
@@ -127,6 +128,8 @@ class BottleneckModel final : public NetworkModel {
   std::vector<double> link_bytes_;
   std::vector<double> link_time_s_;
   double max_link_time_s_ = 0;  // over all links, as of the last set_link_times()
+  // set_link_slowdown()'s factors per link (empty: none; the dummy link is never slowed).
+  std::vector<double> slowdown_;
   std::vector<double> send_done_s_;
   std::vector<double> recv_done_s_;
 

@@ -269,12 +269,14 @@ double FastAllToAll::seconds(double bytes_per_token, bool transposed) const {
     if (nv_in > 0)
       latest = std::max(latest, nv_in * b * inv_cap_[nvlink_down_[i]] + nvlink_latency_s_);
     if (net_out > 0) {
-      latest = std::max(
-          latest, net_out * b * inv_cap_[nic_up_[i]] + (spine_out ? spine_lat : leaf_latency_s_));
+      const double slow = nic_out_slowdown_.empty() ? 1.0 : nic_out_slowdown_[i];
+      latest = std::max(latest, net_out * b * inv_cap_[nic_up_[i]] * slow +
+                                    (spine_out ? spine_lat : leaf_latency_s_));
     }
     if (net_in > 0) {
-      latest = std::max(
-          latest, net_in * b * inv_cap_[nic_down_[i]] + (spine_in ? spine_lat : leaf_latency_s_));
+      const double slow = nic_in_slowdown_.empty() ? 1.0 : nic_in_slowdown_[i];
+      latest = std::max(latest, net_in * b * inv_cap_[nic_down_[i]] * slow +
+                                    (spine_in ? spine_lat : leaf_latency_s_));
     }
   }
   for (int32_t leaf = 0; leaf < num_leaves_; ++leaf) {
@@ -292,6 +294,22 @@ double FastAllToAll::seconds(double bytes_per_token, bool transposed) const {
     }
   }
   return latest;
+}
+
+void FastAllToAll::set_nic_slowdown(std::span<const double> in, std::span<const double> out) {
+  MOESIM_CHECK((in.empty() || in.size() == participants_.size()) &&
+                   (out.empty() || out.size() == participants_.size()),
+               "a NIC slowdown per participant");
+  nic_in_slowdown_.assign(in.begin(), in.end());
+  nic_out_slowdown_.assign(out.begin(), out.end());
+}
+
+void FastAllToAll::add_nic_bytes(double bytes_per_token, bool combine, std::span<double> in,
+                                 std::span<double> out) const {
+  for (size_t i = 0; i < participants_.size(); ++i) {
+    in[i] += (combine ? net_out_[i] : net_in_[i]) * bytes_per_token;
+    out[i] += (combine ? net_in_[i] : net_out_[i]) * bytes_per_token;
+  }
 }
 
 double FastAllToAll::dispatch_seconds(double bytes_per_token) const {

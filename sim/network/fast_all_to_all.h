@@ -77,6 +77,14 @@ class FastAllToAll {
   // Tokens sent over links (NVLink and network) by the last load(): bytes = this x row bytes.
   double total_tokens() const { return total_tokens_; }
 
+  // Host-link contention (StepModel::set_nic_slowdown): per participant, factors >= 1 by which
+  // the time per byte of its NIC link in / out grows in the following *_seconds(); empty: none.
+  void set_nic_slowdown(std::span<const double> in, std::span<const double> out);
+  // Adds each participant's network bytes in / out (through its NIC) of the last load()'s
+  // dispatch (or, `combine`, its combine) with rows of `bytes_per_token` bytes to `in` / `out`.
+  void add_nic_bytes(double bytes_per_token, bool combine, std::span<double> in,
+                     std::span<double> out) const;
+
  private:
   void check_routes();
   void group_participants();
@@ -102,6 +110,7 @@ class FastAllToAll {
   std::vector<int32_t> leaf_up_links_, leaf_down_links_;
   std::vector<double> inv_cap_;  // per link id
   double nvlink_latency_s_ = 0, leaf_latency_s_ = 0, spine_latency_s_ = 0;
+  std::vector<double> nic_in_slowdown_, nic_out_slowdown_;  // per participant; empty: none
 
   // Per-layer sums (tokens).
   std::vector<double> dom_local_, dom_reach_, dom_tokens_, leaf_reach_, leaf_tokens_,

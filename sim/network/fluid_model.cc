@@ -2,16 +2,27 @@
 
 #include <algorithm>
 
+#include "sim/core/check.h"
+
 namespace moesim::sim {
 
 FluidModel::FluidModel(const Topology& topology) : topology_(topology) {
   for (const Link& link : topology.links())
     capacity_bytes_per_s_.push_back(link.capacity_bytes_per_s);
+  run_capacity_ = capacity_bytes_per_s_;
+}
+
+bool FluidModel::set_link_slowdown(std::span<const double> factor_per_link) {
+  MOESIM_CHECK(factor_per_link.empty() || factor_per_link.size() == capacity_bytes_per_s_.size(),
+               "a link slowdown per link");
+  run_capacity_ = capacity_bytes_per_s_;
+  for (size_t l = 0; l < factor_per_link.size(); ++l) run_capacity_[l] /= factor_per_link[l];
+  return true;
 }
 
 void FluidModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
   const int32_t p = traffic.size();
-  solver_.reset(capacity_bytes_per_s_);
+  solver_.reset(run_capacity_);
   flow_pairs_.clear();
   link_bytes_.assign(capacity_bytes_per_s_.size(), 0.0);
   for (int32_t s = 0; s < p; ++s) {
@@ -41,6 +52,22 @@ void FluidModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
   }
   set_barrier_waits(result);
   set_bottleneck(topology_, link_bytes_, result);
+  if (run_capacity_ == capacity_bytes_per_s_) return;
+  // Slowed links (set_link_slowdown): the bottleneck by bytes over the capacity in force.
+  int32_t best = -1;
+  double best_s = 0;
+  for (size_t l = 0; l < link_bytes_.size(); ++l) {
+    const double t = link_bytes_[l] / run_capacity_[l];
+    if (link_bytes_[l] > 0 && t > best_s) {
+      best_s = t;
+      best = static_cast<int32_t>(l);
+    }
+  }
+  if (best < 0) return;
+  result.bottleneck_link = best;
+  result.bottleneck_class = topology_.links()[static_cast<size_t>(best)].link_class;
+  result.bottleneck_bytes = link_bytes_[static_cast<size_t>(best)];
+  result.bottleneck_capacity_bytes_per_s = run_capacity_[static_cast<size_t>(best)];
 }
 
 }  // namespace moesim::sim

@@ -24,10 +24,13 @@ class FluidModel final : public NetworkModel {
   std::string_view name() const override { return "fluid"; }
   void run(const TrafficMatrix& traffic, CollectiveResult& result) override;
   using NetworkModel::run;
+  bool set_link_slowdown(std::span<const double> factor_per_link) override;
+  std::span<const double> link_bytes() const override { return link_bytes_; }
 
  private:
   const Topology& topology_;
-  std::vector<double> capacity_bytes_per_s_;
+  std::vector<double> capacity_bytes_per_s_;  // of the topology
+  std::vector<double> run_capacity_;          // divided by set_link_slowdown()'s factors
   std::vector<double> link_bytes_;
   std::vector<std::pair<int32_t, int32_t>> flow_pairs_;  // (src_idx, dst_idx) per flow
   MaxMinFluid solver_;

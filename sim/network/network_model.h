@@ -72,6 +72,17 @@ class NetworkModel {
   // share (then make another through the registry).
   virtual std::unique_ptr<NetworkModel> fresh_copy() const { return nullptr; }
 
+  // Host-link contention (the tiered KV cache's copies share GPUs' PCIe links with their NIC
+  // traffic; docs/serving.md): per link id, a factor >= 1 by which the link's time per byte grows
+  // in the following run()s; empty: none. Returns false, changing nothing, where the model cannot
+  // apply it (then only an empty span is accepted).
+  virtual bool set_link_slowdown(std::span<const double> factor_per_link) {
+    return factor_per_link.empty();
+  }
+  // Bytes routed over each link by the last run(), indexed by link id (empty where the model
+  // does not keep them).
+  virtual std::span<const double> link_bytes() const { return {}; }
+
   CollectiveResult run(const TrafficMatrix& traffic) {
     CollectiveResult result;
     run(traffic, result);

@@ -248,14 +248,13 @@ KvTierSpec parse_kv_tiers(TomlTable& t, const Topology& topo, const SchedulerSpe
   k.nvme_bytes_per_s = host.nvme_bytes_per_s;
   k.nvme_latency_ns = host.nvme_latency_ns;
   k.cluster_scope = t.get_enum_or("scope", {"node", "cluster"}, "node") == "cluster";
-  if (k.cluster_scope) {
-    if (!(topo.nic_bytes_per_s_per_gpu() > 0)) {
-      t.fail("scope", "\"cluster\" reaches other nodes' tiers over the network: the topology '" +
-                          topo.name() + "' has no NICs");
-    }
-    k.nic_bytes_per_s = topo.nic_bytes_per_s_per_gpu();
-    k.nic_latency_ns = topo.spec().nic_latency_ns;
+  if (k.cluster_scope && !(topo.nic_bytes_per_s_per_gpu() > 0)) {
+    t.fail("scope", "\"cluster\" reaches other nodes' tiers over the network: the topology '" +
+                        topo.name() + "' has no NICs");
   }
+  // The NIC shares the GPU's PCIe link with the copies (host-link contention).
+  k.nic_bytes_per_s = topo.nic_bytes_per_s_per_gpu();
+  k.nic_latency_ns = topo.spec().nic_latency_ns;
   t.finish();
   return k;
 }
@@ -350,6 +349,12 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   if (auto t = root.find_table("network")) {
     s.network_model = t->get_enum_or(
         "model", {"bottleneck", "bottleneck_factored", "fluid", "simgrid"}, "bottleneck");
+    if (s.kv_tiers.enabled && s.network_model != "bottleneck" && s.network_model != "fluid") {
+      t->fail("model",
+              "[kv_tiers] copies contend with the all-to-all on the GPUs' PCIe links, "
+              "which the \"bottleneck\" and \"fluid\" models apply; \"" +
+                  s.network_model + "\" does not");
+    }
     t->finish();
   }
   if (auto t = root.find_table("cost")) {

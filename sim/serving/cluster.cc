@@ -51,8 +51,8 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
   });
   // Registered only with tiers: a scenario without them keeps its event kinds (and digest).
   if (sc_.kv_tiers.enabled) {
-    k_kv_load_ = sim_.register_kind(
-        "kv_load_ready", [this](const Event& e, Scheduler&) { try_start_step(replicas_[e.id0]); });
+    k_kv_load_ = sim_.register_kind("kv_load_ready",
+                                    [this](const Event& e, Scheduler&) { on_kv_load_ready(e); });
   }
   for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
   if (sc_.speculative.enabled) {
@@ -118,6 +118,7 @@ void ClusterSim::build_replicas() {
         gpus.push_back(first.value);
       }
       r.scheduler->set_kv_tiers(kv_tiers_.get(), std::move(nodes), std::move(gpus), tp);
+      r.parts.step_model->set_track_nic_bytes(true);
     }
     r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
     r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;

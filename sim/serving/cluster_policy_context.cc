@@ -131,10 +131,19 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   r.parts.step_model->set_background(&r.transfers,
                                      sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
   r.parts.step_model->set_report_expert_loads(any_wants_loads_);
+  r.parts.step_model->set_track_nic_bytes(kv_tiers_ != nullptr);
+  if (sc_.speculative.enabled) {
+    r.parts.step_model->set_draft_tokens(sc_.speculative.num_draft_tokens);
+    r.parts.step_model->set_draft_model(sc_.speculative.draft_model.get());
+  }
   if (r.shadow.step_model) {
     r.shadow.step_model =
         builder_.make_step_model(card, r.gpus(), r.placements(), r.shadow.network.get(), routing);
     r.shadow.step_model->set_fast_tier(sc_.run.tier != SimTier::kFast);
+    if (sc_.speculative.enabled) {
+      r.shadow.step_model->set_draft_tokens(sc_.speculative.num_draft_tokens);
+      r.shadow.step_model->set_draft_model(sc_.speculative.draft_model.get());
+    }
   }
   for (GpuId g : r.gpus()) {
     GpuRecord& rec = recorder_.gpu(g.value);

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "sim/core/id_window.h"
@@ -55,6 +56,7 @@ struct Replica {
   bool decode_only = false;
   bool busy = false;
   int64_t step_idx = 0;
+  SimTime last_step_ns = 0;  // the previous step's duration (host-link contention's window)
   // The running step's expert loads (StepResult::expert_loads), for the policies at its end.
   std::vector<double> step_expert_loads;
 
@@ -134,6 +136,14 @@ class ClusterSim final : public PolicyContext {
   // Tiered KV cache: wakes the replica when each load its last schedule() started is ready, and
   // traces the loads.
   void track_kv_loads(Replica& r);
+  // A load's ready event: traces the load and wakes the replica, unless contention moved it.
+  void on_kv_load_ready(const Event& e);
+  // Host-link contention (docs/serving.md): before a step, slows the replica's NIC traffic on
+  // GPUs whose host path carries KV copies (their share of the window the previous step's length
+  // gives); after it, delays those copies by the step's NIC bytes and moves the loads' ready
+  // events.
+  void slow_for_kv_copies(Replica& r);
+  void delay_kv_copies(Replica& r, const StepResult& res);
   void transfer_kv(Replica& r, int32_t sid);
   void on_transfer_done(const Event& e);
   void after_step_policies(Replica& r);
@@ -155,6 +165,14 @@ class ClusterSim final : public PolicyContext {
   // The lower KV tiers of every node ([kv_tiers]; null without): the schedulers demote to and
   // load from them.
   std::unique_ptr<KvTiers> kv_tiers_;
+  // Loads in flight by KvLoad::id: replica, sequence, rank, start and (current) ready time.
+  struct KvLoadInFlight {
+    int32_t replica = 0;
+    KvLoadStarted load;
+  };
+  std::unordered_map<int64_t, KvLoadInFlight> kv_loads_;  // looked up by id, never iterated
+  std::vector<double> nic_in_slow_, nic_out_slow_;        // scratch
+  std::vector<std::pair<int64_t, SimTime>> kv_moved_;     // scratch
   RunRecorder recorder_;
   std::map<int64_t, std::string> delayed_;  // seq id -> pool, while delayed by a policy
   int64_t next_transfer_id_ = 0;

@@ -37,8 +37,11 @@ void ClusterSim::try_start_step(Replica& r) {
   } else if (in_window) {
     obs = &tracer;
   }
+  if (kv_tiers_) slow_for_kv_copies(r);
   const StepResult& res = r.parts.step_model->run(r.step_idx, batch.ranks, obs);
   if (r.shadow.step_model && r.step_idx % opt_.tier_check_every == 0) check_tiers(r, batch, res);
+  if (kv_tiers_) delay_kv_copies(r, res);
+  r.last_step_ns = res.duration_ns;
   r.busy = true;
   if (draft_acceptance_) draft_acceptance_->add_step(res.duration_ns, res.draft_ns);
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
@@ -51,13 +54,77 @@ void ClusterSim::try_start_step(Replica& r) {
 
 void ClusterSim::track_kv_loads(Replica& r) {
   for (const KvLoadStarted& l : r.scheduler->loads_started()) {
-    if (l.ready_ns > sim_.now()) sim_.schedule_at(l.ready_ns, k_kv_load_, r.idx, l.sid);
-    const std::vector<int32_t>& traced = sc_.outputs.trace_replicas;
-    if (recorder_.traces_step(l.start_ns) &&
-        (traced.empty() || std::find(traced.begin(), traced.end(), r.idx) != traced.end())) {
-      recorder_.trace()->push_back(TraceSlice{r.idx, r.gpus()[l.rank * r.tp()].value, "kv_load", -1,
-                                              l.start_ns, l.ready_ns - l.start_ns});
+    kv_loads_[l.load_id] = KvLoadInFlight{r.idx, l};
+    sim_.schedule_at(std::max(l.ready_ns, sim_.now()), k_kv_load_, r.idx, l.load_id);
+  }
+}
+
+void ClusterSim::on_kv_load_ready(const Event& e) {
+  auto it = kv_loads_.find(e.id1);
+  MOESIM_CHECK(it != kv_loads_.end(), "a KV load ready event without its load");
+  const KvLoadStarted& l = it->second.load;
+  if (l.ready_ns > sim_.now()) return;  // contention moved it: a later event fires
+  Replica& r = replicas_[static_cast<size_t>(e.id0)];
+  const std::vector<int32_t>& traced = sc_.outputs.trace_replicas;
+  if (recorder_.traces_step(l.start_ns) &&
+      (traced.empty() || std::find(traced.begin(), traced.end(), r.idx) != traced.end())) {
+    recorder_.trace()->push_back(TraceSlice{r.idx, r.gpus()[l.rank * r.tp()].value, "kv_load", -1,
+                                            l.start_ns, l.ready_ns - l.start_ns});
+  }
+  kv_loads_.erase(it);
+  try_start_step(r);
+}
+
+void ClusterSim::slow_for_kv_copies(Replica& r) {
+  const size_t n = r.gpus().size();
+  const SimTime t0 = sim_.now();
+  const SimTime t1 = t0 + std::max<SimTime>(r.last_step_ns, 1);
+  nic_in_slow_.assign(n, 1.0);
+  nic_out_slow_.assign(n, 1.0);
+  int64_t slowed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const HostPathShare share = kv_tiers_->busy_share(r.gpus()[i].value, t0, t1);
+    if (!share.any()) continue;
+    nic_in_slow_[i] = kv_tiers_->nic_in_slowdown(share);
+    nic_out_slow_[i] = kv_tiers_->nic_out_slowdown(share);
+    if (nic_in_slow_[i] > 1.0 || nic_out_slow_[i] > 1.0) slowed++;
+  }
+  kv_tiers_->counters().slowed_gpu_steps += slowed;
+  if (slowed == 0) {
+    nic_in_slow_.clear();
+    nic_out_slow_.clear();
+  }
+  r.parts.step_model->set_nic_slowdown(nic_in_slow_, nic_out_slow_);
+  if (r.shadow.step_model) r.shadow.step_model->set_nic_slowdown(nic_in_slow_, nic_out_slow_);
+}
+
+void ClusterSim::delay_kv_copies(Replica& r, const StepResult& res) {
+  if (!nic_in_slow_.empty()) {
+    // The slowdown was for this step only: P/D transfers and later steps start from none.
+    r.parts.step_model->set_nic_slowdown({}, {});
+    if (r.shadow.step_model) r.shadow.step_model->set_nic_slowdown({}, {});
+  }
+  if (res.duration_ns <= 0 || res.nic_in_bytes.empty()) return;
+  const SimTime t0 = sim_.now();
+  kv_moved_.clear();
+  for (size_t i = 0; i < r.gpus().size(); ++i) {
+    kv_tiers_->contend(r.gpus()[i].value, t0, t0 + res.duration_ns, res.nic_in_bytes[i],
+                       res.nic_out_bytes[i], &kv_moved_);
+  }
+  for (const auto& [id, ready] : kv_moved_) {
+    auto it = kv_loads_.find(id);
+    if (it == kv_loads_.end() || ready <= it->second.load.ready_ns) continue;
+    KvLoadStarted& l = it->second.load;
+    const int64_t sid = l.sid;
+    if (sid >= seqs_.front_id()) {
+      Seq& s = seqs_[sid];
+      if (s.kv_load_id == id) {
+        s.kv_load_ns += ready - s.kv_ready_ns;
+        s.kv_ready_ns = ready;
+      }
     }
+    l.ready_ns = ready;
+    sim_.schedule_at(ready, k_kv_load_, it->second.replica, id);
   }
 }
 

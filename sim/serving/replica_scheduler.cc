@@ -57,7 +57,8 @@ void ReplicaScheduler::install_eviction_sinks() {
     ranks_[k].kv->set_eviction_sink([this, k](uint64_t key, int64_t blocks, int64_t tokens) {
       MOESIM_CHECK(blocks == blocks_per_prefix() && tokens == kPrefixBlockTokens,
                    "HBM cache entries are prefix blocks");
-      tiers_->demote_from_hbm(rank_nodes_[k], key, entry_bytes_per_gpu(), gpus_per_rank_);
+      tiers_->demote_from_hbm(rank_nodes_[k], rank_gpus_[k], key, entry_bytes_per_gpu(),
+                              gpus_per_rank_, now_);
     });
   }
 }
@@ -84,6 +85,7 @@ void ReplicaScheduler::push(int32_t sid, int32_t rank_idx, SeqSlice slice) {
 }
 
 const ScheduledBatch& ReplicaScheduler::schedule(SimTime now) {
+  now_ = now;
   budget_.assign(ranks_.size(), spec_.max_batch_tokens_per_gpu);
   step_tokens_left_ = max_step_tokens_ > 0 ? max_step_tokens_ : INT64_MAX;
   batch_.ranks.resize(ranks_.size());
@@ -265,8 +267,9 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
     }
     s.kv_ready_ns = load.ready_ns;
     s.kv_load_ns = load.ready_ns - now;
+    s.kv_load_id = load.id;
     s.loaded_prompt_tokens = best_lower * kPrefixBlockTokens;
-    loads_.push_back(KvLoadStarted{sid, best, now, load.ready_ns});
+    loads_.push_back(KvLoadStarted{sid, best, now, load.ready_ns, load.id});
     best_hits += best_lower;
   }
   MOESIM_CHECK(rank.kv->allocate(best_need), "admission allocation failed after check");
@@ -333,6 +336,7 @@ void ReplicaScheduler::preempt(int32_t sid) {
   s.decode_only = false;
   s.prefill_target = s.req.prompt_tokens + s.generated;  // recompute everything
   s.kv_ready_ns = 0;
+  s.kv_load_id = -1;
   s.rank = -1;
   waiting_.push_front(sid);
   s.num_preemptions++;

@@ -53,6 +53,7 @@ struct KvLoadStarted {
   int32_t rank = -1;
   SimTime start_ns = 0;
   SimTime ready_ns = 0;
+  int64_t load_id = -1;  // KvLoad::id
 };
 
 // Totals over the run, for the run counters.
@@ -174,6 +175,7 @@ class ReplicaScheduler {
   std::vector<int32_t> rank_nodes_, rank_gpus_;
   int32_t gpus_per_rank_ = 1;
   std::vector<KvLoadStarted> loads_;
+  SimTime now_ = 0;  // the last schedule()'s time: stamps demotions (allocations happen there)
   // Per step.
   ScheduledBatch batch_;
   std::vector<int64_t> budget_;  // per rank, before the step cap: read through budget()

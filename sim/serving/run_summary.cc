@@ -162,6 +162,9 @@ json kv_tiers_json(const RunSummary& s) {
   j["nvme_bytes"] = count_json(k.nvme_bytes);
   j["remote_hit_blocks"] = k.remote_hit_blocks;
   j["network_bytes"] = count_json(k.network_bytes);
+  j["contention"] = {{"load_delay_s", k.load_contention_s},
+                     {"demotion_delay_s", k.demotion_contention_s},
+                     {"slowed_gpu_steps", k.slowed_gpu_steps}};
   j["ttft_split_ms"] = {{"queueing", pct_json(s.queueing_ms)},
                         {"kv_load", pct_json(s.kv_load_ms)},
                         {"prefill", pct_json(s.prefill_ms)}};
@@ -187,6 +190,10 @@ void write_kv_tiers_text(std::ostream& os, const RunSummary& s) {
   os << "              " << k.num_loads << " loads; PCIe " << bytes_text(k.pcie_bytes) << ", NVMe "
      << bytes_text(k.nvme_bytes) << ", network " << bytes_text(k.network_bytes) << " ("
      << k.remote_hit_blocks << " remote hit blocks)\n"
+     << "              PCIe shared with the all-to-all: loads delayed "
+     << fmt_or_na("%.3f", k.load_contention_s, true) << " s, demotions "
+     << fmt_or_na("%.3f", k.demotion_contention_s, true) << " s (GPU sums); " << k.slowed_gpu_steps
+     << " GPU-steps slowed\n"
      << "              TTFT split (mean ms): queueing "
      << fmt_or_na("%.2f", s.queueing_ms.mean, s.queueing_ms.count > 0) << ", KV load "
      << fmt_or_na("%.2f", s.kv_load_ms.mean, s.kv_load_ms.count > 0) << ", prefill "

@@ -37,6 +37,7 @@ struct Seq {
   // admission, and loaded_prompt_tokens the prompt tokens loaded (part of cached_prompt_tokens).
   SimTime kv_ready_ns = 0;
   SimTime kv_load_ns = 0;
+  int64_t kv_load_id = -1;  // the load kv_ready_ns waits for (KvLoad::id); -1 none
   int64_t loaded_prompt_tokens = 0;
 };
 

@@ -116,6 +116,10 @@ void StepModel::begin_step() {
   std::fill(result_.wait_ns.begin(), result_.wait_ns.end(), 0);
   result_.duration_ns = 0;
   result_.draft_ns = 0;
+  if (track_nic_bytes_) {
+    result_.nic_in_bytes.assign(gpus_.size(), 0.0);
+    result_.nic_out_bytes.assign(gpus_.size(), 0.0);
+  }
   static_cast<StepTotals&>(result_) = StepTotals{};
   std::fill(clock_s_.begin(), clock_s_.end(), 0.0);
   std::fill(compute_s_.begin(), compute_s_.end(), 0.0);

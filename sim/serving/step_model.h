@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,9 @@ struct StepResult : StepTotals {
   // Speculative decoding (StepModel::set_draft_tokens): time of the step's draft passes, from
   // the verification's end (its slowest GPU) to the step's end. 0 without drafts.
   SimTime draft_ns = 0;
+  // With set_track_nic_bytes(true): per replica GPU, the all-to-all bytes that entered / left it
+  // through its NIC (its network link) over the step's collectives. Empty otherwise.
+  std::vector<double> nic_in_bytes, nic_out_bytes;
 };
 
 class StepModel {
@@ -98,6 +102,15 @@ class StepModel {
     background_ = transfers;
     background_chunk_bytes_ = chunk_bytes;
   }
+
+  // Host-link contention (the tiered KV cache's copies share a GPU's PCIe link with its NIC
+  // traffic; sim/memory/kv_tiers.h, docs/serving.md): per replica GPU, factors >= 1 by which the
+  // time per byte of its NIC link in / out grows in the following steps, on both tiers; empty
+  // spans: none. The exact tier passes them to the network model (NetworkModel::
+  // set_link_slowdown; checked to be supported). They stay until set again.
+  void set_nic_slowdown(std::span<const double> in, std::span<const double> out);
+  // Whether run() fills StepResult::nic_in_bytes / nic_out_bytes.
+  void set_track_nic_bytes(bool on);
 
   // Whether run() fills StepResult::expert_loads (off by default: a pass over experts per layer).
   void set_report_expert_loads(bool on) { report_loads_ = on; }
@@ -235,6 +248,14 @@ class StepModel {
   TrafficMatrix traffic_;
   CollectiveResult collective_;
   std::vector<int64_t> dst_selections_;
+  // Host-link contention (set_nic_slowdown, set_track_nic_bytes).
+  void find_nic_links();
+  // Adds the last exact collective's NIC bytes (network_->link_bytes()) to result_.
+  void add_exact_nic_bytes();
+  bool track_nic_bytes_ = false;
+  std::vector<int32_t> nic_in_link_, nic_out_link_;         // per replica GPU, -1 without a NIC
+  std::vector<double> nic_in_slowdown_, nic_out_slowdown_;  // per replica GPU; empty: none
+  std::vector<double> link_slowdown_;                       // per link id, for network_
   // Fast tier.
   bool fast_tier_ = false;
   std::unique_ptr<FastAllToAll> fast_;

@@ -65,12 +65,14 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
     plan_.dispatch_traffic(dispatch_row_bytes_, traffic_);
     if (background_) add_background_traffic();
     network_->run(traffic_, collective_);
+    if (track_nic_bytes_) add_exact_nic_bytes();
     dispatch_s = to_seconds(collective_.duration_ns);
     dispatch_bytes = traffic_.total_bytes();
     price_experts(m);
     plan_.combine_traffic(combine_row_bytes_, traffic_);
     combine_bytes = traffic_.total_bytes();
     network_->run(traffic_, collective_);
+    if (track_nic_bytes_) add_exact_nic_bytes();
     combine_s = to_seconds(collective_.duration_ns);
     if (observer && !in_draft_) {
       observer->on_routing(layer_idx, moe_idx, src_dst_, dispatch_bytes, combine_bytes);
@@ -143,6 +145,7 @@ void StepModel::set_fast_tier(bool on) {
   fast_tier_ = on;
   if (on && moe_ && !fast_) {
     fast_ = std::make_unique<FastAllToAll>(topology_, gpus_, deployment_.dispatch);
+    fast_->set_nic_slowdown(nic_in_slowdown_, nic_out_slowdown_);
   }
 }
 
@@ -230,7 +233,66 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
       to_seconds(collective_duration_ns(fast_->combine_seconds(combine_row_bytes_), topology_, {}));
   dispatch_bytes = fast_->total_tokens() * dispatch_row_bytes_;
   combine_bytes = fast_->total_tokens() * combine_row_bytes_;
+  if (track_nic_bytes_) {
+    fast_->add_nic_bytes(dispatch_row_bytes_, false, result_.nic_in_bytes, result_.nic_out_bytes);
+    fast_->add_nic_bytes(combine_row_bytes_, true, result_.nic_in_bytes, result_.nic_out_bytes);
+  }
   return true;
+}
+
+void StepModel::find_nic_links() {
+  if (!nic_in_link_.empty()) return;
+  nic_in_link_.assign(gpus_.size(), -1);
+  nic_out_link_.assign(gpus_.size(), -1);
+  std::vector<int32_t> idx(static_cast<size_t>(topology_.num_gpus()), -1);
+  for (size_t g = 0; g < gpus_.size(); ++g)
+    idx[static_cast<size_t>(gpus_[g].value)] = static_cast<int32_t>(g);
+  const std::vector<Link>& links = topology_.links();
+  for (size_t l = 0; l < links.size(); ++l) {
+    if (links[l].link_class != LinkClass::kNic) continue;
+    if (links[l].from_vertex < topology_.num_gpus() && idx[links[l].from_vertex] >= 0) {
+      nic_out_link_[idx[links[l].from_vertex]] = static_cast<int32_t>(l);
+    }
+    if (links[l].to_vertex < topology_.num_gpus() && idx[links[l].to_vertex] >= 0) {
+      nic_in_link_[idx[links[l].to_vertex]] = static_cast<int32_t>(l);
+    }
+  }
+}
+
+void StepModel::set_nic_slowdown(std::span<const double> in, std::span<const double> out) {
+  MOESIM_CHECK((in.empty() || static_cast<int32_t>(in.size()) == num_gpus()) &&
+                   (out.empty() || static_cast<int32_t>(out.size()) == num_gpus()),
+               "a NIC slowdown per replica GPU");
+  nic_in_slowdown_.assign(in.begin(), in.end());
+  nic_out_slowdown_.assign(out.begin(), out.end());
+  if (fast_) fast_->set_nic_slowdown(in, out);
+  if (!network_) return;
+  if (in.empty() && out.empty()) {
+    link_slowdown_.clear();
+  } else {
+    find_nic_links();
+    link_slowdown_.assign(topology_.links().size(), 1.0);
+    for (int32_t g = 0; g < num_gpus(); ++g) {
+      if (!in.empty() && nic_in_link_[g] >= 0) link_slowdown_[nic_in_link_[g]] = in[g];
+      if (!out.empty() && nic_out_link_[g] >= 0) link_slowdown_[nic_out_link_[g]] = out[g];
+    }
+  }
+  MOESIM_CHECK(network_->set_link_slowdown(link_slowdown_),
+               "the network model does not support host-link contention");
+}
+
+void StepModel::set_track_nic_bytes(bool on) {
+  track_nic_bytes_ = on;
+  if (on) find_nic_links();
+}
+
+void StepModel::add_exact_nic_bytes() {
+  const std::span<const double> bytes = network_->link_bytes();
+  MOESIM_CHECK(!bytes.empty(), "the network model does not report link bytes");
+  for (int32_t g = 0; g < num_gpus(); ++g) {
+    if (nic_in_link_[g] >= 0) result_.nic_in_bytes[g] += bytes[nic_in_link_[g]];
+    if (nic_out_link_[g] >= 0) result_.nic_out_bytes[g] += bytes[nic_out_link_[g]];
+  }
 }
 
 void StepModel::count_unique_tokens(int64_t k) {

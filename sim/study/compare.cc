@@ -24,6 +24,8 @@ const std::vector<std::string>& metric_names() {
 // The unit of a figure or action row, from its name.
 std::string unit_of(const std::string& metric) {
   if (metric.rfind("action:", 0) == 0) return "count";
+  if (metric == "tokens_per_verification") return "tokens";
+  if (metric == "kv_load_ms_mean") return "ms";
   if (metric.ends_with("_ms")) return "ms";
   if (metric == "output_tokens_per_s") return "tokens/s";
   if (metric.ends_with("_per_s")) return "requests/s";
@@ -49,6 +51,53 @@ std::vector<double> summary_figures(const RunSummary& s) {
           or_no_data(s.slo.goodput_req_per_s, rates),
           or_no_data(s.slo.attainment, s.has.attainment)};
 }
+
+// The run-level rows (no per-request units): every policy action count ("action:<name>"), and
+// the figures of the mechanisms a run has, named as CompareResult::mechanisms says. A run without
+// the mechanism reports what it does without it (no lower tier: 0 hits, 0 load time; no drafts:
+// one token per verification, no draft time), so that either side of a comparison has a value.
+std::map<std::string, double> run_level(const RunOutput& out) {
+  std::map<std::string, double> m;
+  for (const auto& [name, n] : out.summary.counters.actions) {
+    m["action:" + name] = static_cast<double>(n);
+  }
+  const RunSummary& s = out.summary;
+  const KvTierCounters& k = s.counters.kv_tiers;
+  m["prefix_hit_rate"] = or_no_data(s.prefix_cache_hit_rate, s.has.prefix_cache);
+  const bool lookups = k.lookup_blocks > 0;
+  m["kv_lower_tier_hit_rate"] =
+      k.enabled ? or_no_data(static_cast<double>(k.hit_blocks[1] + k.hit_blocks[2]) /
+                                 static_cast<double>(k.lookup_blocks),
+                             lookups)
+                : 0.0;
+  m["kv_load_ms_mean"] = s.kv_load_ms.count > 0 ? s.kv_load_ms.mean : 0.0;
+  const SpeculativeTotals& t = out.speculative;
+  m["tokens_per_verification"] =
+      t.num_verifications > 0
+          ? static_cast<double>(t.committed_tokens) / static_cast<double>(t.num_verifications)
+          : 1.0;
+  m["draft_time_share"] =
+      t.step_ns > 0 ? static_cast<double>(t.draft_ns) / static_cast<double>(t.step_ns) : 0.0;
+  return m;
+}
+
+// The run-level rows two runs are compared on: their actions, the KV rows when either has
+// [kv_tiers], the speculative rows when either drafted.
+std::set<std::string> run_level_names(const RunOutput& a, const RunOutput& b) {
+  std::set<std::string> names;
+  for (const RunOutput* out : {&a, &b}) {
+    for (const auto& [name, n] : out->summary.counters.actions) names.insert("action:" + name);
+  }
+  if (a.summary.counters.kv_tiers.enabled || b.summary.counters.kv_tiers.enabled) {
+    names.insert({"prefix_hit_rate", "kv_lower_tier_hit_rate", "kv_load_ms_mean"});
+  }
+  if (a.speculative.num_verifications > 0 || b.speculative.num_verifications > 0) {
+    names.insert({"tokens_per_verification", "draft_time_share"});
+  }
+  return names;
+}
+
+bool is_action(const std::string& name) { return name.rfind("action:", 0) == 0; }
 
 // What one request contributes to the figures, computed as summarize() does.
 struct RequestFigures {
@@ -202,22 +251,20 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
   paired_row.ci_lo = paired_ci.lo;
   paired_row.ci_hi = paired_ci.hi;
   result.metrics.push_back(paired_row);
-  std::set<std::string> names;
-  for (const auto& [name, n] : runs.a.summary.counters.actions) names.insert(name);
-  for (const auto& [name, n] : runs.b.summary.counters.actions) names.insert(name);
-  auto count = [](const RunOutput& out, const std::string& name) {
-    auto it = out.summary.counters.actions.find(name);
-    return it == out.summary.counters.actions.end() ? 0.0 : static_cast<double>(it->second);
+  const std::map<std::string, double> level_a = run_level(runs.a), level_b = run_level(runs.b);
+  auto value = [](const std::map<std::string, double>& level, const std::string& name) {
+    auto it = level.find(name);
+    return it == level.end() ? 0.0 : it->second;  // an action the run never took
   };
-  for (const std::string& name : names) {
+  for (const std::string& name : run_level_names(runs.a, runs.b)) {
     MetricComparison c;
-    c.metric = "action:" + name;
+    c.metric = name;
     c.unit = unit_of(c.metric);
-    c.a = count(runs.a, name);
-    c.b = count(runs.b, name);
+    c.a = value(level_a, name);
+    c.b = value(level_b, name);
     c.diff = c.b - c.a;
     c.rel_diff = relative(c.a, c.diff);
-    result.actions.push_back(c);
+    (is_action(name) ? result.actions : result.mechanisms).push_back(c);
   }
 }
 
@@ -226,23 +273,25 @@ void compare_by_replications(const std::vector<RunPair>& runs, const BootstrapOp
   const size_t num_reps = runs.size();
   std::set<std::string> names;
   for (const RunPair& r : runs) {
-    for (const auto& [name, n] : r.a.summary.counters.actions) names.insert(name);
-    for (const auto& [name, n] : r.b.summary.counters.actions) names.insert(name);
+    const std::set<std::string> n = run_level_names(r.a, r.b);
+    names.insert(n.begin(), n.end());
   }
   std::vector<std::string> labels = metric_names();
-  for (const std::string& name : names) labels.push_back("action:" + name);
+  labels.insert(labels.end(), names.begin(), names.end());
   // values_a[rep][stat], values_b[rep][stat]
   std::vector<std::vector<double>> va(num_reps), vb(num_reps);
   for (size_t r = 0; r < num_reps; ++r) {
     va[r] = summary_figures(runs[r].a.summary);
     vb[r] = summary_figures(runs[r].b.summary);
+    const std::map<std::string, double> level_a = run_level(runs[r].a),
+                                        level_b = run_level(runs[r].b);
     for (const std::string& name : names) {
-      auto count = [&](const RunOutput& out) {
-        auto it = out.summary.counters.actions.find(name);
-        return it == out.summary.counters.actions.end() ? 0.0 : static_cast<double>(it->second);
+      auto value = [&](const std::map<std::string, double>& level) {
+        auto it = level.find(name);
+        return it == level.end() ? 0.0 : it->second;
       };
-      va[r].push_back(count(runs[r].a));
-      vb[r].push_back(count(runs[r].b));
+      va[r].push_back(value(level_a));
+      vb[r].push_back(value(level_b));
     }
   }
   const int32_t num_stats = static_cast<int32_t>(labels.size());
@@ -286,7 +335,9 @@ void compare_by_replications(const std::vector<RunPair>& runs, const BootstrapOp
     m.has_ci = !std::isnan(ci.estimate) && !std::isnan(ci.lo);
     m.ci_lo = ci.lo;
     m.ci_hi = ci.hi;
-    (s < static_cast<int32_t>(metric_names().size()) ? result.metrics : result.actions)
+    (s < static_cast<int32_t>(metric_names().size()) ? result.metrics
+     : is_action(m.metric)                           ? result.actions
+                                                     : result.mechanisms)
         .push_back(m);
   }
 }

@@ -68,8 +68,16 @@ struct CompareResult {
   // requests with a first token in both runs of TTFT(B) - TTFT(A); a and b are the means of
   // those TTFTs).
   std::vector<MetricComparison> metrics;
-  // One per action name counted in any run (union, ordered by name).
+  // One per action name counted in any run (union, ordered by name), as "action:<name>".
   std::vector<MetricComparison> actions;
+  // Run-level figures of the mechanisms either scenario has (ordered by name; no interval with
+  // one replication). With [kv_tiers] on either side: prefix_hit_rate (prompt tokens served from
+  // any KV tier over prompt tokens), kv_lower_tier_hit_rate (prefix blocks found in DRAM / SSD
+  // over blocks looked up; 0 without tiers), kv_load_ms_mean (mean wait for a tier load; 0
+  // without). With [speculative] on either side: tokens_per_verification (committed tokens per
+  // decoding sequence and step; 1 without drafts), draft_time_share (draft passes' share of step
+  // time; 0 without).
+  std::vector<MetricComparison> mechanisms;
   std::vector<std::string> digests_a, digests_b;  // per seed
   bool conservation_ok = true;                    // in every run
 };

@@ -45,6 +45,45 @@ TEST(NetworkModelRegistry, AddedFactoriesAreListedInOrder) {
   EXPECT_EQ(registry.make("copy", topo)->name(), "bottleneck");
 }
 
+// Host-link contention (set_link_slowdown): one flow of 50 MB from node 0 to node 1 crosses its
+// source's NIC up and its destination's NIC down (50 GB/s each): 1 ms alone, 2 ms with the
+// destination's NIC link at half its rate, back to 1 ms once cleared, on both models that apply
+// it; the link bytes they report carry the flow's bytes.
+TEST(NetworkModel, LinkSlowdownStretchesTheSlowedLinkOnly) {
+  const Topology topo = build_topology(testing::h800_sxm_cluster_spec(2, 8, 1, true));
+  const std::vector<GpuId> gpus = {GpuId{0}, GpuId{8}};
+  TrafficMatrix t(gpus);
+  t.set_bytes(0, 1, 50e6);
+  int32_t nic_in_of_8 = -1;
+  for (size_t l = 0; l < topo.links().size(); ++l) {
+    const Link& link = topo.links()[l];
+    if (link.link_class == LinkClass::kNic && link.to_vertex == 8) {
+      nic_in_of_8 = static_cast<int32_t>(l);
+    }
+  }
+  ASSERT_GE(nic_in_of_8, 0);
+  std::vector<double> slow(topo.links().size(), 1.0);
+  slow[static_cast<size_t>(nic_in_of_8)] = 2.0;
+  for (const std::string name : {"bottleneck", "fluid"}) {
+    SCOPED_TRACE(name);
+    auto model = NetworkModelRegistry().make(name, topo);
+    const SimTime alone = model->run(t).duration_ns;
+    EXPECT_NEAR(static_cast<double>(alone), 1e6, 5e3);  // + route latency
+    EXPECT_EQ(model->link_bytes()[static_cast<size_t>(nic_in_of_8)], 50e6);
+    ASSERT_TRUE(model->set_link_slowdown(slow));
+    const CollectiveResult slowed = model->run(t);
+    EXPECT_NEAR(static_cast<double>(slowed.duration_ns - alone), 1e6, 2.0);
+    EXPECT_EQ(slowed.bottleneck_link, nic_in_of_8);
+    EXPECT_DOUBLE_EQ(slowed.bottleneck_capacity_bytes_per_s, 25e9);
+    ASSERT_TRUE(model->set_link_slowdown({}));
+    EXPECT_EQ(model->run(t).duration_ns, alone);
+  }
+  // The factored model does not apply it (refused by scenario validation with [kv_tiers]).
+  auto factored = NetworkModelRegistry().make("bottleneck_factored", topo);
+  EXPECT_FALSE(factored->set_link_slowdown(slow));
+  EXPECT_TRUE(factored->set_link_slowdown({}));
+}
+
 TEST(CollectiveResult, BarrierWaitIsDurationMinusReceiveCompletion) {
   CollectiveResult r;
   r.duration_ns = 100;

@@ -50,6 +50,10 @@ const std::map<std::string, std::string>& expected_messages() {
       {"kv_tiers_cluster_without_network.toml",
        "{dir}/kv_tiers_cluster_without_network.toml:24:9: kv_tiers.scope: \"cluster\" reaches "
        "other nodes' tiers over the network: the topology 'h200-node-host' has no NICs"},
+      {"kv_tiers_factored_network.toml",
+       "{dir}/kv_tiers_factored_network.toml:29:9: network.model: [kv_tiers] copies contend with "
+       "the all-to-all on the GPUs' PCIe links, which the \"bottleneck\" and \"fluid\" models "
+       "apply; \"bottleneck_factored\" does not"},
       {"kv_tiers_ssd_above_host.toml",
        "{dir}/kv_tiers_ssd_above_host.toml:23:14: kv_tiers.ssd_gbytes: exceeds the node's NVMe "
        "capacity (1000 GB in the topology 'h200-node-host' [host] table)"},

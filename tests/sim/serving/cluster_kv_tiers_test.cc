@@ -36,6 +36,20 @@ TEST(ClusterKvTiers, RequestFiguresAddUpToTheTierCounters) {
     EXPECT_GE(r.first_token_ns, r.first_scheduled_ns + r.kv_load_ns) << r.request_id;
     EXPECT_EQ(r.queueing_ns() + r.kv_load_ns + r.prefill_ns(), r.ttft_ns());
   }
+  // A load takes at least its bytes over the host path (50 GB/s; a remote read is no faster):
+  // the all-to-all only ever delays it (host-link contention).
+  const double entry_bytes_per_gpu = std::llround(
+      out.gpus.front().kv_block_bytes * (kPrefixBlockTokens / sc.scheduler.kv_block_tokens));
+  for (const RequestRecord& r : out.requests) {
+    const double bytes =
+        entry_bytes_per_gpu * static_cast<double>(r.loaded_prompt_tokens) / kPrefixBlockTokens;
+    EXPECT_GE(static_cast<double>(r.kv_load_ns), bytes / 50e9 * 1e9 - 1.0) << r.request_id;
+  }
+  // The copies shared the GPUs' PCIe links with the expert-parallel all-to-all (two nodes per
+  // replica): steps were slowed, demotions delayed.
+  EXPECT_GT(k.slowed_gpu_steps, 0);
+  EXPECT_GT(k.demotion_contention_s, 0);
+  EXPECT_GE(k.load_contention_s, 0);
   // Every cached prompt token is a hit block of some tier; loaded ones are DRAM / SSD hits.
   const int64_t hits = k.hit_blocks[0] + k.hit_blocks[1] + k.hit_blocks[2];
   EXPECT_EQ(cached, hits * kPrefixBlockTokens);

@@ -43,8 +43,8 @@ using testing::table;
 TEST(ReplicaSchedulerTiers, PrefixInDramIsLoadedBeforeItsPrefill) {
   IdWindow<Seq> seqs = table({seq(1200, 4, 1000)});
   KvTiers tiers(dram_only(), 1, 1);
-  tiers.demote_from_hbm(0, 1000, 8192, 1);
-  tiers.demote_from_hbm(0, 1001, 8192, 1);
+  tiers.demote_from_hbm(0, 0, 1000, 8192, 1, 0);
+  tiers.demote_from_hbm(0, 0, 1001, 8192, 1, 0);
   ReplicaScheduler sched(spec(), 1, layout(100), &seqs);
   sched.set_kv_tiers(&tiers, {0}, {0}, 1);
   EXPECT_EQ(sched.cached_prefix_blocks(seqs[0].req), 2);  // (1200 - 1) / 512 = 2 may hit

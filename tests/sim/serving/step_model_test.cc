@@ -265,6 +265,41 @@ TEST(StepModelTest, NodeLimitedTrafficChangesTheRelayRowsOnBothTiers) {
   }
 }
 
+// Host-link contention (set_nic_slowdown, set_track_nic_bytes) on 2 nodes x 8: the NIC bytes each
+// GPU reports add up in and out, and agree between the tiers (balanced routing); slowing every
+// GPU's NIC lengthens the step on both tiers, the exact tier through the network model; clearing
+// the slowdown (or factors of 1) gives the unslowed step back bit for bit.
+TEST(StepModelTest, NicSlowdownLengthensTheStepAndNicBytesAddUp) {
+  const std::vector<std::vector<SeqSlice>> ranks(16, std::vector<SeqSlice>{SeqSlice{64, 0, true}});
+  double in_total[2] = {0, 0};
+  for (const bool fast : {false, true}) {
+    SCOPED_TRACE(fast ? "fast" : "exact");
+    DeploymentSpec d;
+    Fixture f(tiny(), testing::h800_sxm_cluster_spec(2, 2, 1, true), d);
+    f.model->set_fast_tier(fast);
+    f.model->set_track_nic_bytes(true);
+    const StepResult base = f.model->run(0, ranks, nullptr);
+    ASSERT_EQ(base.nic_in_bytes.size(), 16u);
+    double in = 0, out = 0;
+    for (size_t g = 0; g < 16; ++g) {
+      EXPECT_GT(base.nic_in_bytes[g], 0) << g;
+      in += base.nic_in_bytes[g];
+      out += base.nic_out_bytes[g];
+    }
+    EXPECT_NEAR(in, out, 1e-9 * in);
+    in_total[fast] = in;
+    const std::vector<double> twice(16, 2.0), once(16, 1.0);
+    f.model->set_nic_slowdown(twice, twice);
+    const SimTime slowed = f.model->run(0, ranks, nullptr).duration_ns;
+    EXPECT_GT(slowed, base.duration_ns);
+    f.model->set_nic_slowdown(once, once);
+    EXPECT_EQ(f.model->run(0, ranks, nullptr).duration_ns, base.duration_ns);
+    f.model->set_nic_slowdown({}, {});
+    EXPECT_EQ(f.model->run(0, ranks, nullptr).duration_ns, base.duration_ns);
+  }
+  EXPECT_NEAR(in_total[1], in_total[0], 0.05 * in_total[0]);
+}
+
 TEST(StepModelTest, HotExpertMakesColdGpusWaitAtTheBarrier) {
   Fixture balanced(tiny(), 8, DeploymentSpec{}, /*hot_gpu=*/-1);
   Fixture hot(tiny(), 8, DeploymentSpec{}, /*hot_gpu=*/0);
