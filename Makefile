@@ -28,6 +28,9 @@ test: build
 SAN_BUILD ?= build-sanitize
 SAN_CXX ?= clang++-14
 SAN_EXCLUDE ?= notebook|python\.|report\.|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
+# Whole-scenario replays that take over 7 s each under the sanitizers (docs/reliability.md): their
+# code paths run instrumented in smaller tests; they run uninstrumented in `make test`.
+SAN_SLOW ?= PlacementPolicyCompare\.|PolicyStepTraceTest\.|cli\.sweep_resume|cli\.validate_placement_changes|ConcurrencyCapTest\.CapOf32LowersTpotAgainst128OnTheShippedPair|TierAgreement\.ThousandGpuDecodeHeavyDeploymentAgrees|EplbPolicy\.MeasuredBalanceAfterARebalanceIsThePredictedOne|QueueIsolationTest\.IsolationImprovesShortRequestTtftP99OnTheShippedPair|PolicyConservationTest\.RequestsInAnAdmissionDelayAreCountedInFlight|LongContextCapTest\.ShippedScenarioRoutesLongPromptsToTheirPool
 FUZZ_SECONDS ?= 60
 .PHONY: sanitize-build fuzz
 sanitize-build: deps
@@ -39,10 +42,10 @@ sanitize: sanitize-build
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '$(SAN_EXCLUDE)'
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '$(SAN_EXCLUDE)|$(SAN_SLOW)'
 
 fuzz: sanitize-build
-	./scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
+	FUZZ_JOBS=$(JOBS) ./scripts/fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
 
 bench: build
 	./scripts/bench.sh $(BUILD)

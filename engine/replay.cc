@@ -306,10 +306,11 @@ class GpuReplay {
     run_moe(l, w, normed);
   }
 
-  // The output head on one row per sequence of the GPU (every scheduled sequence, as the
-  // simulator prices it), after the last layer; the input rows stand for the final hidden states.
+  // The output head after the last layer, as the simulator prices it: one row per prefill
+  // sequence and one per new token of a decode sequence (a speculative verification of 1 + d
+  // tokens needs the logits of each); the input rows stand for the final hidden states.
   void run_lm_head() {
-    const int64_t rows = all_.num_sequences();
+    const int64_t rows = prefill_.num_sequences() + decode_.total_new_tokens();
     if (lm_head_.tiles.empty() || rows == 0) return;
     const int64_t hidden = trace_.model.hidden_size;
     const DType act = dtypes_.activations;

@@ -26,17 +26,34 @@ mkdir -p "$build/fuzz/findings"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/scripts/lsan.supp:print_suppressions=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-failed=()
-for t in "${targets[@]}"; do
-  corpus="$build/fuzz/corpus/$t"
+# Targets run FUZZ_JOBS at a time (default 1; `make fuzz` passes the core count); each writes its
+# log and status, reported in target order once all have ended.
+jobs=${FUZZ_JOBS:-1}
+run_target() {
+  local t=$1 corpus="$build/fuzz/corpus/$1" log="$build/fuzz/$1.log" start
   mkdir -p "$corpus" "$seeds/$t"
-  log="$build/fuzz/$t.log"
   start=$(date +%s)
   if "$bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
       -artifact_prefix="$build/fuzz/findings/$t-" -print_final_stats=1 \
       "$corpus" "$seeds/$t" >"$log" 2>&1; then
+    echo "ok $(( $(date +%s) - start ))" >"$build/fuzz/$t.status"
+  else
+    echo "finding" >"$build/fuzz/$t.status"
+  fi
+}
+for t in "${targets[@]}"; do
+  rm -f "$build/fuzz/$t.status"
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait
+failed=()
+for t in "${targets[@]}"; do
+  log="$build/fuzz/$t.log"
+  read -r status secs <"$build/fuzz/$t.status" || status=finding
+  if [ "$status" = ok ]; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo ?)
-    echo "fuzz: $t: ok, $runs runs in $(( $(date +%s) - start )) s"
+    echo "fuzz: $t: ok, $runs runs in $secs s"
   else
     echo "fuzz: $t: FINDING (log $log, inputs $build/fuzz/findings/$t-*)"
     grep -E 'ERROR|fuzz finding|runtime error|Test unit written' "$log" | head -5 || true

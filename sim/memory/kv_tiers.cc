@@ -39,6 +39,11 @@ void KvTierStore::touch(uint64_t key) {
   lru_.emplace(it->second.tick, key);
 }
 
+int64_t KvTierStore::bytes_of(uint64_t key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? 0 : it->second.bytes;
+}
+
 int64_t KvTierStore::take(uint64_t key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return 0;
@@ -171,23 +176,44 @@ void KvTiers::store(int32_t node, int tier, uint64_t key, int64_t bytes) {
 
 void KvTiers::demote_from_hbm(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
                               int32_t gpus_per_copy, SimTime now) {
+  const int tier = tier_of(node, key);
+  if (tier != 0) {
+    // The node already holds this prefix below HBM (another rank computed it, or it was written
+    // through): keep that copy, refreshed; nothing moves.
+    (tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)]).touch(key);
+    counters_.duplicate_entries++;
+    return;
+  }
   const int64_t bytes = bytes_per_gpu * gpus_per_copy;
   counters_.bytes_out[0] += static_cast<double>(bytes);
   counters_.pcie_bytes += static_cast<double>(bytes);
+  copy_out(gpu, bytes_per_gpu, gpus_per_copy, now);
+  if (spec_.cluster_scope) home_[key] = node;
+  store(node, 1, key, bytes);
+}
+
+void KvTiers::write_through(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
+                            int32_t gpus_per_copy, SimTime now) {
+  MOESIM_CHECK(spec_.write_through, "write-through without the option");
+  const int tier = tier_of(node, key);
+  if (tier != 0) {
+    (tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)]).touch(key);
+    return;
+  }
+  const int64_t bytes = bytes_per_gpu * gpus_per_copy;
+  counters_.written_through_bytes += static_cast<double>(bytes);
+  counters_.pcie_bytes += static_cast<double>(bytes);
+  copy_out(gpu, bytes_per_gpu, gpus_per_copy, now);
+  if (spec_.cluster_scope) home_[key] = node;
+  store(node, 1, key, bytes);
+}
+
+void KvTiers::copy_out(int32_t gpu, int64_t bytes_per_gpu, int32_t gpus_per_copy, SimTime now) {
   const SimTime copy_ns =
       std::llround(static_cast<double>(bytes_per_gpu) / spec_.pcie_bytes_per_s * 1e9);
   for (int32_t g = gpu; g < gpu + gpus_per_copy; ++g) {
     out_.push(g, now, copy_ns, spec_.pcie_latency_ns, -1, false);
   }
-  const int tier = tier_of(node, key);
-  if (tier != 0) {
-    // The node already holds this prefix below HBM: keep that copy, refreshed.
-    (tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)]).touch(key);
-    drop(key, bytes);
-    return;
-  }
-  if (spec_.cluster_scope) home_[key] = node;
-  store(node, 1, key, bytes);
 }
 
 KvLoad KvTiers::load(int32_t node, int32_t gpu, std::span<const uint64_t> keys,
@@ -201,12 +227,19 @@ KvLoad KvTiers::load(int32_t node, int32_t gpu, std::span<const uint64_t> keys,
     const int tier = tier_of(node, key);
     MOESIM_CHECK(tier != 0, "loading a key that no lower tier holds");
     const int32_t home = home_of(node, key);
-    const int64_t bytes = (tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)]).take(key);
-    if (spec_.cluster_scope) home_.erase(key);
+    KvTierStore& st = tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)];
+    int64_t bytes = 0;
+    if (spec_.write_through) {
+      bytes = st.bytes_of(key);  // a copy: the entry stays (inclusive store)
+      st.touch(key);
+    } else {
+      bytes = st.take(key);
+      if (spec_.cluster_scope) home_.erase(key);
+      counters_.bytes_out[tier] += static_cast<double>(bytes);
+    }
     MOESIM_CHECK(bytes == bytes_per_gpu * gpus_per_copy, "KV tier entry size changed");
     (tier == 1 ? out.dram_entries : out.ssd_entries)++;
     counters_.hit_blocks[tier]++;
-    counters_.bytes_out[tier] += static_cast<double>(bytes);
     counters_.bytes_in[0] += static_cast<double>(bytes);
     if (tier == 2) counters_.nvme_bytes += static_cast<double>(bytes);
     if (home == node) {

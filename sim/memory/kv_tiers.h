@@ -2,7 +2,12 @@
 // least-recently-used store of prefix entries (one 512-token prefix block of one attention rank,
 // keyed by its content hash). The HBM tier is each rank's KvCache (kv_cache.h).
 //
-// Movement (every block is in exactly one place: a rank's HBM, one tier of one node, or gone):
+// Movement (without write-through every block is in exactly one place: a rank's HBM, one tier of
+// one node, or gone):
+// - write-through (optional, Mooncake's store): a prefilled prompt's new prefix entries are also
+//   copied to the node's DRAM at once, and loads copy entries instead of taking them: the lower
+//   tiers then hold copies of what HBM holds (inclusive), and a demotion of an entry they hold
+//   moves no bytes. Without it the hierarchy is exclusive, as follows.
 // - demotion: an entry the HBM cache evicts goes to its node's DRAM; an entry DRAM evicts goes to
 //   the node's SSD; an entry SSD evicts is dropped. A missing tier is skipped (HBM -> SSD when
 //   there is no DRAM tier). When the node already holds the key in a lower tier (another rank
@@ -56,6 +61,9 @@ struct KvTierSpec {
   double nvme_bytes_per_s = 0;  // per node (> 0 with an SSD tier)
   SimTime nvme_latency_ns = 0;
   bool cluster_scope = false;  // "cluster": one DRAM pool and one SSD pool over all nodes
+  // Mooncake's store: a prefilled prompt's prefix blocks are copied to the lower tiers at once
+  // (write_through), and loads copy from them instead of taking entries out (inclusive).
+  bool write_through = false;
   // Per GPU, one direction: the topology's NIC rate (0 without a network); remote reads of the
   // cluster scope (> 0 there) and the all-to-all's share of the host path.
   double nic_bytes_per_s = 0;
@@ -117,6 +125,8 @@ class KvTierStore {
   void touch(uint64_t key);
   // Removes `key`; returns its bytes (0 when absent).
   int64_t take(uint64_t key);
+  // The bytes of `key` (0 when absent).
+  int64_t bytes_of(uint64_t key) const;
 
   int64_t capacity_bytes() const { return capacity_bytes_; }
   int64_t used_bytes() const { return used_bytes_; }
@@ -152,6 +162,7 @@ class KvTiers {
 
   bool has_dram() const { return spec_.dram_bytes_per_node > 0; }
   bool has_ssd() const { return spec_.ssd_bytes_per_node > 0; }
+  bool writes_through() const { return spec_.write_through; }
   // The lower tier holding `key` on `node`: 1 DRAM, 2 SSD, 0 none.
   int tier_of(int32_t node, uint64_t key) const;
   // Number of leading `keys` that node `node`'s lower tiers hold.
@@ -162,7 +173,14 @@ class KvTiers {
   // store the whole rank's copy), demoted as above.
   void demote_from_hbm(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
                        int32_t gpus_per_copy, SimTime now);
-  // Takes `keys` (each in a lower tier of `node`, checked) out of the tiers and times their copy
+  // Write-through (spec.write_through): a prefix entry the rank on `node` (first GPU `gpu`, as
+  // above) just prefilled into its HBM at `now` is copied to the node's DRAM (or SSD), unless the
+  // node's tiers already hold it (then refreshed); the copy occupies the rank's GPUs' host path
+  // out like a demotion. The HBM copy stays.
+  void write_through(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
+                     int32_t gpus_per_copy, SimTime now);
+  // Takes `keys` (each in a lower tier of `node`, checked) out of the tiers (with write-through:
+  // copies them, the entries stay) and times their copy
   // into the HBM of the rank whose first of `gpus_per_copy` consecutive GPUs is global GPU `gpu`,
   // starting at `now`. Counts hits and bytes.
   KvLoad load(int32_t node, int32_t gpu, std::span<const uint64_t> keys, int64_t bytes_per_gpu,
@@ -196,6 +214,8 @@ class KvTiers {
   // Stores a copy of `bytes` (total over the rank's GPUs) in tier `tier` (1 or 2) of `node`, or
   // the next tier below when `tier` is absent; cascades evictions; drops what falls off.
   void store(int32_t node, int tier, uint64_t key, int64_t bytes);
+  // Queues the copy of `bytes_per_gpu` out of each of the rank's GPUs at `now`.
+  void copy_out(int32_t gpu, int64_t bytes_per_gpu, int32_t gpus_per_copy, SimTime now);
   void drop(uint64_t key, int64_t bytes);
   int32_t pool_of(int32_t node) const { return spec_.cluster_scope ? 0 : node; }
   // The node that demoted `key` (cluster scope), else `node`.

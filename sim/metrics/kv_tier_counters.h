@@ -25,7 +25,13 @@ struct KvTierCounters {
   std::array<double, kNumKvTiers> bytes_out{};
   double dropped_bytes = 0;  // evicted from the lowest tier (or too large for any): gone
   int64_t dropped_entries = 0;
+  // Demotions of entries the node's tiers already held (another rank's copy, or written
+  // through): the HBM copy is freed, nothing moves.
+  int64_t duplicate_entries = 0;
   int64_t num_loads = 0;  // admissions that waited for a load from DRAM / SSD
+  // Write-through: bytes of prefilled prefix entries copied from HBM to the lower tiers (in
+  // bytes_in of the tier they went to and in pcie_bytes; not in HBM's bytes_out: HBM keeps them).
+  double written_through_bytes = 0;
   double pcie_bytes = 0;  // host <-> GPU bytes (demotions + loads), both directions
   double nvme_bytes = 0;  // NVMe bytes (writes of demotions + reads of loads)
   // Cluster scope: hit blocks loaded from another node's DRAM / SSD, and their network bytes.

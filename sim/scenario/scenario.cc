@@ -248,6 +248,7 @@ KvTierSpec parse_kv_tiers(TomlTable& t, const Topology& topo, const SchedulerSpe
   k.nvme_bytes_per_s = host.nvme_bytes_per_s;
   k.nvme_latency_ns = host.nvme_latency_ns;
   k.cluster_scope = t.get_enum_or("scope", {"node", "cluster"}, "node") == "cluster";
+  k.write_through = t.get_bool_or("write_through", false);
   if (k.cluster_scope && !(topo.nic_bytes_per_s_per_gpu() > 0)) {
     t.fail("scope", "\"cluster\" reaches other nodes' tiers over the network: the topology '" +
                         topo.name() + "' has no NICs");

@@ -213,7 +213,7 @@ void ClusterSim::on_step_done(const Event& e) {
     if (sl.prefill) {
       s.prefilled += sl.new_tokens;
       if (s.prefilled < s.prefill_target) continue;
-      r.scheduler->finish_prefill(s);
+      r.scheduler->finish_prefill(s, sim_.now());
     }
     if (draft_acceptance_ && !sl.prefill) {
       // Speculative decoding: the slice verified 1 + d tokens; the accepted drafts and the

@@ -376,7 +376,7 @@ int64_t ReplicaScheduler::trim_to_committed(Seq& s) {
   return freed;
 }
 
-void ReplicaScheduler::finish_prefill(Seq& s) {
+void ReplicaScheduler::finish_prefill(Seq& s, SimTime now) {
   // Ownership of the prompt's full prefix blocks moves from the sequence to pinned cache
   // entries, so later requests with the same prefix re-use them.
   if (!spec_.prefix_caching) return;
@@ -388,6 +388,10 @@ void ReplicaScheduler::finish_prefill(Seq& s) {
   while (next < full && !rank.kv->contains(h[next]) &&
          s.owned_blocks >= blocks_per_prefix() + layout_.state_blocks_per_sequence) {
     rank.kv->insert_pinned(h[next], blocks_per_prefix(), kPrefixBlockTokens, ++lru_tick_);
+    if (tiers_ && tiers_->writes_through()) {
+      tiers_->write_through(rank_nodes_[s.rank], rank_gpus_[s.rank], h[next], entry_bytes_per_gpu(),
+                            gpus_per_rank_, now);
+    }
     s.owned_blocks -= blocks_per_prefix();
     s.num_inserted_blocks++;
     next++;

@@ -77,9 +77,10 @@ class ReplicaScheduler {
   // The batch of the last schedule().
   const ScheduledBatch& batch() const { return batch_; }
 
-  // The sequence's prompt is fully prefilled: its full prefix blocks enter the rank's cache
-  // (pinned while it runs), when prefix caching is on.
-  void finish_prefill(Seq& s);
+  // The sequence's prompt is fully prefilled at `now`: its full prefix blocks enter the rank's
+  // cache (pinned while it runs), when prefix caching is on; with KV tiers writing through, the
+  // new ones are also copied to the node's lower tiers.
+  void finish_prefill(Seq& s, SimTime now);
   // The sequence completed and `next` turn of its session will re-use its context: the context's
   // full blocks stay cached (unpinned) for it, when prefix caching is on.
   void keep_for_next_turn(Seq& s, const Request& next);

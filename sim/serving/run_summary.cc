@@ -157,6 +157,8 @@ json kv_tiers_json(const RunSummary& s) {
       num(static_cast<double>(total) / static_cast<double>(k.lookup_blocks), has_blocks);
   j["dropped_bytes"] = count_json(k.dropped_bytes);
   j["dropped_entries"] = k.dropped_entries;
+  j["duplicate_entries"] = k.duplicate_entries;
+  j["written_through_bytes"] = count_json(k.written_through_bytes);
   j["loads"] = k.num_loads;
   j["pcie_bytes"] = count_json(k.pcie_bytes);
   j["nvme_bytes"] = count_json(k.nvme_bytes);
@@ -186,7 +188,8 @@ void write_kv_tiers_text(std::ostream& os, const RunSummary& s) {
   os << "              moved in/out: hbm " << bytes_text(k.bytes_in[0]) << " loaded / "
      << bytes_text(k.bytes_out[0]) << " demoted, dram " << bytes_text(k.bytes_in[1]) << " / "
      << bytes_text(k.bytes_out[1]) << ", ssd " << bytes_text(k.bytes_in[2]) << " / "
-     << bytes_text(k.bytes_out[2]) << ", dropped " << bytes_text(k.dropped_bytes) << "\n";
+     << bytes_text(k.bytes_out[2]) << ", dropped " << bytes_text(k.dropped_bytes)
+     << ", written through " << bytes_text(k.written_through_bytes) << "\n";
   os << "              " << k.num_loads << " loads; PCIe " << bytes_text(k.pcie_bytes) << ", NVMe "
      << bytes_text(k.nvme_bytes) << ", network " << bytes_text(k.network_bytes) << " ("
      << k.remote_hit_blocks << " remote hit blocks)\n"

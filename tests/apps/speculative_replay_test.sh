@@ -22,6 +22,25 @@ assert set(decode) <= {1, 2, 3} and 3 in decode, sorted(set(decode))
 print(f"speculative_replay_test: {len(decode)} decode sequences, verifying {sorted(set(decode))}")
 PY
 OMP_NUM_THREADS=1 "$engine" replay "$tmp/steps.jsonl" --out "$tmp/meas.jsonl" \
-  --max-steps 12 --warmup 0 --repeats 1 > "$tmp/replay.txt"
+  --max-steps 12 --warmup 0 --repeats 1 --gpus 0 > "$tmp/replay.txt"
 grep -q "replayed 12 steps" "$tmp/replay.txt" || { cat "$tmp/replay.txt"; exit 1; }
+# The output head computes the logits of every verified token, as the simulator prices it: one
+# row per prefill sequence and one per new token of a decode sequence.
+/usr/bin/python3 - "$tmp/steps.jsonl" "$tmp/meas.jsonl" <<'PY'
+import json, sys
+want = {}
+for line in open(sys.argv[1]):
+    s = json.loads(line)
+    if s.get("record") != "step":
+        continue
+    want[s["step"]] = sum(1 if q["phase"] == "prefill" else q["new_tokens"]
+                          for q in s["sequences"] if q["gpu"] == 0)
+heads = [json.loads(l) for l in open(sys.argv[2])]
+heads = [r for r in heads if r.get("record") == "op" and r["op"] == "lm_head"]
+assert heads, "no output head replayed on GPU 0"
+for r in heads:
+    assert r["tokens"] == want[r["step"]], (r["step"], r["tokens"], want[r["step"]])
+assert any(r["tokens"] > r["num_sequences"] for r in heads), "no verification of 1 + d rows"
+print(f"speculative_replay_test: {len(heads)} output heads with 1 + d rows per verification")
+PY
 echo "speculative_replay_test: the verification steps replay on the CPU engine"

@@ -71,9 +71,11 @@ TEST(KvTiers, DemotionCascadesDramToSsdToDropped) {
   EXPECT_EQ(c.dropped_entries, 1);
   EXPECT_EQ(c.pcie_bytes, 500);
   EXPECT_EQ(c.nvme_bytes, 300);
-  // A copy of a prefix the node already holds below HBM is dropped; the held one is refreshed.
+  // A copy of a prefix the node already holds below HBM moves nothing; the held one is refreshed.
   tiers.demote_from_hbm(0, 0, 4, 100, 1, 0);
-  EXPECT_EQ(c.dropped_entries, 2);
+  EXPECT_EQ(c.dropped_entries, 1);
+  EXPECT_EQ(c.duplicate_entries, 1);
+  EXPECT_EQ(c.pcie_bytes, 500);
   tiers.demote_from_hbm(0, 0, 6, 100, 1, 0);  // DRAM's oldest is now 5, not 4
   EXPECT_EQ(tiers.tier_of(0, 4), 1);
   EXPECT_EQ(tiers.tier_of(0, 5), 2);
@@ -169,8 +171,9 @@ TEST(KvTiers, ClusterScopePoolsTheNodesAndLoadsRemoteEntriesOverTheNic) {
   EXPECT_EQ(&tiers.dram(0), &tiers.dram(1));
   tiers.demote_from_hbm(1, 0, 1, kEntry, 1, 0);  // home node 1
   tiers.demote_from_hbm(0, 0, 2, kEntry, 1, 0);  // home node 0
-  tiers.demote_from_hbm(1, 0, 2, kEntry, 1, 0);  // the pool already holds 2: this copy is dropped
-  EXPECT_EQ(tiers.counters().dropped_entries, 1);
+  tiers.demote_from_hbm(1, 0, 2, kEntry, 1, 0);  // the pool already holds 2: nothing moves
+  EXPECT_EQ(tiers.counters().duplicate_entries, 1);
+  EXPECT_EQ(tiers.counters().dropped_entries, 0);
   EXPECT_EQ(tiers.match(0, std::vector<uint64_t>{2, 1}), 2);  // node 0 sees node 1's entry
   // On GPU 0 of node 0 at t = 0, one after the other on the GPU's host path in: key 1 from node
   // 1's DRAM over the NIC (2,000,000, + 5,000 latency), then key 2 over the PCIe link from the
@@ -183,7 +186,7 @@ TEST(KvTiers, ClusterScopePoolsTheNodesAndLoadsRemoteEntriesOverTheNic) {
   const KvTierCounters& c = tiers.counters();
   EXPECT_EQ(c.remote_hit_blocks, 1);
   EXPECT_EQ(c.network_bytes, kEntry);
-  EXPECT_EQ(c.pcie_bytes, 4.0 * kEntry);  // three demotions and one local load
+  EXPECT_EQ(c.pcie_bytes, 3.0 * kEntry);  // two demotions and one local load
   EXPECT_EQ(tiers.match(1, std::vector<uint64_t>{1}), 0);
 }
 

@@ -18,6 +18,7 @@ TEST(ClusterKvTiers, RequestFiguresAddUpToTheTierCounters) {
                               "/scenarios/deepseek-v3-h800-mooncake-tiered.toml");
   sc.run.duration_s = 180;
   sc.kv_tiers.dram_bytes_per_node = 4'000'000'000;  // small: DRAM evicts to SSD within 180 s
+  sc.kv_tiers.write_through = false;                // the exclusive hierarchy
   RunOptions opt;
   opt.keep_requests = true;
   const RunOutput out = run_scenario(sc, opt, 1, make_policies(sc));
@@ -76,6 +77,39 @@ TEST(ClusterKvTiers, RequestFiguresAddUpToTheTierCounters) {
   EXPECT_EQ(k.bytes_out[1], k.bytes_in[2] + dram_loads);
   EXPECT_EQ(k.bytes_out[0] + (k.bytes_out[2] - ssd_loads), k.bytes_in[1] + k.dropped_bytes);
   EXPECT_GT(k.bytes_in[2], 0);  // the SSD tier was used
+}
+
+// With write-through (the shipped scenario's Mooncake store) the tiers hold copies: what HBM
+// demotes or writes through enters DRAM, what DRAM evicts enters SSD, what SSD evicts is gone;
+// loads copy and move nothing out, so each tier's bytes in minus out is what it holds at the end.
+// The prefixes a replica computed reach every other replica: more lower-tier hits than without.
+TEST(ClusterKvTiers, WriteThroughKeepsCopiesInTheStore) {
+  Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) +
+                              "/scenarios/deepseek-v3-h800-mooncake-tiered.toml");
+  ASSERT_TRUE(sc.kv_tiers.write_through);
+  sc.run.duration_s = 120;
+  RunOutput with = run_scenario(sc, RunOptions{}, 1, make_policies(sc));
+  sc.kv_tiers.write_through = false;
+  const RunOutput without = run_scenario(sc, RunOptions{}, 1, make_policies(sc));
+  ASSERT_TRUE(with.conservation_ok) << with.conservation_message;
+  const KvTierCounters& k = with.counters.kv_tiers;
+  const double entry_bytes = static_cast<double>(std::llround(
+      with.gpus.front().kv_block_bytes * (kPrefixBlockTokens / sc.scheduler.kv_block_tokens)));
+  EXPECT_GT(k.written_through_bytes, 0);
+  EXPECT_EQ(k.bytes_in[0], static_cast<double>(k.hit_blocks[1] + k.hit_blocks[2]) * entry_bytes);
+  for (int t = 1; t < kNumKvTiers; ++t) {
+    EXPECT_EQ(k.bytes_in[t] - k.bytes_out[t],
+              static_cast<double>(k.entries_at_end[t]) * entry_bytes)
+        << kKvTierNames[t];
+  }
+  EXPECT_EQ(k.bytes_in[1], k.bytes_out[0] + k.written_through_bytes);
+  EXPECT_EQ(k.bytes_in[2], k.bytes_out[1]);
+  EXPECT_EQ(k.dropped_bytes, k.bytes_out[2]);
+  EXPECT_EQ(k.pcie_bytes,
+            k.bytes_out[0] + k.written_through_bytes + k.bytes_in[0] - k.network_bytes);
+  const KvTierCounters& x = without.counters.kv_tiers;
+  EXPECT_GT(k.hit_blocks[1] + k.hit_blocks[2], 2 * (x.hit_blocks[1] + x.hit_blocks[2]));
+  EXPECT_GT(with.counters.prompt_tokens_cached, without.counters.prompt_tokens_cached);
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ void finish_step(ReplicaScheduler& sched, IdWindow<Seq>& seqs) {
     if (sl.prefill) {
       s.prefilled += sl.new_tokens;
       if (s.prefilled < s.prefill_target) continue;
-      sched.finish_prefill(s);
+      sched.finish_prefill(s, 0);
     }
     s.generated += 1;
   }

@@ -84,7 +84,7 @@ TEST(ReplicaSchedulerTiers, HbmHitsComeFirstAndEvictionsAreDemoted) {
   sched.enqueue(0);
   ASSERT_EQ(sched.schedule(0).seqs.size(), 1u);
   seqs[0].prefilled = 1100;
-  sched.finish_prefill(seqs[0]);
+  sched.finish_prefill(seqs[0], 0);
   sched.release(seqs[0]);
   EXPECT_EQ(sched.kv(0).cached_blocks(), 16);
   // Sequence 1 needs 25 blocks (1600 tokens) and 14 are free, so both
