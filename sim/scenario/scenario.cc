@@ -345,6 +345,16 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
 
   if (auto t = root.find_table("speculative")) {
     s.speculative = parse_speculative(*t, *s.model, base_dir);
+    const DeploymentSpec& dep_spec = s.deployment;
+    const int64_t needed = static_cast<int64_t>(dep_spec.num_replicas) *
+                           (dep_spec.gpus_per_replica + s.speculative.draft_gpus);
+    if (s.speculative.draft_gpus > 0 && needed > s.topology->num_gpus()) {
+      t->fail("draft_gpus", std::to_string(dep_spec.num_replicas) + " replicas x (" +
+                                std::to_string(dep_spec.gpus_per_replica) + " target + " +
+                                std::to_string(s.speculative.draft_gpus) +
+                                " draft GPUs) exceed the topology's " +
+                                std::to_string(s.topology->num_gpus()) + " GPUs");
+    }
   }
 
   if (auto t = root.find_table("network")) {

@@ -57,6 +57,11 @@ SpeculativeSpec parse_speculative(TomlTable& t, const ModelCard& card,
     }
     if (t.has("draft_model")) t.fail("draft_model", "only with method = \"draft_model\"");
   }
+  if (s.method == SpeculativeMethod::kDraftModel) {
+    s.draft_gpus = static_cast<int32_t>(t.get_int_in_or("draft_gpus", 0, 1 << 20, 0));
+  } else if (t.has("draft_gpus")) {
+    t.fail("draft_gpus", "only with method = \"draft_model\" (MTP modules run on the target's GPUs)");
+  }
   s.num_draft_tokens = static_cast<int32_t>(t.get_int_in("draft_tokens", 1, 16));
   const bool has_list = t.has("acceptance");
   const bool has_rate = t.has("acceptance_rate");

@@ -17,8 +17,8 @@
 namespace moesim::sim {
 
 // How draft tokens are produced: the model card's own MTP modules ("mtp"), or a separate dense
-// draft model co-located with the target ("draft_model": every GPU holds the whole draft model
-// and drafts for its attention rank's sequences).
+// draft model ("draft_model"), co-located with the target (every GPU holds the whole draft model
+// and drafts for its attention rank's sequences) or on GPUs of its own (draft_gpus).
 enum class SpeculativeMethod { kMtp, kDraftModel };
 // "mtp", "draft_model".
 const char* speculative_method_name(SpeculativeMethod method);
@@ -39,6 +39,11 @@ struct SpeculativeSpec {
   // directory): dense layers only, the target's vocabulary size. Null with kMtp.
   std::string draft_model_path;
   std::shared_ptr<const ModelCard> draft_model;
+  // kDraftModel: GPUs of its own per replica for the draft model (key `draft_gpus`; 0, the
+  // default: co-located on every target GPU). Replica r's draft GPUs follow all replicas' target
+  // GPUs: [R G + r N, R G + (r + 1) N) for R replicas of G GPUs; each holds the whole draft model
+  // and a share of the draft KV, and drafts for a share of the replica's sequences.
+  int32_t draft_gpus = 0;
 };
 
 // Parses and validates a [speculative] table for the target `card`; every error names the key.

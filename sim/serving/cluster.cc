@@ -96,6 +96,7 @@ void ClusterSim::build_replicas() {
                                       card_.name + " on " + builder_.topology().gpu_spec().name +
                                           " with " + std::to_string(d.gpus_per_replica) +
                                           " GPUs per replica");
+      builder_.cap_kv_pool_for_draft_gpus(layout, d.gpus_per_replica / tp);
     }
     r.scheduler =
         std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp, layout, &seqs_);
@@ -105,9 +106,11 @@ void ClusterSim::build_replicas() {
       const ModelCard* draft = sc_.speculative.draft_model.get();  // null: MTP
       r.parts.step_model->set_draft_tokens(k);
       r.parts.step_model->set_draft_model(draft);
+      r.parts.step_model->set_draft_gpus(builder_.draft_gpus(ri));
       if (r.shadow.step_model) {
         r.shadow.step_model->set_draft_tokens(k);
         r.shadow.step_model->set_draft_model(draft);
+        r.shadow.step_model->set_draft_gpus(builder_.draft_gpus(ri));
       }
     }
     if (kv_tiers_) {
@@ -138,6 +141,17 @@ void ClusterSim::build_replicas() {
       recorder_.add_gpu(rec);
     }
     replicas_.push_back(std::move(r));
+  }
+  // Draft GPUs of their own (SpeculativeSpec::draft_gpus) follow every replica's GPUs, in id order:
+  // each holds the whole draft model (its draft KV is what caps the replicas' KV pools).
+  for (int32_t ri = 0; ri < d.num_replicas && sc_.speculative.draft_gpus > 0; ++ri) {
+    for (GpuId g : builder_.draft_gpus(ri)) {
+      GpuRecord rec;
+      rec.gpu = g.value;
+      rec.replica = ri;
+      rec.weight_bytes = draft_model_memory(*sc_.speculative.draft_model).weight_bytes;
+      recorder_.add_gpu(rec);
+    }
   }
   // Pointers into replicas_ are taken only now that the vector is complete.
   for (Replica& r : replicas_) {

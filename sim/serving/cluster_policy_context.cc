@@ -135,6 +135,7 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   if (sc_.speculative.enabled) {
     r.parts.step_model->set_draft_tokens(sc_.speculative.num_draft_tokens);
     r.parts.step_model->set_draft_model(sc_.speculative.draft_model.get());
+    r.parts.step_model->set_draft_gpus(builder_.draft_gpus(r.idx));
   }
   if (r.shadow.step_model) {
     r.shadow.step_model =
@@ -143,6 +144,7 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
     if (sc_.speculative.enabled) {
       r.shadow.step_model->set_draft_tokens(sc_.speculative.num_draft_tokens);
       r.shadow.step_model->set_draft_model(sc_.speculative.draft_model.get());
+      r.shadow.step_model->set_draft_gpus(builder_.draft_gpus(r.idx));
     }
   }
   for (GpuId g : r.gpus()) {

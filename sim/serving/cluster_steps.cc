@@ -44,6 +44,19 @@ void ClusterSim::try_start_step(Replica& r) {
   r.last_step_ns = res.duration_ns;
   r.busy = true;
   if (draft_acceptance_) draft_acceptance_->add_step(res.duration_ns, res.draft_ns);
+  if (!res.draft_gpu_busy_ns.empty()) {
+    // The draft GPUs (SpeculativeSpec::draft_gpus): busy in the draft passes, idle otherwise.
+    const std::vector<GpuId> draft = builder_.draft_gpus(r.idx);
+    SimTime busy = 0;
+    for (size_t j = 0; j < draft.size(); ++j) {
+      GpuRecord& rec = recorder_.gpu(draft[j].value);
+      rec.compute_ns += res.draft_gpu_busy_ns[j];
+      rec.wait_ns += res.duration_ns - res.draft_gpu_busy_ns[j];
+      busy += res.draft_gpu_busy_ns[j];
+    }
+    draft_acceptance_->add_draft_gpus(busy,
+                                      res.duration_ns * static_cast<SimTime>(draft.size()));
+  }
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
   recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res});
   if (recorder_.keeps_step_series()) add_series_row(r, batch, res);

@@ -1,5 +1,8 @@
 #include "sim/serving/replica_builder.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include <algorithm>
 #include <span>
 #include <string>
@@ -108,8 +111,9 @@ GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
   mem.workspace_bytes = static_cast<int64_t>(sc_.scheduler.workspace_gib * (1LL << 30));
   mem.reserve_fraction = sc_.scheduler.hbm_reserve_fraction;
   if (placements) mem.routed_expert_slots = placements->max_total_slots_per_gpu();
-  if (sc_.speculative.enabled) {
-    // MTP modules' experts spread like one MoE layer's: the fullest GPU's slots per layer.
+  if (sc_.speculative.enabled && sc_.speculative.draft_gpus == 0) {
+    // MTP modules' experts spread like one MoE layer's: the fullest GPU's slots per layer. A draft
+    // model on GPUs of its own takes nothing on the target's (check_draft_gpus).
     const int64_t layers = placements ? placements->num_layers() : 1;
     const int64_t slots = (mem.routed_expert_slots + layers - 1) / layers;
     const DraftMemory draft = draft_memory(sc_.speculative, card, mem.attention_tp, slots);
@@ -117,6 +121,48 @@ GpuMemoryInputs ReplicaBuilder::memory_inputs(const ModelCard& card,
     mem.draft_kv_bytes_per_token = draft.kv_bytes_per_token;
   }
   return mem;
+}
+
+std::vector<GpuId> ReplicaBuilder::draft_gpus(int32_t replica) const {
+  const DeploymentSpec& d = sc_.deployment;
+  const int32_t n = sc_.speculative.draft_gpus;
+  std::vector<GpuId> out;
+  const int32_t first = d.num_replicas * d.gpus_per_replica + replica * n;
+  for (int32_t j = 0; j < n; ++j) out.emplace_back(first + j);
+  return out;
+}
+
+void ReplicaBuilder::cap_kv_pool_for_draft_gpus(GpuMemoryLayout& layout,
+                                                int32_t num_ranks) const {
+  const SpeculativeSpec& spec = sc_.speculative;
+  if (!spec.enabled || spec.draft_gpus <= 0) return;
+  const DraftMemory draft = draft_model_memory(*spec.draft_model);
+  const double hbm = static_cast<double>(topology_->gpu_spec().hbm_bytes);
+  const double room = hbm * (1.0 - sc_.scheduler.hbm_reserve_fraction) -
+                      sc_.scheduler.workspace_gib * static_cast<double>(1LL << 30) -
+                      draft.weight_bytes;
+  // Draft KV bytes of one KV block of every rank, spread over the draft GPUs.
+  const double per_block = draft.kv_bytes_per_token *
+                           static_cast<double>(sc_.scheduler.kv_block_tokens) * num_ranks /
+                           spec.draft_gpus;
+  const double cap = per_block > 0 ? std::floor(room / per_block) : 1e18;
+  if (!(room > 0) || cap < 1) {
+    auto gib = [](double b) {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "%.2f GiB", b / static_cast<double>(1LL << 30));
+      return std::string(buf);
+    };
+    throw ConfigError(sc_.source_file, 0, 0, "speculative.draft_gpus",
+                      std::to_string(spec.draft_gpus) + " draft GPU(s) per replica cannot hold '" +
+                          spec.draft_model->name + "' (weights " + gib(draft.weight_bytes) +
+                          ") and the draft KV of one KV block per rank (" + gib(per_block) +
+                          " per GPU) in the " + gib(std::max(0.0, room + draft.weight_bytes)) +
+                          " of HBM left after workspace and reserve");
+  }
+  if (cap < static_cast<double>(layout.num_kv_blocks)) {
+    layout.num_kv_blocks = static_cast<int64_t>(cap);
+    layout.kv_pool_bytes = static_cast<double>(layout.num_kv_blocks) * layout.kv_block_bytes;
+  }
 }
 
 GpuMemoryLayout ReplicaBuilder::memory_layout(const ModelCard& card,

@@ -79,6 +79,17 @@ class ReplicaBuilder {
   GpuMemoryLayout memory_layout(const ModelCard& card, const LayerPlacements* placements,
                                 const std::string& key_path, const std::string& what) const;
 
+  // Speculative decoding's draft model on GPUs of its own (SpeculativeSpec::draft_gpus > 0): the
+  // draft GPUs of replica `replica`.
+  std::vector<GpuId> draft_gpus(int32_t replica) const;
+  // Caps `layout`'s KV pool (each of `num_ranks` ranks) to the tokens whose draft KV the draft
+  // GPUs can hold: each holds the whole draft model, the scenario's workspace and reserve, and
+  // 1 / draft_gpus of the draft KV of every token in the replica's pools (every admitted token
+  // needs its draft KV too, as on co-located GPUs). Nothing changes without draft GPUs. Throws
+  // ConfigError (speculative.draft_gpus) when the draft model does not fit or leaves no room for
+  // one KV block per rank.
+  void cap_kv_pool_for_draft_gpus(GpuMemoryLayout& layout, int32_t num_ranks) const;
+
   // A network model of the scenario's kind ([network] model) on topology().
   std::unique_ptr<NetworkModel> make_network() const;
   // The scenario's synthetic routing ([routing], or `spec`) for `card`'s MoE layers.

@@ -108,7 +108,12 @@ json speculative_json(const SpeculativeSpec& spec, const SpeculativeTotals& t) {
               {"accepted_tokens", t.accepted_tokens},
               {"committed_tokens", t.committed_tokens},
               {"tokens_per_verification", num(f.tokens_per_verification, f.has_verifications)},
-              {"draft_time_fraction", num(f.draft_time_fraction, f.has_steps)}};
+              {"draft_time_fraction", num(f.draft_time_fraction, f.has_steps)},
+              {"draft_gpus", spec.draft_gpus},
+              {"draft_gpu_busy_fraction",
+               num(static_cast<double>(t.draft_gpu_busy_ns) /
+                       static_cast<double>(t.draft_gpu_step_ns),
+                   t.draft_gpu_step_ns > 0)}};
 }
 
 void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
@@ -128,6 +133,15 @@ void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
        << fmt("%.3f", spec.acceptance[i]) << ")";
   }
   os << "\n";
+  if (spec.draft_gpus > 0) {
+    os << "              draft model on " << spec.draft_gpus
+       << " GPU(s) of its own per replica, busy "
+       << fmt_or_na("%.1f%%",
+                    100 * static_cast<double>(t.draft_gpu_busy_ns) /
+                        static_cast<double>(t.draft_gpu_step_ns),
+                    t.draft_gpu_step_ns > 0)
+       << " of the steps' time\n";
+  }
 }
 
 // Tiered KV cache (docs/outputs.md, `kv_tiers`): per tier, hit rates over the prefix blocks

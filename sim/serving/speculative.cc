@@ -38,6 +38,11 @@ void DraftAcceptance::add_step(SimTime step_ns, SimTime draft_ns) {
   totals_.draft_ns += draft_ns;
 }
 
+void DraftAcceptance::add_draft_gpus(SimTime busy_ns, SimTime step_ns) {
+  totals_.draft_gpu_busy_ns += busy_ns;
+  totals_.draft_gpu_step_ns += step_ns;
+}
+
 int64_t drafts_for(int32_t num_draft_tokens, int64_t remaining_tokens) {
   MOESIM_CHECK(remaining_tokens >= 1, "a decoding sequence has a token to produce");
   return std::min<int64_t>(num_draft_tokens, remaining_tokens - 1);

@@ -32,6 +32,10 @@ struct SpeculativeTotals {
   std::vector<int64_t> position_offered, position_accepted;
   SimTime draft_ns = 0;  // time of the draft passes, summed over steps (StepResult::draft_ns)
   SimTime step_ns = 0;   // duration of every step, summed (the draft share's denominator)
+  // Draft model on GPUs of its own (SpeculativeSpec::draft_gpus): their busy time in draft
+  // passes and their time in steps (draft GPUs x step durations), summed over steps.
+  SimTime draft_gpu_busy_ns = 0;
+  SimTime draft_gpu_step_ns = 0;
 };
 
 // Accepted drafts of one verification of `num_drafts` drafts (0 <= num_drafts <=
@@ -51,6 +55,8 @@ class DraftAcceptance {
   int32_t verify(int32_t num_drafts);
   // Adds one step's duration and its draft passes' time.
   void add_step(SimTime step_ns, SimTime draft_ns);
+  // Adds one step's busy time of the draft GPUs (summed) and their time in it (GPUs x duration).
+  void add_draft_gpus(SimTime busy_ns, SimTime step_ns);
   const SpeculativeTotals& totals() const { return totals_; }
 
  private:

@@ -116,6 +116,7 @@ void StepModel::begin_step() {
   std::fill(result_.wait_ns.begin(), result_.wait_ns.end(), 0);
   result_.duration_ns = 0;
   result_.draft_ns = 0;
+  std::fill(result_.draft_gpu_busy_ns.begin(), result_.draft_gpu_busy_ns.end(), 0);
   if (track_nic_bytes_) {
     result_.nic_in_bytes.assign(gpus_.size(), 0.0);
     result_.nic_out_bytes.assign(gpus_.size(), 0.0);

@@ -80,6 +80,8 @@ struct StepResult : StepTotals {
   // Speculative decoding (StepModel::set_draft_tokens): time of the step's draft passes, from
   // the verification's end (its slowest GPU) to the step's end. 0 without drafts.
   SimTime draft_ns = 0;
+  // With draft GPUs (StepModel::set_draft_gpus): each one's busy time in the step's draft passes.
+  std::vector<SimTime> draft_gpu_busy_ns;
   // With set_track_nic_bytes(true): per replica GPU, the all-to-all bytes that entered / left it
   // through its NIC (its network link) over the step's collectives. Empty otherwise.
   std::vector<double> nic_in_bytes, nic_out_bytes;
@@ -137,6 +139,12 @@ class StepModel {
   // i runs all of `draft`'s layers (norms, attention, dense FFN) and its output head on every GPU
   // for its rank's drafting sequences, without collectives. `draft` must outlive the model.
   void set_draft_model(const ModelCard* draft) { draft_model_ = draft; }
+  // The draft model on GPUs of its own (SpeculativeSpec::draft_gpus; empty: co-located): pass i
+  // deals the replica's drafting sequences round robin (rank by rank, in slice order) over
+  // `draft_gpus`, each running the whole draft model on its share, and lasts as long as the
+  // busiest; the token ids cross to the draft GPUs and back (twice the route latency from the
+  // replica's first GPU to the first draft GPU per step). The target's GPUs wait meanwhile.
+  void set_draft_gpus(std::vector<GpuId> draft_gpus);
 
   int32_t num_gpus() const { return static_cast<int32_t>(gpus_.size()); }
   // Attention ranks (GPUs / attention_tp).
@@ -219,6 +227,13 @@ class StepModel {
   // Seconds of one draft-model pass over `slices` (`tokens` of them) on one GPU.
   double draft_model_seconds(const std::vector<SeqSlice>& slices, int64_t tokens) const;
   bool in_draft_ = false;  // a draft pass runs: no expert loads, no routing to observers
+  // Draft passes on the draft GPUs (set_draft_gpus); true when there were drafting sequences.
+  bool run_remote_draft_passes(const std::vector<std::vector<SeqSlice>>& ranks,
+                               StepObserver* observer);
+  std::vector<GpuId> draft_gpus_;
+  double draft_link_latency_s_ = 0;  // one way, replica GPU 0 -> first draft GPU
+  std::vector<std::vector<SeqSlice>> draft_gpu_slices_;
+  std::vector<double> draft_busy_s_;
   std::vector<SeqSlice> draft_slices_;
   int64_t step_tokens_ = 0;  // new tokens of the running step
   int32_t tp_ = 1;

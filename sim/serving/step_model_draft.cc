@@ -39,7 +39,9 @@ void StepModel::run_draft_passes(int64_t step_idx, const std::vector<std::vector
   const int32_t attn_class = layers_[source_layer].attn_class;
   const FfnSpec& ffn = card_.layers[source_layer].ffn;
   const int64_t hidden = card_.hidden_size;
-  if (draft_model_) {
+  if (draft_model_ && !draft_gpus_.empty()) {
+    run_remote_draft_passes(ranks, observer);
+  } else if (draft_model_) {
     for (int32_t i = 1; i <= num_draft_tokens_; ++i) {
       bool any = false;
       for (int32_t r = 0; r < num_ranks(); ++r) {
@@ -100,6 +102,58 @@ void StepModel::run_draft_passes(int64_t step_idx, const std::vector<std::vector
   in_draft_ = false;
   const double end_s = *std::max_element(clock_s_.begin(), clock_s_.end());
   if (within_horizon_s(end_s)) result_.draft_ns = from_seconds(end_s) - from_seconds(verify_end_s);
+}
+
+void StepModel::set_draft_gpus(std::vector<GpuId> draft_gpus) {
+  draft_gpus_ = std::move(draft_gpus);
+  draft_link_latency_s_ =
+      draft_gpus_.empty() ? 0.0
+                          : to_seconds(topology_.route_latency_ns(gpus_.front(), draft_gpus_.front()));
+  draft_gpu_slices_.assign(draft_gpus_.size(), {});
+  result_.draft_gpu_busy_ns.assign(draft_gpus_.size(), 0);
+}
+
+bool StepModel::run_remote_draft_passes(const std::vector<std::vector<SeqSlice>>& ranks,
+                                        StepObserver* observer) {
+  const auto n = draft_gpus_.size();
+  draft_busy_s_.assign(n, 0.0);
+  double passes_s = 0;
+  for (int32_t i = 1; i <= num_draft_tokens_; ++i) {
+    for (auto& v : draft_gpu_slices_) v.clear();
+    size_t next = 0;
+    for (int32_t r = 0; r < num_ranks(); ++r) {
+      collect_draft_slices(ranks[r], i, draft_slices_);
+      for (const SeqSlice& sl : draft_slices_) draft_gpu_slices_[next++ % n].push_back(sl);
+    }
+    if (next == 0) break;
+    double pass_s = 0;
+    for (size_t j = 0; j < n; ++j) {
+      if (draft_gpu_slices_[j].empty()) continue;
+      const double s = draft_model_seconds(draft_gpu_slices_[j],
+                                           static_cast<int64_t>(draft_gpu_slices_[j].size()));
+      draft_busy_s_[j] += s;
+      pass_s = std::max(pass_s, s);
+    }
+    passes_s += pass_s;
+  }
+  if (passes_s == 0) return false;
+  // The verified tokens go to the draft GPUs and the drafts come back; the target's GPUs wait.
+  const double start_s = *std::max_element(clock_s_.begin(), clock_s_.end());
+  const double end_s = start_s + passes_s + 2 * draft_link_latency_s_;
+  const bool in_horizon = within_horizon_s(end_s);  // else finish_step() refuses the step
+  for (int32_t g = 0; g < num_gpus(); ++g) {
+    const double w = end_s - clock_s_[g];
+    if (observer && in_horizon && from_seconds(end_s) > from_seconds(clock_s_[g])) {
+      observer->on_slice(g, "draft_wait", static_cast<int32_t>(layers_.size()),
+                         from_seconds(clock_s_[g]), from_seconds(end_s) - from_seconds(clock_s_[g]));
+    }
+    wait_s_[g] += w;
+    clock_s_[g] = end_s;
+  }
+  if (in_horizon) {
+    for (size_t j = 0; j < n; ++j) result_.draft_gpu_busy_ns[j] = from_seconds(draft_busy_s_[j]);
+  }
+  return true;
 }
 
 double StepModel::draft_model_seconds(const std::vector<SeqSlice>& slices, int64_t tokens) const {

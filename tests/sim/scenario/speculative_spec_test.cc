@@ -122,6 +122,23 @@ TEST(SpeculativeSpec, DraftModel) {
                        "the target 'tiny-mtp' 1024"),
             std::string::npos)
       << vocab;
+  // Draft GPUs of its own: only for a draft model, and only as many as the topology has left.
+  const Scenario own = parse(
+      "method = \"draft_model\"\ndraft_model = \"models/tiny-dense.toml\"\n"
+      "draft_tokens = 1\nacceptance_rate = 0.7\ndraft_gpus = 0\n",
+      "../../../models/tiny.toml");
+  EXPECT_EQ(own.speculative.draft_gpus, 0);
+  const std::string full = error_of(head + "draft_model = \"models/tiny-dense.toml\"\ndraft_gpus = 2\n",
+                                    "../../../models/tiny.toml");
+  EXPECT_NE(full.find("speculative.draft_gpus: 1 replicas x (8 target + 2 draft GPUs) exceed the "
+                      "topology's 8 GPUs"),
+            std::string::npos)
+      << full;
+  const std::string mtp = error_of("method = \"mtp\"\ndraft_tokens = 1\nacceptance = [0.5]\n"
+                                   "draft_gpus = 1\n");
+  EXPECT_NE(mtp.find("speculative.draft_gpus: only with method = \"draft_model\""),
+            std::string::npos)
+      << mtp;
   const std::string moe = error_of(head + "draft_model = \"../../../models/tiny.toml\"\n");
   EXPECT_NE(moe.find("draft model 'tiny' has MoE or KDA layers"), std::string::npos) << moe;
 }

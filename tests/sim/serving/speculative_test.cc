@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "sim/model/model_card_parser.h"
@@ -235,6 +236,47 @@ TEST(Speculative, DraftModelCommitsTheSameAndTakesItsMemory) {
   const RunOutput base = run_scenario(off, RunOptions{});
   EXPECT_DOUBLE_EQ(out.gpus.front().weight_bytes - base.gpus.front().weight_bytes,
                    total_weight_bytes(*sc.speculative.draft_model));
+}
+
+TEST(Speculative, DraftModelOnItsOwnGpus) {
+  // Four target GPUs and two draft GPUs (4, 5) of the 8-GPU node: the same acceptance accounting
+  // as co-located; the draft weights on the draft GPUs only; the draft GPUs busy in part of every
+  // step; the target's KV pool capped to what the draft GPUs hold the draft KV of.
+  Scenario sc = test_scenario("tiny_mtp");
+  sc.deployment.gpus_per_replica = 4;
+  sc.speculative.acceptance = {1.0, 0.0};
+  sc.speculative.method = SpeculativeMethod::kDraftModel;
+  sc.speculative.draft_model = std::make_shared<const ModelCard>(
+      load_model_card(testing::kScenarioDir + "models/tiny-dense.toml"));
+  sc.speculative.draft_gpus = 2;
+  const RunOutput out = run_scenario(sc, keeping_requests());
+  expect_sane_run(out, "tiny_mtp with a draft model on its own GPUs");
+  ASSERT_EQ(out.summary.num_completed, 16);
+  EXPECT_EQ(out.speculative.num_verifications, 16 * 5);
+  EXPECT_EQ(out.speculative.accepted_tokens, 16 * 4);
+  const SpeculativeTotals& t = out.speculative;
+  EXPECT_GT(t.draft_gpu_busy_ns, 0);
+  EXPECT_LT(t.draft_gpu_busy_ns, t.draft_gpu_step_ns);
+  ASSERT_EQ(out.gpus.size(), 6u);
+  const double draft_weights = total_weight_bytes(*sc.speculative.draft_model);
+  Scenario off = sc;
+  off.speculative = SpeculativeSpec{};
+  const RunOutput base = run_scenario(off, RunOptions{});
+  EXPECT_DOUBLE_EQ(out.gpus[0].weight_bytes, base.gpus[0].weight_bytes);
+  for (size_t g = 4; g < 6; ++g) {
+    EXPECT_EQ(out.gpus[g].gpu, static_cast<int32_t>(g));
+    EXPECT_DOUBLE_EQ(out.gpus[g].weight_bytes, draft_weights);
+    EXPECT_GT(out.gpus[g].compute_ns, 0);
+    EXPECT_EQ(out.gpus[g].num_kv_blocks, 0);
+  }
+  // Every KV block of the 4 ranks needs its draft KV on one of the 2 draft GPUs.
+  const double hbm = static_cast<double>(sc.topology->gpu_spec().hbm_bytes);
+  const double room = hbm * (1 - sc.scheduler.hbm_reserve_fraction) -
+                      sc.scheduler.workspace_gib * (1LL << 30) - draft_weights;
+  const double per_block = kv_bytes_per_token(*sc.speculative.draft_model) *
+                           static_cast<double>(sc.scheduler.kv_block_tokens) * 4 / 2;
+  EXPECT_EQ(out.gpus[0].num_kv_blocks, static_cast<int64_t>(std::floor(room / per_block)));
+  EXPECT_LT(out.gpus[0].num_kv_blocks, base.gpus[0].num_kv_blocks);
 }
 
 TEST(Speculative, MtpModuleTakesWeightsAndKv) {

@@ -388,6 +388,41 @@ TEST(StepModelTest, DenseOnlyModelNeedsNoRoutingOrNetwork) {
   EXPECT_EQ(f.model->run(0, decode_batch(1, 0, 0), nullptr).duration_ns, 0);
 }
 
+// A draft model on GPUs of its own (set_draft_gpus): with one draft GPU per target rank each does
+// what the co-located GPU did, so the draft passes take as long plus the token ids' round trip
+// (twice the route latency), on the draft GPUs instead of the target's, which wait; with half as
+// many draft GPUs each drafts for two sequences and the passes take longer.
+TEST(StepModelTest, DraftModelOnItsOwnGpusTakesTheDraftsOffTheTarget) {
+  const Topology topo = build_topology(testing::nvlink_node_spec("h200-sxm", 8, 360e9));
+  const RooflineCostModel cost(topo.gpu_spec(), RooflineParams::defaults());
+  DeploymentSpec d;
+  d.gpus_per_replica = 4;
+  const std::vector<GpuId> gpus = {GpuId{0}, GpuId{1}, GpuId{2}, GpuId{3}};
+  StepModel m(tiny_dense(), topo, d, gpus, nullptr, cost, nullptr, nullptr);
+  m.set_draft_tokens(1);
+  m.set_draft_model(&tiny_dense());
+  const std::vector<std::vector<SeqSlice>> ranks(4, {SeqSlice{2, 100, false}});
+  const StepResult colocated = m.run(0, ranks, nullptr);
+  ASSERT_GT(colocated.draft_ns, 0);
+  m.set_draft_gpus({GpuId{4}, GpuId{5}, GpuId{6}, GpuId{7}});
+  const StepResult own = m.run(0, ranks, nullptr);
+  const SimTime round_trip = 2 * topo.route_latency_ns(GpuId{0}, GpuId{4});
+  EXPECT_NEAR(static_cast<double>(own.draft_ns),
+              static_cast<double>(colocated.draft_ns + round_trip), 2.0);
+  ASSERT_EQ(own.draft_gpu_busy_ns.size(), 4u);
+  for (size_t j = 0; j < 4; ++j) {
+    EXPECT_NEAR(static_cast<double>(own.draft_gpu_busy_ns[j]),
+                static_cast<double>(colocated.draft_ns), 2.0);
+    EXPECT_LT(own.compute_ns[j], colocated.compute_ns[j]);  // the drafts left the target
+    EXPECT_GT(own.wait_ns[j], colocated.wait_ns[j]);
+  }
+  m.set_draft_gpus({GpuId{4}, GpuId{5}});
+  const StepResult two = m.run(0, ranks, nullptr);
+  EXPECT_GT(two.draft_ns, own.draft_ns);
+  EXPECT_EQ(two.draft_gpu_busy_ns.size(), 2u);
+  EXPECT_EQ(two.draft_gpu_busy_ns[0], two.draft_gpu_busy_ns[1]);
+}
+
 TEST(StepModelTest, TensorParallelRanksShareTheDenseFfnEvenly) {
   // One decode token on a TP-2 rank: both GPUs of the group run the same TP-split kernels.
   DeploymentSpec tp;
