@@ -55,6 +55,11 @@ std::string TomlTable::key_path(std::string_view key) const {
 
 const toml::node* TomlTable::node(std::string_view key) const { return table_->get(key); }
 
+bool TomlTable::is_array(std::string_view key) const {
+  const toml::node* n = node(key);
+  return n != nullptr && n->is_array();
+}
+
 bool TomlTable::has(std::string_view key) const { return node(key) != nullptr; }
 
 void TomlTable::fail_at(const toml::node* n, std::string_view key,

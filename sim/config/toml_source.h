@@ -29,6 +29,8 @@ class TomlTable {
   TomlTable(const toml::table* table, std::shared_ptr<const std::string> file, std::string path);
 
   bool has(std::string_view key) const;
+  // Whether `key` is present and holds an array (for keys that take a list or one value).
+  bool is_array(std::string_view key) const;
 
   // Required values: missing key or wrong type is an error. get_double accepts integers.
   int64_t get_int(std::string_view key);

@@ -60,7 +60,8 @@ SpeculativeSpec parse_speculative(TomlTable& t, const ModelCard& card,
   if (s.method == SpeculativeMethod::kDraftModel) {
     s.draft_gpus = static_cast<int32_t>(t.get_int_in_or("draft_gpus", 0, 1 << 20, 0));
   } else if (t.has("draft_gpus")) {
-    t.fail("draft_gpus", "only with method = \"draft_model\" (MTP modules run on the target's GPUs)");
+    t.fail("draft_gpus",
+           "only with method = \"draft_model\" (MTP modules run on the target's GPUs)");
   }
   s.num_draft_tokens = static_cast<int32_t>(t.get_int_in("draft_tokens", 1, 16));
   const bool has_list = t.has("acceptance");
@@ -87,6 +88,33 @@ SpeculativeSpec parse_speculative(TomlTable& t, const ModelCard& card,
                "value " + std::to_string(i) + " (" + std::to_string(p) + ") is outside [0, 1]");
       }
     }
+  }
+  if (auto by = t.find_table("acceptance_by_domain")) {
+    for (const std::string& name : by->keys()) {
+      int domain = -1;
+      for (int d = 0; d < kNumDomains; ++d) {
+        if (domain_name(static_cast<Domain>(d)) == name) domain = d;
+      }
+      if (domain < 0) by->fail(name, "unknown domain (valid: code, math, chat, multilingual)");
+      std::vector<double>& a = s.acceptance_by_domain[static_cast<size_t>(domain)];
+      if (by->is_array(name)) {
+        a = by->get_double_array(name);
+        if (static_cast<int64_t>(a.size()) != s.num_draft_tokens) {
+          by->fail(name, "has " + std::to_string(a.size()) +
+                             " values; draft_tokens = " + std::to_string(s.num_draft_tokens) +
+                             " needs one per draft position (or give one rate)");
+        }
+        for (size_t i = 0; i < a.size(); ++i) {
+          if (!(a[i] >= 0.0 && a[i] <= 1.0)) {
+            by->fail(name, "value " + std::to_string(i) + " (" + std::to_string(a[i]) +
+                               ") is outside [0, 1]");
+          }
+        }
+      } else {
+        a.assign(static_cast<size_t>(s.num_draft_tokens), by->get_double_in(name, 0.0, 1.0));
+      }
+    }
+    by->finish();
   }
   t.finish();
   return s;

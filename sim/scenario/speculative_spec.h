@@ -6,6 +6,7 @@
 // scenario without the table runs exactly as before.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include "sim/config/toml_source.h"
 #include "sim/model/model_card.h"
+#include "sim/workload/request.h"
 
 namespace moesim::sim {
 
@@ -35,6 +37,10 @@ struct SpeculativeSpec {
   // list) or `acceptance_rate` (the same rate at every position, so P(all of the first i
   // accepted) = rate^i).
   std::vector<double> acceptance;
+  // Per request domain (Request::domain, indexed by Domain), the acceptance to use instead
+  // (sub-table `acceptance_by_domain`: a list of k values or one rate per domain name); empty
+  // for a domain the table leaves out (it uses `acceptance`).
+  std::array<std::vector<double>, kNumDomains> acceptance_by_domain;
   // kDraftModel: the draft model card (key `draft_model`, a path resolved against the scenario's
   // directory): dense layers only, the target's vocabulary size. Null with kMtp.
   std::string draft_model_path;

@@ -54,8 +54,7 @@ void ClusterSim::try_start_step(Replica& r) {
       rec.wait_ns += res.duration_ns - res.draft_gpu_busy_ns[j];
       busy += res.draft_gpu_busy_ns[j];
     }
-    draft_acceptance_->add_draft_gpus(busy,
-                                      res.duration_ns * static_cast<SimTime>(draft.size()));
+    draft_acceptance_->add_draft_gpus(busy, res.duration_ns * static_cast<SimTime>(draft.size()));
   }
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
   recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res});
@@ -232,7 +231,7 @@ void ClusterSim::on_step_done(const Event& e) {
       // Speculative decoding: the slice verified 1 + d tokens; the accepted drafts and the
       // target's own next token are committed, the rejected drafts' KV freed.
       const auto drafts = static_cast<int32_t>(sl.new_tokens - 1);
-      s.generated += 1 + draft_acceptance_->verify(drafts);
+      s.generated += 1 + draft_acceptance_->verify(drafts, s.req.domain);
       r.scheduler->trim_to_committed(s);
     } else {
       s.generated += 1;

@@ -1,9 +1,8 @@
 #include "sim/serving/replica_builder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-
-#include <algorithm>
 #include <span>
 #include <string>
 #include <utility>
@@ -132,8 +131,7 @@ std::vector<GpuId> ReplicaBuilder::draft_gpus(int32_t replica) const {
   return out;
 }
 
-void ReplicaBuilder::cap_kv_pool_for_draft_gpus(GpuMemoryLayout& layout,
-                                                int32_t num_ranks) const {
+void ReplicaBuilder::cap_kv_pool_for_draft_gpus(GpuMemoryLayout& layout, int32_t num_ranks) const {
   const SpeculativeSpec& spec = sc_.speculative;
   if (!spec.enabled || spec.draft_gpus <= 0) return;
   const DraftMemory draft = draft_model_memory(*spec.draft_model);

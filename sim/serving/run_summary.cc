@@ -92,6 +92,18 @@ SpeculativeFigures speculative_figures(const SpeculativeTotals& t) {
   return f;
 }
 
+// Committed tokens per verification of each request domain that verified.
+json by_domain_json(const SpeculativeTotals& t) {
+  json j = json::object();
+  for (int d = 0; d < kNumDomains; ++d) {
+    if (t.verifications_by_domain[d] == 0) continue;
+    j[std::string(domain_name(static_cast<Domain>(d)))] =
+        static_cast<double>(t.committed_by_domain[d]) /
+        static_cast<double>(t.verifications_by_domain[d]);
+  }
+  return j;
+}
+
 json speculative_json(const SpeculativeSpec& spec, const SpeculativeTotals& t) {
   const SpeculativeFigures f = speculative_figures(t);
   json observed = json::array(), configured = json::array();
@@ -109,11 +121,11 @@ json speculative_json(const SpeculativeSpec& spec, const SpeculativeTotals& t) {
               {"committed_tokens", t.committed_tokens},
               {"tokens_per_verification", num(f.tokens_per_verification, f.has_verifications)},
               {"draft_time_fraction", num(f.draft_time_fraction, f.has_steps)},
+              {"tokens_per_verification_by_domain", by_domain_json(t)},
               {"draft_gpus", spec.draft_gpus},
-              {"draft_gpu_busy_fraction",
-               num(static_cast<double>(t.draft_gpu_busy_ns) /
-                       static_cast<double>(t.draft_gpu_step_ns),
-                   t.draft_gpu_step_ns > 0)}};
+              {"draft_gpu_busy_fraction", num(static_cast<double>(t.draft_gpu_busy_ns) /
+                                                  static_cast<double>(t.draft_gpu_step_ns),
+                                              t.draft_gpu_step_ns > 0)}};
 }
 
 void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
@@ -133,6 +145,18 @@ void write_speculative_text(std::ostream& os, const SpeculativeSpec& spec,
        << fmt("%.3f", spec.acceptance[i]) << ")";
   }
   os << "\n";
+  bool by_domain = false;
+  for (const auto& a : spec.acceptance_by_domain) by_domain = by_domain || !a.empty();
+  if (by_domain) {
+    os << "              tokens per verification by domain:";
+    for (int d = 0; d < kNumDomains; ++d) {
+      if (t.verifications_by_domain[d] == 0) continue;
+      os << " " << domain_name(static_cast<Domain>(d)) << " "
+         << fmt("%.3f", static_cast<double>(t.committed_by_domain[d]) /
+                            static_cast<double>(t.verifications_by_domain[d]));
+    }
+    os << "\n";
+  }
   if (spec.draft_gpus > 0) {
     os << "              draft model on " << spec.draft_gpus
        << " GPU(s) of its own per replica, busy "

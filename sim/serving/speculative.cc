@@ -16,13 +16,17 @@ int32_t draw_accepted_drafts(std::span<const double> acceptance, int32_t num_dra
 }
 
 DraftAcceptance::DraftAcceptance(const SpeculativeSpec& spec, RngStream* rng)
-    : acceptance_(spec.acceptance), rng_(*rng) {
+    : acceptance_(spec.acceptance), by_domain_(spec.acceptance_by_domain), rng_(*rng) {
   totals_.position_offered.assign(acceptance_.size(), 0);
   totals_.position_accepted.assign(acceptance_.size(), 0);
 }
 
-int32_t DraftAcceptance::verify(int32_t num_drafts) {
-  const int32_t accepted = draw_accepted_drafts(acceptance_, num_drafts, rng_);
+int32_t DraftAcceptance::verify(int32_t num_drafts, Domain domain) {
+  const auto d = static_cast<size_t>(domain);
+  const int32_t accepted =
+      draw_accepted_drafts(by_domain_[d].empty() ? acceptance_ : by_domain_[d], num_drafts, rng_);
+  totals_.verifications_by_domain[d]++;
+  totals_.committed_by_domain[d] += accepted + 1;
   totals_.num_verifications++;
   totals_.drafted_tokens += num_drafts;
   totals_.accepted_tokens += accepted;

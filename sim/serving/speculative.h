@@ -10,6 +10,7 @@
 // finished step lists its sequences (the scheduler's batch order), so a run is deterministic.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -30,6 +31,8 @@ struct SpeculativeTotals {
   // Per draft position i: verifications that reached it (drafts 1..i - 1 accepted and the
   // sequence drafted i tokens or more), and of those, how many accepted draft i.
   std::vector<int64_t> position_offered, position_accepted;
+  // Per request domain (Domain): verifications and committed tokens.
+  std::array<int64_t, kNumDomains> verifications_by_domain{}, committed_by_domain{};
   SimTime draft_ns = 0;  // time of the draft passes, summed over steps (StepResult::draft_ns)
   SimTime step_ns = 0;   // duration of every step, summed (the draft share's denominator)
   // Draft model on GPUs of its own (SpeculativeSpec::draft_gpus): their busy time in draft
@@ -52,7 +55,7 @@ class DraftAcceptance {
   DraftAcceptance(const SpeculativeSpec& spec, RngStream* rng);
 
   // One verification of `num_drafts` drafts (0..k): the accepted count, counted in totals().
-  int32_t verify(int32_t num_drafts);
+  int32_t verify(int32_t num_drafts, Domain domain = Domain::kChat);
   // Adds one step's duration and its draft passes' time.
   void add_step(SimTime step_ns, SimTime draft_ns);
   // Adds one step's busy time of the draft GPUs (summed) and their time in it (GPUs x duration).
@@ -61,6 +64,7 @@ class DraftAcceptance {
 
  private:
   std::vector<double> acceptance_;
+  std::array<std::vector<double>, kNumDomains> by_domain_;  // empty: acceptance_
   RngStream& rng_;
   SpeculativeTotals totals_;
 };

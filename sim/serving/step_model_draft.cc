@@ -107,8 +107,9 @@ void StepModel::run_draft_passes(int64_t step_idx, const std::vector<std::vector
 void StepModel::set_draft_gpus(std::vector<GpuId> draft_gpus) {
   draft_gpus_ = std::move(draft_gpus);
   draft_link_latency_s_ =
-      draft_gpus_.empty() ? 0.0
-                          : to_seconds(topology_.route_latency_ns(gpus_.front(), draft_gpus_.front()));
+      draft_gpus_.empty()
+          ? 0.0
+          : to_seconds(topology_.route_latency_ns(gpus_.front(), draft_gpus_.front()));
   draft_gpu_slices_.assign(draft_gpus_.size(), {});
   result_.draft_gpu_busy_ns.assign(draft_gpus_.size(), 0);
 }
@@ -145,7 +146,8 @@ bool StepModel::run_remote_draft_passes(const std::vector<std::vector<SeqSlice>>
     const double w = end_s - clock_s_[g];
     if (observer && in_horizon && from_seconds(end_s) > from_seconds(clock_s_[g])) {
       observer->on_slice(g, "draft_wait", static_cast<int32_t>(layers_.size()),
-                         from_seconds(clock_s_[g]), from_seconds(end_s) - from_seconds(clock_s_[g]));
+                         from_seconds(clock_s_[g]),
+                         from_seconds(end_s) - from_seconds(clock_s_[g]));
     }
     wait_s_[g] += w;
     clock_s_[g] = end_s;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "sim/config/config_error.h"
 #include "sim/scenario/scenario.h"
@@ -101,6 +102,30 @@ TEST(SpeculativeSpec, BadInputNamesTheKey) {
       << no_mtp;
 }
 
+TEST(SpeculativeSpec, AcceptanceByDomain) {
+  const std::string head =
+      "method = \"mtp\"\ndraft_tokens = 2\nacceptance = [0.8, 0.6]\n"
+      "[speculative.acceptance_by_domain]\n";
+  const Scenario sc = parse(head + "code = 0.9\nchat = [0.5, 0.4]\n");
+  EXPECT_EQ(sc.speculative.acceptance_by_domain[static_cast<int>(Domain::kCode)],
+            (std::vector<double>{0.9, 0.9}));
+  EXPECT_EQ(sc.speculative.acceptance_by_domain[static_cast<int>(Domain::kChat)],
+            (std::vector<double>{0.5, 0.4}));
+  EXPECT_TRUE(sc.speculative.acceptance_by_domain[static_cast<int>(Domain::kMath)].empty());
+  EXPECT_NE(error_of(head + "poetry = 0.5\n")
+                .find("speculative.acceptance_by_domain.poetry: unknown domain (valid: code, "
+                      "math, chat, multilingual)"),
+            std::string::npos)
+      << error_of(head + "poetry = 0.5\n");
+  EXPECT_NE(error_of(head + "math = [0.5]\n")
+                .find("speculative.acceptance_by_domain.math: has 1 values; draft_tokens = 2"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "math = [0.5, 1.5]\n").find("value 1 (1.500000) is outside [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_of(head + "math = 2.0\n").find("speculative.acceptance_by_domain.math"),
+            std::string::npos);
+}
+
 TEST(SpeculativeSpec, DraftModel) {
   // A dense draft model of the target's vocabulary; the target needs no MTP module.
   const Scenario sc = parse(
@@ -128,14 +153,16 @@ TEST(SpeculativeSpec, DraftModel) {
       "draft_tokens = 1\nacceptance_rate = 0.7\ndraft_gpus = 0\n",
       "../../../models/tiny.toml");
   EXPECT_EQ(own.speculative.draft_gpus, 0);
-  const std::string full = error_of(head + "draft_model = \"models/tiny-dense.toml\"\ndraft_gpus = 2\n",
-                                    "../../../models/tiny.toml");
+  const std::string full =
+      error_of(head + "draft_model = \"models/tiny-dense.toml\"\ndraft_gpus = 2\n",
+               "../../../models/tiny.toml");
   EXPECT_NE(full.find("speculative.draft_gpus: 1 replicas x (8 target + 2 draft GPUs) exceed the "
                       "topology's 8 GPUs"),
             std::string::npos)
       << full;
-  const std::string mtp = error_of("method = \"mtp\"\ndraft_tokens = 1\nacceptance = [0.5]\n"
-                                   "draft_gpus = 1\n");
+  const std::string mtp = error_of(
+      "method = \"mtp\"\ndraft_tokens = 1\nacceptance = [0.5]\n"
+      "draft_gpus = 1\n");
   EXPECT_NE(mtp.find("speculative.draft_gpus: only with method = \"draft_model\""),
             std::string::npos)
       << mtp;

@@ -190,6 +190,24 @@ TEST(Speculative, RunAccountingMatchesHandComputedCounts) {
   }
 }
 
+TEST(Speculative, AcceptanceByDomainReplacesTheTableForItsRequests) {
+  // Every request of the tiny workload is "chat": its own table rejects every draft, so the run
+  // commits as the {0, 0} case (9 verifications per request, one token each) whatever the
+  // default table says; another domain's table changes nothing.
+  Scenario sc = test_scenario("tiny_mtp");
+  sc.speculative.acceptance = {1.0, 1.0};
+  sc.speculative.acceptance_by_domain[static_cast<int>(Domain::kChat)] = {0.0, 0.0};
+  sc.speculative.acceptance_by_domain[static_cast<int>(Domain::kCode)] = {0.5, 0.5};
+  const RunOutput out = run_scenario(sc, keeping_requests());
+  expect_sane_run(out, "tiny_mtp by domain");
+  const SpeculativeTotals& t = out.speculative;
+  EXPECT_EQ(t.num_verifications, 16 * 9);
+  EXPECT_EQ(t.accepted_tokens, 0);
+  EXPECT_EQ(t.verifications_by_domain[static_cast<int>(Domain::kChat)], 16 * 9);
+  EXPECT_EQ(t.committed_by_domain[static_cast<int>(Domain::kChat)], 16 * 9);
+  EXPECT_EQ(t.verifications_by_domain[static_cast<int>(Domain::kCode)], 0);
+}
+
 TEST(Speculative, AcceptingMoreTakesFewerStepsAndIsDeterministic) {
   Scenario all = test_scenario("tiny_mtp");
   Scenario none = all;
