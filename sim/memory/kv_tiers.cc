@@ -176,32 +176,34 @@ void KvTiers::store(int32_t node, int tier, uint64_t key, int64_t bytes) {
 
 void KvTiers::demote_from_hbm(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
                               int32_t gpus_per_copy, SimTime now) {
-  const int tier = tier_of(node, key);
-  if (tier != 0) {
-    // The node already holds this prefix below HBM (another rank computed it, or it was written
-    // through): keep that copy, refreshed; nothing moves.
-    (tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)]).touch(key);
+  // The node already holds this prefix below HBM (another rank computed it, or it was written
+  // through): that copy is kept, refreshed; nothing moves.
+  if (refresh_if_held(node, key)) {
     counters_.duplicate_entries++;
     return;
   }
-  const int64_t bytes = bytes_per_gpu * gpus_per_copy;
-  counters_.bytes_out[0] += static_cast<double>(bytes);
-  counters_.pcie_bytes += static_cast<double>(bytes);
-  copy_out(gpu, bytes_per_gpu, gpus_per_copy, now);
-  if (spec_.cluster_scope) home_[key] = node;
-  store(node, 1, key, bytes);
+  counters_.bytes_out[0] += static_cast<double>(bytes_per_gpu * gpus_per_copy);
+  copy_to_dram(node, gpu, key, bytes_per_gpu, gpus_per_copy, now);
 }
 
 void KvTiers::write_through(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
                             int32_t gpus_per_copy, SimTime now) {
   MOESIM_CHECK(spec_.write_through, "write-through without the option");
+  if (refresh_if_held(node, key)) return;
+  counters_.written_through_bytes += static_cast<double>(bytes_per_gpu * gpus_per_copy);
+  copy_to_dram(node, gpu, key, bytes_per_gpu, gpus_per_copy, now);
+}
+
+bool KvTiers::refresh_if_held(int32_t node, uint64_t key) {
   const int tier = tier_of(node, key);
-  if (tier != 0) {
-    (tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)]).touch(key);
-    return;
-  }
+  if (tier == 0) return false;
+  (tier == 1 ? dram_[pool_of(node)] : ssd_[pool_of(node)]).touch(key);
+  return true;
+}
+
+void KvTiers::copy_to_dram(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
+                           int32_t gpus_per_copy, SimTime now) {
   const int64_t bytes = bytes_per_gpu * gpus_per_copy;
-  counters_.written_through_bytes += static_cast<double>(bytes);
   counters_.pcie_bytes += static_cast<double>(bytes);
   copy_out(gpu, bytes_per_gpu, gpus_per_copy, now);
   if (spec_.cluster_scope) home_[key] = node;

@@ -214,6 +214,12 @@ class KvTiers {
   // Stores a copy of `bytes` (total over the rank's GPUs) in tier `tier` (1 or 2) of `node`, or
   // the next tier below when `tier` is absent; cascades evictions; drops what falls off.
   void store(int32_t node, int tier, uint64_t key, int64_t bytes);
+  // When `node`'s tiers hold `key`: refreshes that copy and returns true.
+  bool refresh_if_held(int32_t node, uint64_t key);
+  // A demoted or written-through entry of the rank on `node` (first GPU `gpu`): its copy out of
+  // the rank's GPUs, counted, then stored in the node's DRAM (or below).
+  void copy_to_dram(int32_t node, int32_t gpu, uint64_t key, int64_t bytes_per_gpu,
+                    int32_t gpus_per_copy, SimTime now);
   // Queues the copy of `bytes_per_gpu` out of each of the rank's GPUs at `now`.
   void copy_out(int32_t gpu, int64_t bytes_per_gpu, int32_t gpus_per_copy, SimTime now);
   void drop(uint64_t key, int64_t bytes);

@@ -106,11 +106,12 @@ void ClusterSim::build_replicas() {
       const ModelCard* draft = sc_.speculative.draft_model.get();  // null: MTP
       r.parts.step_model->set_draft_tokens(k);
       r.parts.step_model->set_draft_model(draft);
-      r.parts.step_model->set_draft_gpus(builder_.draft_gpus(ri));
+      r.draft_gpus = builder_.draft_gpus(ri);
+      r.parts.step_model->set_draft_gpus(r.draft_gpus);
       if (r.shadow.step_model) {
         r.shadow.step_model->set_draft_tokens(k);
         r.shadow.step_model->set_draft_model(draft);
-        r.shadow.step_model->set_draft_gpus(builder_.draft_gpus(ri));
+        r.shadow.step_model->set_draft_gpus(r.draft_gpus);
       }
     }
     if (kv_tiers_) {

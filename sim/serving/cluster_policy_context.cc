@@ -135,7 +135,7 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
   if (sc_.speculative.enabled) {
     r.parts.step_model->set_draft_tokens(sc_.speculative.num_draft_tokens);
     r.parts.step_model->set_draft_model(sc_.speculative.draft_model.get());
-    r.parts.step_model->set_draft_gpus(builder_.draft_gpus(r.idx));
+    r.parts.step_model->set_draft_gpus(r.draft_gpus);
   }
   if (r.shadow.step_model) {
     r.shadow.step_model =
@@ -144,7 +144,7 @@ void ClusterSim::replace_routed_experts(int32_t replica, const ModelCard& card,
     if (sc_.speculative.enabled) {
       r.shadow.step_model->set_draft_tokens(sc_.speculative.num_draft_tokens);
       r.shadow.step_model->set_draft_model(sc_.speculative.draft_model.get());
-      r.shadow.step_model->set_draft_gpus(builder_.draft_gpus(r.idx));
+      r.shadow.step_model->set_draft_gpus(r.draft_gpus);
     }
   }
   for (GpuId g : r.gpus()) {

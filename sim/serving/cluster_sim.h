@@ -56,7 +56,8 @@ struct Replica {
   bool decode_only = false;
   bool busy = false;
   int64_t step_idx = 0;
-  SimTime last_step_ns = 0;  // the previous step's duration (host-link contention's window)
+  SimTime last_step_ns = 0;       // the previous step's duration (host-link contention's window)
+  std::vector<GpuId> draft_gpus;  // speculative decoding's draft GPUs of its own (none: empty)
   // The running step's expert loads (StepResult::expert_loads), for the policies at its end.
   std::vector<double> step_expert_loads;
 

@@ -46,7 +46,7 @@ void ClusterSim::try_start_step(Replica& r) {
   if (draft_acceptance_) draft_acceptance_->add_step(res.duration_ns, res.draft_ns);
   if (!res.draft_gpu_busy_ns.empty()) {
     // The draft GPUs (SpeculativeSpec::draft_gpus): busy in the draft passes, idle otherwise.
-    const std::vector<GpuId> draft = builder_.draft_gpus(r.idx);
+    const std::vector<GpuId>& draft = r.draft_gpus;
     SimTime busy = 0;
     for (size_t j = 0; j < draft.size(); ++j) {
       GpuRecord& rec = recorder_.gpu(draft[j].value);

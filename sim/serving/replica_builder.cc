@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <span>
 #include <string>
 #include <utility>
@@ -10,6 +9,7 @@
 #include "sim/config/config_error.h"
 #include "sim/core/rng.h"
 #include "sim/cost/cost_model_factory.h"
+#include "sim/metrics/figure_text.h"
 #include "sim/placement/eplb.h"
 #include "sim/routing/synthetic_routing.h"
 #include "sim/serving/speculative.h"
@@ -145,16 +145,12 @@ void ReplicaBuilder::cap_kv_pool_for_draft_gpus(GpuMemoryLayout& layout, int32_t
                            spec.draft_gpus;
   const double cap = per_block > 0 ? std::floor(room / per_block) : 1e18;
   if (!(room > 0) || cap < 1) {
-    auto gib = [](double b) {
-      char buf[32];
-      std::snprintf(buf, sizeof(buf), "%.2f GiB", b / static_cast<double>(1LL << 30));
-      return std::string(buf);
-    };
     throw ConfigError(sc_.source_file, 0, 0, "speculative.draft_gpus",
                       std::to_string(spec.draft_gpus) + " draft GPU(s) per replica cannot hold '" +
-                          spec.draft_model->name + "' (weights " + gib(draft.weight_bytes) +
-                          ") and the draft KV of one KV block per rank (" + gib(per_block) +
-                          " per GPU) in the " + gib(std::max(0.0, room + draft.weight_bytes)) +
+                          spec.draft_model->name + "' (weights " + bytes_text(draft.weight_bytes) +
+                          ") and the draft KV of one KV block per rank (" + bytes_text(per_block) +
+                          " per GPU) in the " +
+                          bytes_text(std::max(0.0, room + draft.weight_bytes)) +
                           " of HBM left after workspace and reserve");
   }
   if (cap < static_cast<double>(layout.num_kv_blocks)) {
