@@ -135,6 +135,38 @@ TEST_F(PublicProfileCompute, ExpertAndSharedFfnComposeTheTablePairs) {
   EXPECT_EQ(cost.num_out_of_range_queries(), 0);
 }
 
+// Kimi-K3's MXFP4 routed experts: weights read at 4.25 bits, activations FP8, computed at the
+// FP4 peak where the GPU has one (GB200) and at the FP8 peak otherwise (H800: up-cast).
+TEST_F(PublicProfileCompute, Mxfp4ExpertsReadFourBitsAndUpCastWithoutAnFp4Peak) {
+  const ModelCard k3 = load_model_card(kSource + "/models/kimi-k3.toml");
+  ASSERT_EQ(k3.precision.routed_experts, DType::kMXFP4);
+  const MoeSpec& moe = k3.layers.back().ffn.moe;
+  const OpWork w = expert_ffn_work(moe, k3.hidden_size, DType::kMXFP4, 2048, 4.0);
+  const GemmFit* masked = profile_.compute.find_gemm(GemmLayout::kMaskedGrouped, "fp8");
+  ASSERT_NE(masked, nullptr);
+  auto by_hand = [&](const GpuSpec& gpu, double peak) {
+    GemmShape g;
+    g.layout = GemmLayout::kMaskedGrouped;
+    g.num_groups = 4;
+    g.m_per_group = 512;
+    g.activation_bytes_per_element = 1.0;
+    g.weight_bytes_per_element = 4.25 / 8.0;
+    GemmShape up = g, down = g;
+    up.n = 2.0 * static_cast<double>(moe.expert_intermediate_size);
+    up.k = static_cast<double>(k3.hidden_size);
+    down.n = static_cast<double>(k3.hidden_size);
+    down.k = static_cast<double>(moe.expert_intermediate_size);
+    return masked->seconds(up, peak, gpu.hbm_bytes_per_s) +
+           masked->seconds(down, peak, gpu.hbm_bytes_per_s);
+  };
+  EXPECT_DOUBLE_EQ(model().seconds(w), by_hand(gpu_, gpu_.fp8_flops_per_s));
+  const GpuSpec gb = *find_gpu_spec("gb200");
+  ASSERT_GT(gb.fp4_flops_per_s, 0.0);
+  const CalibratedCostModel on_gb(
+      profile_, std::make_unique<RooflineCostModel>(gb, RooflineParams::defaults()), gb);
+  EXPECT_DOUBLE_EQ(on_gb.seconds(w), by_hand(gb, gb.fp4_flops_per_s));
+}
+
 // FlashMLA's decode rates through the simulator's own attention work (DeepSeek-V3's MLA, 128
 // sequences): the core's achieved rate equals the published figure within 10%.
 TEST_F(PublicProfileCompute, MlaDecodeCoreAtFlashMlaRates) {
