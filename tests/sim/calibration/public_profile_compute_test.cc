@@ -167,6 +167,31 @@ TEST_F(PublicProfileCompute, Mxfp4ExpertsReadFourBitsAndUpCastWithoutAnFp4Peak) 
   EXPECT_DOUBLE_EQ(on_gb.seconds(w), by_hand(gb, gb.fp4_flops_per_s));
 }
 
+// A BF16 GEMM (Kimi-K3's shared expert): the profile has FP8 fits only, so the dense FP8
+// efficiencies price it against the BF16 peak with 2-byte elements, counted as out of range.
+TEST_F(PublicProfileCompute, Bf16GemmsUseTheFp8FitAgainstTheBf16PeakOutOfRange) {
+  const ModelCard k3 = load_model_card(kSource + "/models/kimi-k3.toml");
+  const MoeSpec& moe = k3.layers.back().ffn.moe;
+  const OpWork w = shared_expert_work(moe, k3.hidden_size, 128, DType::kBF16);
+  const GemmFit* dense = profile_.compute.find_gemm(GemmLayout::kDense, "fp8");
+  ASSERT_NE(dense, nullptr);
+  GemmShape g;
+  g.m_per_group = 128;
+  g.activation_bytes_per_element = 2.0;
+  g.weight_bytes_per_element = 2.0;
+  GemmShape up = g, down = g;
+  const double i = static_cast<double>(moe.shared_intermediate_size * moe.num_shared_experts);
+  up.n = 2.0 * i;
+  up.k = static_cast<double>(k3.hidden_size);
+  down.n = static_cast<double>(k3.hidden_size);
+  down.k = i;
+  const CalibratedCostModel cost = model();
+  EXPECT_DOUBLE_EQ(cost.seconds(w),
+                   dense->seconds(up, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s) +
+                       dense->seconds(down, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s));
+  EXPECT_EQ(cost.num_out_of_range_queries(OpKind::kSharedExpert), 1);
+}
+
 // FlashMLA's decode rates through the simulator's own attention work (DeepSeek-V3's MLA, 128
 // sequences): the core's achieved rate equals the published figure within 10%.
 TEST_F(PublicProfileCompute, MlaDecodeCoreAtFlashMlaRates) {
