@@ -37,7 +37,9 @@ constexpr const char* kUsage =
     "  --topology FILE     fit the network: measured all-to-alls (multi-rank engine replays,\n"
     "                      `collective` records, --nccl-tests) against this topology's nominal\n"
     "                      model give per link class (nvlink, network) an efficiency and a\n"
-    "                      latency, stored in the profile's [network] section\n"
+    "                      latency, stored in the profile's [network] section; kernel\n"
+    "                      records (`gemm`, `attention_core`) are fitted against its GPU's\n"
+    "                      peaks into [compute] (efficiencies per GEMM layout, attention cores)\n"
     "  --nccl-tests FILES  nccl-tests alltoall_perf outputs (comma-separated; needs --topology;\n"
     "                      MEAS.jsonl may then be omitted for a network-only profile)\n"
     "  --nccl-ranks N      ranks of those runs (default: counted from their \"# Rank\" lines)\n"
@@ -116,7 +118,7 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
   }
   opt.progress = bar.callback();
   sim::CalibrateReport rep = sim::calibrate(sets, opt);
-  if (rep.profile.ops.empty() && rep.profile.network.empty()) {
+  if (rep.profile.ops.empty() && rep.profile.network.empty() && rep.profile.compute.empty()) {
     throw UsageError{"no op kind (and no link class) had enough measured records to fit"};
   }
   sim::io::write_file_atomically(*out,
@@ -146,6 +148,12 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
                               {"mape", f.quality.mape},
                               {"p99_abs_rel_error", f.quality.p99_abs_rel_error}});
     }
+    for (const sim::ComputeFitRow& r : rep.compute.rows) {
+      j["compute"].push_back({{"kernel", r.what},
+                              {"measured_s", r.measured_s},
+                              {"fitted_s", r.fitted_s},
+                              {"rel_error", (r.fitted_s - r.measured_s) / r.measured_s}});
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -172,6 +180,23 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
         f.link_class.c_str(), f.efficiency, 1e6 * f.latency_s,
         static_cast<long long>(f.quality.num_samples), f.ep_size_min, f.ep_size_max,
         100 * f.quality.mape, 100 * f.quality.p99_abs_rel_error);
+  }
+  for (const sim::GemmFit& g : rep.profile.compute.gemms) {
+    std::printf(
+        "  gemm %-18s %-4s compute eff. %.3f, input bw eff. %.3f, output bw eff. %.3f "
+        "(%lld kernels, MAPE %.1f%%)\n",
+        sim::gemm_layout_name(g.layout), g.dtype.c_str(), g.compute_efficiency,
+        g.input_bandwidth_efficiency, g.output_bandwidth_efficiency,
+        static_cast<long long>(g.quality.num_samples), 100 * g.quality.mape);
+  }
+  for (const sim::AttentionCoreFit& a : rep.profile.compute.attention) {
+    std::printf("  attention core %-16s %-4s compute eff. %.3f, bandwidth eff. %.3f\n",
+                a.kind.c_str(), a.dtype.c_str(), a.compute_efficiency, a.bandwidth_efficiency);
+  }
+  for (const sim::ComputeFitRow& r : rep.compute.rows) {
+    std::printf("    %-50s measured %10.2f us, fitted %10.2f us (%+.1f%%)\n", r.what.c_str(),
+                1e6 * r.measured_s, 1e6 * r.fitted_s,
+                100 * (r.fitted_s - r.measured_s) / r.measured_s);
   }
   for (const std::string& s : rep.skipped) std::printf("  skipped: %s\n", s.c_str());
   return 0;

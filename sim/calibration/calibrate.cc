@@ -169,6 +169,20 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
     for (const std::string& s : report.network.skipped) report.skipped.push_back("network " + s);
     fit_done();
   }
+  std::vector<GemmSample> gemms;
+  std::vector<AttentionCoreSample> cores;
+  for (const MeasurementSet& m : sets) {
+    gemms.insert(gemms.end(), m.gemms.begin(), m.gemms.end());
+    cores.insert(cores.end(), m.attention_cores.begin(), m.attention_cores.end());
+  }
+  if ((!gemms.empty() || !cores.empty()) && options.topology == nullptr) {
+    report.skipped.push_back("compute: " + std::to_string(gemms.size() + cores.size()) +
+                             " kernel records but no topology (GPU peaks) to fit them against");
+  } else if (!gemms.empty() || !cores.empty()) {
+    report.compute = fit_compute(gemms, cores, options.topology->gpu_spec());
+    p.compute = report.compute.calibration;
+    for (const std::string& s : report.compute.skipped) report.skipped.push_back("compute " + s);
+  }
   return report;
 }
 

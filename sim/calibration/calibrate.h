@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/calibration/compute_fit.h"
 #include "sim/calibration/measurement_reader.h"
 #include "sim/calibration/network_fit.h"
 #include "sim/calibration/op_fit.h"
@@ -60,6 +61,9 @@ struct CalibrateReport {
   std::vector<std::string> skipped;    // "kind/dtype: reason"
   int64_t num_collective_samples = 0;  // all-to-all samples for the network fit
   NetworkFitReport network;            // rows empty when there was no network fit
+  // The kernel-level compute fit of `gemm` / `attention_core` records against the topology's GPU
+  // peaks (compute_fit.h); rows empty when there were none.
+  ComputeFitReport compute;
 };
 
 // The cost-model kind an engine op name maps to, or "" for the all-to-alls and unknown names.

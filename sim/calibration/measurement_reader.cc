@@ -177,6 +177,48 @@ CollectiveSample read_collective(const RecordReader& r, const std::string& file)
   return c;
 }
 
+GemmSample read_gemm(const RecordReader& r) {
+  GemmSample g;
+  g.layout = r.get_string("layout");
+  if (g.layout != "contiguous_grouped" && g.layout != "masked_grouped" && g.layout != "dense") {
+    r.fail("layout", "unknown GEMM layout '" + g.layout +
+                         "' (valid: contiguous_grouped, masked_grouped, dense)");
+  }
+  g.dtype = r.get_string("dtype");
+  if (g.dtype != "fp8" && g.dtype != "bf16") r.fail("dtype", "must be fp8 or bf16");
+  g.num_groups = r.get_int("num_groups");
+  g.m_per_group = r.get_int("m_per_group");
+  g.n = r.get_int("n");
+  g.k = r.get_int("k");
+  if (g.num_groups < 1) r.fail("num_groups", "must be >= 1");
+  if (g.layout == "dense" && g.num_groups != 1) r.fail("num_groups", "must be 1 for dense");
+  if (g.m_per_group < 1) r.fail("m_per_group", "must be >= 1");
+  if (g.n < 1) r.fail("n", "must be >= 1");
+  if (g.k < 1) r.fail("k", "must be >= 1");
+  const int64_t ns = r.get_int("measured_ns");
+  if (ns <= 0) r.fail("measured_ns", "must be > 0");
+  g.measured_s = 1e-9 * static_cast<double>(ns);
+  return g;
+}
+
+AttentionCoreSample read_attention_core(const RecordReader& r) {
+  AttentionCoreSample a;
+  a.op = r.get_string("op");
+  if (a.op.rfind("attn_", 0) != 0) r.fail("op", "must be an attention op kind (attn_...)");
+  a.dtype = r.get_string("dtype");
+  if (a.dtype != "fp8" && a.dtype != "bf16") r.fail("dtype", "must be fp8 or bf16");
+  a.bound = r.get_string("bound");
+  if (a.bound != "memory" && a.bound != "compute") r.fail("bound", "must be memory or compute");
+  a.flops = r.get_double("flops");
+  a.bytes = r.get_double("bytes");
+  if (!(a.flops > 0)) r.fail("flops", "must be > 0");
+  if (!(a.bytes > 0)) r.fail("bytes", "must be > 0");
+  const int64_t ns = r.get_int("measured_ns");
+  if (ns <= 0) r.fail("measured_ns", "must be > 0");
+  a.measured_s = 1e-9 * static_cast<double>(ns);
+  return a;
+}
+
 StepSample read_step(const RecordReader& r) {
   StepSample s;
   s.step = r.get_int("step");
@@ -230,9 +272,14 @@ MeasurementSet read_measurements(std::istream& in, const std::string& path) {
       m.ops.push_back(read_bench(r));
     } else if (kind == "collective") {
       m.collectives.push_back(read_collective(r, path));
+    } else if (kind == "gemm") {
+      m.gemms.push_back(read_gemm(r));
+    } else if (kind == "attention_core") {
+      m.attention_cores.push_back(read_attention_core(r));
     } else {
-      r.fail("record",
-             "unknown record kind '" + kind + "' (valid: header, op, step, bench, collective)");
+      r.fail("record", "unknown record kind '" + kind +
+                           "' (valid: header, op, step, bench, collective, gemm, "
+                           "attention_core)");
     }
   }
   if (m.mode.empty()) throw ConfigError(path, 0, 0, "", "empty measurement file");

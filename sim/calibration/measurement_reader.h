@@ -50,6 +50,29 @@ struct StepSample {
   int64_t sim_step_ns = 0;
 };
 
+// One `gemm` record: a timed GEMM kernel (e.g. a DeepGEMM benchmark row) for the compute fit.
+struct GemmSample {
+  std::string layout;  // "contiguous_grouped", "masked_grouped", "dense"
+  std::string dtype;   // "fp8", "bf16"
+  int64_t num_groups = 1;
+  int64_t m_per_group = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  double measured_s = 0;
+};
+
+// One `attention_core` record: a timed attention-core kernel (e.g. FlashMLA decode) of `flops`
+// FLOPs at `dtype` and `bytes` HBM bytes; `bound` says which of the two limits it ("memory" or
+// "compute"): the fit reads the efficiency of that limit from it.
+struct AttentionCoreSample {
+  std::string op;     // cost-model attention kind, e.g. "attn_mla_decode"
+  std::string dtype;  // the core's math dtype
+  std::string bound;  // "memory" or "compute"
+  double flops = 0;
+  double bytes = 0;
+  double measured_s = 0;
+};
+
 struct MeasurementSet {
   std::string file;
   std::string mode;     // "replay" or "bench"
@@ -66,12 +89,16 @@ struct MeasurementSet {
   std::vector<StepSample> steps;
   // `collective` records: measured all-to-alls for the network fit (source = the file).
   std::vector<CollectiveSample> collectives;
+  // `gemm` and `attention_core` records: kernel timings for the compute fit.
+  std::vector<GemmSample> gemms;
+  std::vector<AttentionCoreSample> attention_cores;
 };
 
 // Reads a measurement file. Throws ConfigError naming FILE, line and field for a malformed
 // record or a header whose schema is not moesim.measurements.v1. `bench` records are read as op
 // samples with step = -1 (they carry op, tokens, flops, bytes and times); `collective` records
-// (ep_size, bytes_per_gpu, measured_ns) as CollectiveSamples.
+// (ep_size, bytes_per_gpu, measured_ns) as CollectiveSamples; `gemm` and `attention_core`
+// records as GemmSamples and AttentionCoreSamples.
 MeasurementSet read_measurements(const std::string& path);
 // Reads from a stream; `name` stands for the file in error messages.
 MeasurementSet read_measurements(std::istream& in, const std::string& name);

@@ -11,6 +11,18 @@
 //                 simulator counts). A profile without one (fitted before the engine ran the
 //                 output head) prices it with the dense_ffn fit of the same dtype (a GEMM of the
 //                 same form), counted by num_proxy_queries() and as out of range.
+// Kernel-level fits ([compute], compute_calibration.h) price, for a kind the profile has no op fit
+// for, relative to the GPU's own peaks (`gpu`):
+//   expert_ffn    two grouped GEMMs (gate/up n = 2 I, k = H; down n = H, k = I) over the active
+//                 experts with tokens / active rows each, in the grouped layout whose fitted rows
+//                 per group are nearest (contiguous for prefill-sized groups, masked for decode).
+//   shared_expert, dense_ffn   the same two GEMMs, dense.
+//   attention     the projections as one dense GEMM of the attention dtype (FLOPs flops -
+//                 core_flops; output 2 T hidden bytes, input the rest of bytes - core_bytes)
+//                 plus the core by the kind's attention-core fit at core_dtype. Kinds without
+//                 an attention-core fit are priced whole by the fallback.
+// A GEMM whose rows per group lie outside the fit's, or whose dtype the profile lacks (the
+// fitted dtype's efficiencies then apply to the query dtype's peak), counts as out of range.
 // A query is counted by num_out_of_range_queries() when its fitted features fall outside the
 // ranges the fit saw, when the profile lacks its dtype (another dtype's fit of the kind is used)
 // or when the profile lacks its kind entirely (the fallback model prices it). Counting is
@@ -23,13 +35,16 @@
 
 #include "sim/cost/cost_model.h"
 #include "sim/cost/profile.h"
+#include "sim/topology/gpu_spec.h"
 
 namespace moesim::sim {
 
 class CalibratedCostModel final : public CostModel {
  public:
   // `fallback` prices kinds the profile has no fit for (non-null).
-  CalibratedCostModel(CalibrationProfile profile, std::unique_ptr<CostModel> fallback);
+  // `gpu` gives the peaks [compute] efficiencies apply to (unused without [compute]).
+  CalibratedCostModel(CalibrationProfile profile, std::unique_ptr<CostModel> fallback,
+                      GpuSpec gpu = {});
 
   std::string_view name() const override { return "calibrated"; }
   double seconds(const OpWork& work) const override;
@@ -48,9 +63,13 @@ class CalibratedCostModel final : public CostModel {
   double fitted_seconds(std::string_view kind_name, std::string_view dtype, double flops,
                         double bytes, double tokens, bool* in_range) const;
   void count_out_of_range(OpKind kind) const;
+  // Seconds of `work` by the [compute] fits, or negative when they do not cover its kind.
+  double compute_seconds(const OpWork& work, bool* in_range) const;
+  double gemm_seconds(GemmShape g, DType dtype, bool* in_range) const;
 
   CalibrationProfile profile_;
   std::unique_ptr<CostModel> fallback_;
+  GpuSpec gpu_;
   mutable std::array<std::atomic<int64_t>, kNumOpKinds> out_of_range_{};
   mutable std::atomic<int64_t> num_proxy_{0};
 };

@@ -9,7 +9,7 @@ namespace moesim::sim {
 std::unique_ptr<CostModel> make_calibrated_cost_model(CalibrationProfile profile,
                                                       const CostSpec& spec, const GpuSpec& gpu) {
   return std::make_unique<CalibratedCostModel>(
-      std::move(profile), std::make_unique<RooflineCostModel>(gpu, spec.roofline));
+      std::move(profile), std::make_unique<RooflineCostModel>(gpu, spec.roofline), gpu);
 }
 
 std::shared_ptr<const Topology> make_network_topology(const CalibrationProfile& profile,

@@ -49,7 +49,10 @@ AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Preci
   const DType wdt = precision.attention;
   const double tp = static_cast<double>(tp_gpus);
   const double proj_flops = attention_projection_flops(a, hidden);
-  const double weight_bytes = attention_params(a, hidden) * bytes_per_param(wdt) / tp;
+  // Stored bytes of the attention tensor group (its storage format where the card has one).
+  const double weight_bytes = attention_params(a, hidden) *
+                              (weight_bits_per_element(precision, TensorGroup::kAttention) / 8.0) /
+                              tp;
   const double kv_per_token =
       kv_bytes_per_token(a, precision.kv_cache) /
       (a.kind == AttentionKind::kGQA
@@ -65,21 +68,28 @@ AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Preci
           : 0.0;
 
   double pf_flops = 0, pf_bytes = 0, dc_flops = 0, dc_bytes = 0;
+  double pf_core_flops = 0, pf_core_bytes = 0, dc_core_flops = 0, dc_core_bytes = 0;
   int64_t pf_tokens = 0, dc_tokens = 0;
   for (const SeqSlice& s : seqs) {
     const double n = static_cast<double>(s.new_tokens);
     if (s.prefill) {
       // Token i of the chunk attends to context + i keys: the mean is context + (n + 1) / 2.
       const int64_t mean_ctx = s.context_tokens + (s.new_tokens + 1) / 2;
-      pf_flops += n * (proj_flops + attention_core_flops(a, mean_ctx, false)) +
-                  2.0 * mla_kv_up_params * static_cast<double>(s.context_tokens);
-      pf_bytes += kv_per_token * static_cast<double>(s.context_tokens + 2 * s.new_tokens) +
-                  n * act_bytes_per_token + 2.0 * state_bytes;
+      const double core = attention_core_flops(a, mean_ctx, false);
+      const double cache = kv_per_token * static_cast<double>(s.context_tokens + 2 * s.new_tokens);
+      pf_flops +=
+          n * (proj_flops + core) + 2.0 * mla_kv_up_params * static_cast<double>(s.context_tokens);
+      pf_bytes += cache + n * act_bytes_per_token + 2.0 * state_bytes;
+      pf_core_flops += n * core;
+      pf_core_bytes += cache + 2.0 * state_bytes;
       pf_tokens += s.new_tokens;
     } else {
-      dc_flops += n * (proj_flops + attention_core_flops(a, s.context_tokens + 1, true));
-      dc_bytes += kv_per_token * static_cast<double>(s.context_tokens + 2) +
-                  n * act_bytes_per_token + 2.0 * state_bytes;
+      const double core = attention_core_flops(a, s.context_tokens + 1, true);
+      const double cache = kv_per_token * static_cast<double>(s.context_tokens + 2);
+      dc_flops += n * (proj_flops + core);
+      dc_bytes += cache + n * act_bytes_per_token + 2.0 * state_bytes;
+      dc_core_flops += n * core;
+      dc_core_bytes += cache + 2.0 * state_bytes;
       dc_tokens += s.new_tokens;
     }
   }
@@ -89,11 +99,18 @@ AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Preci
   if (pf_tokens > 0) {
     w.prefill =
         make_work(w.prefill.kind, wdt, pf_flops / tp, pf_bytes / tp + weight_bytes, pf_tokens);
+    w.prefill.core_flops = pf_core_flops / tp;
+    w.prefill.core_bytes = pf_core_bytes / tp;
   }
   if (dc_tokens > 0) {
     w.decode =
         make_work(w.decode.kind, wdt, dc_flops / tp, dc_bytes / tp + weight_bytes, dc_tokens);
+    w.decode.core_flops = dc_core_flops / tp;
+    w.decode.core_bytes = dc_core_bytes / tp;
   }
+  w.prefill.core_dtype = precision.core_attention;
+  w.prefill.hidden = w.decode.hidden = hidden;
+  w.decode.core_dtype = precision.core_attention;
   return w;
 }
 
@@ -111,10 +128,13 @@ OpWork rmsnorm_work(int64_t num_tokens, int64_t hidden_size, DType dtype) {
 OpWork dense_ffn_work(int64_t num_tokens, int64_t hidden_size, int64_t intermediate_size,
                       int32_t tp, DType dtype) {
   const double w = 3.0 * static_cast<double>(hidden_size * intermediate_size);
-  return make_work(
+  OpWork work = make_work(
       OpKind::kDenseFfn, dtype, static_cast<double>(num_tokens) * 2.0 * w / tp,
       w * bytes_per_param(dtype) / tp + static_cast<double>(num_tokens * hidden_size) * 4.0,
       num_tokens);
+  work.hidden = hidden_size;
+  work.ffn_intermediate = intermediate_size / std::max<int32_t>(tp, 1);
+  return work;
 }
 
 OpWork router_work(const MoeSpec& moe, int64_t hidden_size, int64_t num_tokens, DType dtype) {
@@ -149,6 +169,8 @@ OpWork expert_ffn_work(const MoeSpec& moe, int64_t hidden_size, DType dtype, int
                        active_experts * weight_bytes + sel * static_cast<double>(hidden_size) * 4.0,
                        num_selections);
   w.num_experts = static_cast<int64_t>(std::ceil(active_experts));
+  w.hidden = moe.latent_dim > 0 ? moe.latent_dim : hidden_size;
+  w.ffn_intermediate = moe.expert_intermediate_size;
   return w;
 }
 
@@ -156,9 +178,12 @@ OpWork shared_expert_work(const MoeSpec& moe, int64_t hidden_size, int64_t num_t
                           DType dtype) {
   const double w = 3.0 * static_cast<double>(hidden_size * moe.shared_intermediate_size) *
                    static_cast<double>(moe.num_shared_experts);
-  return make_work(OpKind::kSharedExpert, dtype, static_cast<double>(num_tokens) * 2.0 * w,
-                   w * bytes_per_param(dtype) + static_cast<double>(num_tokens * hidden_size) * 4.0,
-                   num_tokens);
+  OpWork work = make_work(
+      OpKind::kSharedExpert, dtype, static_cast<double>(num_tokens) * 2.0 * w,
+      w * bytes_per_param(dtype) + static_cast<double>(num_tokens * hidden_size) * 4.0, num_tokens);
+  work.hidden = hidden_size;
+  work.ffn_intermediate = moe.shared_intermediate_size * moe.num_shared_experts;
+  return work;
 }
 
 OpWork combine_work(int64_t num_tokens, int64_t top_k, bool has_shared, int64_t hidden_size) {

@@ -42,7 +42,10 @@ struct AttentionWork {
 //   prefill bytes  kv (c + 2 n) + 4 n hidden + 2 S     decode bytes  kv (c + 2) + 4 n hidden + 2 S
 // kv = cache bytes per token at precision.kv_cache (GQA: divided by min(tp, kv heads)); S = KDA
 // recurrent + conv state per sequence at precision.recurrent_state, divided by tp.
-// Each part: FLOPs / tp; bytes / tp + the layer's attention weights at precision.attention / tp.
+// Each part: FLOPs / tp; bytes / tp + the layer's attention weights at precision.attention (its
+// stored bits where precision.storage has them) / tp.
+// core_flops / core_bytes: the core's share of them (n core(...) and the cache / state bytes, / tp)
+// at core_dtype = precision.core_attention; the rest is the projections at precision.attention.
 // (So under TP the KDA state is divided by tp twice and the GQA cache by min(tp, kv heads) tp,
 // and MLA's shared latent cache by tp: kept as the step model has always priced it.)
 AttentionWork attention_work(const AttentionSpec& attention, int64_t hidden_size,

@@ -48,6 +48,18 @@ struct OpWork {
   int64_t num_seqs = 0;        // sequences (attention)
   int64_t context_tokens = 0;  // sum over sequences of attended tokens (attention)
   int64_t num_experts = 0;     // experts with at least one token (expert_ffn)
+  // Attention ops: the part of `flops` and `bytes` that is the attention core (QK^T and PV, the
+  // MLA absorbed products over the cache, the KDA recurrence: their FLOPs; the cache / state
+  // bytes), computed at `core_dtype`; the rest is the projections, at `dtype`. 0 elsewhere.
+  double core_flops = 0;
+  double core_bytes = 0;
+  DType core_dtype = DType::kBF16;
+  // GEMM shapes, for cost models that price GEMMs one by one. SwiGLU FFN ops (expert_ffn,
+  // shared_expert, dense_ffn): hidden H and intermediate I (per GPU under TP, the shared experts
+  // fused into one): gate/up n = 2 I, k = H; down n = H, k = I. Attention ops: hidden = the
+  // model's hidden size (the projections' output rows). 0 when unknown.
+  int64_t hidden = 0;
+  int64_t ffn_intermediate = 0;
 
   bool empty() const { return tokens == 0 && flops == 0 && bytes == 0; }
 };

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/cost/compute_calibration.h"
 #include "sim/cost/fit_types.h"
 #include "sim/cost/network_calibration.h"
 
@@ -38,6 +39,9 @@ struct CalibrationProfile {
   // Per link class efficiency and latency of measured all-to-alls (network_fit.h); applied to
   // the topology of scenarios that use the profile. Empty when no collective was measured.
   NetworkCalibration network;
+  // Kernel-level compute fits ([compute]: GEMMs by layout, attention cores), relative to the
+  // GPU's peaks (compute_calibration.h); empty unless kernel benchmarks were fitted.
+  ComputeCalibration compute;
 
   // A (kind, dtype) may have several fits, one per size group (calibrate.h), with disjoint
   // byte ranges in ascending order.

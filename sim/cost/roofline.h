@@ -7,6 +7,8 @@
 // Compute dtype: weights in bf16/fp16 run at the BF16 peak, fp8/mxfp8 at the FP8 peak, mxfp4 /
 // nvfp4 at the FP4 peak; where the GPU lacks a peak for the dtype, the next wider one with a
 // peak is used (e.g. MXFP4 weights on H200 are up-cast to FP8), as kernels do.
+// Attention ops compute their core FLOPs (OpWork::core_flops) at the peak of core_dtype
+// (precision.core_attention) and the rest at the peak of dtype; one roofline over both.
 #pragma once
 
 #include <array>

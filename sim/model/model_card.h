@@ -164,7 +164,12 @@ struct WeightStorage {
 // in; `storage` refines the stored bytes of a group (memory, weight bytes) for quantised
 // checkpoints imported from HuggingFace. TOML cards leave `storage` empty.
 struct Precision {
-  DType attention = DType::kBF16;        // attention projections, all RMSNorms
+  DType attention = DType::kBF16;  // attention projections, all RMSNorms
+  // Compute dtype of the attention core (QK^T and PV, MLA's absorbed products over the cache):
+  // its FLOPs run at this dtype's peak, whatever the projections' weights are (FlashMLA runs
+  // BF16 over an FP8-weight model; "fp8" for its sparse FP8 decode). Not a tensor group: no
+  // weights.
+  DType core_attention = DType::kBF16;
   DType dense_ffn = DType::kBF16;        // dense-layer FFNs
   DType routed_experts = DType::kBF16;   // routed-expert FFNs
   DType shared_experts = DType::kBF16;   // shared experts

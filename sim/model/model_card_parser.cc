@@ -137,6 +137,7 @@ DType parse_dtype(TomlTable& t, std::string_view key, DType dflt) {
 Precision parse_precision(TomlTable& t) {
   Precision p;
   p.attention = parse_dtype(t, "attention", p.attention);
+  p.core_attention = parse_dtype(t, "core_attention", p.core_attention);
   p.dense_ffn = parse_dtype(t, "dense_ffn", p.dense_ffn);
   p.routed_experts = parse_dtype(t, "routed_experts", p.routed_experts);
   p.shared_experts = parse_dtype(t, "shared_experts", p.shared_experts);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 
 #include "sim/config/config_error.h"
@@ -90,6 +91,46 @@ TEST(MeasurementReader, RejectsMalformedFiles) {
   expect_error("meas_bad_field.jsonl", 2, "tokens");
   expect_error("meas_no_header.jsonl", 1, "record");
   EXPECT_THROW(read_measurements(data("no_such_file.jsonl")), ConfigError);
+}
+
+TEST(MeasurementReader, ReadsKernelRecordsAndRejectsBadOnes) {
+  const std::string header =
+      R"({"record": "header", "schema": "moesim.measurements.v1", "mode": "bench"})"
+      "\n";
+  std::istringstream ok(
+      header + R"({"record": "gemm", "layout": "masked_grouped", "dtype": "fp8", "num_groups": 4,)"
+               R"( "m_per_group": 256, "n": 4096, "k": 7168, "measured_ns": 64520})"
+               "\n"
+               R"({"record": "attention_core", "op": "attn_mla_decode", "dtype": "bf16",)"
+               R"( "bound": "memory", "flops": 1e10, "bytes": 6e8, "measured_ns": 200000})"
+               "\n");
+  const MeasurementSet m = read_measurements(ok, "k.jsonl");
+  ASSERT_EQ(m.gemms.size(), 1u);
+  EXPECT_EQ(m.gemms[0].layout, "masked_grouped");
+  EXPECT_EQ(m.gemms[0].num_groups, 4);
+  EXPECT_EQ(m.gemms[0].k, 7168);
+  EXPECT_DOUBLE_EQ(m.gemms[0].measured_s, 64520e-9);
+  ASSERT_EQ(m.attention_cores.size(), 1u);
+  EXPECT_EQ(m.attention_cores[0].bound, "memory");
+  EXPECT_DOUBLE_EQ(m.attention_cores[0].bytes, 6e8);
+  auto error_of = [&](const std::string& record) {
+    std::istringstream in(header + record + "\n");
+    try {
+      read_measurements(in, "k.jsonl");
+    } catch (const ConfigError& e) {
+      return std::to_string(e.line()) + " " + e.key_path();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(R"({"record": "gemm", "layout": "ragged", "dtype": "fp8", "num_groups": 1,)"
+                     R"( "m_per_group": 1, "n": 1, "k": 1, "measured_ns": 1})"),
+            "2 layout");
+  EXPECT_EQ(error_of(R"({"record": "gemm", "layout": "dense", "dtype": "fp8", "num_groups": 2,)"
+                     R"( "m_per_group": 1, "n": 1, "k": 1, "measured_ns": 1})"),
+            "2 num_groups");
+  EXPECT_EQ(error_of(R"({"record": "attention_core", "op": "attn_mla_decode", "dtype": "bf16",)"
+                     R"( "bound": "latency", "flops": 1, "bytes": 1, "measured_ns": 1})"),
+            "2 bound");
 }
 
 }  // namespace

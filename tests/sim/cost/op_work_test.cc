@@ -109,6 +109,21 @@ TEST(OpFormulasTest, GqaHandCounted) {
   // Decode: context 5 + 1, core 4 * 2 * 4 * 6 = 192.
   EXPECT_EQ(w.decode.flops, 384.0 + 192.0);
   EXPECT_EQ(w.decode.bytes, 16.0 * 7 + 32.0 + 384.0);
+  // The core's share: its FLOPs and the cache bytes, at precision.core_attention.
+  EXPECT_EQ(w.prefill.core_flops, 3.0 * 128.0);
+  EXPECT_EQ(w.prefill.core_bytes, 16.0 * 8);
+  EXPECT_EQ(w.decode.core_flops, 192.0);
+  EXPECT_EQ(w.decode.core_bytes, 16.0 * 7);
+  EXPECT_EQ(w.decode.core_dtype, DType::kBF16);
+  EXPECT_EQ(w.decode.hidden, 8);
+  Precision fp8 = p;
+  fp8.attention = DType::kFP8;
+  fp8.core_attention = DType::kFP8;
+  const AttentionWork w8 = attention_work(small_gqa(), 8, fp8, 1, seqs);
+  EXPECT_EQ(w8.decode.dtype, DType::kFP8);
+  EXPECT_EQ(w8.decode.core_dtype, DType::kFP8);
+  // FP8 projection weights: 192 bytes instead of 384.
+  EXPECT_EQ(w8.decode.bytes, 16.0 * 7 + 32.0 + 192.0);
   // TP 2: FLOPs and weights halved; the cache is split over min(tp, KV heads) = 1 and then
   // divided by tp with the rest of the part's bytes.
   const AttentionWork tp2 = attention_work(small_gqa(), 8, p, 2, seqs);

@@ -121,6 +121,24 @@ TEST(RooflineTest, PeakFallsBackToTheNextWiderDtype) {
   EXPECT_DOUBLE_EQ(compute_peak_flops_per_s(gb, DType::kMXFP4), gb.fp4_flops_per_s);
 }
 
+TEST(RooflineTest, AttentionCoreRunsAtItsOwnDtype) {
+  RooflineCostModel m(round_gpu(), ideal_params());
+  // FP8 projections (1e12 FLOPs at 2e15) + a BF16 core (2e12 FLOPs at 1e15): 0.5 + 2 ms.
+  OpWork w = work(OpKind::kAttnMlaDecode, DType::kFP8, 3e12, 0);
+  w.core_flops = 2e12;
+  w.core_dtype = DType::kBF16;
+  EXPECT_DOUBLE_EQ(m.seconds(w), 2.5e-3);
+  // A core in the projections' dtype: one quotient, as without a core.
+  w.core_dtype = DType::kFP8;
+  EXPECT_EQ(m.seconds(w), m.seconds(work(OpKind::kAttnMlaDecode, DType::kFP8, 3e12, 0)));
+  EXPECT_DOUBLE_EQ(m.seconds(w), 1.5e-3);
+  // Memory-bound: the core's dtype does not change the bytes' time.
+  w = work(OpKind::kAttnMlaDecode, DType::kFP8, 3e12, 1e10);
+  w.core_flops = 2e12;
+  w.core_dtype = DType::kBF16;
+  EXPECT_DOUBLE_EQ(m.seconds(w), 1e-2);
+}
+
 TEST(RooflineTest, Mxfp4OnH200CostsLikeFp8) {
   RooflineCostModel m(h200(), ideal_params());
   const double flops = 1e13;

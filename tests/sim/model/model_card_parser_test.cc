@@ -45,8 +45,13 @@ TEST(ModelCardParser, ExpandsLayerPatternAndDenseLayers) {
   EXPECT_EQ(c.layers[1].attention.kda.gate_lora_rank, 32);
   EXPECT_EQ(c.precision.routed_experts, DType::kBF16);  // default
   EXPECT_EQ(c.precision.recurrent_state, DType::kFP32);
+  EXPECT_EQ(c.precision.core_attention, DType::kBF16);  // default
   const ModelCard k3 = load_model_card(kSource + "/models/kimi-k3.toml");
   EXPECT_EQ(k3.precision.routed_experts, DType::kMXFP4);
+  // DeepSeek-V3: FP8 projections, BF16 attention core (FlashMLA).
+  const ModelCard ds = load_model_card(kSource + "/models/deepseek-v3.toml");
+  EXPECT_EQ(ds.precision.attention, DType::kFP8);
+  EXPECT_EQ(ds.precision.core_attention, DType::kBF16);
   EXPECT_EQ(k3.max_context_tokens, 1048576);
 }
 

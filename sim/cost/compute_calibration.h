@@ -1,0 +1,87 @@
+// Kernel-level compute calibration of a profile ([compute], docs/calibration.md "Public profile:
+// compute"): GEMM time by layout and attention-core rates, as efficiencies relative to the GPU's
+// peaks, so that one fit prices any GPU of the same kernels through its own peaks.
+//
+// GEMM (DeepGEMM's definitions): C[M, N] = A[M, K] B[K, N] per group; M = num_groups x
+// m_per_group rows; FLOPs 2 M N K; input bytes A + B = M K a + G N K w (a, w the activation and
+// weight bytes per element; G = num_groups for the grouped layouts, 1 for dense); output bytes
+// 2 M N (BF16).
+//   seconds = flops / (peak(dtype) compute_efficiency)
+//           + input bytes / (hbm input_bandwidth_efficiency)
+//           + output bytes / (hbm output_bandwidth_efficiency)
+// Attention core of one op kind (e.g. attn_mla_decode, FlashMLA):
+//   seconds = max(core flops / (peak(dtype) compute_efficiency),
+//                 core bytes / (hbm bandwidth_efficiency))
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/cost/fit_types.h"
+
+namespace moesim::sim {
+
+enum class GemmLayout { kContiguousGrouped, kMaskedGrouped, kDense };
+// "contiguous_grouped", "masked_grouped", "dense".
+const char* gemm_layout_name(GemmLayout layout);
+std::optional<GemmLayout> gemm_layout_from_name(std::string_view name);
+
+struct GemmShape {
+  GemmLayout layout = GemmLayout::kDense;
+  double num_groups = 1;   // groups (experts) with rows; 1 for dense
+  double m_per_group = 0;  // rows per group (may be a mean)
+  double n = 0;
+  double k = 0;
+  double activation_bytes_per_element = 1;  // A (FP8 kernels take FP8 activations)
+  double weight_bytes_per_element = 1;      // B
+
+  double flops() const { return 2.0 * num_groups * m_per_group * n * k; }
+  double input_bytes() const {
+    return num_groups * m_per_group * k * activation_bytes_per_element +
+           num_groups * n * k * weight_bytes_per_element;
+  }
+  double output_bytes() const { return 2.0 * num_groups * m_per_group * n; }
+};
+
+struct GemmFit {
+  GemmLayout layout = GemmLayout::kDense;
+  std::string dtype;  // profile dtype ("fp8")
+  double compute_efficiency = 1;
+  double input_bandwidth_efficiency = 1;
+  double output_bandwidth_efficiency = 1;
+  double m_per_group_min = 0, m_per_group_max = 0;  // samples' range
+  FitQuality quality;
+
+  // Seconds of `g` on a GPU of `peak_flops_per_s` (of the GEMM's dtype) and `hbm_bytes_per_s`.
+  double seconds(const GemmShape& g, double peak_flops_per_s, double hbm_bytes_per_s) const;
+};
+
+struct AttentionCoreFit {
+  std::string kind;   // cost-model op kind, e.g. "attn_mla_decode"
+  std::string dtype;  // profile dtype of the core's math ("bf16", "fp8")
+  double compute_efficiency = 1;
+  double bandwidth_efficiency = 1;
+
+  double seconds(double core_flops, double core_bytes, double peak_flops_per_s,
+                 double hbm_bytes_per_s) const;
+};
+
+struct ComputeCalibration {
+  std::string gpu;  // catalogue name of the GPU whose peaks the efficiencies are relative to
+  std::vector<GemmFit> gemms;
+  std::vector<AttentionCoreFit> attention;
+
+  bool empty() const { return gemms.empty() && attention.empty(); }
+  const GemmFit* find_gemm(GemmLayout layout, std::string_view dtype) const;
+  // Any dtype's fit of `layout` (the first), or null.
+  const GemmFit* find_gemm_any_dtype(GemmLayout layout) const;
+  const AttentionCoreFit* find_attention(std::string_view kind, std::string_view dtype) const;
+  // The grouped layout a grouped GEMM of `m_per_group` rows per group runs: the fitted one whose
+  // m_per_group range is nearest in ratio (inside it: distance 1); null when none is fitted.
+  const GemmFit* grouped_fit_for(double m_per_group, std::string_view dtype) const;
+};
+
+}  // namespace moesim::sim

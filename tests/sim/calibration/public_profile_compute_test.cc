@@ -1,0 +1,246 @@
+// The compute part of the shipped public profile (profiles/h800-public.toml, [compute], fitted by
+// `moesim calibrate` from DeepGEMM's and FlashMLA's published H800 figures, docs/calibration.md
+// "Public profile: compute") reproduces every DeepGEMM row within 10%, composes DeepSeek-V3's
+// expert and shared-expert FFNs from the table's GEMM pairs through the calibrated cost model,
+// and prices DeepSeek-V3's MLA decode core at FlashMLA's published rates. In sample: the rows
+// are the fit's own inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cost/calibrated_cost_model.h"
+#include "sim/cost/op_formulas.h"
+#include "sim/cost/profile.h"
+#include "sim/cost/roofline.h"
+#include "sim/model/model_card_parser.h"
+#include "sim/topology/gpu_spec.h"
+
+namespace moesim::sim {
+namespace {
+
+const std::string kSource = MOESIM_SOURCE_DIR;
+
+struct Row {
+  std::string layout;
+  int64_t groups = 0, m = 0, n = 0, k = 0;
+  double tflops = 0;
+};
+
+// layout,num_groups,m_per_group,n,k,tflops,...
+std::vector<Row> read_table(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  std::vector<Row> rows;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::vector<std::string> c;
+    for (std::string cell; std::getline(ss, cell, ',');) c.push_back(cell);
+    if (c.size() < 6) continue;
+    rows.push_back({c[0], std::stoll(c[1]), std::stoll(c[2]), std::stoll(c[3]), std::stoll(c[4]),
+                    std::stod(c[5])});
+  }
+  return rows;
+}
+
+double published_seconds(const Row& r) {
+  return 2.0 * static_cast<double>(r.groups * r.m) * static_cast<double>(r.n * r.k) /
+         (r.tflops * 1e12);
+}
+
+const Row* find_row(const std::vector<Row>& rows, const std::string& layout, int64_t groups,
+                    int64_t m, int64_t n) {
+  for (const Row& r : rows) {
+    if (r.layout == layout && r.groups == groups && r.m == m && r.n == n) return &r;
+  }
+  return nullptr;
+}
+
+class PublicProfileCompute : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    profile_ = load_profile(kSource + "/profiles/h800-public.toml");
+    gpu_ = *find_gpu_spec("h800-sxm");
+    rows_ = read_table(kSource + "/profiles/h800-public.validation/deepgemm_fp8_h800.csv");
+    card_ = load_model_card(kSource + "/models/deepseek-v3.toml");
+  }
+  CalibratedCostModel model() const {
+    return CalibratedCostModel(
+        profile_, std::make_unique<RooflineCostModel>(gpu_, RooflineParams::defaults()), gpu_);
+  }
+  CalibrationProfile profile_;
+  GpuSpec gpu_;
+  std::vector<Row> rows_;
+  ModelCard card_;
+};
+
+TEST_F(PublicProfileCompute, EveryDeepGemmRowWithinTenPercent) {
+  ASSERT_EQ(profile_.compute.gpu, "h800-sxm");
+  ASSERT_EQ(rows_.size(), 16u);
+  for (const Row& r : rows_) {
+    GemmShape g;
+    g.layout = *gemm_layout_from_name(r.layout);
+    g.num_groups = static_cast<double>(r.groups);
+    g.m_per_group = static_cast<double>(r.m);
+    g.n = static_cast<double>(r.n);
+    g.k = static_cast<double>(r.k);
+    const GemmFit* fit = profile_.compute.find_gemm(g.layout, "fp8");
+    ASSERT_NE(fit, nullptr) << r.layout;
+    // The simulator picks a grouped layout by rows per group: it must pick the row's own.
+    if (g.layout != GemmLayout::kDense) {
+      EXPECT_EQ(profile_.compute.grouped_fit_for(g.m_per_group, "fp8"), fit) << r.layout << r.m;
+    }
+    const double s = fit->seconds(g, gpu_.fp8_flops_per_s, gpu_.hbm_bytes_per_s);
+    const double tflops = g.flops() / s / 1e12;
+    EXPECT_NEAR(tflops / r.tflops, 1.0, 0.10)
+        << r.layout << " g=" << r.groups << " m=" << r.m << " n=" << r.n << " k=" << r.k
+        << ": moesim " << tflops << " TFLOPS, published " << r.tflops;
+  }
+}
+
+// DeepSeek-V3's routed expert (hidden 7168, intermediate 2048) is the table's pairs: gate/up
+// n = 4096, k = 7168 and down n = 7168, k = 2048. expert_ffn_work priced by the calibrated cost
+// model is the two GEMMs' fitted times: within 10% of the two published times' sum.
+TEST_F(PublicProfileCompute, ExpertAndSharedFfnComposeTheTablePairs) {
+  const CalibratedCostModel cost = model();
+  const MoeSpec& moe = card_.layers.back().ffn.moe;
+  ASSERT_EQ(moe.expert_intermediate_size, 2048);
+  int checked = 0;
+  for (const Row& up : rows_) {
+    if (up.n != 4096) continue;
+    const Row* down = find_row(rows_, up.layout, up.groups, up.m, 7168);
+    ASSERT_NE(down, nullptr);
+    const double published = published_seconds(up) + published_seconds(*down);
+    const int64_t tokens = up.groups * up.m;
+    OpWork w;
+    if (up.layout == "dense") {
+      w = shared_expert_work(moe, card_.hidden_size, tokens, DType::kFP8);
+    } else {
+      w = expert_ffn_work(moe, card_.hidden_size, DType::kFP8, tokens,
+                          static_cast<double>(up.groups));
+    }
+    const double s = cost.seconds(w);
+    EXPECT_NEAR(s / published, 1.0, 0.10)
+        << up.layout << " g=" << up.groups << " m=" << up.m << ": moesim " << s * 1e6
+        << " us, published " << published * 1e6 << " us";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);
+  EXPECT_EQ(cost.num_out_of_range_queries(), 0);
+}
+
+// Kimi-K3's MXFP4 routed experts: weights read at 4.25 bits, activations FP8, computed at the
+// FP4 peak where the GPU has one (GB200) and at the FP8 peak otherwise (H800: up-cast).
+TEST_F(PublicProfileCompute, Mxfp4ExpertsReadFourBitsAndUpCastWithoutAnFp4Peak) {
+  const ModelCard k3 = load_model_card(kSource + "/models/kimi-k3.toml");
+  ASSERT_EQ(k3.precision.routed_experts, DType::kMXFP4);
+  const MoeSpec& moe = k3.layers.back().ffn.moe;
+  const OpWork w = expert_ffn_work(moe, k3.hidden_size, DType::kMXFP4, 2048, 4.0);
+  const GemmFit* masked = profile_.compute.find_gemm(GemmLayout::kMaskedGrouped, "fp8");
+  ASSERT_NE(masked, nullptr);
+  auto by_hand = [&](const GpuSpec& gpu, double peak) {
+    GemmShape g;
+    g.layout = GemmLayout::kMaskedGrouped;
+    g.num_groups = 4;
+    g.m_per_group = 512;
+    g.activation_bytes_per_element = 1.0;
+    g.weight_bytes_per_element = 4.25 / 8.0;
+    GemmShape up = g, down = g;
+    up.n = 2.0 * static_cast<double>(moe.expert_intermediate_size);
+    up.k = static_cast<double>(k3.hidden_size);
+    down.n = static_cast<double>(k3.hidden_size);
+    down.k = static_cast<double>(moe.expert_intermediate_size);
+    return masked->seconds(up, peak, gpu.hbm_bytes_per_s) +
+           masked->seconds(down, peak, gpu.hbm_bytes_per_s);
+  };
+  EXPECT_DOUBLE_EQ(model().seconds(w), by_hand(gpu_, gpu_.fp8_flops_per_s));
+  const GpuSpec gb = *find_gpu_spec("gb200");
+  ASSERT_GT(gb.fp4_flops_per_s, 0.0);
+  const CalibratedCostModel on_gb(
+      profile_, std::make_unique<RooflineCostModel>(gb, RooflineParams::defaults()), gb);
+  EXPECT_DOUBLE_EQ(on_gb.seconds(w), by_hand(gb, gb.fp4_flops_per_s));
+}
+
+// A BF16 GEMM (Kimi-K3's shared expert): the profile has FP8 fits only, so the dense FP8
+// efficiencies price it against the BF16 peak with 2-byte elements, counted as out of range.
+TEST_F(PublicProfileCompute, Bf16GemmsUseTheFp8FitAgainstTheBf16PeakOutOfRange) {
+  const ModelCard k3 = load_model_card(kSource + "/models/kimi-k3.toml");
+  const MoeSpec& moe = k3.layers.back().ffn.moe;
+  const OpWork w = shared_expert_work(moe, k3.hidden_size, 128, DType::kBF16);
+  const GemmFit* dense = profile_.compute.find_gemm(GemmLayout::kDense, "fp8");
+  ASSERT_NE(dense, nullptr);
+  GemmShape g;
+  g.m_per_group = 128;
+  g.activation_bytes_per_element = 2.0;
+  g.weight_bytes_per_element = 2.0;
+  GemmShape up = g, down = g;
+  const double i = static_cast<double>(moe.shared_intermediate_size * moe.num_shared_experts);
+  up.n = 2.0 * i;
+  up.k = static_cast<double>(k3.hidden_size);
+  down.n = static_cast<double>(k3.hidden_size);
+  down.k = i;
+  const CalibratedCostModel cost = model();
+  EXPECT_DOUBLE_EQ(cost.seconds(w),
+                   dense->seconds(up, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s) +
+                       dense->seconds(down, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s));
+  EXPECT_EQ(cost.num_out_of_range_queries(OpKind::kSharedExpert), 1);
+}
+
+// FlashMLA's decode rates through the simulator's own attention work (DeepSeek-V3's MLA, 128
+// sequences): the core's achieved rate equals the published figure within 10%.
+TEST_F(PublicProfileCompute, MlaDecodeCoreAtFlashMlaRates) {
+  const AttentionSpec& mla = card_.layers.front().attention;
+  ASSERT_EQ(mla.kind, AttentionKind::kMLA);
+  Precision p = card_.precision;
+  ASSERT_EQ(p.core_attention, DType::kBF16);
+  auto core_rate = [&](const AttentionSpec& a, const Precision& prec, int64_t context,
+                       bool compute) {
+    std::vector<SeqSlice> seqs(128, SeqSlice{1, context, false});
+    const OpWork w = attention_work(a, card_.hidden_size, prec, 1, seqs).decode;
+    const AttentionCoreFit* fit =
+        profile_.compute.find_attention("attn_mla_decode", profile_dtype_name(prec.core_attention));
+    EXPECT_NE(fit, nullptr);
+    if (!fit) return 0.0;
+    const double s =
+        fit->seconds(w.core_flops, w.core_bytes,
+                     compute_peak_flops_per_s(gpu_, prec.core_attention), gpu_.hbm_bytes_per_s);
+    return compute ? w.core_flops / s / 1e12 : w.core_bytes / s / 1e9;
+  };
+  // Compute-bound: all 128 heads on one GPU (data-parallel attention).
+  EXPECT_NEAR(core_rate(mla, p, 4096, true) / 660.0, 1.0, 0.10);
+  // Memory-bound: 16 query heads (FlashMLA's memory-bound setting, 128 heads over TP8).
+  AttentionSpec mla16 = mla;
+  mla16.mla.num_heads = 16;
+  EXPECT_NEAR(core_rate(mla16, p, 4096, false) / 3000.0, 1.0, 0.10);
+  // Sparse FP8 decode: the core in FP8 over 2,048 selected tokens.
+  Precision fp8 = p;
+  fp8.core_attention = DType::kFP8;
+  fp8.kv_cache = DType::kFP8;
+  EXPECT_NEAR(core_rate(mla, fp8, 2048, true) / 410.0, 1.0, 0.10);
+}
+
+// The whole decode attention op through the calibrated cost model: projections (one dense FP8
+// GEMM) plus the core, in range, and the core alone is most of it at long context.
+TEST_F(PublicProfileCompute, MlaDecodeOpIsProjectionsPlusCore) {
+  const CalibratedCostModel cost = model();
+  const AttentionSpec& mla = card_.layers.front().attention;
+  std::vector<SeqSlice> seqs(128, SeqSlice{1, 4096, false});
+  const OpWork w = attention_work(mla, card_.hidden_size, card_.precision, 1, seqs).decode;
+  const double s = cost.seconds(w);
+  const AttentionCoreFit* core = profile_.compute.find_attention("attn_mla_decode", "bf16");
+  ASSERT_NE(core, nullptr);
+  const double core_s =
+      core->seconds(w.core_flops, w.core_bytes, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s);
+  EXPECT_GT(s, core_s);
+  EXPECT_LT(s, 1.5 * core_s);
+  EXPECT_EQ(cost.num_out_of_range_queries(), 0);
+}
+
+}  // namespace
+}  // namespace moesim::sim
