@@ -98,6 +98,10 @@ const std::map<std::string, std::string>& expected_messages() {
       {"node_limited_without_groups.toml",
        "{dir}/node_limited_without_groups.toml:9:24: deployment.node_limited_traffic: the "
        "model's routing is not group-limited (topk_groups = num_expert_groups = 1)"},
+      {"overlap_conflicts_microbatch_overlap.toml",
+       "{dir}/overlap_conflicts_microbatch_overlap.toml:9:11: deployment.overlap: overlap = "
+       "\"two_microbatch\" conflicts with microbatch_overlap = true (microbatch_overlap = true "
+       "means overlap = \"simple\"; set one key)"},
       {"negative_seed.toml",
        "{dir}/negative_seed.toml:22:8: run.seed: value -1 is out of range [0, "
        "9223372036854775807]"},
@@ -239,7 +243,7 @@ TEST(ScenarioTest, DefaultsWhenTablesAreAbsent) {
   EXPECT_EQ(s.scheduler.kv_block_tokens, 64);
   EXPECT_TRUE(s.scheduler.prefix_caching);
   EXPECT_EQ(s.deployment.prefill_replicas, 0);
-  EXPECT_FALSE(s.deployment.microbatch_overlap);
+  EXPECT_EQ(s.deployment.overlap, OverlapMode::kNone);
   EXPECT_TRUE(s.outputs.requests_csv);
   EXPECT_TRUE(s.outputs.steps_csv);
 }
@@ -248,7 +252,7 @@ TEST(ScenarioTest, TensorParallelAndDisaggregatedDeployments) {
   Scenario tp = load_scenario(kSource + "/tests/data/scenarios/tiny_tp.toml");
   EXPECT_EQ(tp.deployment.attention, AttentionParallel::kTensor);
   EXPECT_EQ(tp.deployment.attention_tp, 2);
-  EXPECT_TRUE(tp.deployment.microbatch_overlap);
+  EXPECT_EQ(tp.deployment.overlap, OverlapMode::kSimple);
   Scenario pd = load_scenario(kSource + "/tests/data/scenarios/tiny_pd.toml");
   EXPECT_EQ(pd.deployment.prefill_replicas, 1);
   EXPECT_EQ(pd.deployment.num_replicas, 2);

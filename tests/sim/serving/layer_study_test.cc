@@ -54,7 +54,7 @@ TEST(LayerStudy, WithoutOverlapAllCommunicationIsExposed) {
   }
 }
 
-// With [deployment] microbatch_overlap the step model emits one overlapped all-to-all span; the
+// With [deployment] overlap = "simple" the step model emits one overlapped all-to-all span; the
 // study used to count only "dispatch" and "combine" and reported 0 us (issue 13). The collectives
 // are the same as without overlap; the exposed part is what two half micro-batches leave
 // uncovered, per layer max(C, D) + min(C, D) / 2 - C = max(D / 2, D - C / 2) for expert compute
@@ -63,7 +63,7 @@ TEST(LayerStudy, WithoutOverlapAllCommunicationIsExposed) {
 TEST(LayerStudy, OverlapReportsTheAllToAllAndItsExposedPart) {
   Scenario barrier = teaching_crossover();
   Scenario overlap = teaching_crossover();
-  overlap.deployment.microbatch_overlap = true;
+  overlap.deployment.overlap = OverlapMode::kSimple;
   auto base = run_layer_study(barrier, kBatches, 4096, 1);
   auto rows = run_layer_study(overlap, kBatches, 4096, 1);
   ASSERT_EQ(rows.size(), base.size());
