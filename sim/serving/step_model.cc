@@ -144,6 +144,7 @@ void StepModel::begin_step() {
   std::fill(compute_s_.begin(), compute_s_.end(), 0.0);
   std::fill(comm_s_.begin(), comm_s_.end(), 0.0);
   std::fill(wait_s_.begin(), wait_s_.end(), 0.0);
+  region_size_ = 0;  // a step that threw may have left MoE layers untimed
 }
 
 int64_t StepModel::price_attention(const std::vector<std::vector<SeqSlice>>& ranks) {

@@ -108,5 +108,43 @@ TEST(LayerStudy, UsesTheScenariosNetworkModel) {
 #endif
 }
 
+// The micro-batch schedules on the teaching case: the layer never takes less than its slowest
+// GPU's compute nor more than that plus the all-to-all (uniform routing: the GPUs are alike),
+// the all-to-all matches the barrier run's to the micro-batches' fixed costs (within 2%), and the
+// timeline lists GPU 0's stages of the middle MoE layer per micro-batch in start order.
+TEST(LayerStudy, MicrobatchSchedulesShowTheirTimeline) {
+  for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
+    SCOPED_TRACE(overlap_mode_name(mode));
+    Scenario sc = teaching_crossover();
+    const auto base = run_layer_study(sc, {16, 128}, 4096, 1);
+    sc.deployment.overlap = mode;
+    std::vector<LayerStudySpan> timeline;
+    LayerStudyOptions o;
+    o.timeline = &timeline;
+    const auto rows = run_layer_study(sc, {16, 128}, o);
+    ASSERT_EQ(rows.size(), 4u);
+    for (size_t i = 2; i < 4; ++i) {  // uniform
+      const LayerStudyRow& r = rows[i];
+      EXPECT_GE(r.layer_us + 0.01, r.compute_max_us);
+      EXPECT_LE(r.layer_us, r.compute_max_us + r.comm_us + 0.01);
+      EXPECT_NEAR(r.comm_us, base[i].comm_us, 0.02 * base[i].comm_us);
+      EXPECT_LT(r.layer_us, base[i].layer_us + base[i].compute_max_us);
+    }
+    ASSERT_FALSE(timeline.empty());
+    for (size_t i = 1; i < timeline.size(); ++i) {
+      EXPECT_LE(timeline[i - 1].start_us, timeline[i].start_us);
+    }
+    auto has = [&](const std::string& name) {
+      return std::any_of(timeline.begin(), timeline.end(),
+                         [&](const LayerStudySpan& s) { return s.name == name; });
+    };
+    for (const char* name : {"attention/mb0", "attention/mb1", "dispatch/mb0", "dispatch/mb1",
+                             "experts/mb0", "combine/mb1", "shared_experts/mb1"}) {
+      EXPECT_TRUE(has(name)) << name;
+    }
+    EXPECT_EQ(has("attention_prep/mb0"), mode == OverlapMode::kDecodePipeline);
+  }
+}
+
 }  // namespace
 }  // namespace moesim::sim
