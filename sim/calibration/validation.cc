@@ -232,6 +232,14 @@ ValidationReport validate(const ValidationInput& in) {
   }
   for (const auto& [op, v] : per_op) r.by_op[op] = compute_error_stats(v.first, v.second);
 
+  for (const ResimulatedStep& s : in.steps) {
+    if (s.overlap == OverlapMode::kNone) continue;
+    r.overlap_note = std::string("steps re-simulated and composed with the trace's overlap = \"") +
+                     overlap_mode_name(s.overlap) +
+                     "\"; the engine replayed every layer's ops in sequence, without overlap";
+    break;
+  }
+
   // Per phase and per step, and the composed step durations.
   const size_t num_layers = in.measured_layer_of_layer.size();
   MOESIM_CHECK(in.is_moe_layer.size() == num_layers, "validate: is_moe_layer size");

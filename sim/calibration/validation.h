@@ -133,6 +133,9 @@ struct ValidationReport {
   double max_composition_error_s = 0;                 // |composed simulated - StepModel duration|
   std::vector<EndToEndMetric> end_to_end;
   std::string end_to_end_note;  // why end-to-end metrics are missing, when they are
+  // With an overlap schedule (ResimulatedStep::overlap not kNone): which, and that the engine
+  // replayed without it; empty otherwise.
+  std::string overlap_note;
   int64_t num_out_of_range_queries = 0;
   int64_t num_proxy_queries = 0;
   int64_t num_moe_layers_checked = 0;

@@ -81,6 +81,7 @@ r = json.load(open(sys.argv[1]))
 assert r["num_routing_mismatches"] == 0, r["num_routing_mismatches"]
 assert r["step_duration"]["num_samples"] == 4, r["step_duration"]
 assert r["max_composition_error_s"] < 1e-7, r["max_composition_error_s"]
+assert sys.argv[2] in r["overlap_note"] and "without overlap" in r["overlap_note"], r
 print(f"validate_placement_test: {sys.argv[2]} steps compose on the recorded schedule")
 PY
 done

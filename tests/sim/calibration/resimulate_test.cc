@@ -165,6 +165,8 @@ TEST(Resimulate, RecordedOverlapScheduleIsUsed) {
     EXPECT_EQ(in.num_routing_mismatches, 0);
     const ValidationReport r = validate(in);
     EXPECT_LT(r.max_composition_error_s, 1e-7) << overlap_mode_name(mode);
+    EXPECT_NE(r.overlap_note.find(overlap_mode_name(mode)), std::string::npos) << r.overlap_note;
+    EXPECT_NE(r.overlap_note.find("without overlap"), std::string::npos) << r.overlap_note;
   }
 }
 
