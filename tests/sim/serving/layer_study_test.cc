@@ -108,9 +108,11 @@ TEST(LayerStudy, UsesTheScenariosNetworkModel) {
 #endif
 }
 
-// The micro-batch schedules on the teaching case: the layer never takes less than its slowest
-// GPU's compute nor more than that plus the all-to-all (uniform routing: the GPUs are alike),
-// the all-to-all matches the barrier run's to the micro-batches' fixed costs (within 2%), and the
+// The micro-batch schedules on the teaching case (uniform routing: the GPUs are alike): the layer
+// takes at least its slowest GPU's compute (to 2%: layers overlap each other, and the per-layer
+// maximum over GPUs averages above any one GPU's) and at most that plus the all-to-all; the
+// all-to-all is the barrier run's plus the micro-batches' second fixed costs (two collectives of
+// half the traffic each: at least the whole one, at most 20% more at these batches); and the
 // timeline lists GPU 0's stages of the middle MoE layer per micro-batch in start order.
 TEST(LayerStudy, MicrobatchSchedulesShowTheirTimeline) {
   for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
@@ -125,9 +127,10 @@ TEST(LayerStudy, MicrobatchSchedulesShowTheirTimeline) {
     ASSERT_EQ(rows.size(), 4u);
     for (size_t i = 2; i < 4; ++i) {  // uniform
       const LayerStudyRow& r = rows[i];
-      EXPECT_GE(r.layer_us + 0.01, r.compute_max_us);
+      EXPECT_GE(r.layer_us, 0.98 * r.compute_max_us);
       EXPECT_LE(r.layer_us, r.compute_max_us + r.comm_us + 0.01);
-      EXPECT_NEAR(r.comm_us, base[i].comm_us, 0.02 * base[i].comm_us);
+      EXPECT_GE(r.comm_us, 0.999 * base[i].comm_us);
+      EXPECT_LE(r.comm_us, 1.2 * base[i].comm_us);
       EXPECT_LT(r.layer_us, base[i].layer_us + base[i].compute_max_us);
     }
     ASSERT_FALSE(timeline.empty());
