@@ -311,6 +311,12 @@ int run_replay(const Args& a) {
   std::cout << "replayed " << s.num_steps << " steps x " << s.gpus.size() << " GPUs x "
             << s.layers.size() << " layers on " << where << ": " << s.num_op_records
             << " op records -> " << out_path << "\n";
+  if (trace.overlap != "none") {
+    std::cout << "note: the trace was simulated with overlap = \"" << trace.overlap
+              << "\"; the engine replays each layer's ops in sequence, without micro-batch "
+                 "overlap (moesim validate composes the measured ops with the recorded "
+                 "schedule)\n";
+  }
   return 0;
 }
 

@@ -291,6 +291,14 @@ void parse_header(const Where& w, const json& j, StepTrace& trace) {
   trace.moesim_version =
       j.contains("moesim_version") ? string_field(w, j, "", "moesim_version") : "";
   trace.scenario = j.contains("scenario") ? string_field(w, j, "", "scenario") : "";
+  if (j.contains("overlap")) {
+    trace.overlap = string_field(w, j, "", "overlap");
+    if (trace.overlap != "none" && trace.overlap != "simple" && trace.overlap != "two_microbatch" &&
+        trace.overlap != "decode_pipeline") {
+      w.fail("overlap", "unknown overlap '" + trace.overlap +
+                            "' (valid: none, simple, two_microbatch, decode_pipeline)");
+    }
+  }
   trace.seed = static_cast<uint64_t>(int_field_or(w, j, "", "seed", 0, 0));
 
   const json& m = member(w, j, "", "model");

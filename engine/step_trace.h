@@ -131,6 +131,9 @@ struct StepTrace {
   std::string moesim_version;
   std::string scenario;
   uint64_t seed = 0;
+  // The overlap schedule the simulator ran ([deployment] overlap; "none" when the header has
+  // none). The engine replays every layer's ops in sequence whatever it is.
+  std::string overlap = "none";
   TraceModel model;
   TraceTopology topology;
   std::vector<TraceReplica> replicas;

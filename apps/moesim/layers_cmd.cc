@@ -19,18 +19,24 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: moesim layers SCENARIO [--batches 4,8,16,32,64,128] [--context TOKENS] [--seed N]\n"
-    "                     [--network-model NAME] [--json]\n\n"
+    "                     [--network-model NAME] [--overlap SCHEDULE] [--prefill TOKENS]\n"
+    "                     [--timeline] [--json]\n\n"
     "One decode step of the scenario's replica per batch size (sequences per GPU), with the\n"
     "scenario's routing skew and with uniform routing, on the scenario's network model\n"
     "([network] model; --network-model NAME replaces it: bottleneck, bottleneck_factored, fluid,\n"
     "simgrid when built with it; fluid and simgrid take minutes per batch size at EP64). The\n"
-    "header names the model used. Prints per MoE layer (averaged over MoE layers):\n"
-    "  a2a          dispatch + combine time (with microbatch_overlap: running under compute)\n"
+    "header names the model used. --overlap replaces [deployment] overlap (none, simple,\n"
+    "two_microbatch, decode_pipeline); --prefill TOKENS makes each sequence a prefill chunk of\n"
+    "TOKENS new tokens (over --context cached ones) instead of one decode token; --timeline\n"
+    "also prints GPU 0's spans of the middle MoE layer for the first batch size (scenario\n"
+    "routing): start and duration from the layer's start (with --json the output becomes\n"
+    "{\"rows\": [...], \"timeline\": [...]}). Prints per MoE layer (averaged over MoE layers):\n"
+    "  a2a          dispatch + combine time (with overlap: running under compute)\n"
     "  exposed      MoE layer time - the slowest GPU's compute in it (attention, router,\n"
     "               experts): what the all-to-all adds to the layer\n"
     "  experts      the slowest and the mean GPU's routed + shared expert time\n"
-    "  wait         the mean barrier wait per GPU ('-' and JSON null with microbatch_overlap:\n"
-    "               the overlapped timeline records no barrier waits)\n"
+    "  wait         the mean barrier wait per GPU ('-' and JSON null with overlap: the\n"
+    "               overlapped timelines record no barrier waits)\n"
     "  a2a/experts  a2a over the slowest GPU's expert time; the marker shows where it first\n"
     "               exceeds 1 (with overlap: where expert compute no longer hides it)\n";
 
@@ -50,7 +56,8 @@ std::vector<int64_t> parse_batches(const std::string& text) {
 }  // namespace
 
 int layers_command(const std::vector<std::string>& argv) {
-  Args args(argv, {"--batches", "--context", "--seed", "--network-model"});
+  Args args(argv,
+            {"--batches", "--context", "--seed", "--network-model", "--overlap", "--prefill"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -60,10 +67,19 @@ int layers_command(const std::vector<std::string>& argv) {
   int64_t context = args.int_value("--context").value_or(4096);
   int64_t seed = args.int_value("--seed").value_or(1);
   const std::optional<std::string> network_model = args.value("--network-model");
+  const std::optional<std::string> overlap_name = args.value("--overlap");
+  const int64_t prefill = args.int_value("--prefill").value_or(0);
+  const bool show_timeline = args.flag("--timeline");
   bool json = args.flag("--json");
   args.finish(1);
   if (context < 0) throw UsageError{"--context must be >= 0"};
   if (seed < 0) throw UsageError{"--seed must be >= 0"};
+  if (prefill < 0) throw UsageError{"--prefill must be >= 0"};
+  sim::OverlapMode overlap_mode = sim::OverlapMode::kNone;
+  if (overlap_name && !sim::parse_overlap_mode(*overlap_name, &overlap_mode)) {
+    throw UsageError{"--overlap: unknown schedule '" + *overlap_name +
+                     "' (valid: none, simple, two_microbatch, decode_pipeline)"};
+  }
   const std::vector<std::string> models = sim::builtin_network_models().names();
   if (network_model && std::find(models.begin(), models.end(), *network_model) == models.end()) {
     std::string valid;
@@ -73,8 +89,16 @@ int layers_command(const std::vector<std::string>& argv) {
   }
   sim::Scenario sc = sim::load_scenario(path);
   if (network_model) sc.network_model = *network_model;
-  auto rows = sim::run_layer_study(sc, batches, context, static_cast<uint64_t>(seed));
-  const bool overlap = sc.deployment.microbatch_overlap;
+  if (overlap_name) sc.deployment.overlap = overlap_mode;
+  std::vector<sim::LayerStudySpan> timeline;
+  sim::LayerStudyOptions options;
+  options.context_tokens = context;
+  options.prefill_tokens = prefill;
+  options.seed = static_cast<uint64_t>(seed);
+  options.timeline = show_timeline ? &timeline : nullptr;
+  auto rows = sim::run_layer_study(sc, batches, options);
+  const bool overlap = sc.deployment.overlap != sim::OverlapMode::kNone;
+  const char* schedule = sim::overlap_mode_name(sc.deployment.overlap);
   if (json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : rows) {
@@ -82,6 +106,8 @@ int layers_command(const std::vector<std::string>& argv) {
                    {"routing", r.skewed ? "scenario" : "uniform"},
                    {"network_model", sc.network_model},
                    {"microbatch_overlap", overlap},
+                   {"overlap", schedule},
+                   {"prefill_tokens", prefill},
                    {"comm_us_per_layer", r.comm_us},
                    {"exposed_comm_us_per_layer", r.exposed_comm_us},
                    {"moe_layer_us", r.layer_us},
@@ -92,14 +118,29 @@ int layers_command(const std::vector<std::string>& argv) {
                     overlap ? nlohmann::json(nullptr) : nlohmann::json(r.wait_mean_us)},
                    {"step_ms", r.step_ms}});
     }
+    if (show_timeline) {
+      nlohmann::json t = nlohmann::json::array();
+      for (const auto& sp : timeline) {
+        t.push_back(
+            {{"name", sp.name}, {"start_us", sp.start_us}, {"duration_us", sp.duration_us}});
+      }
+      j = {{"rows", j}, {"timeline", t}};
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::printf("per MoE layer, one decode step, %s on %s, EP%d, context %lld\n",
-              sc.model->name.c_str(), sc.topology->name().c_str(), sc.deployment.gpus_per_replica,
-              static_cast<long long>(context));
-  std::printf("network model %s, micro-batch overlap %s\n", sc.network_model.c_str(),
-              overlap ? "on" : "off");
+  if (prefill > 0) {
+    std::printf(
+        "per MoE layer, one prefill step (chunks of %lld tokens), %s on %s, EP%d, context "
+        "%lld\n",
+        static_cast<long long>(prefill), sc.model->name.c_str(), sc.topology->name().c_str(),
+        sc.deployment.gpus_per_replica, static_cast<long long>(context));
+  } else {
+    std::printf("per MoE layer, one decode step, %s on %s, EP%d, context %lld\n",
+                sc.model->name.c_str(), sc.topology->name().c_str(), sc.deployment.gpus_per_replica,
+                static_cast<long long>(context));
+  }
+  std::printf("network model %s, overlap %s\n", sc.network_model.c_str(), schedule);
   std::printf(
       "a2a: dispatch + combine%s\n"
       "exposed: MoE layer time - the slowest GPU's compute in it (attention + router + experts)\n"
@@ -130,6 +171,17 @@ int layers_command(const std::vector<std::string>& argv) {
                   r.expert_max_us, r.expert_mean_us, overlap ? "-" : wait, r.step_ms, ratio,
                   (!crossed && ratio > 1.0) ? marker : "");
       if (ratio > 1.0) crossed = true;
+    }
+  }
+  if (show_timeline) {
+    std::printf(
+        "\nGPU 0, middle MoE layer, %lld seqs/GPU, scenario routing (us from the layer's "
+        "start)\n",
+        static_cast<long long>(batches.front()));
+    std::printf("  %-34s %10s %10s %10s\n", "span", "start", "duration", "end");
+    for (const auto& sp : timeline) {
+      std::printf("  %-34s %10.1f %10.1f %10.1f\n", sp.name.c_str(), sp.start_us, sp.duration_us,
+                  sp.start_us + sp.duration_us);
     }
   }
   return 0;

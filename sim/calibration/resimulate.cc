@@ -39,7 +39,35 @@ class PhaseObserver final : public StepObserver {
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime /*start_ns*/,
                 SimTime duration_ns) override {
     const double s = to_seconds(duration_ns);
-    const std::string n = name;
+    std::string n = name;
+    // A micro-batch timeline's stage ("<op>/mb<i>"): its phase, and its cost for the composition.
+    if (const size_t slash = n.find("/mb"); slash != std::string::npos && layer_idx >= 0) {
+      const int32_t mb = n[slash + 3] - '0';
+      n.resize(slash);
+      for (int32_t o = 0; o < kNumStageOps; ++o) {
+        const auto op = static_cast<StageOp>(o);
+        if (n != stage_op_name(op)) continue;
+        auto& costs = out_->stage_costs;
+        if (costs.size() <= static_cast<size_t>(layer_idx)) costs.resize(layer_idx + 1);
+        LayerStageCosts& c = costs[layer_idx];
+        if (c.num_gpus == 0) c.reset(layer_idx, static_cast<int32_t>(out_->phase_s.size()));
+        if (is_comm_op(op)) {
+          c.comm(mb, op) = std::max(c.comm(mb, op), s);
+        } else {
+          c.compute(mb, op, gpu_idx) += s;
+        }
+      }
+      if (n == "attention_prep") n = "attention";
+      if (n == "shared_experts") n = "experts";
+      if (n == "dispatch") {
+        out_->dispatch_s[layer_idx] = std::max(out_->dispatch_s[layer_idx], s);
+        return;
+      }
+      if (n == "combine") {
+        out_->combine_s[layer_idx] = std::max(out_->combine_s[layer_idx], s);
+        return;
+      }
+    }
     if (n == "lm_head") {
       out_->lm_head_s[gpu_idx] += s;
       return;
@@ -191,7 +219,7 @@ void resimulate_replica(const Context& cx, int32_t replica_idx, ValidationInput&
     rs.step = ts.step;
     rs.replica = replica_idx;
     rs.gpus = gpus;
-    rs.microbatch_overlap = dep.microbatch_overlap;
+    rs.overlap = dep.overlap;
     PhaseObserver obs(&rs, gpus.size(), card.layers.size());
     rs.duration_s = to_seconds(model->run(ts.step, ranks, &obs).duration_ns);
     // The re-simulated combine moves the recorded bytes when routing and placement match (the
@@ -225,6 +253,9 @@ ValidationInput resimulate_recorded_steps(const Scenario& scenario,
   calibrated.cost.kind = CostModelKind::kCalibrated;
   calibrated.cost.profile = std::make_shared<const CalibrationProfile>(profile);
   calibrated.cost.roofline = scenario.cost.roofline;
+  // The schedule the trace's steps were timed with (the reader checked the name); traces from
+  // before the key: the scenario's.
+  if (!trace.overlap.empty()) parse_overlap_mode(trace.overlap, &calibrated.deployment.overlap);
   const ReplicaBuilder builder(calibrated);
 
   std::vector<int32_t> moe_layer_of_layer(card.layers.size(), -1);

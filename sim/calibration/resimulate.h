@@ -19,7 +19,8 @@ namespace moesim::sim {
 
 // Re-simulates every step of `trace` whose step number `measurements` holds a step sample for,
 // replica by replica in trace order, with the placement in force at that step (the header's,
-// then each placement record from its step on).
+// then each placement record from its step on) and the overlap schedule the trace records
+// (its header's "overlap"; the scenario's [deployment] overlap when the header has none).
 //
 // Returns the input of validate(): the re-simulated steps with their per-GPU, per-layer phases,
 // collectives and output head; the measured layer standing for each model layer (the layer

@@ -76,6 +76,12 @@ void read_header(const Ctx& c, const json& j, StepTraceFile& t) {
     c.fail("schema", "expected \"moesim.step_trace.v1\"");
   }
   t.scenario = c.get_string_or(j, "scenario", "");
+  t.overlap = c.get_string_or(j, "overlap", "");
+  if (!t.overlap.empty() && t.overlap != "none" && t.overlap != "simple" &&
+      t.overlap != "two_microbatch" && t.overlap != "decode_pipeline") {
+    c.fail("overlap", "unknown overlap '" + t.overlap +
+                          "' (valid: none, simple, two_microbatch, decode_pipeline)");
+  }
   const json& model = c.at(j, "model");
   if (!model.is_object()) c.fail("model", "must be an object");
   t.model = c.get_string_or(model, "name", "");

@@ -50,6 +50,9 @@ struct StepTraceFile {
   std::string file;
   std::string scenario;
   std::string model;
+  // The header's "overlap" (the schedule the steps were simulated with); "" when absent (traces
+  // written before the key).
+  std::string overlap;
   int32_t num_gpus = 0;
   std::vector<std::vector<int32_t>> replica_gpus;       // replica -> global GPU ids
   std::vector<std::vector<int32_t>> expert_gpus;        // routed expert -> GPUs holding it

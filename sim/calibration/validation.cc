@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <initializer_list>
 #include <set>
 #include <tuple>
 
@@ -73,22 +74,61 @@ RequestTimes request_times(const std::vector<const TraceStep*>& steps, const Tim
 }
 
 // Step duration with the step model's barriers from per-GPU, per-layer pre-dispatch compute
-// (attention, dense FFN, router) and post-dispatch compute (experts); with two-micro-batch
-// overlap, the step model's overlapped layer (ResimulatedStep::microbatch_overlap).
+// (attention, dense FFN, router) and post-dispatch compute (experts); with the simple overlap,
+// the step model's overlapped layer; with a micro-batch schedule, its timeline over the layers'
+// stage costs, each scaled by its phase's phase_s / s.phase_s (ResimulatedStep::overlap).
 // `lm_head_s` per GPU, after the last layer.
 double compose_step_s(const ResimulatedStep& s,
                       const std::vector<std::vector<std::array<double, kNumPhases>>>& phase_s,
                       const std::vector<double>& lm_head_s, const std::vector<bool>& is_moe) {
   const size_t n = s.gpus.size();
   std::vector<double> clock(n, 0.0);
+  const MicrobatchSchedule* schedule =
+      s.overlap == OverlapMode::kTwoMicrobatch    ? &two_microbatch_schedule()
+      : s.overlap == OverlapMode::kDecodePipeline ? &decode_pipeline_schedule()
+                                                  : nullptr;
+  std::vector<LayerStageCosts> region;
+  auto flush = [&] {
+    if (region.empty()) return;
+    TimelineTotals totals{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0),
+                          std::vector<double>(n, 0.0)};
+    run_microbatch_timeline(*schedule, region, clock, totals, nullptr);
+    region.clear();
+  };
   for (size_t l = 0; l < is_moe.size(); ++l) {
+    if (schedule && is_moe[l]) {
+      LayerStageCosts c = l < s.stage_costs.size() ? s.stage_costs[l] : LayerStageCosts{};
+      if (c.num_gpus != static_cast<int32_t>(n))
+        c.reset(static_cast<int32_t>(l), static_cast<int32_t>(n));
+      for (size_t g = 0; g < n; ++g) {
+        const auto gi = static_cast<int32_t>(g);
+        auto scale = [&](Phase p, std::initializer_list<StageOp> ops, StageOp main) {
+          const double sim = s.phase_s[g][l][static_cast<int>(p)];
+          const double meas = phase_s[g][l][static_cast<int>(p)];
+          if (sim > 0) {
+            for (StageOp op : ops) {
+              for (int32_t mb = 0; mb < 2; ++mb) c.compute(mb, op, gi) *= meas / sim;
+            }
+          } else {
+            c.compute(0, main, gi) = meas;
+          }
+        };
+        scale(Phase::kAttention, {StageOp::kAttentionPrep, StageOp::kAttention},
+              StageOp::kAttention);
+        scale(Phase::kRouter, {StageOp::kRouter}, StageOp::kRouter);
+        scale(Phase::kExperts, {StageOp::kExperts, StageOp::kSharedExperts}, StageOp::kExperts);
+      }
+      region.push_back(std::move(c));
+      continue;
+    }
+    flush();
     for (size_t g = 0; g < n; ++g) {
       const auto& p = phase_s[g][l];
       clock[g] += p[static_cast<int>(Phase::kAttention)] + p[static_cast<int>(Phase::kDenseFfn)] +
                   p[static_cast<int>(Phase::kRouter)];
     }
     if (!is_moe[l]) continue;
-    if (s.microbatch_overlap) {
+    if (s.overlap == OverlapMode::kSimple) {
       const double start = *std::min_element(clock.begin(), clock.end());
       double c = 0;
       for (size_t g = 0; g < n; ++g) {
@@ -104,6 +144,7 @@ double compose_step_s(const ResimulatedStep& s,
     double ready2 = *std::max_element(clock.begin(), clock.end()) + s.combine_s[l];
     std::fill(clock.begin(), clock.end(), ready2);
   }
+  flush();
   for (size_t g = 0; g < n; ++g) clock[g] += lm_head_s[g];
   return *std::max_element(clock.begin(), clock.end());
 }
@@ -190,6 +231,14 @@ ValidationReport validate(const ValidationInput& in) {
     r.ops.push_back(std::move(c));
   }
   for (const auto& [op, v] : per_op) r.by_op[op] = compute_error_stats(v.first, v.second);
+
+  for (const ResimulatedStep& s : in.steps) {
+    if (s.overlap == OverlapMode::kNone) continue;
+    r.overlap_note = std::string("steps re-simulated and composed with the trace's overlap = \"") +
+                     overlap_mode_name(s.overlap) +
+                     "\"; the engine replayed every layer's ops in sequence, without overlap";
+    break;
+  }
 
   // Per phase and per step, and the composed step durations.
   const size_t num_layers = in.measured_layer_of_layer.size();

@@ -9,7 +9,8 @@
 //    (attention + norms, dense FFN, router + permute, experts = routed + shared + combine +
 //    unpermute) and per-GPU step compute are compared with the sums of the measured ops;
 //  - end to end: each recorded step's duration is composed from per-GPU, per-layer compute with
-//    the step model's barriers (layer start -> dispatch barrier -> experts -> combine barrier),
+//    the step model's barriers (layer start -> dispatch barrier -> experts -> combine barrier, or
+//    the recorded overlap schedule: ResimulatedStep::overlap),
 //    once with simulated and once with measured compute; the collectives, which a single-rank
 //    engine replay does not time, come from the simulation on both sides; the output head
 //    (lm_head, once per step after the last layer) is measured where the replay ran it (and
@@ -31,6 +32,8 @@
 #include "sim/calibration/measurement_reader.h"
 #include "sim/calibration/step_trace_reader.h"
 #include "sim/cost/profile.h"
+#include "sim/scenario/deployment.h"
+#include "sim/serving/layer_timeline.h"
 
 namespace moesim::sim {
 
@@ -50,11 +53,16 @@ struct ResimulatedStep {
   // phase_s[gpu_idx][layer_idx][phase]
   std::vector<std::vector<std::array<double, kNumPhases>>> phase_s;
   std::vector<double> dispatch_s, combine_s;  // per layer (0 for dense layers)
-  // Two-micro-batch overlap (deployment.microbatch_overlap): dispatch_s holds the layer's
-  // dispatch + combine, combine_s is 0, and a layer ends max(C, D) + min(C, D) / 2 after its
-  // earliest GPU clock (C: the latest GPU's compute from there, D: the collectives), as in the
-  // StepModel.
-  bool microbatch_overlap = false;
+  // The schedule the step was timed with (the trace's, else the scenario's deployment.overlap).
+  // kSimple: dispatch_s holds the layer's dispatch + combine, combine_s is 0, and a layer ends
+  // max(C, D) + min(C, D) / 2 after its earliest GPU clock (C: the latest GPU's compute from
+  // there, D: the collectives), as in the StepModel. kTwoMicrobatch / kDecodePipeline: the MoE
+  // layers' stage costs per micro-batch (stage_costs[layer], from the step model's spans; empty
+  // otherwise), composed on the same timeline (sim/serving/layer_timeline.h); measured
+  // compositions scale each stage by its phase's measured / simulated time on that GPU and layer
+  // (the engine replays the whole batch, not the micro-batches).
+  OverlapMode overlap = OverlapMode::kNone;
+  std::vector<LayerStageCosts> stage_costs;
   std::vector<double> lm_head_s;  // per GPU
 };
 
@@ -125,6 +133,9 @@ struct ValidationReport {
   double max_composition_error_s = 0;                 // |composed simulated - StepModel duration|
   std::vector<EndToEndMetric> end_to_end;
   std::string end_to_end_note;  // why end-to-end metrics are missing, when they are
+  // With an overlap schedule (ResimulatedStep::overlap not kNone): which, and that the engine
+  // replayed without it; empty otherwise.
+  std::string overlap_note;
   int64_t num_out_of_range_queries = 0;
   int64_t num_proxy_queries = 0;
   int64_t num_moe_layers_checked = 0;

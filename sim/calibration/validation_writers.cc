@@ -77,6 +77,7 @@ void write_validation_text(std::ostream& os, const ValidationReport& r) {
   os << "  end to end (simulated vs engine-measured compute; collectives simulated; lm_head "
      << (r.num_lm_head_measured > 0 ? "measured" : "simulated") << "):\n";
   if (!r.end_to_end_note.empty()) os << "    " << r.end_to_end_note << "\n";
+  if (!r.overlap_note.empty()) os << "    " << r.overlap_note << "\n";
   for (const EndToEndMetric& m : r.end_to_end) {
     double rel = m.measured != 0 ? (m.simulated - m.measured) / m.measured : 0.0;
     std::snprintf(line, sizeof line, "    %-22s simulated %12.4g  measured %12.4g  error %7s\n",
@@ -112,6 +113,7 @@ void write_validation_markdown(std::ostream& os, const ValidationReport& r) {
              : "not in the measurements; both columns take it from the simulation")
      << ".\n\n";
   if (!r.end_to_end_note.empty()) os << r.end_to_end_note << "\n\n";
+  if (!r.overlap_note.empty()) os << r.overlap_note << ".\n\n";
   os << "| metric | simulated | measured | error |\n|---|---|---|---|\n";
   for (const EndToEndMetric& m : r.end_to_end) {
     double rel = m.measured != 0 ? (m.simulated - m.measured) / m.measured : 0.0;
@@ -142,6 +144,7 @@ void write_validation_json(std::ostream& os, const ValidationReport& r) {
     j["end_to_end"][m.name] = {{"simulated", m.simulated}, {"measured", m.measured}};
   }
   if (!r.end_to_end_note.empty()) j["end_to_end_note"] = r.end_to_end_note;
+  if (!r.overlap_note.empty()) j["overlap_note"] = r.overlap_note;
   j["num_ops_without_fit"] = r.num_ops_without_fit;
   j["num_ops_out_of_range"] = r.num_ops_out_of_range;
   j["num_out_of_range_queries"] = r.num_out_of_range_queries;

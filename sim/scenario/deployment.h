@@ -21,6 +21,14 @@ const char* router_policy_name(RouterPolicy p);
 // every layer), or EPLB: each layer balanced on its own from the replica's profiled expert loads
 // (the routing model's expected shares at step 0), with redundant slots (sim/placement/eplb.h).
 enum class PlacementLayout { kContiguous, kStrided, kEplb };
+// How a MoE layer's compute and all-to-alls overlap (docs/serving.md, "Overlap schedules"):
+// none (barriers), the simple formula max(C, D) + min(C, D) / 2, or a micro-batch timeline
+// (sim/serving/layer_timeline.h): DeepSeek's two-micro-batch prefill or its decode pipeline.
+enum class OverlapMode { kNone, kSimple, kTwoMicrobatch, kDecodePipeline };
+// "none", "simple", "two_microbatch", "decode_pipeline".
+const char* overlap_mode_name(OverlapMode m);
+// The mode of such a name; false for any other string.
+bool parse_overlap_mode(const std::string& name, OverlapMode* mode);
 
 // A named set of consecutive replicas with its own queue routing (queue isolation, long-context
 // pools). Pools are declared in order and take replicas from 0 upwards.
@@ -49,8 +57,9 @@ struct DeploymentSpec {
   // Hierarchical dispatch: estimate unique (token, node) pairs under the model card's
   // group-limited routing (sim/network/node_limited_routing.h) instead of independent GPUs.
   bool node_limited_traffic = false;
-  bool microbatch_overlap = false;  // two micro-batches: compute of one hides the other's comm
-  int32_t prefill_replicas = 0;     // > 0: P/D disaggregation, the first N replicas prefill only
+  // [deployment] overlap; microbatch_overlap = true is kSimple.
+  OverlapMode overlap = OverlapMode::kNone;
+  int32_t prefill_replicas = 0;  // > 0: P/D disaggregation, the first N replicas prefill only
   // Replica pools; empty = one pool "default" holding every replica. Not with prefill_replicas.
   std::vector<PoolSpec> pools;
 };

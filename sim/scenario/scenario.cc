@@ -138,7 +138,18 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
            "needs dispatch = \"hierarchical\" (it changes the unique (token, node) pairs that "
            "hierarchical dispatch sends)");
   }
-  d.microbatch_overlap = t.get_bool_or("microbatch_overlap", false);
+  // microbatch_overlap = true is overlap = "simple" (the key predates the schedules).
+  const bool simple = t.get_bool_or("microbatch_overlap", false);
+  const std::string overlap =
+      t.get_enum_or("overlap", {"none", "simple", "two_microbatch", "decode_pipeline"},
+                    simple ? "simple" : "none");
+  parse_overlap_mode(overlap, &d.overlap);  // get_enum_or admitted only valid names
+  if (t.has("microbatch_overlap") && t.has("overlap") &&
+      (d.overlap == OverlapMode::kSimple) != simple) {
+    t.fail("overlap", "overlap = \"" + overlap +
+                          "\" conflicts with microbatch_overlap = " + (simple ? "true" : "false") +
+                          " (microbatch_overlap = true means overlap = \"simple\"; set one key)");
+  }
   d.prefill_replicas = static_cast<int32_t>(t.get_int_in_or("prefill_replicas", 0, 1 << 20, 0));
   if (d.prefill_replicas >= d.num_replicas) {
     t.fail("prefill_replicas", std::to_string(d.prefill_replicas) +
@@ -263,6 +274,31 @@ KvTierSpec parse_kv_tiers(TomlTable& t, const Topology& topo, const SchedulerSpe
 }  // namespace
 
 const char* sim_tier_name(SimTier tier) { return tier == SimTier::kFast ? "fast" : "exact"; }
+
+const char* overlap_mode_name(OverlapMode m) {
+  switch (m) {
+    case OverlapMode::kNone:
+      return "none";
+    case OverlapMode::kSimple:
+      return "simple";
+    case OverlapMode::kTwoMicrobatch:
+      return "two_microbatch";
+    case OverlapMode::kDecodePipeline:
+      return "decode_pipeline";
+  }
+  return "?";
+}
+
+bool parse_overlap_mode(const std::string& name, OverlapMode* mode) {
+  for (OverlapMode m : {OverlapMode::kNone, OverlapMode::kSimple, OverlapMode::kTwoMicrobatch,
+                        OverlapMode::kDecodePipeline}) {
+    if (name == overlap_mode_name(m)) {
+      *mode = m;
+      return true;
+    }
+  }
+  return false;
+}
 
 const char* router_policy_name(RouterPolicy p) {
   switch (p) {

@@ -11,10 +11,14 @@
 namespace moesim::sim {
 namespace {
 
-// The all-to-all spans of both timelines: "dispatch", "combine" and
-// "dispatch+combine (overlapped)".
+// The all-to-all spans of every timeline: "dispatch", "combine",
+// "dispatch+combine (overlapped)" and the micro-batches' "dispatch/mb0" ... "combine/mb1".
 bool is_comm_span(const char* name) {
   return std::strncmp(name, "dispatch", 8) == 0 || std::strncmp(name, "combine", 7) == 0;
+}
+// Routed and shared experts: "experts", "experts/mb0", "shared_experts/mb1", ...
+bool is_expert_span(const char* name) {
+  return std::strncmp(name, "experts", 7) == 0 || std::strncmp(name, "shared_experts", 14) == 0;
 }
 
 // Collects the step model's spans per layer: where each layer starts, each GPU's compute in it,
@@ -29,8 +33,16 @@ class LayerSpans final : public StepObserver {
         wait_ns_(static_cast<size_t>(num_layers), 0),
         experts_ns_(static_cast<size_t>(num_layers) * num_gpus, 0) {}
 
+  // Keeps GPU 0's spans of layer `layer_idx` (-1: none).
+  void keep_spans_of(int32_t layer_idx) { kept_layer_ = layer_idx; }
+  const std::vector<LayerStudySpan>& kept() const { return kept_; }
+  SimTime layer_start_ns(int32_t layer_idx) const { return layer_start_ns_[layer_idx]; }
+
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override {
+    if (gpu_idx == 0 && layer_idx == kept_layer_ && layer_idx >= 0) {
+      kept_.push_back({name, static_cast<double>(start_ns), static_cast<double>(duration_ns)});
+    }
     // The output head (layer -1) is kept as the boundary after the last layer.
     const size_t slot = layer_idx < 0 ? layer_start_ns_.size() - 1 : static_cast<size_t>(layer_idx);
     layer_start_ns_[slot] = std::min(layer_start_ns_[slot], start_ns);
@@ -42,7 +54,7 @@ class LayerSpans final : public StepObserver {
       if (gpu_idx == 0) comm_ns_[layer_idx] += duration_ns;
     } else {
       compute_ns_[at] += duration_ns;
-      if (std::strcmp(name, "experts") == 0) experts_ns_[at] += duration_ns;
+      if (is_expert_span(name)) experts_ns_[at] += duration_ns;
     }
   }
 
@@ -70,6 +82,8 @@ class LayerSpans final : public StepObserver {
  private:
   static constexpr SimTime kNone = std::numeric_limits<SimTime>::max();
   size_t num_gpus_;
+  int32_t kept_layer_ = -1;
+  std::vector<LayerStudySpan> kept_;     // start / duration in ns until run_layer_study converts
   std::vector<SimTime> layer_start_ns_;  // per layer, then the output head; kNone: no span
   std::vector<SimTime> compute_ns_;      // per layer x GPU
   std::vector<SimTime> comm_ns_;         // per layer (GPU 0)
@@ -81,7 +95,9 @@ class LayerSpans final : public StepObserver {
 
 std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
                                            const std::vector<int64_t>& seqs_per_gpu,
-                                           int64_t context_tokens, uint64_t seed) {
+                                           const LayerStudyOptions& options) {
+  const int64_t context_tokens = options.context_tokens;
+  const uint64_t seed = options.seed;
   const ModelCard& card = *sc.model;
   const int64_t num_moe = num_moe_layers(card);
   if (num_moe == 0) throw ConfigError(sc.source_file, 0, 0, "model", "the model has no MoE layer");
@@ -103,10 +119,34 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
           card, builder.replica_gpus(0), placement.get(), network.get(), routing.get());
       const int32_t tp = num_gpus / model->num_ranks();
       std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(model->num_ranks()));
-      for (auto& r : ranks)
-        r.assign(static_cast<size_t>(n * tp), SeqSlice{1, context_tokens, false});
+      const SeqSlice seq = options.prefill_tokens > 0
+                               ? SeqSlice{options.prefill_tokens, context_tokens, true}
+                               : SeqSlice{1, context_tokens, false};
+      for (auto& r : ranks) r.assign(static_cast<size_t>(n * tp), seq);
       LayerSpans spans(num_layers, num_gpus);
+      // The middle MoE layer of the first batch size's skewed step.
+      int32_t kept_layer = -1;
+      if (options.timeline && skewed && n == seqs_per_gpu.front()) {
+        int64_t seen = 0;
+        for (int32_t li = 0; li < num_layers && kept_layer < 0; ++li) {
+          if (card.layers[li].ffn.is_moe && seen++ == num_moe / 2) kept_layer = li;
+        }
+        spans.keep_spans_of(kept_layer);
+      }
       const StepResult& res = model->run(0, ranks, &spans);
+      if (kept_layer >= 0) {
+        const auto origin = static_cast<double>(spans.layer_start_ns(kept_layer));
+        options.timeline->clear();
+        for (LayerStudySpan sp : spans.kept()) {
+          sp.start_us = (sp.start_us - origin) / 1e3;
+          sp.duration_us /= 1e3;
+          options.timeline->push_back(sp);
+        }
+        std::stable_sort(options.timeline->begin(), options.timeline->end(),
+                         [](const LayerStudySpan& a, const LayerStudySpan& b) {
+                           return a.start_us < b.start_us;
+                         });
+      }
       double layer = 0, comm = 0, compute_max = 0, expert_max = 0, expert_sum = 0, wait = 0;
       for (int32_t li = 0; li < num_layers; ++li) {
         if (!card.layers[li].ffn.is_moe) continue;

@@ -227,6 +227,7 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
   h["moesim_version"] = MOESIM_VERSION;
   h["scenario"] = sc.name;
   h["seed"] = seed;
+  h["overlap"] = overlap_mode_name(d.overlap);  // the schedule the steps were timed with
   h["model"] = model_shapes_json(*sc.model, d);
   const Topology& t = *sc.topology;
   h["topology"] = {{"name", t.name()},

@@ -381,7 +381,7 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
   os << "  GPU time    compute " << fmt_or_na("%.1f%%", 100 * s.compute_fraction, g)
      << ", communication " << fmt_or_na("%.1f%%", 100 * s.comm_fraction, g) << ", barrier wait "
      << fmt_or_na("%.1f%%", 100 * s.wait_fraction, g) << " of GPUs x simulated time\n";
-  if (sc.deployment.microbatch_overlap) {
+  if (sc.deployment.overlap != OverlapMode::kNone) {
     os << "              (overlapping: with micro-batch overlap communication runs under compute,\n"
           "              so the three can sum above 100%)\n";
   }

@@ -1,5 +1,6 @@
-// StepModel: construction, attention pricing and the timeline (clocks, barriers, overlap, the
-// output head). The MoE layer's routing, traffic and expert pricing are in step_model_moe.cc.
+// StepModel: construction, attention pricing and the timeline (clocks, barriers, the simple
+// overlap formula, the output head). The MoE layer's routing, traffic and expert pricing are in
+// step_model_moe.cc; the micro-batch timelines' pricing in step_model_microbatch.cc.
 #include "sim/serving/step_model.h"
 
 #include <algorithm>
@@ -82,6 +83,23 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
   rank_tokens_.assign(n, 0);
   src_tokens_.assign(n, 0);
   ffn_s_.assign(n, 0);
+  routed_s_.assign(n, 0);
+  shared_s_.assign(n, 0);
+  if (moe_ && deployment_.overlap == OverlapMode::kTwoMicrobatch) {
+    schedule_ = &two_microbatch_schedule();
+  } else if (moe_ && deployment_.overlap == OverlapMode::kDecodePipeline) {
+    schedule_ = &decode_pipeline_schedule();
+  }
+  if (schedule_) {
+    for (int mb = 0; mb < 2; ++mb) {
+      mb_gpu_tokens_[mb].assign(n, 0);
+      mb_attn_s_[mb].assign(n * attn_classes_.size(), 0);
+      mb_attn_prep_share_[mb].assign(n * attn_classes_.size(), 0);
+    }
+    timeline_totals_.compute_s.assign(n, 0);
+    timeline_totals_.comm_s.assign(n, 0);
+    timeline_totals_.wait_s.assign(n, 0);
+  }
   dst_selections_.assign(n, 0);
   compute_s_.assign(n, 0);
   comm_s_.assign(n, 0);
@@ -126,6 +144,7 @@ void StepModel::begin_step() {
   std::fill(compute_s_.begin(), compute_s_.end(), 0.0);
   std::fill(comm_s_.begin(), comm_s_.end(), 0.0);
   std::fill(wait_s_.begin(), wait_s_.end(), 0.0);
+  region_size_ = 0;  // a step that threw may have left MoE layers untimed
 }
 
 int64_t StepModel::price_attention(const std::vector<std::vector<SeqSlice>>& ranks) {
@@ -173,8 +192,15 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
   token_counts_.unique_node_tokens.clear();
 
   const size_t num_classes = attn_classes_.size();
+  if (schedule_) split_microbatches(ranks);
   for (int32_t li = 0; li < static_cast<int32_t>(layers_.size()); ++li) {
     const LayerInfo& info = layers_[li];
+    if (schedule_ && info.moe_idx >= 0) {
+      // Attention included: the layer's stages run on the micro-batch timeline.
+      run_moe_layer(step_idx, li, observer);
+      continue;
+    }
+    if (schedule_) flush_microbatch_region(observer);
     for (int32_t g = 0; g < n; ++g) {
       advance_compute(g, "attention", li,
                       attn_s_[static_cast<size_t>(g) * num_classes + info.attn_class], observer);
@@ -186,6 +212,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
       run_dense_ffn(li, ffn, observer);
     }
   }
+  if (schedule_) flush_microbatch_region(observer);
   run_lm_head(ranks, observer);
   if (num_draft_tokens_ > 0) run_draft_passes(step_idx, ranks, observer);
   finish_step();
@@ -244,6 +271,27 @@ void StepModel::advance_overlapped(int32_t layer_idx, double dispatch_s, double 
     comm_s_[g] += d;
     wait_s_[g] += std::max(0.0, end - clock_s_[g] - busy - d);
     clock_s_[g] = end;
+  }
+}
+
+void StepModel::flush_microbatch_region(StepObserver* observer) {
+  if (region_size_ == 0) return;
+  for (std::vector<double>* v :
+       {&timeline_totals_.compute_s, &timeline_totals_.comm_s, &timeline_totals_.wait_s}) {
+    std::fill(v->begin(), v->end(), 0.0);
+  }
+  spans_.clear();
+  run_microbatch_timeline(*schedule_,
+                          std::span<const LayerStageCosts>(region_.data(), region_size_), clock_s_,
+                          timeline_totals_, observer ? &spans_ : nullptr);
+  region_size_ = 0;
+  for (int32_t g = 0; g < num_gpus(); ++g) {
+    compute_s_[g] += timeline_totals_.compute_s[g];
+    comm_s_[g] += timeline_totals_.comm_s[g];
+    wait_s_[g] += timeline_totals_.wait_s[g];
+  }
+  for (const TimelineSpan& sp : spans_) {
+    trace(observer, sp.gpu, stage_span_name(sp.op, sp.mb), sp.layer_idx, sp.start_s, sp.duration_s);
   }
 }
 

@@ -7,18 +7,28 @@
 // when the last GPU is ready and ends when its last flow ends), each GPU's routed experts and
 // shared experts, then the combine all-to-all (another barrier). Per-GPU clocks advance through
 // the layers; time a GPU spends waiting for the slowest one at a barrier is recorded as wait.
-// With micro-batch overlap, a MoE layer takes max(C, D) + min(C, D) / 2 where C is the
-// barrier-synchronised compute and D the two collectives (two half micro-batches: the compute
-// of one hides the communication of the other, one half-phase is exposed).
+//
+// Overlap ([deployment] overlap, DeploymentSpec::overlap; docs/serving.md, "Overlap schedules"):
+//  - simple (microbatch_overlap = true): a MoE layer takes max(C, D) + min(C, D) / 2 where C is
+//    the barrier-synchronised compute after attention and D the two collectives;
+//  - two_microbatch, decode_pipeline: each rank's tokens split into two micro-batches (a prefill
+//    chunk may be cut in two); every MoE layer's attention, router, shared and routed experts are
+//    priced per micro-batch from its own tokens, its collectives from its own traffic (the layer's
+//    routing drawn once and split over the micro-batches by their tokens), and consecutive MoE
+//    layers run on the micro-batch timeline of sim/serving/layer_timeline.h (compute and
+//    communication resources per GPU, attention inside the overlap window, the micro-batches
+//    carried across layer boundaries). Dense layers, the output head and speculative draft passes
+//    join the micro-batches and run as without overlap (draft passes' MoE FFNs: barriers).
 //
 // Costs: every op becomes an OpWork (FLOPs, bytes; sim/cost/op_formulas.h) priced by the
 // CostModel. Expert FFN on a GPU costs its selections x per-token FLOPs, and reads the weights
 // of its active experts (expected number of distinct experts hit by the GPU's selections, spread
-// uniformly over its experts).
+// uniformly over its experts) -- per micro-batch under the timelines, so weights are read twice.
 // Unique tokens per (source, destination) for the all-to-all: T_s (1 - (1 - q)^k), q the share
 // of the source's selections bound for the destination (docs/serving.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -39,6 +49,7 @@
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_model.h"
 #include "sim/scenario/deployment.h"
+#include "sim/serving/layer_timeline.h"
 #include "sim/topology/topology.h"
 
 namespace moesim::sim {
@@ -179,6 +190,15 @@ class StepModel {
   void run_draft_passes(int64_t step_idx, const std::vector<std::vector<SeqSlice>>& ranks,
                         StepObserver* observer);
   void run_router(int32_t layer_idx, const MoeSpec& moe, StepObserver* observer);
+  // Micro-batch timelines (schedule_ non-null; step_model.cc). Splits every rank's slices into
+  // two micro-batches of about half its tokens and prices their attention per class.
+  void split_microbatches(const std::vector<std::vector<SeqSlice>>& ranks);
+  // The stage costs of MoE layer `layer_idx` (its routing drawn, src_dst_ / dst_selections_ and
+  // the fast tier's state those of the whole batch) appended to region_.
+  void price_microbatch_layer(int32_t layer_idx, const MoeSpec& moe, bool fast,
+                              double& dispatch_bytes, double& combine_bytes);
+  // Runs the priced MoE layers on the timeline and clears region_ (nothing when empty).
+  void flush_microbatch_region(StepObserver* observer);
   // Draws the layer's routing into src_dst_ and refreshes experts_per_gpu_.
   void route(int64_t step_idx, int32_t moe_layer_idx);
   // Fills one MoE layer's row of result_.expert_loads (set_report_expert_loads).
@@ -196,7 +216,7 @@ class StepModel {
   void add_background_traffic();
   // Routed + shared experts + combine seconds per GPU into ffn_s_; the imbalance sums and the
   // per-GPU balance of the layer.
-  void price_experts(const MoeSpec& moe);
+  void price_experts(const MoeSpec& moe, bool record_balance = true);
   // The per-slot balance of one MoE layer into result_ (after route(); StepResult).
   void record_slot_balance(int64_t step_idx, int32_t moe_layer_idx);
   void advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s,
@@ -256,6 +276,19 @@ class StepModel {
   std::vector<int64_t> rank_tokens_;                 // tokens per attention rank
   std::vector<int32_t> src_tokens_;
   std::vector<double> ffn_s_;
+  std::vector<double> routed_s_, shared_s_;  // price_experts(): routed + combine sum, shared
+  // Micro-batch timelines.
+  const MicrobatchSchedule* schedule_ = nullptr;
+  std::array<std::vector<std::vector<SeqSlice>>, 2> mb_ranks_;  // per micro-batch, per rank
+  std::array<std::vector<int64_t>, 2> mb_gpu_tokens_;           // per micro-batch, per GPU
+  // Per micro-batch, per GPU x attention class: attention seconds and its projections' share.
+  std::array<std::vector<double>, 2> mb_attn_s_, mb_attn_prep_share_;
+  std::vector<LayerStageCosts> region_;  // MoE layers priced, not yet timed (region_size_ used)
+  size_t region_size_ = 0;
+  CountMatrix mb_src_dst_;
+  std::vector<int64_t> whole_dst_selections_;
+  std::vector<TimelineSpan> spans_;
+  TimelineTotals timeline_totals_;
   CountMatrix src_dst_;
   TokenCounts token_counts_;
   std::vector<int32_t> node_limit_scratch_;

@@ -39,7 +39,10 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
                               StepObserver* observer) {
   const int32_t moe_idx = layers_[source_layer_idx].moe_idx;
   const MoeSpec& m = card_.layers[source_layer_idx].ffn.moe;
-  run_router(layer_idx, m, observer);
+  // Under a micro-batch timeline the layer is priced per micro-batch and timed later
+  // (step_model_microbatch.cc); draft passes keep the barriers.
+  const bool microbatched = schedule_ && !in_draft_;
+  if (!microbatched) run_router(layer_idx, m, observer);
   if (deployment_.node_limited_traffic) {
     // Node-limited routing (node_limited_routing.h) over this layer's placement.
     fill_node_limit(topology_, gpus_, placements_->layer(moe_idx).primary_gpu_of_expert(),
@@ -53,7 +56,17 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
     if (report_loads_ && !in_draft_) record_expert_loads(step_idx, moe_idx);
     record_slot_balance(step_idx, moe_idx);
     price_experts(m);
+    if (microbatched) price_microbatch_layer(layer_idx, m, true, dispatch_bytes, combine_bytes);
     result_.num_fast_layers++;
+  } else if (microbatched) {
+    route(step_idx, moe_idx);
+    if (report_loads_) record_expert_loads(step_idx, moe_idx);
+    record_slot_balance(step_idx, moe_idx);
+    count_unique_tokens(m.top_k);
+    price_experts(m);
+    price_microbatch_layer(layer_idx, m, false, dispatch_bytes, combine_bytes);
+    if (observer) observer->on_routing(layer_idx, moe_idx, src_dst_, dispatch_bytes, combine_bytes);
+    result_.num_exact_layers += fast_tier_ ? 1 : 0;
   } else {
     route(step_idx, moe_idx);
     if (report_loads_ && !in_draft_) record_expert_loads(step_idx, moe_idx);
@@ -81,11 +94,12 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
   }
   result_.dispatch_bytes += dispatch_bytes;
   result_.combine_bytes += combine_bytes;
+  if (microbatched) return;
 
-  if (!deployment_.microbatch_overlap) {
-    advance_with_barriers(layer_idx, dispatch_s, combine_s, observer);
-  } else {
+  if (deployment_.overlap == OverlapMode::kSimple) {
     advance_overlapped(layer_idx, dispatch_s, combine_s, observer);
+  } else {
+    advance_with_barriers(layer_idx, dispatch_s, combine_s, observer);
   }
 }
 
@@ -341,7 +355,7 @@ void StepModel::add_background_traffic() {
   }
 }
 
-void StepModel::price_experts(const MoeSpec& m) {
+void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
   // Routed and shared experts and the combine on every GPU. Routed experts take the first MoE
   // layer's shape (moe_), the one the placement holds.
   const int32_t n = num_gpus();
@@ -367,7 +381,10 @@ void StepModel::price_experts(const MoeSpec& m) {
     const double cmb =
         t > 0 ? cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden)) : 0.0;
     ffn_s_[g] = e + sh + cmb;
+    routed_s_[g] = e + cmb;
+    shared_s_[g] = sh;
   }
+  if (!record_balance) return;
   result_.max_gpu_selections += max_sel;
   result_.mean_gpu_selections += sum_sel / n;
   if (max_sel > 0) {

@@ -135,6 +135,21 @@ TEST(StepTrace, RejectsWrongSchema) {
             "moesim.step_trace.v1)");
 }
 
+// The simulator's overlap schedule: "none" when the header has none, read when it has one, and
+// an unknown name is an error.
+TEST(StepTrace, ReadsTheOverlapSchedule) {
+  EXPECT_EQ(read_step_trace(kTracePath).overlap, "none");
+  const StepTrace t = parse_step_trace(
+      with("\"schema\": \"moesim.step_trace.v1\"",
+           "\"schema\": \"moesim.step_trace.v1\", \"overlap\": \"decode_pipeline\""),
+      "t.jsonl");
+  EXPECT_EQ(t.overlap, "decode_pipeline");
+  EXPECT_EQ(error_of(with("\"schema\": \"moesim.step_trace.v1\"",
+                          "\"schema\": \"moesim.step_trace.v1\", \"overlap\": \"dual\"")),
+            "bad.jsonl:1: overlap: unknown overlap 'dual' (valid: none, simple, two_microbatch, "
+            "decode_pipeline)");
+}
+
 TEST(StepTrace, RejectsMissingField) {
   EXPECT_EQ(error_of(with("\"step\": 0, \"replica\": 0", "\"step\": 0")),
             "bad.jsonl:2: replica: missing");

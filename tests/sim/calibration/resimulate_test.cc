@@ -141,6 +141,35 @@ TEST(Resimulate, ProfileWithoutFitsReproducesRecordedSteps) {
   EXPECT_EQ(in.num_proxy_queries, 0);
 }
 
+// A run under a micro-batch schedule records it in the trace header; the re-simulation uses it
+// even when the scenario it is given says none, reproduces the recorded steps and routing, and
+// validation's composition of the re-simulated stage costs on the same timeline gives the step
+// model's durations back (to the nanosecond rounding of the spans).
+TEST(Resimulate, RecordedOverlapScheduleIsUsed) {
+  for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
+    Scenario sc = tiny_scenario();
+    sc.deployment.overlap = mode;
+    const StepTraceFile trace = record(sc);
+    EXPECT_EQ(trace.overlap, overlap_mode_name(mode));
+    const MeasurementSet meas = measurements_of(trace);
+    const CalibrationProfile profile = empty_profile();
+    const ValidationInput in = resimulate_recorded_steps(tiny_scenario(), profile, meas, trace);
+    ASSERT_EQ(in.steps.size(), trace.steps.size());
+    for (size_t i = 0; i < in.steps.size(); ++i) {
+      const TraceStep& t = trace.steps[i];
+      EXPECT_EQ(in.steps[i].overlap, mode);
+      EXPECT_EQ(in.steps[i].duration_s, to_seconds(t.end_ns - t.start_ns)) << "step " << t.step;
+      ASSERT_GT(in.steps[i].stage_costs.size(), 1u);
+      EXPECT_GT(in.steps[i].stage_costs[1].comm(1, StageOp::kDispatch), 0.0);
+    }
+    EXPECT_EQ(in.num_routing_mismatches, 0);
+    const ValidationReport r = validate(in);
+    EXPECT_LT(r.max_composition_error_s, 1e-7) << overlap_mode_name(mode);
+    EXPECT_NE(r.overlap_note.find(overlap_mode_name(mode)), std::string::npos) << r.overlap_note;
+    EXPECT_NE(r.overlap_note.find("without overlap"), std::string::npos) << r.overlap_note;
+  }
+}
+
 TEST(Resimulate, OnlyMeasuredStepsAreResimulated) {
   const Scenario sc = tiny_scenario();
   const StepTraceFile trace = record(sc);

@@ -145,7 +145,7 @@ TEST(Validation, ComposesOverlappedMicroBatches) {
   Case c;
   build(c);
   ResimulatedStep& s = c.input.steps[0];
-  s.microbatch_overlap = true;
+  s.overlap = OverlapMode::kSimple;
   s.dispatch_s = {0, 5 * kUs};  // dispatch + combine
   s.combine_s = {0, 0};
   // Simulated: clocks 38 | 16 before the MoE layer; it starts at 16, C = max(38 - 16 + 30,

@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "sim/config/config_error.h"
 #include "tests/support/config_errors.h"
+#include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -98,6 +101,10 @@ const std::map<std::string, std::string>& expected_messages() {
       {"node_limited_without_groups.toml",
        "{dir}/node_limited_without_groups.toml:9:24: deployment.node_limited_traffic: the "
        "model's routing is not group-limited (topk_groups = num_expert_groups = 1)"},
+      {"overlap_conflicts_microbatch_overlap.toml",
+       "{dir}/overlap_conflicts_microbatch_overlap.toml:9:11: deployment.overlap: overlap = "
+       "\"two_microbatch\" conflicts with microbatch_overlap = true (microbatch_overlap = true "
+       "means overlap = \"simple\"; set one key)"},
       {"negative_seed.toml",
        "{dir}/negative_seed.toml:22:8: run.seed: value -1 is out of range [0, "
        "9223372036854775807]"},
@@ -239,16 +246,45 @@ TEST(ScenarioTest, DefaultsWhenTablesAreAbsent) {
   EXPECT_EQ(s.scheduler.kv_block_tokens, 64);
   EXPECT_TRUE(s.scheduler.prefix_caching);
   EXPECT_EQ(s.deployment.prefill_replicas, 0);
-  EXPECT_FALSE(s.deployment.microbatch_overlap);
+  EXPECT_EQ(s.deployment.overlap, OverlapMode::kNone);
   EXPECT_TRUE(s.outputs.requests_csv);
   EXPECT_TRUE(s.outputs.steps_csv);
+}
+
+// [deployment] overlap: each schedule by name; microbatch_overlap = true alone is "simple", and
+// agreeing keys are accepted.
+TEST(ScenarioTest, OverlapSchedules) {
+  const std::string base =
+      kSource + "/tests/data/bad/scenarios/node_limited_without_hierarchical.toml";
+  std::ifstream in(base);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string model = "\"" + kSource + "/models/tiny.toml\"";
+  const std::string topo = "\"" + kSource + "/topologies/h200-node.toml\"";
+  auto load_with = [&](const std::string& keys) {
+    std::string t = text.str();
+    t.replace(t.find("node_limited_traffic = true"), 27, keys);
+    t.replace(t.find("\"../../../../models/tiny.toml\""), 30, model);
+    t.replace(t.find("\"../../../../topologies/h200-node.toml\""), 39, topo);
+    return load_scenario(scratch::write("overlap.toml", t)).deployment.overlap;
+  };
+  EXPECT_EQ(load_with("overlap = \"none\""), OverlapMode::kNone);
+  EXPECT_EQ(load_with("overlap = \"simple\""), OverlapMode::kSimple);
+  EXPECT_EQ(load_with("overlap = \"two_microbatch\""), OverlapMode::kTwoMicrobatch);
+  EXPECT_EQ(load_with("overlap = \"decode_pipeline\""), OverlapMode::kDecodePipeline);
+  EXPECT_EQ(load_with("microbatch_overlap = true"), OverlapMode::kSimple);
+  EXPECT_EQ(load_with("microbatch_overlap = true\noverlap = \"simple\""), OverlapMode::kSimple);
+  EXPECT_EQ(load_with("microbatch_overlap = false\noverlap = \"decode_pipeline\""),
+            OverlapMode::kDecodePipeline);
+  EXPECT_THROW(load_with("microbatch_overlap = false\noverlap = \"simple\""), ConfigError);
+  EXPECT_THROW(load_with("overlap = \"dual\""), ConfigError);
 }
 
 TEST(ScenarioTest, TensorParallelAndDisaggregatedDeployments) {
   Scenario tp = load_scenario(kSource + "/tests/data/scenarios/tiny_tp.toml");
   EXPECT_EQ(tp.deployment.attention, AttentionParallel::kTensor);
   EXPECT_EQ(tp.deployment.attention_tp, 2);
-  EXPECT_TRUE(tp.deployment.microbatch_overlap);
+  EXPECT_EQ(tp.deployment.overlap, OverlapMode::kSimple);
   Scenario pd = load_scenario(kSource + "/tests/data/scenarios/tiny_pd.toml");
   EXPECT_EQ(pd.deployment.prefill_replicas, 1);
   EXPECT_EQ(pd.deployment.num_replicas, 2);

@@ -54,7 +54,7 @@ TEST(LayerStudy, WithoutOverlapAllCommunicationIsExposed) {
   }
 }
 
-// With [deployment] microbatch_overlap the step model emits one overlapped all-to-all span; the
+// With [deployment] overlap = "simple" the step model emits one overlapped all-to-all span; the
 // study used to count only "dispatch" and "combine" and reported 0 us (issue 13). The collectives
 // are the same as without overlap; the exposed part is what two half micro-batches leave
 // uncovered, per layer max(C, D) + min(C, D) / 2 - C = max(D / 2, D - C / 2) for expert compute
@@ -63,7 +63,7 @@ TEST(LayerStudy, WithoutOverlapAllCommunicationIsExposed) {
 TEST(LayerStudy, OverlapReportsTheAllToAllAndItsExposedPart) {
   Scenario barrier = teaching_crossover();
   Scenario overlap = teaching_crossover();
-  overlap.deployment.microbatch_overlap = true;
+  overlap.deployment.overlap = OverlapMode::kSimple;
   auto base = run_layer_study(barrier, kBatches, 4096, 1);
   auto rows = run_layer_study(overlap, kBatches, 4096, 1);
   ASSERT_EQ(rows.size(), base.size());
@@ -106,6 +106,47 @@ TEST(LayerStudy, UsesTheScenariosNetworkModel) {
 #ifdef MOESIM_HAVE_SIMGRID
   EXPECT_NE(comm_of("simgrid"), bottleneck);
 #endif
+}
+
+// The micro-batch schedules on the teaching case (uniform routing: the GPUs are alike): the layer
+// takes at least its slowest GPU's compute (to 2%: layers overlap each other, and the per-layer
+// maximum over GPUs averages above any one GPU's) and at most that plus the all-to-all; the
+// all-to-all is the barrier run's plus the micro-batches' second fixed costs (two collectives of
+// half the traffic each: at least the whole one, at most 20% more at these batches); and the
+// timeline lists GPU 0's stages of the middle MoE layer per micro-batch in start order.
+TEST(LayerStudy, MicrobatchSchedulesShowTheirTimeline) {
+  for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
+    SCOPED_TRACE(overlap_mode_name(mode));
+    Scenario sc = teaching_crossover();
+    const auto base = run_layer_study(sc, {16, 128}, 4096, 1);
+    sc.deployment.overlap = mode;
+    std::vector<LayerStudySpan> timeline;
+    LayerStudyOptions o;
+    o.timeline = &timeline;
+    const auto rows = run_layer_study(sc, {16, 128}, o);
+    ASSERT_EQ(rows.size(), 4u);
+    for (size_t i = 2; i < 4; ++i) {  // uniform
+      const LayerStudyRow& r = rows[i];
+      EXPECT_GE(r.layer_us, 0.98 * r.compute_max_us);
+      EXPECT_LE(r.layer_us, r.compute_max_us + r.comm_us + 0.01);
+      EXPECT_GE(r.comm_us, 0.999 * base[i].comm_us);
+      EXPECT_LE(r.comm_us, 1.2 * base[i].comm_us);
+      EXPECT_LT(r.layer_us, base[i].layer_us + base[i].compute_max_us);
+    }
+    ASSERT_FALSE(timeline.empty());
+    for (size_t i = 1; i < timeline.size(); ++i) {
+      EXPECT_LE(timeline[i - 1].start_us, timeline[i].start_us);
+    }
+    auto has = [&](const std::string& name) {
+      return std::any_of(timeline.begin(), timeline.end(),
+                         [&](const LayerStudySpan& s) { return s.name == name; });
+    };
+    for (const char* name : {"attention/mb0", "attention/mb1", "dispatch/mb0", "dispatch/mb1",
+                             "experts/mb0", "combine/mb1", "shared_experts/mb1"}) {
+      EXPECT_TRUE(has(name)) << name;
+    }
+    EXPECT_EQ(has("attention_prep/mb0"), mode == OverlapMode::kDecodePipeline);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -319,7 +320,7 @@ TEST(StepModelTest, HotExpertMakesColdGpusWaitAtTheBarrier) {
 
 TEST(StepModelTest, MicrobatchOverlapIsNeverSlower) {
   DeploymentSpec overlap;
-  overlap.microbatch_overlap = true;
+  overlap.overlap = OverlapMode::kSimple;
   std::mt19937 rng(42);
   for (int32_t hot_gpu : {-1, 0}) {
     Fixture seq(tiny(), 8, DeploymentSpec{}, hot_gpu);
@@ -345,7 +346,7 @@ TEST(StepModelTest, MicrobatchOverlapIsNeverSlower) {
 
 TEST(StepModelTest, OverlapHidesCommunication) {
   DeploymentSpec overlap;
-  overlap.microbatch_overlap = true;
+  overlap.overlap = OverlapMode::kSimple;
   Fixture seq(tiny(), 8, DeploymentSpec{});
   Fixture ovl(tiny(), 8, overlap);
   auto ranks = decode_batch(8, 1024, 200);
@@ -636,6 +637,179 @@ TEST(StepModelHorizon, ALinkOfAlmostNoBandwidthIsACollectiveErrorOnBothTiers) {
                                   "1e-291 bytes/s"
                                 : "its bottleneck, link nvlink "),
               std::string::npos);
+  }
+}
+
+// Every span of a step, for the overlap checks below.
+struct Span {
+  int32_t gpu;
+  std::string name;
+  int32_t layer_idx;
+  SimTime start_ns, duration_ns;
+};
+class SpanRecorder final : public StepObserver {
+ public:
+  void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
+                SimTime duration_ns) override {
+    spans.push_back({gpu_idx, name, layer_idx, start_ns, duration_ns});
+  }
+  // The first start of any span of `layer_idx` (-1: the output head).
+  SimTime layer_start(int32_t layer_idx) const {
+    SimTime t = kSimTimeMax;
+    for (const Span& s : spans) {
+      if (s.layer_idx == layer_idx) t = std::min(t, s.start_ns);
+    }
+    return t;
+  }
+  const Span* find(int32_t gpu, const std::string& name, int32_t layer_idx) const {
+    for (const Span& s : spans) {
+      if (s.gpu == gpu && s.name == name && s.layer_idx == layer_idx) return &s;
+    }
+    return nullptr;
+  }
+  std::vector<Span> spans;
+};
+
+// overlap = "simple" keeps the formula: every MoE layer ends max(C, D) + min(C, D) / 2 after its
+// earliest GPU clock after the router, C the latest GPU's (clock - start + experts), D the
+// overlapped span (tiny: layer 0 dense, layers 1-3 MoE; a hot GPU makes the clocks differ).
+TEST(StepModelTest, SimpleOverlapIsTheFormula) {
+  DeploymentSpec d;
+  d.overlap = OverlapMode::kSimple;
+  Fixture f(tiny(), 8, d, /*hot_gpu=*/0);
+  SpanRecorder rec;
+  f.model->run(0, decode_batch(8, 64, 700), &rec);
+  for (int32_t l = 1; l <= 3; ++l) {
+    const Span* ovl = rec.find(0, "dispatch+combine (overlapped)", l);
+    ASSERT_NE(ovl, nullptr);
+    const double start = to_seconds(ovl->start_ns);
+    const double dur = to_seconds(ovl->duration_ns);
+    double c = 0;
+    for (int32_t g = 0; g < 8; ++g) {
+      const Span* e = rec.find(g, "experts", l);
+      ASSERT_NE(e, nullptr);
+      c = std::max(c, to_seconds(e->start_ns + e->duration_ns) - start);
+    }
+    const double end = start + std::max(c, dur) + std::min(c, dur) / 2.0;
+    const SimTime next = rec.layer_start(l == 3 ? -1 : l + 1);
+    EXPECT_NEAR(static_cast<double>(next), 1e9 * end, 3.0) << "layer " << l;
+  }
+}
+
+// The generic timeline with one micro-batch (sequential_schedule) reproduces the barrier path:
+// each MoE layer's spans of a run without overlap, fed back as stage costs, end where the step
+// model's next layer starts.
+TEST(StepModelTest, NoOverlapIsTheSequentialTimeline) {
+  Fixture f(tiny(), 8, DeploymentSpec{}, /*hot_gpu=*/0);
+  SpanRecorder rec;
+  f.model->run(0, decode_batch(8, 64, 700), &rec);
+  for (int32_t l = 1; l <= 3; ++l) {
+    LayerStageCosts c;
+    c.reset(l, 8);
+    std::vector<double> clock(8);
+    for (int32_t g = 0; g < 8; ++g) {
+      const Span* a = rec.find(g, "attention", l);
+      ASSERT_NE(a, nullptr);
+      clock[g] = to_seconds(a->start_ns);
+      c.compute(0, StageOp::kAttention, g) = to_seconds(a->duration_ns);
+      c.compute(0, StageOp::kRouter, g) = to_seconds(rec.find(g, "router", l)->duration_ns);
+      c.compute(0, StageOp::kExperts, g) = to_seconds(rec.find(g, "experts", l)->duration_ns);
+    }
+    c.comm(0, StageOp::kDispatch) = to_seconds(rec.find(0, "dispatch", l)->duration_ns);
+    c.comm(0, StageOp::kCombine) = to_seconds(rec.find(0, "combine", l)->duration_ns);
+    TimelineTotals t{std::vector<double>(8, 0.0), std::vector<double>(8, 0.0),
+                     std::vector<double>(8, 0.0)};
+    run_microbatch_timeline(sequential_schedule(), std::vector<LayerStageCosts>{c}, clock, t,
+                            nullptr);
+    const SimTime next = rec.layer_start(l == 3 ? -1 : l + 1);
+    for (int32_t g = 0; g < 8; ++g) {
+      EXPECT_NEAR(1e9 * clock[g], static_cast<double>(next), 8.0) << "layer " << l;
+    }
+  }
+}
+
+// The micro-batch schedules, whole steps: never faster than the busiest GPU's compute, never
+// slower than compute plus communication (balanced routing: the GPUs are alike, so at any time
+// one resource is busy), every stage traced per micro-batch, and in decode the expert and
+// attention weights read once per micro-batch (compute grows over the run without overlap).
+TEST(StepModelTest, MicrobatchSchedulesStayBetweenComputeAndTheSum) {
+  std::vector<std::vector<SeqSlice>> prefill(8);
+  for (auto& r : prefill) r = {SeqSlice{700, 0, true}, SeqSlice{333, 100, true}};
+  for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
+    DeploymentSpec d;
+    d.overlap = mode;
+    Fixture none(tiny(), 8, DeploymentSpec{});
+    Fixture ovl(tiny(), 8, d);
+    const std::vector<std::vector<std::vector<SeqSlice>>> batches = {
+        decode_batch(8, 64, 700), decode_batch(8, 7, 3000), prefill};
+    for (size_t i = 0; i < batches.size(); ++i) {
+      const auto& batch = batches[i];
+      SpanRecorder rec;
+      const StepResult r = ovl.model->run(0, batch, &rec);
+      const StepResult base = none.model->run(0, batch, nullptr);
+      SimTime max_compute = 0;
+      for (int32_t g = 0; g < 8; ++g) max_compute = std::max(max_compute, r.compute_ns[g]);
+      EXPECT_GE(r.duration_ns + 2, max_compute) << overlap_mode_name(mode);
+      EXPECT_LE(static_cast<double>(r.duration_ns),
+                1.02 * static_cast<double>(max_compute + r.comm_ns[0]))
+          << overlap_mode_name(mode);
+      // Decode (memory-bound): weights read twice.
+      if (i < 2) EXPECT_GT(r.compute_ns[0], base.compute_ns[0]) << overlap_mode_name(mode);
+      EXPECT_EQ(r.dispatch_bytes > 0, base.dispatch_bytes > 0);
+      for (const char* name :
+           {"attention/mb0", "attention/mb1", "router/mb1", "dispatch/mb0", "dispatch/mb1",
+            "experts/mb1", "shared_experts/mb0", "combine/mb1"}) {
+        EXPECT_NE(rec.find(3, name, 2), nullptr) << name << " " << overlap_mode_name(mode);
+      }
+      EXPECT_EQ(rec.find(3, "attention_prep/mb1", 2) != nullptr,
+                mode == OverlapMode::kDecodePipeline);
+      EXPECT_EQ(rec.find(3, "dispatch", 2), nullptr);
+      // The dense layer 0 and the output head run as without overlap.
+      EXPECT_NE(rec.find(3, "dense_ffn", 0), nullptr);
+      EXPECT_NE(rec.find(3, "lm_head", -1), nullptr);
+    }
+  }
+}
+
+// The split: a rank's prefill chunk of 701 tokens is cut at 351 (ceil(701 / 2)); micro-batch 0's
+// attention is that of a 351-token chunk, micro-batch 1's that of the other 350 tokens over the
+// first 351 as context (each checked against a step without overlap of that one slice).
+TEST(StepModelTest, TwoMicrobatchCutsAPrefillChunk) {
+  DeploymentSpec d;
+  d.overlap = OverlapMode::kTwoMicrobatch;
+  Fixture f(tiny(), 8, d);
+  Fixture none(tiny(), 8, DeploymentSpec{});
+  auto attention_ns = [&](Fixture& fx, const SeqSlice& slice, const char* name) {
+    SpanRecorder rec;
+    fx.model->run(0, std::vector<std::vector<SeqSlice>>(8, {slice}), &rec);
+    const Span* a = rec.find(0, name, 2);  // layer 2: MLA
+    return a ? a->duration_ns : SimTime{-1};
+  };
+  SpanRecorder rec;
+  f.model->run(0, std::vector<std::vector<SeqSlice>>(8, {SeqSlice{701, 0, true}}), &rec);
+  ASSERT_NE(rec.find(0, "attention/mb0", 2), nullptr);
+  ASSERT_NE(rec.find(0, "attention/mb1", 2), nullptr);
+  EXPECT_NEAR(static_cast<double>(rec.find(0, "attention/mb0", 2)->duration_ns),
+              static_cast<double>(attention_ns(none, SeqSlice{351, 0, true}, "attention")), 1.0);
+  EXPECT_NEAR(static_cast<double>(rec.find(0, "attention/mb1", 2)->duration_ns),
+              static_cast<double>(attention_ns(none, SeqSlice{350, 351, true}, "attention")), 1.0);
+}
+
+// Both tiers call the same timeline: the fast tier's micro-batch step is close to the exact one.
+TEST(StepModelTest, MicrobatchSchedulesAgreeAcrossTiers) {
+  for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
+    DeploymentSpec d;
+    d.overlap = mode;
+    Fixture exact(tiny(), 8, d);
+    Fixture fast(tiny(), 8, d);
+    fast.model->set_fast_tier(true);
+    const auto batch = decode_batch(8, 64, 700);
+    const StepResult a = exact.model->run(0, batch, nullptr);
+    const StepResult b = fast.model->run(0, batch, nullptr);
+    EXPECT_GT(b.num_fast_layers, 0);
+    EXPECT_NEAR(static_cast<double>(b.duration_ns), static_cast<double>(a.duration_ns),
+                0.1 * static_cast<double>(a.duration_ns))
+        << overlap_mode_name(mode);
   }
 }
 
