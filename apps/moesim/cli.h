@@ -80,6 +80,7 @@ int run_command_on(const sim::study::ScenarioTemplate* scenario,
 int layers_command(const std::vector<std::string>& argv);
 int prune_command(const std::vector<std::string>& argv);
 int calibrate_command(const std::vector<std::string>& argv);
+int derive_profile_command(const std::vector<std::string>& argv);
 int validate_command(const std::vector<std::string>& argv);
 int compare_command(const std::vector<std::string>& argv);
 int sweep_command(const std::vector<std::string>& argv);

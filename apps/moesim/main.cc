@@ -32,6 +32,8 @@ const Command kCommands[] = {
      moesim::cli::prune_command},
     {"calibrate", "fit a cost-model profile from engine measurements (moesim-engine replay)",
      moesim::cli::calibrate_command},
+    {"derive-profile", "a profile for another GPU of the same kernels, by hardware ratios",
+     moesim::cli::derive_profile_command},
     {"validate", "re-simulate measured steps with a profile: error per op, step, end to end",
      moesim::cli::validate_command},
     {"compare", "two scenarios, same seeds: paired differences with bootstrap intervals",

@@ -34,6 +34,10 @@ struct CalibrationProfile {
   std::string device;
   std::string moesim_version;
   std::vector<std::string> measurement_files;  // file names (no directories) fitted from
+  // A profile derived from another by hardware ratios (`moesim derive-profile`): the source
+  // profile's file name and how it was derived; both empty for a fitted profile.
+  std::string derived_from;
+  std::string derivation;
   std::vector<OpFit> ops;
   std::vector<CollectiveFit> collectives;
   // Per link class efficiency and latency of measured all-to-alls (network_fit.h); applied to

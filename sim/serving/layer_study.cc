@@ -27,6 +27,7 @@ class LayerSpans final : public StepObserver {
  public:
   LayerSpans(int32_t num_layers, int32_t num_gpus)
       : num_gpus_(num_gpus),
+        num_layers_(num_layers),
         layer_start_ns_(static_cast<size_t>(num_layers) + 1, kNone),
         compute_ns_(static_cast<size_t>(num_layers) * num_gpus, 0),
         comm_ns_(static_cast<size_t>(num_layers), 0),
@@ -40,6 +41,9 @@ class LayerSpans final : public StepObserver {
 
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override {
+    // Speculative draft passes run after the output head, traced one past the model's layers:
+    // they count in the step's duration, not in any layer's.
+    if (layer_idx >= num_layers_) return;
     if (gpu_idx == 0 && layer_idx == kept_layer_ && layer_idx >= 0) {
       kept_.push_back({name, static_cast<double>(start_ns), static_cast<double>(duration_ns)});
     }
@@ -61,7 +65,8 @@ class LayerSpans final : public StepObserver {
   // Wall time of layer `layer_idx`: to the start of the next layer that reported a span (or the
   // output head, or `step_ns`).
   SimTime layer_ns(int32_t layer_idx, SimTime step_ns) const {
-    SimTime end = step_ns;
+    SimTime end =
+        step_ns;  // (draft passes follow the output head, whose start ends the last layer)
     for (size_t j = static_cast<size_t>(layer_idx) + 1; j < layer_start_ns_.size(); ++j) {
       if (layer_start_ns_[j] != kNone) {
         end = layer_start_ns_[j];
@@ -82,6 +87,7 @@ class LayerSpans final : public StepObserver {
  private:
   static constexpr SimTime kNone = std::numeric_limits<SimTime>::max();
   size_t num_gpus_;
+  int32_t num_layers_;
   int32_t kept_layer_ = -1;
   std::vector<LayerStudySpan> kept_;     // start / duration in ns until run_layer_study converts
   std::vector<SimTime> layer_start_ns_;  // per layer, then the output head; kNone: no span
@@ -119,9 +125,20 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
           card, builder.replica_gpus(0), placement.get(), network.get(), routing.get());
       const int32_t tp = num_gpus / model->num_ranks();
       std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(model->num_ranks()));
+      // Speculative decoding ([speculative]): every decode sequence verifies 1 + k tokens and
+      // the step runs its k draft passes, as a step of the cluster does while no sequence is
+      // near its output length.
+      const int32_t k = options.prefill_tokens == 0 && sc.speculative.enabled
+                            ? sc.speculative.num_draft_tokens
+                            : 0;
+      if (k > 0) {
+        model->set_draft_tokens(k);
+        model->set_draft_model(sc.speculative.draft_model.get());
+        model->set_draft_gpus(builder.draft_gpus(0));
+      }
       const SeqSlice seq = options.prefill_tokens > 0
                                ? SeqSlice{options.prefill_tokens, context_tokens, true}
-                               : SeqSlice{1, context_tokens, false};
+                               : SeqSlice{1 + k, context_tokens, false};
       for (auto& r : ranks) r.assign(static_cast<size_t>(n * tp), seq);
       LayerSpans spans(num_layers, num_gpus);
       // The middle MoE layer of the first batch size's skewed step.

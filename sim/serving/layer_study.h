@@ -4,7 +4,9 @@
 // routing skew and with uniform routing; the step model's own spans give, per MoE layer averaged
 // over MoE layers, the all-to-all time, the part of it the layer does not hide, the slowest and the
 // mean GPU's expert time and the barrier wait. The crossover (where the all-to-all outgrows expert
-// compute) is read off the model, not written in.
+// compute) is read off the model, not written in. With a [speculative] table, each decode
+// sequence verifies 1 + k tokens and the step includes its k draft passes (step_ms; the per-layer
+// figures are the verification's layers).
 //
 // The step model is built through ReplicaBuilder (sim/serving/replica_builder.h), as the cluster
 // builds replica 0: the same topology (calibrated when the scenario's profile says so), cost

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "sim/serving/replica_builder.h"
 #include "sim/topology/topology_parser.h"
 
 namespace moesim::sim {
@@ -147,6 +148,39 @@ TEST(LayerStudy, MicrobatchSchedulesShowTheirTimeline) {
     }
     EXPECT_EQ(has("attention_prep/mb0"), mode == OverlapMode::kDecodePipeline);
   }
+}
+
+// With [speculative] (MTP, k = 1), the study's decode step verifies 1 + k tokens per sequence and
+// runs the draft pass: exactly the step a StepModel built as replica 0's runs on those slices with
+// set_draft_tokens(k). Without the table the same scenario's step is shorter (no draft pass, one
+// token per sequence).
+TEST(LayerStudy, SpeculativeScenarioStepsVerifyAndDraft) {
+  const Scenario sc =
+      load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/speculative/dsv3-mtp.toml");
+  ASSERT_TRUE(sc.speculative.enabled);
+  const int32_t k = sc.speculative.num_draft_tokens;
+  ASSERT_EQ(k, 1);
+  const int64_t batch = 16, context = 5000;
+  const auto rows = run_layer_study(sc, {batch}, context, 1);
+  ASSERT_EQ(rows.size(), 2u);
+
+  const ReplicaBuilder builder(sc);
+  const auto placement = builder.static_placements(builder.make_routing(sc.routing, 1).get());
+  const auto network = builder.make_network();
+  const auto routing = builder.make_routing(sc.routing, 1);
+  auto model = builder.make_step_model(*sc.model, builder.replica_gpus(0), placement.get(),
+                                       network.get(), routing.get());
+  model->set_draft_tokens(k);
+  std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(model->num_ranks()));
+  for (auto& r : ranks) r.assign(batch, SeqSlice{1 + k, context, false});
+  const StepResult& res = model->run(0, ranks, nullptr);
+  EXPECT_GT(res.draft_ns, 0);
+  EXPECT_DOUBLE_EQ(rows[0].step_ms, to_ms(res.duration_ns));
+
+  const Scenario plain =
+      load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/speculative/dsv3-no-mtp.toml");
+  const auto plain_rows = run_layer_study(plain, {batch}, context, 1);
+  EXPECT_GT(rows[0].step_ms, plain_rows[0].step_ms);
 }
 
 }  // namespace
