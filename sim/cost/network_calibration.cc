@@ -16,6 +16,14 @@ const LinkClassFit* NetworkCalibration::find(const std::string& link_class) cons
   return nullptr;
 }
 
+const KernelFit* NetworkCalibration::find_kernel(const std::string& kernel,
+                                                 const std::string& transport) const {
+  for (const KernelFit& f : kernels) {
+    if (f.kernel == kernel && f.transport == transport) return &f;
+  }
+  return nullptr;
+}
+
 const char* calibration_link_class(LinkClass link_class) {
   return link_class == LinkClass::kNvlink ? "nvlink" : "network";
 }
