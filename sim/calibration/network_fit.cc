@@ -15,13 +15,21 @@
 namespace moesim::sim {
 namespace {
 
-TopologySpec without_latencies(TopologySpec spec) {
+// Every latency zero; without_latencies() also at line rate (efficiencies 1), the figures the fit
+// measures efficiencies against.
+TopologySpec zero_latencies(TopologySpec spec) {
   spec.nvlink_latency_ns = 0;
   spec.nvswitch_latency_ns = 0;
   spec.nic_latency_ns = 0;
   spec.leaf_spine_latency_ns = 0;
   spec.switch_latency_ns = 0;
   return spec;
+}
+
+TopologySpec without_latencies(TopologySpec spec) {
+  spec.nvlink_efficiency = 1.0;
+  spec.network_efficiency = 1.0;
+  return zero_latencies(spec);
 }
 
 NominalCollective run_uniform(const Topology& topology, NetworkModel& model, int32_t ep_size,
@@ -126,7 +134,7 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
   if (by_kernel.empty()) return report;
   // Kernels: x on the calibrated topology (fitted classes applied, every latency zero).
   const Topology calibrated(
-      without_latencies(apply_network_calibration(topology.spec(), report.calibration)));
+      zero_latencies(apply_network_calibration(topology.spec(), report.calibration)));
   auto calibrated_model = NetworkModelRegistry().make("bottleneck", calibrated);
   // Pure-RDMA samples: every GPU its own node (made on the first such sample).
   std::optional<Topology> rdma;

@@ -109,9 +109,14 @@ TEST(NetworkFit, CalibratedTopologyReproducesTheMeasurements) {
   const std::vector<CollectiveSample> samples = synthetic_samples(nominal);
   const NetworkCalibration cal = fit_network(samples, nominal).calibration;
   const TopologySpec spec = apply_network_calibration(nominal.spec(), cal);
-  EXPECT_NEAR(spec.nvlink_bytes_per_s, 400e9 * kNvlinkEfficiency, 400e9 * 1e-4);
-  EXPECT_NEAR(spec.nic_bytes_per_s, 50e9 * kNetworkEfficiency, 50e9 * 1e-4);
+  // Line rates stay; the fitted efficiencies say what the links carry.
+  EXPECT_EQ(spec.nvlink_bytes_per_s, 400e9);
+  EXPECT_EQ(spec.nic_bytes_per_s, 50e9);
+  EXPECT_NEAR(spec.nvlink_efficiency, kNvlinkEfficiency, 1e-4);
+  EXPECT_NEAR(spec.network_efficiency, kNetworkEfficiency, 1e-4);
   const Topology calibrated(spec);
+  EXPECT_NEAR(calibrated.nvlink_bytes_per_s_per_gpu(), 400e9 * kNvlinkEfficiency, 400e9 * 1e-4);
+  EXPECT_NEAR(calibrated.nic_bytes_per_s_per_gpu(), 50e9 * kNetworkEfficiency, 50e9 * 1e-4);
   // Every route of a class pays the class's latency once.
   EXPECT_NEAR(to_seconds(calibrated.route_latency_ns(GpuId(0), GpuId(5))), kNvlinkLatencyS, 1e-9);
   EXPECT_NEAR(to_seconds(calibrated.route_latency_ns(GpuId(0), GpuId(13))), kNetworkLatencyS, 1e-9);
@@ -241,7 +246,7 @@ TEST(NetworkFit, ProfileRoundTripAndScenarioTopology) {
   auto shared = std::make_shared<const Topology>(two_node_spec());
   auto calibrated = make_network_topology(q, shared);
   EXPECT_NE(calibrated.get(), shared.get());
-  EXPECT_NEAR(calibrated->spec().nic_bytes_per_s, 50e9 * kNetworkEfficiency, 1e4);
+  EXPECT_NEAR(calibrated->nic_bytes_per_s_per_gpu(), 50e9 * kNetworkEfficiency, 1e4);
   EXPECT_EQ(make_network_topology(CalibrationProfile{}, shared).get(), shared.get());
   EXPECT_EQ(make_network_topology(CostSpec{}, shared).get(), shared.get());  // roofline
 
