@@ -3,8 +3,11 @@
 
 With --low-latency: against the low-latency table instead (its "current_with_nvlink" rows, or
 --ll-table original_pure_rdma): 128 tokens per GPU, top-8 of 256 experts, uniform routing,
-`--algorithm low_latency` (every selection sent directly, NVLink within a node), on
-topologies/h800-128x8.toml (EP up to 256); compares the published kernel latency with moesim's.
+`--algorithm low_latency` (every selection sent directly; `--ll-transport nvlink`, NVLink within
+a node, for the current table, `rdma`, every peer over the network, for the pure-RDMA one), on
+topologies/h800-128x8.toml (EP up to 256); compares the published kernel latency with moesim's
+(with --profile: the profile's link classes and low-latency kernel costs applied), and the
+published RDMA GB/s (every selection's bytes / latency) with moesim's low-latency logical GB/s.
 
 For every row of deepep_v1_normal_h800.csv (../shared/data/benchmarks/, README.md there) it runs
 one synthetic layer as DeepEP's tests route it (4,096 tokens per GPU, hidden 7,168, top-8 of 256
@@ -28,7 +31,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from deepep_to_measurements import collective_command  # noqa: E402
+from deepep_to_measurements import collective_command, ll_collective_command  # noqa: E402
 
 
 def run_row(args, row):
@@ -42,31 +45,34 @@ def run_row(args, row):
 
 
 def run_ll_row(args, row):
-    cmd = collective_command(args.moesim, args.ll_topology, row, algorithm="low_latency",
-                             node_limit=False)
+    cmd = ll_collective_command(args.moesim, args.ll_topology, row)
     if args.profile:
         cmd += ["--profile", args.profile]
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    return out[row["phase"]]["latency_us"]
+    phase = out[row["phase"]]
+    return phase["latency_us"], phase["logical"]["low_latency_gbytes_per_s"]
 
 
 def low_latency(args):
     with open(os.path.join(args.benchmarks, "deepep_v1_low_latency_h800.csv"), newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["table"] == args.ll_table]
     if args.markdown:
-        print("| phase | EP | published us | moesim us | error |")
-        print("| --- | --- | --- | --- | --- |")
+        print("| phase | EP | published us | moesim us | error | published GB/s | moesim logical "
+              "GB/s |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
     worst = 0.0
     for row in rows:
         pub = float(row["latency_us"])
-        got = run_ll_row(args, row)
+        got, gbps = run_ll_row(args, row)
         err = got / pub - 1
         worst = max(worst, abs(err))
         if args.markdown:
-            print(f"| {row['phase']} | {row['ep']} | {pub:g} | {got:.0f} | {100 * err:+.1f}% |")
+            print(f"| {row['phase']} | {row['ep']} | {pub:g} | {got:.1f} | {100 * err:+.1f}% "
+                  f"| {row['rdma_gbytes_per_s']} | {gbps:.1f} |")
         else:
-            print(f"{row['phase']:8} EP{row['ep']:>3} published {pub:6.0f} us  moesim {got:6.0f} us "
-                  f"({100 * err:+5.1f}%)")
+            print(f"{row['phase']:8} EP{row['ep']:>3} published {pub:6.0f} us  moesim {got:6.1f} us "
+                  f"({100 * err:+5.1f}%)  published {row['rdma_gbytes_per_s']:>4} GB/s  "
+                  f"logical {gbps:6.1f} GB/s")
     print(f"worst |latency error|: {100 * worst:.1f}%", file=sys.stderr)
 
 

@@ -20,8 +20,19 @@ So the network fit's nominal transfer time of the record equals the bottleneck m
 the kernel's real (skewed, node-limited) traffic, and the fitted efficiency and latency reproduce
 the kernel time when `moesim collective --profile` runs that traffic.
 
+With --low-latency: DeepEP V1's low-latency table (deepep_v1_low_latency_h800.csv, both its
+"current_with_nvlink" and "original_pure_rdma" rows) instead, on topologies/h800-128x8.toml (EP up
+to 256). Each row is `moesim collective --algorithm low_latency` (128 tokens per GPU, hidden 7,168,
+top-8 of 256 experts, uniform routing: DeepEP's LL test limits no groups; `--ll-transport nvlink`
+for the current table, `rdma` for the pure-RDMA one); the record is the uniform all-to-all whose
+bottleneck link carries what the kernel's carries (as above; pure RDMA: ep_size = EP and
+bytes_per_gpu = the bottleneck NIC's bytes, every peer being over the network), in the published
+latency, with "kernel": "low_latency_dispatch" / "low_latency_combine" and "transport": "nvlink" /
+"rdma". `moesim calibrate` fits each kernel's fixed cost (and efficiency) on top of the link
+classes that the normal-kernel records fit (docs/calibration.md).
+
 usage: scripts/deepep_to_measurements.py -o OUT.jsonl [--moesim build/apps/moesim]
-                                         [--benchmarks DIR] [--topology T.toml]
+                                         [--benchmarks DIR] [--topology T.toml] [--low-latency]
 """
 import argparse
 import csv
@@ -56,21 +67,72 @@ def collective(args, row):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
+def ll_transport(row):
+    """The --ll-transport of a low-latency table row."""
+    return "rdma" if row["table"] == "original_pure_rdma" else "nvlink"
+
+
+def ll_collective_command(moesim, topology, row):
+    """The `moesim collective --json` command line of one low-latency row."""
+    return collective_command(moesim, topology, row, algorithm="low_latency",
+                              node_limit=False) + ["--ll-transport", ll_transport(row)]
+
+
+def low_latency_records(args):
+    with open(os.path.join(args.benchmarks, "deepep_v1_low_latency_h800.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    records = []
+    gpn = args.gpus_per_node
+    for row in rows:
+        ep = int(row["ep"])
+        cmd = ll_collective_command(args.moesim, args.topology, row)
+        out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+        b = out[row["phase"]]["bottleneck"]
+        transport = ll_transport(row)
+        if b["class"] not in ("nvlink", "nic"):
+            raise SystemExit(f"{row['table']} {row['phase']} EP{ep}: bottleneck on a "
+                             f"{b['class']} link, which a uniform all-to-all cannot stand for")
+        if transport == "rdma":
+            ep_size, bytes_per_gpu = ep, b["bytes"]
+        elif b["class"] == "nvlink":
+            ep_size, bytes_per_gpu = gpn, b["bytes"]
+        else:
+            ep_size, bytes_per_gpu = ep, b["bytes"] * (ep - 1) / (ep - gpn)
+        records.append({"record": "collective", "op": "alltoall",
+                        "kernel": "low_latency_" + row["phase"], "transport": transport,
+                        "ep_size": ep_size, "bytes_per_gpu": bytes_per_gpu,
+                        "measured_ns": round(float(row["latency_us"]) * 1e3),
+                        "source": f"deepep-low-latency {row['table']} {row['phase']} EP{ep} "
+                                  f"{row['latency_us']} us ({b['class']})"})
+    return records
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-o", "--out", required=True)
     p.add_argument("--moesim", default=os.path.join(ROOT, "build/apps/moesim"))
     p.add_argument("--benchmarks", default=os.path.join(ROOT, "../shared/data/benchmarks"))
-    p.add_argument("--topology", default=os.path.join(ROOT, "topologies/h800-8x8.toml"))
+    p.add_argument("--topology")
     p.add_argument("--gpus-per-node", type=int, default=8)
+    p.add_argument("--low-latency", action="store_true",
+                   help="convert the low-latency table (both transports) instead")
     args = p.parse_args()
-    with open(os.path.join(args.benchmarks, "deepep_v1_normal_h800.csv"), newline="") as f:
-        rows = list(csv.DictReader(f))
+    if args.topology is None:
+        args.topology = os.path.join(ROOT, "topologies/h800-128x8.toml" if args.low_latency
+                                     else "topologies/h800-8x8.toml")
     records = [{"record": "header", "schema": "moesim.measurements.v1", "mode": "bench",
-                "backend": "published", "device": "H800 (DeepEP V1 normal kernels)",
+                "backend": "published", "device": "H800 SXM5 (published benchmarks)",
                 "peaks": {"bf16_flops_per_s": None, "fp8_flops_per_s": None,
                           "fp32_flops_per_s": None, "memory_bytes_per_s": None},
                 "engine_version": "deepep-v1", "seed": 1}]
+    if args.low_latency:
+        records += low_latency_records(args)
+        with open(args.out, "w") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+        return
+    with open(os.path.join(args.benchmarks, "deepep_v1_normal_h800.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
     gpn = args.gpus_per_node
     for row in rows:
         ep = int(row["ep"])

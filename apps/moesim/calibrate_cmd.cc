@@ -154,6 +154,14 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
                               {"fitted_s", r.fitted_s},
                               {"rel_error", (r.fitted_s - r.measured_s) / r.measured_s}});
     }
+    for (const sim::KernelFit& k : rep.profile.network.kernels) {
+      j["network_kernels"].push_back({{"kernel", k.kernel},
+                                      {"transport", k.transport},
+                                      {"fixed_s", k.fixed_s},
+                                      {"samples", k.quality.num_samples},
+                                      {"mape", k.quality.mape},
+                                      {"p99_abs_rel_error", k.quality.p99_abs_rel_error}});
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -197,6 +205,14 @@ int calibrate_command(const std::vector<std::string>& argv_in) {
     std::printf("    %-50s measured %10.2f us, fitted %10.2f us (%+.1f%%)\n", r.what.c_str(),
                 1e6 * r.measured_s, 1e6 * r.fitted_s,
                 100 * (r.fitted_s - r.measured_s) / r.measured_s);
+  }
+  for (const sim::KernelFit& k : rep.profile.network.kernels) {
+    std::printf(
+        "  kernel %-20s over %-6s fixed %.2f us (%lld kernels, EP %d-%d, MAPE %.1f%%, "
+        "p99 %.1f%%)\n",
+        k.kernel.c_str(), k.transport.c_str(), 1e6 * k.fixed_s,
+        static_cast<long long>(k.quality.num_samples), k.ep_size_min, k.ep_size_max,
+        100 * k.quality.mape, 100 * k.quality.p99_abs_rel_error);
   }
   for (const std::string& s : rep.skipped) std::printf("  skipped: %s\n", s.c_str());
   return 0;

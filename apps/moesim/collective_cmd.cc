@@ -25,6 +25,7 @@ const char kUsage[] =
     "         [--experts E] [--expert-groups G] [--topk-groups M]\n"
     "         [--dispatch-dtype fp8|bf16] [--combine-dtype bf16|fp8]\n"
     "         [--skew uniform|zipf:S|hot:F] [--algorithm direct|hierarchical|low_latency]\n"
+    "         [--ll-transport nvlink|rdma]\n"
     "         [--model bottleneck|bottleneck_factored|fluid|simgrid] [--seed N]\n"
     "         [--profile PROFILE.toml] [--json]\n"
     "\n"
@@ -53,12 +54,16 @@ const char kUsage[] =
     "                      network to the same-rail GPU, then NVLink), or low_latency (DeepEP's\n"
     "                      low-latency kernels: every (token, expert) selection sent directly,\n"
     "                      no per-GPU deduplication) (default direct)\n"
+    "  --ll-transport      low_latency only: nvlink (DeepEP's current kernels: NVLink within a\n"
+    "                      node, RDMA beyond) or rdma (the original pure-RDMA kernels: every\n"
+    "                      peer over the network, same-node ones too) (default nvlink)\n"
     "  --model             network model (default bottleneck; bottleneck_factored spreads each\n"
     "                      leaf's inter-leaf bytes evenly over its spines: docs/network.md)\n"
     "  --seed N            routing seed (default 1)\n"
     "  --profile FILE      apply a calibration profile's [network] section (per link class\n"
     "                      efficiency and latency, `moesim calibrate --topology`) to the\n"
-    "                      topology, as a scenario with that profile does\n"
+    "                      topology, as a scenario with that profile does; with low_latency\n"
+    "                      also its low-latency kernels' fixed cost ([[network.kernel]])\n"
     "  --json              one JSON document, units in key names\n";
 
 int64_t required_int(Args& args, const std::string& name) {
@@ -74,10 +79,12 @@ sim::WireDtype wire_dtype(Args& args, const std::string& name, const std::string
   return *dtype;
 }
 
-nlohmann::json phase_json(const sim::Topology& topology, const sim::CollectivePhase& phase) {
+nlohmann::json phase_json(const sim::Topology& topology, const sim::CollectivePhase& phase,
+                          const sim::KernelCost& kernel) {
   const sim::CollectiveResult& r = phase.result;
   nlohmann::json j;
   j["latency_us"] = sim::to_us(r.duration_ns);
+  j["kernel_fixed_us"] = kernel.fixed_s * 1e6;
   j["bytes_per_token"] = phase.bytes_per_token;
   j["total_bytes"] = phase.traffic.total_bytes();
   j["num_flows"] = r.num_flows;
@@ -123,10 +130,14 @@ nlohmann::json phase_json(const sim::Topology& topology, const sim::CollectivePh
 }
 
 void print_phase(const char* label, const sim::Topology& topology,
-                 const sim::CollectivePhase& phase) {
+                 const sim::CollectivePhase& phase, const sim::KernelCost& kernel) {
   const sim::CollectiveResult& r = phase.result;
   std::printf("%s: %.1f us, %d flows, %.0f bytes per token\n", label, sim::to_us(r.duration_ns),
               r.num_flows, phase.bytes_per_token);
+  if (kernel.fixed_s > 0) {
+    std::printf("  kernel cost       %.2f us fixed (profile), included above\n",
+                kernel.fixed_s * 1e6);
+  }
   std::printf("  sent per GPU      min %9.3f  mean %9.3f  max %9.3f MB\n",
               phase.sent_bytes.min / 1e6, phase.sent_bytes.mean / 1e6, phase.sent_bytes.max / 1e6);
   std::printf("  received per GPU  min %9.3f  mean %9.3f  max %9.3f MB\n",
@@ -165,7 +176,7 @@ void print_phase(const char* label, const sim::Topology& topology,
 int collective_command(const std::vector<std::string>& argv) {
   Args args(argv, {"--topology", "--ep", "--tokens-per-gpu", "--hidden", "--top-k", "--experts",
                    "--expert-groups", "--topk-groups", "--dispatch-dtype", "--combine-dtype",
-                   "--skew", "--algorithm", "--model", "--seed", "--profile"});
+                   "--skew", "--algorithm", "--ll-transport", "--model", "--seed", "--profile"});
   if (args.help_requested()) {
     std::fputs(kUsage, stdout);
     return 0;
@@ -190,14 +201,24 @@ int collective_command(const std::vector<std::string>& argv) {
   spec.skew = *skew;
   const std::string algorithm_text = args.value_or("--algorithm", "direct");
   const std::optional<sim::DispatchAlgorithm> algorithm =
-      algorithm_text == "low_latency" ? sim::DispatchAlgorithm::kDirect
-                                      : sim::parse_dispatch_algorithm(algorithm_text);
+      sim::parse_dispatch_algorithm(algorithm_text);
   if (!algorithm) {
     throw UsageError{"--algorithm: unknown '" + algorithm_text +
                      "' (valid: direct, hierarchical, low_latency)"};
   }
   spec.algorithm = *algorithm;
-  spec.per_selection = algorithm_text == "low_latency";
+  const std::optional<std::string> transport_text = args.value("--ll-transport");
+  if (transport_text) {
+    const std::optional<sim::LowLatencyTransport> transport =
+        sim::parse_low_latency_transport(*transport_text);
+    if (!transport) {
+      throw UsageError{"--ll-transport: unknown '" + *transport_text + "' (valid: nvlink, rdma)"};
+    }
+    if (spec.algorithm != sim::DispatchAlgorithm::kLowLatency) {
+      throw UsageError{"--ll-transport: applies to --algorithm low_latency only"};
+    }
+    spec.transport = *transport;
+  }
   const std::optional<int64_t> seed = args.int_value("--seed");
   if (seed && *seed < 0) throw UsageError{"--seed: must be >= 0"};
   spec.seed = static_cast<uint64_t>(seed.value_or(1));
@@ -208,12 +229,28 @@ int collective_command(const std::vector<std::string>& argv) {
 
   const sim::Topology topology = [&] {
     sim::Topology nominal = sim::load_topology(*topology_path);
-    if (!profile_path) return nominal;
-    const sim::CalibrationProfile profile = sim::load_profile(*profile_path);
-    if (profile.network.empty()) {
-      throw UsageError{"--profile: " + *profile_path + " has no [network] section"};
+    sim::TopologySpec calibrated = nominal.spec();
+    if (profile_path) {
+      const sim::CalibrationProfile profile = sim::load_profile(*profile_path);
+      if (profile.network.empty()) {
+        throw UsageError{"--profile: " + *profile_path + " has no [network] section"};
+      }
+      calibrated = sim::apply_network_calibration(nominal.spec(), profile.network);
+      if (spec.algorithm == sim::DispatchAlgorithm::kLowLatency) {
+        spec.dispatch_kernel =
+            sim::kernel_cost(profile.network, sim::kLowLatencyDispatchKernel, spec.transport);
+        spec.combine_kernel =
+            sim::kernel_cost(profile.network, sim::kLowLatencyCombineKernel, spec.transport);
+      }
     }
-    return sim::Topology(sim::apply_network_calibration(nominal.spec(), profile.network));
+    if (spec.transport == sim::LowLatencyTransport::kRdma) {
+      if (!(nominal.nic_bytes_per_s_per_gpu() > 0)) {
+        throw UsageError{"--ll-transport: rdma needs a network (topology " + nominal.name() +
+                         " has no NICs)"};
+      }
+      return sim::Topology(sim::rdma_only_spec(calibrated));
+    }
+    return sim::Topology(calibrated);
   }();
   if (const std::string problem = sim::check_collective_study_spec(spec, topology);
       !problem.empty()) {
@@ -241,26 +278,36 @@ int collective_command(const std::vector<std::string>& argv) {
     j["combine_dtype"] = sim::wire_dtype_name(spec.combine_dtype);
     j["skew"] = sim::expert_skew_name(spec.skew);
     j["algorithm"] = algorithm_text;
+    j["ll_transport"] = spec.algorithm == sim::DispatchAlgorithm::kLowLatency
+                            ? nlohmann::json(sim::low_latency_transport_name(spec.transport))
+                            : nlohmann::json(nullptr);
     j["model"] = model_name;
     j["seed"] = spec.seed;
     j["profile"] = profile_path ? nlohmann::json(*profile_path) : nlohmann::json(nullptr);
-    j["dispatch"] = phase_json(topology, study.dispatch);
-    j["combine"] = phase_json(topology, study.combine);
+    j["dispatch"] = phase_json(topology, study.dispatch, spec.dispatch_kernel);
+    j["combine"] = phase_json(topology, study.combine, spec.combine_kernel);
     std::fputs((j.dump(2) + "\n").c_str(), stdout);
     return 0;
   }
+  const std::string algorithm_label = spec.algorithm == sim::DispatchAlgorithm::kLowLatency
+                                          ? algorithm_text + " (" +
+                                                (spec.transport == sim::LowLatencyTransport::kRdma
+                                                     ? "pure RDMA: every peer over the network"
+                                                     : "NVLink within a node, RDMA beyond") +
+                                                ")"
+                                          : algorithm_text;
   std::printf(
       "collective on %s: EP %d (GPUs 0-%d of %d), %lld tokens/GPU, hidden %lld, top-%d of %d "
       "experts (top-%d of %d groups), skew %s, %s, model %s, seed %llu%s\n",
       topology.name().c_str(), spec.ep_size, spec.ep_size - 1, topology.num_gpus(),
       static_cast<long long>(spec.tokens_per_gpu), static_cast<long long>(spec.hidden), spec.top_k,
       spec.num_experts, spec.topk_groups, spec.num_groups, sim::expert_skew_name(spec.skew).c_str(),
-      algorithm_text.c_str(), model_name.c_str(), static_cast<unsigned long long>(spec.seed),
+      algorithm_label.c_str(), model_name.c_str(), static_cast<unsigned long long>(spec.seed),
       profile_path ? (", network calibrated by " + *profile_path).c_str() : "");
   print_phase(("dispatch (" + std::string(sim::wire_dtype_name(spec.dispatch_dtype)) + ")").c_str(),
-              topology, study.dispatch);
+              topology, study.dispatch, spec.dispatch_kernel);
   print_phase(("combine (" + std::string(sim::wire_dtype_name(spec.combine_dtype)) + ")").c_str(),
-              topology, study.combine);
+              topology, study.combine, spec.combine_kernel);
   return 0;
 }
 

@@ -174,6 +174,21 @@ CollectiveSample read_collective(const RecordReader& r, const std::string& file)
   const int64_t ns = r.get_int("measured_ns");
   if (ns <= 0) r.fail("measured_ns", "must be > 0");
   c.measured_s = 1e-9 * static_cast<double>(ns);
+  c.kernel = r.get_string_or("kernel", "");
+  if (!c.kernel.empty()) {
+    if (c.kernel != kLowLatencyDispatchKernel && c.kernel != kLowLatencyCombineKernel) {
+      r.fail("kernel", "unknown kernel '" + c.kernel + "' (valid: " + kLowLatencyDispatchKernel +
+                           ", " + kLowLatencyCombineKernel + ")");
+    }
+  }
+  if (r.raw().contains("transport")) {
+    const std::string transport = r.get_string("transport");
+    if (c.kernel.empty()) r.fail("transport", "needs a low-latency \"kernel\"");
+    if (transport != "nvlink" && transport != "rdma") {
+      r.fail("transport", "unknown transport '" + transport + "' (valid: nvlink, rdma)");
+    }
+    c.rdma = transport == "rdma";
+  }
   return c;
 }
 

@@ -3,21 +3,33 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <optional>
+#include <string_view>
 
 #include "sim/config/config_error.h"
+#include "sim/network/collective_study.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_matrix.h"
 
 namespace moesim::sim {
 namespace {
 
-TopologySpec without_latencies(TopologySpec spec) {
+// Every latency zero; without_latencies() also at line rate (efficiencies 1), the figures the fit
+// measures efficiencies against.
+TopologySpec zero_latencies(TopologySpec spec) {
   spec.nvlink_latency_ns = 0;
   spec.nvswitch_latency_ns = 0;
   spec.nic_latency_ns = 0;
   spec.leaf_spine_latency_ns = 0;
   spec.switch_latency_ns = 0;
   return spec;
+}
+
+TopologySpec without_latencies(TopologySpec spec) {
+  spec.nvlink_efficiency = 1.0;
+  spec.network_efficiency = 1.0;
+  return zero_latencies(spec);
 }
 
 NominalCollective run_uniform(const Topology& topology, NetworkModel& model, int32_t ep_size,
@@ -52,6 +64,7 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
   const Topology zero(without_latencies(topology.spec()));
   auto model = NetworkModelRegistry().make("bottleneck", zero);
   std::map<std::string, std::vector<size_t>> by_class;
+  std::map<std::string, std::vector<size_t>> by_kernel;
   std::vector<FitSample> fit_samples;
   for (size_t i = 0; i < samples.size(); ++i) {
     const CollectiveSample& s = samples[i];
@@ -66,6 +79,17 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
       throw ConfigError(where, 0, 0, "collective.bytes_per_gpu", "must be > 0");
     }
     if (!(s.measured_s > 0)) throw ConfigError(where, 0, 0, "collective.measured", "must be > 0");
+    if (!s.kernel.empty()) {
+      if (s.kernel != kLowLatencyDispatchKernel && s.kernel != kLowLatencyCombineKernel) {
+        throw ConfigError(where, 0, 0, "collective.kernel",
+                          "unknown kernel '" + s.kernel + "' (valid: " + kLowLatencyDispatchKernel +
+                              ", " + kLowLatencyCombineKernel + ")");
+      }
+      fit_samples.push_back({0.0, 0.0, s.bytes_per_gpu, s.measured_s});
+      report.rows.push_back({s.kernel, 0.0, 0.0, s.measured_s});
+      by_kernel[s.kernel + (s.rdma ? "/rdma" : "/nvlink")].push_back(i);
+      continue;
+    }
     const NominalCollective n = run_uniform(zero, *model, s.ep_size, s.bytes_per_gpu);
     // The nominal transfer time stands in the FLOP column of the one-feature fit.
     fit_samples.push_back({n.transfer_s, 0.0, s.bytes_per_gpu, s.measured_s});
@@ -106,6 +130,80 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
     }
     f.quality = fit.quality;
     report.calibration.link_classes.push_back(f);
+  }
+  if (by_kernel.empty()) return report;
+  // Kernels: x on the calibrated topology (fitted classes applied, every latency zero).
+  const Topology calibrated(
+      zero_latencies(apply_network_calibration(topology.spec(), report.calibration)));
+  auto calibrated_model = NetworkModelRegistry().make("bottleneck", calibrated);
+  // Pure-RDMA samples: every GPU its own node (made on the first such sample).
+  std::optional<Topology> rdma;
+  std::unique_ptr<NetworkModel> rdma_model;
+  for (const char* kernel : {kLowLatencyDispatchKernel, kLowLatencyCombineKernel}) {
+    for (const char* transport : {"nvlink", "rdma"}) {
+      const bool is_rdma = std::string_view(transport) == "rdma";
+      auto it = by_kernel.find(std::string(kernel) + "/" + transport);
+      if (it == by_kernel.end()) continue;
+      const std::string name = std::string(kernel) + " over " + transport;
+      std::vector<FitSample> mine;
+      for (size_t i : it->second) {
+        const CollectiveSample& s = samples[i];
+        if (is_rdma && !rdma) {
+          if (!(calibrated.nic_bytes_per_s_per_gpu() > 0)) {
+            throw ConfigError(s.source + " sample " + std::to_string(i + 1), 0, 0,
+                              "collective.transport",
+                              "rdma needs a network: topology " + topology.name() + " has no NICs");
+          }
+          rdma.emplace(rdma_only_spec(calibrated.spec()));
+          rdma_model = NetworkModelRegistry().make("bottleneck", *rdma);
+        }
+        const NominalCollective n =
+            is_rdma ? run_uniform(*rdma, *rdma_model, s.ep_size, s.bytes_per_gpu)
+                    : run_uniform(calibrated, *calibrated_model, s.ep_size, s.bytes_per_gpu);
+        fit_samples[i].flops = n.transfer_s;
+        report.rows[i].nominal_s = n.transfer_s;
+        mine.push_back(fit_samples[i]);
+      }
+      if (static_cast<int32_t>(mine.size()) < min_samples) {
+        report.skipped.push_back(name + ": " + std::to_string(mine.size()) + " samples (< " +
+                                 std::to_string(min_samples) + ")");
+        continue;
+      }
+      // measured = fixed + x, least squares on relative error: minimising
+      // sum ((fixed + x_i) / m_i - 1)^2 gives fixed = sum (m_i - x_i) / m_i^2 / sum 1 / m_i^2,
+      // clamped at 0 (a kernel is never faster than its traffic).
+      double num = 0, den = 0;
+      for (const FitSample& f : mine) {
+        num += (f.seconds - f.flops) / (f.seconds * f.seconds);
+        den += 1.0 / (f.seconds * f.seconds);
+      }
+      OpFit law;
+      law.features = {FitFeature::kFlops};
+      law.segments.resize(1);
+      law.segments[0].intercept_s = std::max(0.0, num / den);
+      law.segments[0].s_per_flop = 1.0;
+      law.range.flops_min = law.range.flops_max = mine.front().flops;
+      law.range.tokens_min = law.range.tokens_max = mine.front().tokens;
+      for (const FitSample& f : mine) {
+        law.range.flops_min = std::min(law.range.flops_min, f.flops);
+        law.range.flops_max = std::max(law.range.flops_max, f.flops);
+        law.range.tokens_min = std::min(law.range.tokens_min, f.tokens);
+        law.range.tokens_max = std::max(law.range.tokens_max, f.tokens);
+      }
+      KernelFit k;
+      k.kernel = kernel;
+      k.transport = transport;
+      k.fixed_s = law.segments[0].intercept_s;
+      k.ep_size_min = samples[it->second.front()].ep_size;
+      k.ep_size_max = k.ep_size_min;
+      for (size_t i : it->second) {
+        k.ep_size_min = std::min(k.ep_size_min, samples[i].ep_size);
+        k.ep_size_max = std::max(k.ep_size_max, samples[i].ep_size);
+        report.rows[i].predicted_s = k.fixed_s + fit_samples[i].flops;
+      }
+      k.quality = evaluate_fit(law, mine);
+      report.calibration.kernels.push_back(k);
+    }
   }
   return report;
 }

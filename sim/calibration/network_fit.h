@@ -39,6 +39,12 @@ struct CollectiveSample {
   int32_t ep_size = 0;       // participants: GPUs 0 .. ep_size - 1 of the topology (>= 2)
   double bytes_per_gpu = 0;  // bytes each GPU sends to the other participants (> 0)
   double measured_s = 0;     // duration (> 0)
+  // "" for a plain all-to-all (fits a link class); a KernelFit name (network_calibration.h,
+  // e.g. "low_latency_dispatch") for a kernel whose fixed cost is fitted on top of the calibrated
+  // link classes: its x is the uniform all-to-all's time on the calibrated topology (on its
+  // rdma_only_spec() when `rdma`).
+  std::string kernel;
+  bool rdma = false;  // kernel samples only: every peer over the network (pure-RDMA kernels)
 };
 
 // The nominal transfer time x (seconds, every latency zero) of a sample's all-to-all on
@@ -55,13 +61,17 @@ struct NetworkFitReport {
   NetworkCalibration calibration;
   // Per sample, in input order: its class, the nominal transfer time and the fitted prediction.
   struct Row {
-    std::string link_class;
+    std::string link_class;  // for kernel samples: the kernel's name
     double nominal_s = 0, predicted_s = 0, measured_s = 0;
   };
   std::vector<Row> rows;
   std::vector<std::string> skipped;  // "class: reason"
 };
 
+// Kernel samples (CollectiveSample::kernel non-empty) are fitted after the link classes: per
+// kernel and transport, measured = fixed_s + x, x the sample's uniform all-to-all on the topology
+// with the fitted classes applied and every latency zero (on its rdma_only_spec() for pure-RDMA
+// samples), fixed_s by least squares on relative error, >= 0 (at least `min_samples` samples).
 // Fits every class that has at least `min_samples` samples (and whose time grows with bytes) on
 // `topology`. Throws ConfigError (key path "collective") naming the first sample that does not
 // fit the topology (ep_size beyond its GPUs, non-positive bytes or time).

@@ -16,20 +16,29 @@ const LinkClassFit* NetworkCalibration::find(const std::string& link_class) cons
   return nullptr;
 }
 
+const KernelFit* NetworkCalibration::find_kernel(const std::string& kernel,
+                                                 const std::string& transport) const {
+  for (const KernelFit& f : kernels) {
+    if (f.kernel == kernel && f.transport == transport) return &f;
+  }
+  return nullptr;
+}
+
 const char* calibration_link_class(LinkClass link_class) {
   return link_class == LinkClass::kNvlink ? "nvlink" : "network";
 }
 
 TopologySpec apply_network_calibration(TopologySpec spec, const NetworkCalibration& calibration) {
   if (const LinkClassFit* f = calibration.find("nvlink")) {
-    spec.nvlink_bytes_per_s *= f->efficiency;
+    spec.nvlink_efficiency = f->efficiency;  // of the line rate, replacing the default
     // Full mesh: one link per route; switch fabric: port, switch, port.
     spec.nvlink_latency_ns =
         spec.fabric == ScaleUpFabric::kFullMesh ? 2 * half_ns(f->latency_s) : half_ns(f->latency_s);
     spec.nvswitch_latency_ns = 0;
   }
   if (const LinkClassFit* f = calibration.find("network")) {
-    spec.nic_bytes_per_s *= f->efficiency;  // leaf-spine capacities follow the NIC bandwidth
+    // Leaf-spine capacities follow the NIC bandwidth.
+    spec.network_efficiency = f->efficiency;
     spec.nic_latency_ns = half_ns(f->latency_s);
     spec.leaf_spine_latency_ns = 0;
     spec.switch_latency_ns = 0;

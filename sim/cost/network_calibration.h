@@ -29,14 +29,36 @@ struct LinkClassFit {
   FitQuality quality;  // of measured_s against latency_s + x / efficiency
 };
 
+// The fit of one collective kernel's fixed cost beyond the calibrated network model (DeepEP's
+// low-latency kernels: launch and synchronisation, paid once per call): measured = fixed_s + x,
+// x the bottleneck model's time of the kernel's traffic on the calibrated topology (its link
+// classes' efficiencies applied; on rdma_only_spec() of it for the pure-RDMA transport). One fit
+// per kernel and transport: the current kernels (NVLink within a node) and the original
+// pure-RDMA ones synchronise differently.
+struct KernelFit {
+  std::string kernel;     // "low_latency_dispatch" or "low_latency_combine"
+  std::string transport;  // "nvlink" or "rdma"
+  double fixed_s = 0;     // >= 0
+  int32_t ep_size_min = 0, ep_size_max = 0;
+  FitQuality quality;  // of measured_s against fixed_s + x
+};
+
+// The kernels a [[network.kernel]] fit may name.
+inline constexpr const char* kLowLatencyDispatchKernel = "low_latency_dispatch";
+inline constexpr const char* kLowLatencyCombineKernel = "low_latency_combine";
+
 // The profile's [network] section.
 struct NetworkCalibration {
   std::string topology;  // name of the topology the samples were fitted on (information)
   std::vector<LinkClassFit> link_classes;  // at most one per class, "nvlink" before "network"
+  // At most one per (kernel, transport); dispatch before combine, nvlink before rdma.
+  std::vector<KernelFit> kernels;
 
-  bool empty() const { return link_classes.empty(); }
+  bool empty() const { return link_classes.empty() && kernels.empty(); }
   // The fit of `link_class`, or null.
   const LinkClassFit* find(const std::string& link_class) const;
+  // The fit of `kernel` over `transport`, or null.
+  const KernelFit* find_kernel(const std::string& kernel, const std::string& transport) const;
 };
 
 // "nvlink" for LinkClass::kNvlink, "network" for kNic and kLeafSpine.

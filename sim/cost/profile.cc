@@ -162,7 +162,19 @@ void write_profile(std::ostream& os, const CalibrationProfile& p) {
                       {"ep_size", toml::array{int64_t{f.ep_size_min}, int64_t{f.ep_size_max}}},
                       {"quality", quality_table(f.quality)}});
     }
-    root.insert("network", toml::table{{"topology", p.network.topology}, {"link_class", classes}});
+    toml::array kernels;
+    for (const KernelFit& k : p.network.kernels) {
+      kernels.push_back(
+          toml::table{{"kernel", k.kernel},
+                      {"transport", k.transport},
+                      {"fixed_s", k.fixed_s},
+                      {"ep_size", toml::array{int64_t{k.ep_size_min}, int64_t{k.ep_size_max}}},
+                      {"quality", quality_table(k.quality)}});
+    }
+    toml::table net{{"topology", p.network.topology}};
+    if (!classes.empty()) net.insert("link_class", classes);
+    if (!kernels.empty()) net.insert("kernel", kernels);
+    root.insert("network", net);
   }
   if (!p.compute.empty()) {
     toml::array gemms, attention;
@@ -278,7 +290,7 @@ CalibrationProfile parse_profile(std::string_view text, const std::string& name)
   }
   if (auto net = root.find_table("network")) {
     p.network.topology = net->get_string_or("topology", "");
-    for (TomlTable& t : net->get_table_array("link_class")) {
+    for (TomlTable& t : net->get_table_array("link_class", false)) {
       LinkClassFit f;
       f.link_class = t.get_enum("link_class", {"nvlink", "network"});
       if (p.network.find(f.link_class)) t.fail("link_class", "duplicate " + f.link_class + " fit");
@@ -295,6 +307,25 @@ CalibrationProfile parse_profile(std::string_view text, const std::string& name)
       t.finish();
       p.network.link_classes.push_back(std::move(f));
     }
+    for (TomlTable& t : net->get_table_array("kernel", false)) {
+      KernelFit k;
+      k.kernel = t.get_enum("kernel", {kLowLatencyDispatchKernel, kLowLatencyCombineKernel});
+      k.transport = t.get_enum("transport", {"nvlink", "rdma"});
+      if (p.network.find_kernel(k.kernel, k.transport)) {
+        t.fail("kernel", "duplicate " + k.kernel + " fit over " + k.transport);
+      }
+      k.fixed_s = t.get_double_in("fixed_s", 0, 1e3);
+      std::vector<int64_t> ep = t.get_int_array("ep_size");
+      if (ep.size() != 2 || ep[0] < 2 || ep[0] > ep[1] || ep[1] > (1 << 20)) {
+        t.fail("ep_size", "must be [min, max] with 2 <= min <= max");
+      }
+      k.ep_size_min = static_cast<int32_t>(ep[0]);
+      k.ep_size_max = static_cast<int32_t>(ep[1]);
+      k.quality = read_quality(t.get_table("quality"));
+      t.finish();
+      p.network.kernels.push_back(std::move(k));
+    }
+    if (p.network.empty()) net->fail_table("needs a link_class or a kernel fit");
     net->finish();
   }
   if (auto compute = root.find_table("compute")) {

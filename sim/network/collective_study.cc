@@ -40,8 +40,9 @@ MinMeanMax min_mean_max(const std::vector<double>& values) {
   return out;
 }
 
-void run_phase(NetworkModel& model, CollectivePhase& phase) {
+void run_phase(NetworkModel& model, const KernelCost& kernel, CollectivePhase& phase) {
   model.run(phase.traffic, phase.result);
+  kernel.apply(phase.result);
   const int32_t p = phase.traffic.size();
   std::vector<double> sent(p), received(p), wait(p);
   for (int32_t i = 0; i < p; ++i) {
@@ -188,8 +189,18 @@ std::string check_collective_study_spec(const CollectiveStudySpec& spec, const T
   if (int64_t{spec.topk_groups} * (spec.num_experts / spec.num_groups) < spec.top_k) {
     return "--topk-groups: the kept groups hold fewer experts than --top-k";
   }
-  if (spec.per_selection && spec.algorithm != DispatchAlgorithm::kDirect) {
-    return "--algorithm: low_latency sends every selection directly (no hierarchical relay)";
+  if (spec.transport == LowLatencyTransport::kRdma &&
+      spec.algorithm != DispatchAlgorithm::kLowLatency) {
+    return "--ll-transport: applies to --algorithm low_latency only";
+  }
+  if (spec.transport == LowLatencyTransport::kRdma && topology.nvlink_domain_gpus() > 1) {
+    return "--ll-transport: rdma runs on the topology with every GPU its own node "
+           "(rdma_only_spec)";
+  }
+  for (const KernelCost* k : {&spec.dispatch_kernel, &spec.combine_kernel}) {
+    if (!(k->fixed_s >= 0)) {
+      return "--profile: a kernel's fixed cost must be >= 0";
+    }
   }
   if (spec.algorithm == DispatchAlgorithm::kHierarchical &&
       spec.ep_size % topology.gpus_per_node() != 0) {
@@ -253,7 +264,7 @@ TokenCounts draw_token_counts(const Topology& topology, const CollectiveStudySpe
     multinomial(routing_rng, num_choices, gpu_share, choices);
     for (int32_t d = 0; d < p; ++d) {
       if (choices[d] == 0) continue;
-      if (spec.per_selection) {
+      if (spec.algorithm == DispatchAlgorithm::kLowLatency) {
         counts.tokens[static_cast<size_t>(s) * p + d] = choices[d];
         continue;
       }
@@ -266,8 +277,24 @@ TokenCounts draw_token_counts(const Topology& topology, const CollectiveStudySpe
   return counts;
 }
 
+TopologySpec rdma_only_spec(TopologySpec spec) {
+  const int32_t num_gpus = spec.num_nodes * spec.gpus_per_node;
+  // A rail leaf serves leaf_gpus GPUs (one per node), a plain leaf leaf_gpus GPUs: same size.
+  const int32_t leaf_gpus = spec.leaf_gpus;
+  spec.num_nodes = num_gpus;
+  spec.gpus_per_node = 1;
+  spec.nvlink_domain_gpus = 0;
+  spec.nvlink_bytes_per_s = 0;
+  spec.fabric = ScaleUpFabric::kSwitch;
+  spec.rail_optimized = false;
+  spec.leaf_gpus = std::min(leaf_gpus, num_gpus);
+  return spec;
+}
+
 CollectiveStudy run_collective_study(const Topology& topology, NetworkModel& model,
                                      const CollectiveStudySpec& spec) {
+  MOESIM_CHECK(spec.transport != LowLatencyTransport::kRdma || topology.nvlink_domain_gpus() == 1,
+               "pure-RDMA low-latency traffic runs on rdma_only_spec()");
   CollectiveStudy study;
   study.counts = draw_token_counts(topology, spec);
   if (spec.topk_groups < spec.num_groups) {
@@ -284,8 +311,8 @@ CollectiveStudy run_collective_study(const Topology& topology, NetworkModel& mod
                          study.dispatch.traffic);
   build_combine_traffic(topology, study.counts, study.combine.bytes_per_token, spec.algorithm,
                         study.combine.traffic);
-  run_phase(model, study.dispatch);
-  run_phase(model, study.combine);
+  run_phase(model, spec.dispatch_kernel, study.dispatch);
+  run_phase(model, spec.combine_kernel, study.combine);
   // Combine counts the same tokens as dispatch: the transposed pairs.
   const LogicalTokens logical = logical_tokens(topology, study.counts, spec.top_k);
   account(topology, logical, study.dispatch);

@@ -59,14 +59,26 @@ struct CollectiveStudySpec {
   WireDtype dispatch_dtype = WireDtype::kFp8;
   WireDtype combine_dtype = WireDtype::kBf16;
   ExpertSkew skew;
+  // kLowLatency: DeepEP's low-latency kernels: every (token, expert) selection is its own row,
+  // sent straight to the expert's GPU with no per-GPU deduplication; the counts are then
+  // selections per (source, destination), the same multinomial draw.
   DispatchAlgorithm algorithm = DispatchAlgorithm::kDirect;
-  // DeepEP's low-latency kernels: every (token, expert) selection is its own row, sent straight
-  // to the expert's GPU (NVLink within an NVLink domain, the network otherwise), with no per-GPU
-  // deduplication; `algorithm` must be kDirect. The counts are then selections per (source,
-  // destination), the same multinomial draw.
-  bool per_selection = false;
+  // kLowLatency only: kNvlink, NVLink within an NVLink domain and the network otherwise (DeepEP's
+  // current kernels); kRdma, every peer over the network, same-node ones too (the original
+  // pure-RDMA kernels): run it on a Topology of rdma_only_spec() (checked).
+  LowLatencyTransport transport = LowLatencyTransport::kNvlink;
+  // Fixed cost of the kernels (a profile's [[network.kernel]] fit): every GPU's completion time
+  // and the duration of the model get fixed_s more. Default: none.
+  KernelCost dispatch_kernel;
+  KernelCost combine_kernel;
   uint64_t seed = 1;
 };
+
+// `spec` with every GPU its own node and NVLink domain (gpus_per_node 1, no NVLink, not rail
+// optimised, leaves of the same number of GPUs as a rail leaf of the original serves nodes,
+// capped at the GPUs), NIC, leaf-spine figures and GpuIds unchanged: every pair of GPUs talks over
+// the network, as DeepEP's pure-RDMA low-latency kernels do.
+TopologySpec rdma_only_spec(TopologySpec spec);
 
 // The first problem with `spec` on `topology` as "--option: reason" (option names of
 // `moesim collective`), or "" when it is valid. Hierarchical needs ep_size to be a multiple of

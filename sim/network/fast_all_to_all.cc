@@ -123,7 +123,7 @@ void FastAllToAll::load(std::span<const double> tokens, std::span<const double> 
   const size_t np = participants_.size();
   MOESIM_CHECK(tokens.size() == np && local_reach.size() == np && remote_reach.size() == np,
                "one token count and one reach of each kind per participant");
-  if (algorithm_ == DispatchAlgorithm::kDirect) {
+  if (algorithm_ != DispatchAlgorithm::kHierarchical) {  // low-latency: reach = rows per token
     load_direct(tokens, local_reach, remote_reach);
   } else {
     load_hierarchical(tokens, local_reach, remote_reach);

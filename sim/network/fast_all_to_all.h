@@ -21,6 +21,8 @@
 //     NIC out of s = T_s (G_all - g_node(s)), NIC in of relay r = g_node(r) (Rail_rail(r) - T_r);
 //     NVLink out of g = (R_node(g) - reach_g) Rail_rail(g) (its own tokens and the ones it
 //     relays), NVLink in of d = reach_d (T_all - Rail_rail(d)); spine parts from (leaf, rail) sums.
+// Low-latency dispatch (DispatchAlgorithm::kLowLatency) sends every selection: the direct sums
+// with reach_d = k q_d, rows per source token (may exceed 1), which the caller passes as `reach`.
 // With replicated experts a destination's reach differs for sources in its own domain and the
 // others (load() with two reaches); the sums split accordingly.
 // Spine traffic is spread evenly over a leaf's spine links (as "bottleneck_factored"). The
@@ -63,7 +65,8 @@ class FastAllToAll {
   void set_node_limit(const NodeLimit& limit) { node_limit_ = limit; }
 
   // Token loads of one layer's dispatch from the sources' tokens and the destinations' reach (both
-  // one entry per participant, >= 0; reach <= 1). Precondition: valid().
+  // one entry per participant, >= 0; reach <= 1 except for low-latency dispatch, whose reach is
+  // rows per source token). Precondition: valid().
   void load(std::span<const double> tokens, std::span<const double> reach);
   // The same with a destination's reach from sources in its own NVLink domain (`local_reach`)
   // and from the others (`remote_reach`): tokens(s, d) = T_s x local_reach_d when s and d share

@@ -1,6 +1,7 @@
 #include "sim/network/network_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/config/config_error.h"
 #include "sim/network/bottleneck_model.h"
@@ -115,6 +116,18 @@ void set_barrier_waits(CollectiveResult& result) {
   result.barrier_wait_ns.resize(p);
   for (size_t i = 0; i < p; ++i)
     result.barrier_wait_ns[i] = result.duration_ns - result.recv_done_ns[i];
+}
+
+}  // namespace moesim::sim
+
+namespace moesim::sim {
+
+void KernelCost::apply(CollectiveResult& result) const {
+  if (fixed_s == 0) return;
+  const auto fixed_ns = static_cast<SimTime>(std::llround(1e9 * fixed_s));
+  result.duration_ns += fixed_ns;
+  for (SimTime& t : result.send_done_ns) t += fixed_ns;
+  for (SimTime& t : result.recv_done_ns) t += fixed_ns;
 }
 
 }  // namespace moesim::sim

@@ -58,6 +58,17 @@ struct CollectiveResult {
   }
 };
 
+// The fixed cost of a collective kernel beyond what the network model prices (DeepEP's
+// low-latency kernels: launch, synchronisation; a profile's [[network.kernel]] fit,
+// docs/calibration.md): a model time t becomes fixed_s + t.
+struct KernelCost {
+  double fixed_s = 0;  // >= 0
+  double seconds(double model_s) const { return fixed_s + model_s; }
+  // Adds fixed_s to the duration and to every GPU's send / receive completion (each GPU runs the
+  // kernel: all of them pay it); the barrier waits do not change. Nothing changes when 0.
+  void apply(CollectiveResult& result) const;
+};
+
 class NetworkModel {
  public:
   virtual ~NetworkModel() = default;

@@ -113,6 +113,8 @@ const char* dispatch_algorithm_name(DispatchAlgorithm algorithm) {
       return "direct";
     case DispatchAlgorithm::kHierarchical:
       return "hierarchical";
+    case DispatchAlgorithm::kLowLatency:
+      return "low_latency";
   }
   return "?";
 }
@@ -120,6 +122,17 @@ const char* dispatch_algorithm_name(DispatchAlgorithm algorithm) {
 std::optional<DispatchAlgorithm> parse_dispatch_algorithm(std::string_view name) {
   if (name == "direct") return DispatchAlgorithm::kDirect;
   if (name == "hierarchical") return DispatchAlgorithm::kHierarchical;
+  if (name == "low_latency") return DispatchAlgorithm::kLowLatency;
+  return std::nullopt;
+}
+
+const char* low_latency_transport_name(LowLatencyTransport transport) {
+  return transport == LowLatencyTransport::kRdma ? "rdma" : "nvlink";
+}
+
+std::optional<LowLatencyTransport> parse_low_latency_transport(std::string_view name) {
+  if (name == "nvlink") return LowLatencyTransport::kNvlink;
+  if (name == "rdma") return LowLatencyTransport::kRdma;
   return std::nullopt;
 }
 
@@ -191,7 +204,7 @@ void build(const Topology& topology, const TokenCounts& counts, double bytes_per
            DispatchAlgorithm algorithm, TrafficMatrix& out) {
   check_token_counts(counts, topology);
   MOESIM_CHECK(bytes_per_token >= 0, "bytes per token must be non-negative");
-  if (algorithm == DispatchAlgorithm::kDirect) {
+  if (algorithm != DispatchAlgorithm::kHierarchical) {
     out.reset_uninitialized(counts.gpus);
     build_direct<dir>(counts, bytes_per_token, out);
     return;

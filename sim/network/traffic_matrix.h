@@ -136,10 +136,23 @@ struct TokenCounts {
   }
 };
 
-enum class DispatchAlgorithm { kDirect, kHierarchical };
-// "direct", "hierarchical".
+// kDirect: one row per (token, destination GPU) straight to the GPU (NCCL-style).
+// kHierarchical: DeepEP's normal internode kernels (once per (token, node) over the network, then
+// NVLink). kLowLatency: DeepEP's low-latency kernels: one row per (token, expert) selection
+// straight to the expert's GPU, no per-GPU deduplication; its TokenCounts hold selections (and may
+// exceed tokens_per_src), and its traffic is built as kDirect's from them.
+enum class DispatchAlgorithm { kDirect, kHierarchical, kLowLatency };
+// "direct", "hierarchical", "low_latency".
 const char* dispatch_algorithm_name(DispatchAlgorithm algorithm);
 std::optional<DispatchAlgorithm> parse_dispatch_algorithm(std::string_view name);
+
+// How DeepEP's low-latency kernels reach a peer: kNvlink, over NVLink within an NVLink domain and
+// the network otherwise (the current kernels); kRdma, every peer over the network, same-node ones
+// too (the original pure-RDMA kernels).
+enum class LowLatencyTransport { kNvlink, kRdma };
+// "nvlink", "rdma".
+const char* low_latency_transport_name(LowLatencyTransport transport);
+std::optional<LowLatencyTransport> parse_low_latency_transport(std::string_view name);
 
 // Element types of a token row on the wire.
 enum class WireDtype { kBf16, kFp8 };

@@ -14,7 +14,7 @@ void TrafficPlan::build(const Topology& topology, const TokenCounts& counts,
   algorithm_ = algorithm;
   const size_t p = counts.gpus.size();
   num_additions_ = 0;
-  if (algorithm == DispatchAlgorithm::kDirect) {
+  if (algorithm != DispatchAlgorithm::kHierarchical) {  // direct or low-latency: per entry
     tokens_.resize(p * p);
     for (size_t i = 0; i < p * p; ++i) tokens_[i] = static_cast<double>(counts.tokens[i]);
     has_support_ = false;
@@ -82,7 +82,7 @@ template <bool kCombine>
 void TrafficPlan::materialise(double bytes_per_token, TrafficMatrix& out) const {
   MOESIM_CHECK(bytes_per_token >= 0, "bytes per token must be non-negative");
   const size_t p = gpus_.size();
-  if (algorithm_ == DispatchAlgorithm::kDirect) {
+  if (algorithm_ != DispatchAlgorithm::kHierarchical) {
     // Every entry is written exactly once.
     out.reset_uninitialized(gpus_);
     double* bytes = out.bytes_.data();

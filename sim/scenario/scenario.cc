@@ -128,8 +128,8 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
       t.fail("eplb_loads", "needs placement = \"eplb\" (the loads an EPLB layout is balanced for)");
     }
   }
-  d.dispatch =
-      *parse_dispatch_algorithm(t.get_enum_or("dispatch", {"direct", "hierarchical"}, "direct"));
+  d.dispatch = *parse_dispatch_algorithm(
+      t.get_enum_or("dispatch", {"direct", "hierarchical", "low_latency"}, "direct"));
   d.dispatch_dtype = parse_wire(t, "dispatch_dtype", WireDtype::kFp8);
   d.combine_dtype = parse_wire(t, "combine_dtype", WireDtype::kBf16);
   d.node_limited_traffic = t.get_bool_or("node_limited_traffic", false);

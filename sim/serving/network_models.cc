@@ -17,4 +17,11 @@ const NetworkModelRegistry& builtin_network_models() {
   return registry;
 }
 
+KernelCost kernel_cost(const NetworkCalibration& calibration, const std::string& kernel,
+                       LowLatencyTransport transport) {
+  const KernelFit* f = calibration.find_kernel(kernel, low_latency_transport_name(transport));
+  if (!f) return {};
+  return {f->fixed_s};
+}
+
 }  // namespace moesim::sim

@@ -12,6 +12,7 @@
 #include "sim/metrics/figure_text.h"
 #include "sim/placement/eplb.h"
 #include "sim/routing/synthetic_routing.h"
+#include "sim/serving/network_models.h"
 #include "sim/serving/speculative.h"
 
 namespace moesim::sim {
@@ -199,6 +200,14 @@ std::unique_ptr<StepModel> ReplicaBuilder::make_step_model(const ModelCard& card
   auto model = std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus),
                                            placements, *cost_, network, routing);
   if (sc_.run.tier == SimTier::kFast) model->set_fast_tier(true);
+  if (sc_.deployment.dispatch == DispatchAlgorithm::kLowLatency &&
+      sc_.cost.kind == CostModelKind::kCalibrated && sc_.cost.profile) {
+    // The low-latency kernels' fixed cost from the profile's [[network.kernel]] fits.
+    const NetworkCalibration& net = sc_.cost.profile->network;
+    model->set_kernel_costs(
+        kernel_cost(net, kLowLatencyDispatchKernel, LowLatencyTransport::kNvlink),
+        kernel_cost(net, kLowLatencyCombineKernel, LowLatencyTransport::kNvlink));
+  }
   return model;
 }
 

@@ -125,6 +125,14 @@ class StepModel {
   // Whether run() fills StepResult::nic_in_bytes / nic_out_bytes.
   void set_track_nic_bytes(bool on);
 
+  // Fixed cost of the MoE dispatch / combine kernels beyond the network model's time (a
+  // calibrated profile's [[network.kernel]] fits for dispatch = "low_latency"; KernelCost in
+  // network_model.h): added to each collective's seconds, on both tiers. Default: none.
+  void set_kernel_costs(const KernelCost& dispatch, const KernelCost& combine) {
+    dispatch_kernel_ = dispatch;
+    combine_kernel_ = combine;
+  }
+
   // Whether run() fills StepResult::expert_loads (off by default: a pass over experts per layer).
   void set_report_expert_loads(bool on) { report_loads_ = on; }
 
@@ -266,6 +274,7 @@ class StepModel {
   std::vector<double> log1p_inv_experts_;  // log1p(-1 / experts_per_gpu_[g])
   double dispatch_row_bytes_ = 0;
   double combine_row_bytes_ = 0;
+  KernelCost dispatch_kernel_, combine_kernel_;
 
   // Scratch reused across steps (no allocation on the hot path once grown).
   StepResult result_;

@@ -92,6 +92,8 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
     }
     result_.num_exact_layers += fast_tier_ ? 1 : 0;
   }
+  dispatch_s = dispatch_kernel_.seconds(dispatch_s);
+  combine_s = combine_kernel_.seconds(combine_s);
   result_.dispatch_bytes += dispatch_bytes;
   result_.combine_bytes += combine_bytes;
   if (microbatched) return;
@@ -213,14 +215,17 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
   }
   refresh_slots(placement);
   // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the
-  // destination's share of the layer's selections.
+  // destination's share of the layer's selections; low-latency dispatch sends every selection,
+  // so its rows per source token are k q_d (the exact tier's counts are the selections).
   int64_t tokens = 0;
   for (int32_t g = 0; g < n; ++g) tokens += gpu_tokens_[g];
   fast_tokens_.resize(n);
   fast_reach_.resize(n);
+  const bool per_selection = deployment_.dispatch == DispatchAlgorithm::kLowLatency;
   auto reach = [&](double sel, double src_tokens) {
     const double selections = src_tokens * static_cast<double>(top_k);
     const double share = selections > 0 ? sel / selections : 0;
+    if (per_selection) return share * static_cast<double>(top_k);
     return 1.0 - ipow(1.0 - std::min(share, 1.0), top_k);
   };
   for (int32_t g = 0; g < n; ++g) {
@@ -311,9 +316,21 @@ void StepModel::add_exact_nic_bytes() {
 
 void StepModel::count_unique_tokens(int64_t k) {
   // T_s (1 - (1 - q)^k) tokens of source s reach destination d, q = sel / (T_s k), clamped to
-  // [ceil(sel / experts of d), min(sel, T_s)].
+  // [ceil(sel / experts of d), min(sel, T_s)]. Low-latency dispatch sends every selection: the
+  // counts are the selections.
   const int32_t n = num_gpus();
   std::fill(dst_selections_.begin(), dst_selections_.end(), 0);
+  if (deployment_.dispatch == DispatchAlgorithm::kLowLatency) {
+    for (int32_t s = 0; s < n; ++s) {
+      int64_t* tokens = &token_counts_.tokens[static_cast<size_t>(s) * n];
+      auto row = src_dst_.row(s);
+      for (int32_t d = 0; d < n; ++d) {
+        dst_selections_[d] += row[d];
+        tokens[d] = row[d];
+      }
+    }
+    return;
+  }
   for (int32_t s = 0; s < n; ++s) {
     int64_t* tokens = &token_counts_.tokens[static_cast<size_t>(s) * n];
     const double ts = static_cast<double>(gpu_tokens_[s]);

@@ -97,6 +97,8 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
   if (domain > 1 && spec.nvlink_bytes_per_s <= 0) {
     return {"node.nvlink_gbytes_per_s", "must be > 0 when an NVLink domain has several GPUs"};
   }
+  if (!(spec.nvlink_efficiency > 0)) return {"node.nvlink_gbytes_per_s", "efficiency must be > 0"};
+  if (!(spec.network_efficiency > 0)) return {"network.nic_gbps", "efficiency must be > 0"};
   if (spec.nvlink_latency_ns < 0) return {"node.nvlink_latency_ns", "must be >= 0"};
   if (spec.nvswitch_latency_ns < 0) return {"node.nvswitch_latency_ns", "must be >= 0"};
 
@@ -233,10 +235,10 @@ void Topology::build_graph() {
   if (switched) {
     for (int32_t g = 0; g < num_gpus_; ++g) {
       add_link_pair(g, num_gpus_ + nvlink_domain_of(GpuId(g)), LinkClass::kNvlink,
-                    spec_.nvlink_bytes_per_s, spec_.nvlink_latency_ns);
+                    nvlink_bytes_per_s_per_gpu(), spec_.nvlink_latency_ns);
     }
   } else if (domain_gpus_ > 1) {
-    const double per_peer_bytes_per_s = spec_.nvlink_bytes_per_s / (domain_gpus_ - 1);
+    const double per_peer_bytes_per_s = nvlink_bytes_per_s_per_gpu() / (domain_gpus_ - 1);
     for (int32_t base = 0; base < num_gpus_; base += domain_gpus_) {
       for (int32_t i = base; i < base + domain_gpus_; ++i) {
         for (int32_t j = i + 1; j < base + domain_gpus_; ++j) {

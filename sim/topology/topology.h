@@ -141,8 +141,13 @@ struct TopologySpec {
   int32_t gpus_per_node = 8;       // >= 1
   int32_t nvlink_domain_gpus = 0;  // 0 means gpus_per_node; else a multiple of gpus_per_node
   ScaleUpFabric fabric = ScaleUpFabric::kSwitch;
-  // Per-GPU scale-up bandwidth, one direction, bytes/s (> 0 when a domain has > 1 GPU).
+  // Per-GPU scale-up bandwidth, one direction, bytes/s (> 0 when a domain has > 1 GPU): the
+  // physical line rate. Links carry nvlink_bytes_per_s x nvlink_efficiency.
   double nvlink_bytes_per_s = 0;
+  // Achieved / line rate of the scale-up links (> 0): 1 for a spec built in code (its rate is
+  // what the links carry), kDefaultNvlinkEfficiency for a topology file, a calibration profile's
+  // fitted `nvlink` efficiency where one applies (network_calibration.h).
+  double nvlink_efficiency = 1.0;
   SimTime nvlink_latency_ns = 0;    // per NVLink link traversal
   SimTime nvswitch_latency_ns = 0;  // per NVSwitch traversal (switch fabric only)
 
@@ -152,6 +157,10 @@ struct TopologySpec {
   // Bandwidth of one NIC, one direction, bytes/s. 0 means no NICs and no network (allowed only
   // when all GPUs are in one NVLink domain).
   double nic_bytes_per_s = 0;
+  // Achieved / line rate of the NICs and the leaf-spine links derived from them (> 0): 1 for a
+  // spec built in code, kDefaultNetworkEfficiency for a topology file, a profile's fitted
+  // `network` efficiency where one applies.
+  double network_efficiency = 1.0;
   SimTime nic_latency_ns = 0;  // GPU <-> leaf link (PCIe + NIC + cable)
   bool rail_optimized = true;
   // GPUs attached to one leaf (>= 1 when there are NICs). Rail-optimised: one GPU per node per
@@ -165,6 +174,12 @@ struct TopologySpec {
   // --- Host (optional).
   HostSpec host;
 };
+
+// Efficiencies a topology file's links run at when no calibration profile says otherwise: NVLink
+// 0.8 (the ratio DeepEP's kernels reach on H800: 160 of 200 GB/s per direction, which is what the
+// files gave as the link rate before they gave line rates), the network 1 (NIC line rate).
+inline constexpr double kDefaultNvlinkEfficiency = 0.8;
+inline constexpr double kDefaultNetworkEfficiency = 1.0;
 
 // The first problem found in `spec`, as a dotted key path in the TOML schema (e.g.
 // "node.nvlink_domain_gpus") and a reason; both empty when the spec is valid.
@@ -209,12 +224,22 @@ class Topology {
   // Leaf switch vertex of the GPU, or -1 without a network.
   int32_t leaf_vertex_of(GpuId gpu) const { return leaf_of_gpu_[gpu.value]; }
 
-  // Per-GPU scale-up bandwidth, one direction (0 for one-GPU domains).
+  // Per-GPU scale-up bandwidth the links carry, one direction: line rate x efficiency (0 for
+  // one-GPU domains). What every consumer prices NVLink traffic with.
   double nvlink_bytes_per_s_per_gpu() const {
+    return domain_gpus_ > 1 ? spec_.nvlink_bytes_per_s * spec_.nvlink_efficiency : 0;
+  }
+  // The same at line rate (information: summaries).
+  double nvlink_line_bytes_per_s_per_gpu() const {
     return domain_gpus_ > 1 ? spec_.nvlink_bytes_per_s : 0;
   }
-  // Per-GPU network bandwidth, one direction: nics_per_gpu x NIC bandwidth (0 without NICs).
-  double nic_bytes_per_s_per_gpu() const { return spec_.nics_per_gpu * spec_.nic_bytes_per_s; }
+  // Per-GPU network bandwidth the NIC links carry, one direction: nics_per_gpu x NIC line rate x
+  // network efficiency (0 without NICs).
+  double nic_bytes_per_s_per_gpu() const {
+    return spec_.nics_per_gpu * spec_.nic_bytes_per_s * spec_.network_efficiency;
+  }
+  // The same at line rate.
+  double nic_line_bytes_per_s_per_gpu() const { return spec_.nics_per_gpu * spec_.nic_bytes_per_s; }
 
   int32_t num_vertices() const { return static_cast<int32_t>(vertex_kinds_.size()); }
   VertexKind vertex_kind(int32_t vertex) const { return vertex_kinds_[vertex]; }

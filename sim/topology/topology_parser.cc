@@ -115,7 +115,8 @@ void parse_node(TomlTable& t, TopologySpec& spec) {
   if (spec.nvlink_domain_gpus > 1) {
     const double nvlink_gbytes_per_s = t.get_double("nvlink_gbytes_per_s");
     check_rate(t, "nvlink_gbytes_per_s", nvlink_gbytes_per_s, kGiga, "GB/s", "byte/s");
-    spec.nvlink_bytes_per_s = nvlink_gbytes_per_s * kGiga;
+    spec.nvlink_bytes_per_s = nvlink_gbytes_per_s * kGiga;  // line rate
+    spec.nvlink_efficiency = kDefaultNvlinkEfficiency;
     spec.nvlink_latency_ns = get_latency_ns(t, "nvlink_latency_ns");
     if (spec.fabric == ScaleUpFabric::kSwitch) {
       spec.nvswitch_latency_ns = get_latency_ns(t, "nvswitch_latency_ns");

@@ -68,6 +68,8 @@ TopologySummary describe_topology(const Topology& topology) {
   }
   s.nvlink_bytes_per_s_per_gpu = topology.nvlink_bytes_per_s_per_gpu();
   s.nic_bytes_per_s_per_gpu = topology.nic_bytes_per_s_per_gpu();
+  s.nvlink_line_bytes_per_s_per_gpu = topology.nvlink_line_bytes_per_s_per_gpu();
+  s.nic_line_bytes_per_s_per_gpu = topology.nic_line_bytes_per_s_per_gpu();
   if (topology.num_gpus() >= 2) {
     s.bisection_bytes_per_s = bisection_bytes_per_s(topology);
     s.min_route_latency_ns = kSimTimeMax;
@@ -117,8 +119,14 @@ std::string summary_text(const TopologySummary& s) {
         range(std::to_string(c.min_latency_ns), std::to_string(c.max_latency_ns), " ns").c_str());
     out += line;
   }
-  out += "per GPU, one direction: NVLink " + gbytes_per_s(s.nvlink_bytes_per_s_per_gpu) +
-         ", network " + gbytes_per_s(s.nic_bytes_per_s_per_gpu) + "\n";
+  // "160 GB/s (line rate 200 GB/s)" where an efficiency applies.
+  auto rate = [&](double effective, double line) {
+    return effective == line ? gbytes_per_s(effective)
+                             : gbytes_per_s(effective) + " (line rate " + gbytes_per_s(line) + ")";
+  };
+  out += "per GPU, one direction: NVLink " +
+         rate(s.nvlink_bytes_per_s_per_gpu, s.nvlink_line_bytes_per_s_per_gpu) + ", network " +
+         rate(s.nic_bytes_per_s_per_gpu, s.nic_line_bytes_per_s_per_gpu) + "\n";
   out += "bisection, one direction: " + gbytes_per_s(s.bisection_bytes_per_s) + "\n";
   out +=
       "route latency: " +
@@ -161,6 +169,8 @@ nlohmann::json summary_json(const TopologySummary& s) {
           {"links", links},
           {"nvlink_bytes_per_s_per_gpu", s.nvlink_bytes_per_s_per_gpu},
           {"nic_bytes_per_s_per_gpu", s.nic_bytes_per_s_per_gpu},
+          {"nvlink_line_bytes_per_s_per_gpu", s.nvlink_line_bytes_per_s_per_gpu},
+          {"nic_line_bytes_per_s_per_gpu", s.nic_line_bytes_per_s_per_gpu},
           {"bisection_bytes_per_s", s.bisection_bytes_per_s},
           {"min_route_latency_ns", s.min_route_latency_ns},
           {"max_route_latency_ns", s.max_route_latency_ns}};

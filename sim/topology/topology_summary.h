@@ -34,8 +34,11 @@ struct TopologySummary {
   GpuSpec gpu;
   // Classes present, in LinkClass order.
   std::vector<LinkClassSummary> link_classes;
+  // What the links carry (line rate x efficiency) and the line rates.
   double nvlink_bytes_per_s_per_gpu = 0;
   double nic_bytes_per_s_per_gpu = 0;
+  double nvlink_line_bytes_per_s_per_gpu = 0;
+  double nic_line_bytes_per_s_per_gpu = 0;
   // One direction; 0 for a single GPU.
   double bisection_bytes_per_s = 0;
   // Route latencies over all ordered pairs of distinct GPUs (0 for a single GPU).

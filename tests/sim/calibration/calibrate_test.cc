@@ -100,7 +100,8 @@ TEST(Calibrate, MeasuredAllToAllsNeedATopologyForTheNetworkFit) {
   MeasurementSet m;
   m.file = "meas.jsonl";
   m.backend = "cuda";
-  for (int i = 1; i <= 8; ++i) m.collectives.push_back({"meas.jsonl", 8, 1e6 * i, 1e-5 * i});
+  for (int i = 1; i <= 8; ++i)
+    m.collectives.push_back({"meas.jsonl", 8, 1e6 * i, 1e-5 * i, "", false});
   const CalibrateReport rep = calibrate({m}, CalibrateOptions{});
   EXPECT_EQ(rep.num_collective_samples, 8);
   EXPECT_TRUE(rep.profile.network.empty());

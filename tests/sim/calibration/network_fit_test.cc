@@ -14,6 +14,7 @@
 #include "sim/config/config_error.h"
 #include "sim/cost/cost_model_factory.h"
 #include "sim/cost/profile.h"
+#include "sim/network/collective_study.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_matrix.h"
 #include "tests/support/test_topologies.h"
@@ -42,7 +43,7 @@ std::vector<CollectiveSample> synthetic_samples(const Topology& topology) {
       const bool nvlink = n.link_class == "nvlink";
       const double measured = nvlink ? kNvlinkLatencyS + n.transfer_s / kNvlinkEfficiency
                                      : kNetworkLatencyS + n.transfer_s / kNetworkEfficiency;
-      out.push_back({"synthetic", ep, bytes, measured});
+      out.push_back({"synthetic", ep, bytes, measured, "", false});
     }
   }
   return out;
@@ -108,9 +109,14 @@ TEST(NetworkFit, CalibratedTopologyReproducesTheMeasurements) {
   const std::vector<CollectiveSample> samples = synthetic_samples(nominal);
   const NetworkCalibration cal = fit_network(samples, nominal).calibration;
   const TopologySpec spec = apply_network_calibration(nominal.spec(), cal);
-  EXPECT_NEAR(spec.nvlink_bytes_per_s, 400e9 * kNvlinkEfficiency, 400e9 * 1e-4);
-  EXPECT_NEAR(spec.nic_bytes_per_s, 50e9 * kNetworkEfficiency, 50e9 * 1e-4);
+  // Line rates stay; the fitted efficiencies say what the links carry.
+  EXPECT_EQ(spec.nvlink_bytes_per_s, 400e9);
+  EXPECT_EQ(spec.nic_bytes_per_s, 50e9);
+  EXPECT_NEAR(spec.nvlink_efficiency, kNvlinkEfficiency, 1e-4);
+  EXPECT_NEAR(spec.network_efficiency, kNetworkEfficiency, 1e-4);
   const Topology calibrated(spec);
+  EXPECT_NEAR(calibrated.nvlink_bytes_per_s_per_gpu(), 400e9 * kNvlinkEfficiency, 400e9 * 1e-4);
+  EXPECT_NEAR(calibrated.nic_bytes_per_s_per_gpu(), 50e9 * kNetworkEfficiency, 50e9 * 1e-4);
   // Every route of a class pays the class's latency once.
   EXPECT_NEAR(to_seconds(calibrated.route_latency_ns(GpuId(0), GpuId(5))), kNvlinkLatencyS, 1e-9);
   EXPECT_NEAR(to_seconds(calibrated.route_latency_ns(GpuId(0), GpuId(13))), kNetworkLatencyS, 1e-9);
@@ -136,8 +142,8 @@ TEST(NetworkFit, SkipsClassesWithTooFewSamplesAndRejectsSamplesOffTheTopology) {
   EXPECT_EQ(rep.calibration.link_classes[0].link_class, "nvlink");
   ASSERT_EQ(rep.skipped.size(), 1u);
   EXPECT_NE(rep.skipped[0].find("network"), std::string::npos);
-  EXPECT_THROW(fit_network({{"x", 32, 1e6, 1e-3}}, t), ConfigError);
-  EXPECT_THROW(fit_network({{"x", 8, 0, 1e-3}}, t), ConfigError);
+  EXPECT_THROW(fit_network({{"x", 32, 1e6, 1e-3, "", false}}, t), ConfigError);
+  EXPECT_THROW(fit_network({{"x", 8, 0, 1e-3, "", false}}, t), ConfigError);
 }
 
 TEST(NetworkFit, NcclTestsOutputIsReadAsPerGpuBytesToOthers) {
@@ -210,7 +216,7 @@ TEST(NetworkFit, EngineAllToAllRecordsFormOneSamplePerCollective) {
   m.ops = {rec(0, "dispatch_a2a", 3e6, 40000), rec(1, "dispatch_a2a", 5e6, 42000),
            rec(0, "combine_a2a", 4e6, 39000), rec(1, "combine_a2a", 4e6, 38000),
            rec(0, "expert_ffn", 1e9, 1000000)};
-  m.collectives = {{"meas.jsonl", 8, 1e6, 2e-5}};
+  m.collectives = {{"meas.jsonl", 8, 1e6, 2e-5, "", false}};
   const std::vector<CollectiveSample> s = collective_samples_of({m});
   ASSERT_EQ(s.size(), 3u);
   EXPECT_EQ(s[0].ep_size, 8);  // the `collective` record first
@@ -240,7 +246,7 @@ TEST(NetworkFit, ProfileRoundTripAndScenarioTopology) {
   auto shared = std::make_shared<const Topology>(two_node_spec());
   auto calibrated = make_network_topology(q, shared);
   EXPECT_NE(calibrated.get(), shared.get());
-  EXPECT_NEAR(calibrated->spec().nic_bytes_per_s, 50e9 * kNetworkEfficiency, 1e4);
+  EXPECT_NEAR(calibrated->nic_bytes_per_s_per_gpu(), 50e9 * kNetworkEfficiency, 1e4);
   EXPECT_EQ(make_network_topology(CalibrationProfile{}, shared).get(), shared.get());
   EXPECT_EQ(make_network_topology(CostSpec{}, shared).get(), shared.get());  // roofline
 
@@ -249,6 +255,89 @@ TEST(NetworkFit, ProfileRoundTripAndScenarioTopology) {
                              "link_class = \"pcie\"\n",
                              "bad.toml"),
                ConfigError);
+}
+
+}  // namespace
+}  // namespace moesim::sim
+
+namespace moesim::sim {
+namespace {
+
+// Low-latency kernel records: measured = fixed + the uniform all-to-all's time on the topology
+// with the known link classes applied (every latency zero; pure RDMA: every GPU its own node).
+// The fit recovers each (kernel, transport)'s fixed cost, the profile round-trips them, and the
+// link classes are not disturbed by the kernel records.
+TEST(NetworkFit, RecoversLowLatencyKernelFixedCosts) {
+  const Topology t(two_node_spec());
+  std::vector<CollectiveSample> samples = synthetic_samples(t);
+  NetworkCalibration known;
+  for (const auto& [cls, efficiency] :
+       {std::pair{"nvlink", kNvlinkEfficiency}, std::pair{"network", kNetworkEfficiency}}) {
+    LinkClassFit f;
+    f.link_class = cls;
+    f.efficiency = efficiency;
+    known.link_classes.push_back(f);
+  }
+  TopologySpec zero = apply_network_calibration(t.spec(), known);
+  zero.nvlink_latency_ns = zero.nvswitch_latency_ns = zero.nic_latency_ns = 0;
+  zero.leaf_spine_latency_ns = zero.switch_latency_ns = 0;
+  const Topology calibrated(zero);
+  const Topology rdma(rdma_only_spec(zero));
+  const struct {
+    const char* kernel;
+    bool rdma;
+    double fixed_s;
+  } kernels[] = {{kLowLatencyDispatchKernel, false, 21e-6},
+                 {kLowLatencyDispatchKernel, true, 4e-6},
+                 {kLowLatencyCombineKernel, false, 11e-6},
+                 {kLowLatencyCombineKernel, true, 2e-6}};
+  for (const auto& k : kernels) {
+    for (int32_t ep : {4, 8, 16}) {
+      const double bytes = 7e6 * ep / 8;
+      CollectiveSample s{"ll", ep, bytes, 0.0, k.kernel, k.rdma};
+      s.measured_s = k.fixed_s + simulated_s(k.rdma ? rdma : calibrated, s);
+      samples.push_back(s);
+    }
+  }
+  const NetworkFitReport rep = fit_network(samples, t);
+  expect_recovered(rep.calibration);
+  ASSERT_EQ(rep.calibration.kernels.size(), 4u);
+  for (const auto& k : kernels) {
+    const KernelFit* f = rep.calibration.find_kernel(k.kernel, k.rdma ? "rdma" : "nvlink");
+    ASSERT_NE(f, nullptr) << k.kernel << " " << k.rdma;
+    EXPECT_NEAR(f->fixed_s, k.fixed_s, 1e-9) << k.kernel << " " << k.rdma;
+    EXPECT_EQ(f->ep_size_min, 4);
+    EXPECT_EQ(f->ep_size_max, 16);
+    EXPECT_LT(f->quality.mape, 1e-4);
+  }
+  // The profile carries them.
+  CalibrationProfile p;
+  p.name = "x";
+  p.network = rep.calibration;
+  std::ostringstream os;
+  write_profile(os, p);
+  const CalibrationProfile back = parse_profile(os.str(), "x.toml");
+  ASSERT_EQ(back.network.kernels.size(), 4u);
+  EXPECT_EQ(back.network.kernels[1].kernel, kLowLatencyDispatchKernel);
+  EXPECT_EQ(back.network.kernels[1].transport, "rdma");
+  EXPECT_DOUBLE_EQ(back.network.kernels[1].fixed_s, rep.calibration.kernels[1].fixed_s);
+}
+
+TEST(NetworkFit, ProfileRejectsADuplicateKernelFit) {
+  const std::string kernel =
+      "[[network.kernel]]\nkernel = 'low_latency_dispatch'\ntransport = 'nvlink'\n"
+      "fixed_s = 1e-5\nep_size = [8, 16]\n[network.kernel.quality]\nnum_samples = 3\nr2 = 1.0\n"
+      "mape = 0.0\np50_abs_rel_error = 0.0\np99_abs_rel_error = 0.0\nrms_residual_s = 0.0\n"
+      "max_abs_residual_s = 0.0\n";
+  const std::string text = "schema = 'moesim.profile.v1'\n[network]\n" + kernel + kernel;
+  try {
+    parse_profile(text, "p.toml");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("duplicate low_latency_dispatch fit over nvlink"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

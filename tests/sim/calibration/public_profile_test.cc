@@ -2,7 +2,9 @@
 // V1's published normal-kernel table, docs/calibration.md "Public profiles") reproduces every
 // row of that table: the logical bandwidth DeepEP's tests count (docs/network.md), of one
 // synthetic layer routed as those tests route it, on topologies/h800-8x8.toml with the profile's
-// [network] section applied, within 10% of the published figure.
+// [network] section applied, within 10% of the published figure; and every row of DeepEP's
+// low-latency table (current kernels over NVLink within a node, original pure-RDMA kernels), its
+// kernel latency within 10% with the profile's link classes and low-latency kernel costs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +17,7 @@
 #include "sim/cost/profile.h"
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/collective_study.h"
+#include "sim/serving/network_models.h"
 #include "sim/topology/topology_parser.h"
 
 namespace moesim::sim {
@@ -87,6 +90,79 @@ TEST(PublicProfile, EveryDeepEpNormalRowWithinTenPercent) {
   }
   // The nominal topology alone misses by more (measured: 29.5% at EP16): the profile matters.
   EXPECT_GT(worst_nominal, 0.2);
+}
+
+struct LowLatencyRow {
+  std::string table;  // current_with_nvlink or original_pure_rdma
+  std::string phase;
+  int32_t ep = 0;
+  double latency_us = 0;
+};
+
+// The table's first columns: table, phase, ep, latency_us.
+std::vector<LowLatencyRow> read_low_latency_table(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  std::vector<LowLatencyRow> rows;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::vector<std::string> cells;
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 4) continue;
+    rows.push_back({cells[0], cells[1], std::stoi(cells[2]), std::stod(cells[3])});
+  }
+  return rows;
+}
+
+// moesim's latency (us) of one low-latency row on `topology` (already calibrated or not), with
+// the kernel costs of `calibration` (none when null): 128 tokens per GPU, top-8 of 256 experts,
+// uniform routing.
+double low_latency_us(const Topology& topology, const LowLatencyRow& row,
+                      const NetworkCalibration* calibration) {
+  CollectiveStudySpec spec;
+  spec.ep_size = row.ep;
+  spec.tokens_per_gpu = 128;
+  spec.hidden = 7168;
+  spec.top_k = 8;
+  spec.num_experts = 256;
+  spec.algorithm = DispatchAlgorithm::kLowLatency;
+  const bool rdma = row.table == "original_pure_rdma";
+  spec.transport = rdma ? LowLatencyTransport::kRdma : LowLatencyTransport::kNvlink;
+  if (calibration) {
+    spec.dispatch_kernel = kernel_cost(*calibration, kLowLatencyDispatchKernel, spec.transport);
+    spec.combine_kernel = kernel_cost(*calibration, kLowLatencyCombineKernel, spec.transport);
+    EXPECT_GT(spec.dispatch_kernel.fixed_s + spec.combine_kernel.fixed_s, 0);
+  }
+  const Topology rdma_topology(rdma_only_spec(topology.spec()));
+  const Topology& t = rdma ? rdma_topology : topology;
+  EXPECT_EQ(check_collective_study_spec(spec, t), "");
+  BottleneckModel model(t);
+  const CollectiveStudy study = run_collective_study(t, model, spec);
+  const CollectivePhase& phase = row.phase == "dispatch" ? study.dispatch : study.combine;
+  return to_us(phase.result.duration_ns);
+}
+
+TEST(PublicProfile, EveryDeepEpLowLatencyRowWithinTenPercent) {
+  const Topology nominal = load_topology(kSource + "/topologies/h800-128x8.toml");
+  const CalibrationProfile profile = load_profile(kSource + "/profiles/h800-public.toml");
+  const Topology calibrated(apply_network_calibration(nominal.spec(), profile.network));
+  ASSERT_EQ(profile.network.kernels.size(), 4u);  // dispatch and combine, nvlink and rdma
+  const std::vector<LowLatencyRow> rows = read_low_latency_table(
+      kSource + "/profiles/h800-public.validation/deepep_v1_low_latency_h800.csv");
+  ASSERT_EQ(rows.size(), 24u);  // 2 tables x 2 phases x EP 8 .. 256
+  double worst_without_kernels = 0;
+  for (const LowLatencyRow& row : rows) {
+    SCOPED_TRACE(row.table + " " + row.phase + " EP" + std::to_string(row.ep));
+    const double got = low_latency_us(calibrated, row, &profile.network);
+    EXPECT_NEAR(got / row.latency_us, 1.0, 0.10) << got;
+    worst_without_kernels =
+        std::max(worst_without_kernels,
+                 std::abs(low_latency_us(calibrated, row, nullptr) / row.latency_us - 1));
+  }
+  // The link classes alone miss by more (measured: 32% at EP8 dispatch): the kernel costs matter.
+  EXPECT_GT(worst_without_kernels, 0.2);
 }
 
 }  // namespace

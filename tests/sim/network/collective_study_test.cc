@@ -137,3 +137,67 @@ TEST(RunCollectiveStudy, HierarchicalDispatchCrossesTheNetworkLess) {
 
 }  // namespace
 }  // namespace moesim::sim
+
+namespace moesim::sim {
+namespace {
+
+// Low-latency traffic: every selection is a row (no per-GPU deduplication). Over NVLink within a
+// node the same-node rows go over NVLink; pure RDMA sends every row through the NICs, on the
+// topology with every GPU its own node. Either way a GPU sends its T x k selections but those to
+// itself, and a kernel cost adds its fixed time to the duration and to every GPU's completion.
+TEST(RunCollectiveStudy, LowLatencySendsEverySelectionOverTheChosenTransport) {
+  const Topology topology(testing::h800_like_spec(2, 8));
+  CollectiveStudySpec spec = deepep_like(16);
+  spec.tokens_per_gpu = 128;
+  spec.algorithm = DispatchAlgorithm::kLowLatency;
+  ASSERT_EQ(check_collective_study_spec(spec, topology), "");
+  BottleneckModel nvlink_model(topology);
+  const CollectiveStudy nv = run_collective_study(topology, nvlink_model, spec);
+  spec.transport = LowLatencyTransport::kRdma;
+  EXPECT_NE(check_collective_study_spec(spec, topology), "");  // not on rdma_only_spec()
+  const Topology rdma_topology(rdma_only_spec(topology.spec()));
+  EXPECT_EQ(rdma_topology.nvlink_domain_gpus(), 1);
+  EXPECT_EQ(rdma_topology.num_gpus(), 16);
+  EXPECT_DOUBLE_EQ(rdma_topology.nic_bytes_per_s_per_gpu(), topology.nic_bytes_per_s_per_gpu());
+  ASSERT_EQ(check_collective_study_spec(spec, rdma_topology), "");
+  BottleneckModel rdma_model(rdma_topology);
+  const CollectiveStudy rdma = run_collective_study(rdma_topology, rdma_model, spec);
+  // The same draw: the counts are selections, T x k per source.
+  EXPECT_EQ(nv.counts.tokens, rdma.counts.tokens);
+  const double row = 7392;
+  double nv_bytes = 0, rdma_bytes = 0;
+  for (int32_t s = 0; s < 16; ++s) {
+    int64_t sent = 0;
+    for (int32_t d = 0; d < 16; ++d) sent += d == s ? 0 : nv.counts.at(s, d);
+    int64_t all = 0;
+    for (int32_t d = 0; d < 16; ++d) all += nv.counts.at(s, d);
+    EXPECT_EQ(all, 128 * 8);
+    EXPECT_DOUBLE_EQ(nv.dispatch.traffic.sent_bytes(s), sent * row);
+    EXPECT_DOUBLE_EQ(rdma.dispatch.traffic.sent_bytes(s), sent * row);
+    nv_bytes += sent * row;
+    rdma_bytes += sent * row;
+  }
+  EXPECT_DOUBLE_EQ(nv.dispatch.accounting.nvlink_sent_bytes.mean +
+                       nv.dispatch.accounting.network_sent_bytes.mean,
+                   nv_bytes / 16);
+  EXPECT_GT(nv.dispatch.accounting.nvlink_sent_bytes.mean, 0);
+  EXPECT_EQ(rdma.dispatch.accounting.nvlink_sent_bytes.max, 0);
+  EXPECT_DOUBLE_EQ(rdma.dispatch.accounting.network_sent_bytes.mean, rdma_bytes / 16);
+  EXPECT_DOUBLE_EQ(nv.dispatch.accounting.low_latency_logical_bytes, 128.0 * 8 * row);
+  // Same-node peers over the NIC: slower than over NVLink.
+  EXPECT_GT(rdma.dispatch.result.duration_ns, nv.dispatch.result.duration_ns);
+
+  spec.dispatch_kernel.fixed_s = 20e-6;
+  spec.combine_kernel.fixed_s = 7e-6;
+  BottleneckModel again(rdma_topology);
+  const CollectiveStudy costed = run_collective_study(rdma_topology, again, spec);
+  EXPECT_EQ(costed.dispatch.result.duration_ns, rdma.dispatch.result.duration_ns + 20000);
+  EXPECT_EQ(costed.combine.result.duration_ns, rdma.combine.result.duration_ns + 7000);
+  for (int32_t g = 0; g < 16; ++g) {
+    EXPECT_EQ(costed.dispatch.result.recv_done_ns[g], rdma.dispatch.result.recv_done_ns[g] + 20000);
+    EXPECT_EQ(costed.dispatch.result.barrier_wait_ns[g], rdma.dispatch.result.barrier_wait_ns[g]);
+  }
+}
+
+}  // namespace
+}  // namespace moesim::sim

@@ -98,6 +98,10 @@ const std::map<std::string, std::string>& expected_messages() {
        "{dir}/node_limited_without_hierarchical.toml:8:24: deployment.node_limited_traffic: "
        "needs dispatch = \"hierarchical\" (it changes the unique (token, node) pairs that "
        "hierarchical dispatch sends)"},
+      {"node_limited_with_low_latency.toml",
+       "{dir}/node_limited_with_low_latency.toml:9:24: deployment.node_limited_traffic: "
+       "needs dispatch = \"hierarchical\" (it changes the unique (token, node) pairs that "
+       "hierarchical dispatch sends)"},
       {"node_limited_without_groups.toml",
        "{dir}/node_limited_without_groups.toml:9:24: deployment.node_limited_traffic: the "
        "model's routing is not group-limited (topk_groups = num_expert_groups = 1)"},

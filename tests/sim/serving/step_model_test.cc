@@ -168,6 +168,55 @@ class CountingObserver final : public StepObserver {
   std::vector<int64_t> row_sums;
 };
 
+// Dispatch and combine bytes of every MoE layer, as the observer sees them.
+class ByteObserver final : public StepObserver {
+ public:
+  void on_routing(int32_t, int32_t, const CountMatrix&, double dispatch_bytes,
+                  double combine_bytes) override {
+    dispatch.push_back(dispatch_bytes);
+    combine.push_back(combine_bytes);
+  }
+  std::vector<double> dispatch, combine;
+};
+
+TEST(StepModelTest, LowLatencyDispatchSendsEverySelection) {
+  // 64 decode tokens per GPU, top-2, even routing over 8 GPUs: 16 selections per (source,
+  // destination). Direct sends the unique tokens, 64 (1 - (1 - 1/8)^2) = 15 per pair; low latency
+  // sends all 16 selections. Rows: FP8 dispatch 256 + 4 * 2 = 264 bytes, BF16 combine 512.
+  DeploymentSpec ll;
+  ll.dispatch = DispatchAlgorithm::kLowLatency;
+  for (const auto& [deployment, per_pair] :
+       {std::pair{DeploymentSpec{}, 15.0}, std::pair{ll, 16.0}}) {
+    Fixture f(tiny(), 8, deployment);
+    ByteObserver obs;
+    f.model->run(0, decode_batch(8, 64, 100), &obs);
+    ASSERT_EQ(obs.dispatch.size(), static_cast<size_t>(num_moe_layers(tiny())));
+    for (size_t l = 0; l < obs.dispatch.size(); ++l) {
+      EXPECT_EQ(obs.dispatch[l], 8 * 7 * per_pair * 264) << l;
+      EXPECT_EQ(obs.combine[l], 8 * 7 * per_pair * 512) << l;
+    }
+  }
+}
+
+TEST(StepModelTest, KernelCostsAddAFixedTimeToEachCollective) {
+  // Every GPU's comm time per MoE layer is dispatch + combine; with kernel costs (fixed 20 us for
+  // dispatch, 30 us for combine) each MoE layer's comm grows by 50 us on every GPU, and so does
+  // the step (the collectives are on every GPU's critical path between barriers).
+  DeploymentSpec ll;
+  ll.dispatch = DispatchAlgorithm::kLowLatency;
+  Fixture plain(tiny(), 8, ll);
+  Fixture costed(tiny(), 8, ll);
+  costed.model->set_kernel_costs({20e-6}, {30e-6});
+  const StepResult a = plain.model->run(0, decode_batch(8, 64, 100), nullptr);
+  const StepResult& b = costed.model->run(0, decode_batch(8, 64, 100), nullptr);
+  const double layers = num_moe_layers(tiny());
+  ASSERT_GT(layers, 0);
+  for (size_t g = 0; g < 8; ++g) {
+    EXPECT_NEAR(static_cast<double>(b.comm_ns[g] - a.comm_ns[g]), layers * 50e3, 2.0) << g;
+  }
+  EXPECT_NEAR(static_cast<double>(b.duration_ns - a.duration_ns), layers * 50e3, 2.0);
+}
+
 TEST(StepModelTest, ZeroTokensTakeZeroTime) {
   Fixture f(tiny(), 8, DeploymentSpec{});
   CountingObserver obs;

@@ -96,6 +96,34 @@ TEST(TierAgreement, ThousandGpuDecodeHeavyDeploymentAgrees) {
   EXPECT_EQ(a.fast_layer_share, 1.0);
 }
 
+// Low-latency dispatch (every selection sent, no per-GPU deduplication) with the public H800
+// profile's kernel costs: 2 x EP32 DeepSeek-V3 on the 64-GPU fat tree, every MoE layer on the fast
+// tier, where the reach is the selections per source token.
+TEST(TierAgreement, LowLatencyDeploymentAgrees) {
+  const std::string text =
+      "name = \"tier-ll\"\n"
+      "model = \"" MOESIM_SOURCE_DIR
+      "/models/deepseek-v3.toml\"\n"
+      "topology = \"" MOESIM_SOURCE_DIR
+      "/topologies/h800-8x8.toml\"\n"
+      "[deployment]\nreplicas = 2\ngpus_per_replica = 32\nattention = \"dp\"\n"
+      "dispatch = \"low_latency\"\n"
+      "[cost]\nmodel = \"calibrated\"\nprofile = \"" MOESIM_SOURCE_DIR
+      "/profiles/h800-public.toml\"\n"
+      "[scheduler]\nmax_seqs = 2048\nmax_batch_tokens_per_gpu = 1024\nworkspace_gib = 6\n"
+      "[workload]\nkind = \"synthetic\"\nduration_s = 1000\n"
+      "[workload.arrival]\nrate_per_s = 512\n"
+      "[workload.prompt_tokens]\ndistribution = \"lognormal\"\np50 = 256\np99 = 1024\nmax = 2048\n"
+      "[workload.output_tokens]\ndistribution = \"lognormal\"\nmean = 400\nsigma = 0.6\n"
+      "max = 2000\n"
+      "[routing]\npreset = \"deepseek-v3-decode\"\n"
+      "[run]\nseed = 1\nduration_s = 3\n";
+  const Scenario sc = parse_scenario_text(text, "tier-ll.toml", MOESIM_SOURCE_DIR "/scenarios");
+  const TierAgreement a = check_tiers(sc);
+  expect_agreement(a, "2 x EP32 low latency");
+  EXPECT_EQ(a.fast_layer_share, 1.0);
+}
+
 TEST(TierAgreement, TheCheckDoesNotChangeTheRun) {
   Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/quickstart.toml");
   sc.run.duration_s = 3;

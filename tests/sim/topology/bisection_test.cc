@@ -27,9 +27,10 @@ TEST(Bisection, ThousandGpuFatTreeIsFullBisection) {
 TEST(Bisection, SingleNodeSplitsItsGpus) {
   // GPUs 0-3 against 4-7 through the NVSwitch: 4 x 360 GB/s.
   EXPECT_DOUBLE_EQ(bisection_bytes_per_s(load_topology(kTopologies + "h100-node.toml")), 1.44e12);
-  // Full mesh: the 16 links from {0..3} to {4..7}, 430/7 GB/s each (rounded to whole bytes/s).
+  // Full mesh: the 16 links from {0..3} to {4..7}, 537.6 x 0.8 / 7 GB/s each (line rate x the
+  // default efficiency; rounded to whole bytes/s).
   EXPECT_NEAR(bisection_bytes_per_s(load_topology(kTopologies + "mi355x-node.toml")),
-              16 * 430e9 / 7, 16.0);
+              16 * 537.6e9 * 0.8 / 7, 16.0);
   // NVL72: nodes 0-8 (36 GPUs) against nodes 9-17 in one NVSwitch domain: 36 x 720 GB/s.
   EXPECT_DOUBLE_EQ(bisection_bytes_per_s(load_topology(kTopologies + "gb200-nvl72.toml")),
                    25.92e12);

@@ -45,7 +45,7 @@ TEST(TopologyParser, EveryShippedTopologyLoadsWithExpectedShape) {
       {"h200-single", "h200-sxm", 1, 1, 1, 0, 0, 0, 0, 0},
       {"gb200-nvl72", "gb200", 72, 18, 72, 144, 0, 0, 720e9, 0},
       // 28 GPU pairs, two directions.
-      {"mi355x-node", "mi355x", 8, 1, 8, 56, 0, 0, 430e9, 0},
+      {"mi355x-node", "mi355x", 8, 1, 8, 56, 0, 0, 537.6e9 * 0.8, 0},
       // Calibration loop: 2 GPUs on one NVSwitch, two directions.
       {"cpu-2", "h200-sxm", 2, 1, 2, 4, 0, 0, 360e9, 0},
   };

@@ -26,7 +26,7 @@ TEST(TopologySummary, DescribesH800EightByEight) {
   EXPECT_EQ(s.max_route_latency_ns, 2850);
   EXPECT_EQ(summary_text(s),
             "topology h800-8x8: 64 GPUs = 8 nodes x 8 GPUs; 8 NVLink domains of 8 GPUs\n"
-            "  8 nodes x 8 H800 SXM5, NVLink 160 GB/s (measured-style), 400 Gb/s per GPU, "
+            "  8 nodes x 8 H800 SXM5, NVLink 200 GB/s line rate, 400 Gb/s per GPU, "
             "rail-optimised\n"
             "gpu h800-sxm: peak dense fp32 67 TFLOP/s, tf32 494.7 TFLOP/s, bf16 989.4 TFLOP/s, "
             "fp8 1978.9 TFLOP/s, fp4 -; HBM 80 GB at 3350 GB/s\n"
@@ -35,7 +35,7 @@ TEST(TopologySummary, DescribesH800EightByEight) {
             "  nvlink        128  160 GB/s               300 ns\n"
             "  nic           128  50 GB/s                1000 ns\n"
             "  leaf_spine    128  50 GB/s                50 ns\n"
-            "per GPU, one direction: NVLink 160 GB/s, network 50 GB/s\n"
+            "per GPU, one direction: NVLink 160 GB/s (line rate 200 GB/s), network 50 GB/s\n"
             "bisection, one direction: 1600 GB/s\n"
             "route latency: 800 ns .. 2850 ns\n");
 }
