@@ -165,5 +165,52 @@ TEST(PublicProfile, EveryDeepEpLowLatencyRowWithinTenPercent) {
   EXPECT_GT(worst_without_kernels, 0.2);
 }
 
+// The shipped derived profiles (moesim derive-profile, docs/calibration.md "Derived profiles")
+// are h800-public's efficiencies relabelled for their GPU and topology: refitting h800-public
+// without re-deriving them fails here.
+TEST(PublicProfile, DerivedProfilesCarryTheH800EfficienciesForTheirGpu) {
+  const CalibrationProfile h800 = load_profile(kSource + "/profiles/h800-public.toml");
+  ASSERT_FALSE(h800.compute.empty());
+  ASSERT_FALSE(h800.network.empty());
+  for (const char* gpu : {"h100", "h200"}) {
+    SCOPED_TRACE(gpu);
+    const std::string name = std::string(gpu) + "-derived";
+    const CalibrationProfile p = load_profile(kSource + "/profiles/" + name + ".toml");
+    const Topology topo = load_topology(kSource + "/topologies/" + std::string(gpu) + "-8x8.toml");
+    EXPECT_EQ(p.name, name);
+    EXPECT_EQ(p.backend, "derived");
+    EXPECT_EQ(p.derived_from, "h800-public.toml");
+    EXPECT_NE(p.derivation.find("-> " + topo.gpu_spec().name + " on " + topo.name()),
+              std::string::npos)
+        << p.derivation;
+    EXPECT_EQ(p.compute.gpu, topo.gpu_spec().name);
+    EXPECT_EQ(p.network.topology, topo.name());
+    ASSERT_EQ(p.compute.gemms.size(), h800.compute.gemms.size());
+    for (size_t i = 0; i < p.compute.gemms.size(); ++i) {
+      EXPECT_EQ(p.compute.gemms[i].compute_efficiency, h800.compute.gemms[i].compute_efficiency);
+      EXPECT_EQ(p.compute.gemms[i].input_bandwidth_efficiency,
+                h800.compute.gemms[i].input_bandwidth_efficiency);
+      EXPECT_EQ(p.compute.gemms[i].output_bandwidth_efficiency,
+                h800.compute.gemms[i].output_bandwidth_efficiency);
+    }
+    ASSERT_EQ(p.compute.attention.size(), h800.compute.attention.size());
+    for (size_t i = 0; i < p.compute.attention.size(); ++i) {
+      EXPECT_EQ(p.compute.attention[i].compute_efficiency,
+                h800.compute.attention[i].compute_efficiency);
+      EXPECT_EQ(p.compute.attention[i].bandwidth_efficiency,
+                h800.compute.attention[i].bandwidth_efficiency);
+    }
+    ASSERT_EQ(p.network.link_classes.size(), h800.network.link_classes.size());
+    for (size_t i = 0; i < p.network.link_classes.size(); ++i) {
+      EXPECT_EQ(p.network.link_classes[i].efficiency, h800.network.link_classes[i].efficiency);
+      EXPECT_EQ(p.network.link_classes[i].latency_s, h800.network.link_classes[i].latency_s);
+    }
+    ASSERT_EQ(p.network.kernels.size(), h800.network.kernels.size());
+    for (size_t i = 0; i < p.network.kernels.size(); ++i) {
+      EXPECT_EQ(p.network.kernels[i].fixed_s, h800.network.kernels[i].fixed_s);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moesim::sim
