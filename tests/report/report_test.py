@@ -85,7 +85,8 @@ def test_steps_csv(rd):
     check(abs(dur.sum() - st["duration_ns"].sum()) <= 1e-6 * st["duration_ns"].sum(),
           "binning lost step time")
     hw = s["kv_high_water_fraction"]
-    check(st["kv_used_fraction_max"].max() <= hw + 1e-9,
+    # steps.csv writes the fraction with 6 decimals ("%.6f"): up to 5e-7 above the exact value.
+    check(st["kv_used_fraction_max"].max() <= hw + 5e-7 + 1e-9,
           f"steps.csv: KV use {st['kv_used_fraction_max'].max()} above the high-water {hw}")
     check(st["kv_used_fraction_max"].max() > 0, "steps.csv: KV never used")
 

@@ -40,6 +40,9 @@ TEST(TopologyParser, EveryShippedTopologyLoadsWithExpectedShape) {
       {"h800-8x8", "h800-sxm", 64, 8, 8, 128, 128, 128, 160e9, 50e9},
       // 32 leaves x 16 spines.
       {"h800-128x8", "h800-sxm", 1024, 128, 8, 2048, 2048, 1024, 160e9, 50e9},
+      // h800-8x8's cluster with H100 / H200 GPUs: NVLink 450 GB/s line rate x 0.8.
+      {"h100-8x8", "h100-sxm", 64, 8, 8, 128, 128, 128, 360e9, 50e9},
+      {"h200-8x8", "h200-sxm", 64, 8, 8, 128, 128, 128, 360e9, 50e9},
       {"h100-node", "h100-sxm", 8, 1, 8, 16, 0, 0, 360e9, 0},
       {"h200-node", "h200-sxm", 8, 1, 8, 16, 0, 0, 360e9, 0},
       {"h200-single", "h200-sxm", 1, 1, 1, 0, 0, 0, 0, 0},
