@@ -38,6 +38,8 @@ import argparse
 import csv
 import json
 import os
+
+from published_measurements import header, write_jsonl
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -120,11 +122,7 @@ def main():
     if args.topology is None:
         args.topology = os.path.join(ROOT, "topologies/h800-128x8.toml" if args.low_latency
                                      else "topologies/h800-8x8.toml")
-    records = [{"record": "header", "schema": "moesim.measurements.v1", "mode": "bench",
-                "backend": "published", "device": "H800 SXM5 (published benchmarks)",
-                "peaks": {"bf16_flops_per_s": None, "fp8_flops_per_s": None,
-                          "fp32_flops_per_s": None, "memory_bytes_per_s": None},
-                "engine_version": "deepep-v1", "seed": 1}]
+    records = [header("H800 SXM5 (published benchmarks)", "deepep-v1")]
     if args.low_latency:
         records += low_latency_records(args)
         with open(args.out, "w") as f:
@@ -150,9 +148,7 @@ def main():
                         "bytes_per_gpu": bytes_per_gpu, "measured_ns": round(seconds * 1e9),
                         "source": f"deepep-normal {row['phase']} EP{ep} "
                                   f"{row['bottleneck_gbytes_per_s']} GB/s ({b['class']})"})
-    with open(args.out, "w") as f:
-        for r in records:
-            f.write(json.dumps(r) + "\n")
+    write_jsonl(args.out, records)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ usage: scripts/deepgemm_to_measurements.py -o OUT.jsonl [--benchmarks DIR]
 """
 import argparse
 import csv
-import json
 import os
+
+from published_measurements import header, write_jsonl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -43,11 +44,7 @@ def main():
     path = os.path.join(args.benchmarks, "deepgemm_fp8_h800.csv")
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    out = [{"record": "header", "schema": "moesim.measurements.v1", "mode": "bench",
-            "backend": "published", "device": "H800 SXM5 (DeepGEMM FP8 GEMMs)",
-            "peaks": {"bf16_flops_per_s": None, "fp8_flops_per_s": None,
-                      "fp32_flops_per_s": None, "memory_bytes_per_s": None},
-            "engine_version": "deepgemm@55ab91f", "seed": 1}]
+    out = [header("H800 SXM5 (DeepGEMM FP8 GEMMs)", "deepgemm@55ab91f")]
     for row in rows:
         t, t_bw = kernel_seconds(row)
         if abs(t_bw - t) > 0.01 * t:
@@ -59,9 +56,7 @@ def main():
                     "measured_ns": int(round(t * 1e9)),
                     "source": f"DeepGEMM {row['layout']} {row['tflops']} TFLOPS "
                               f"({row['source'].split(' (')[0]})"})
-    with open(args.out, "w") as f:
-        for r in out:
-            f.write(json.dumps(r) + "\n")
+    write_jsonl(args.out, out)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ usage: scripts/flashmla_to_measurements.py -o OUT.jsonl [--benchmarks DIR]
 """
 import argparse
 import csv
-import json
 import os
+
+from published_measurements import header, write_jsonl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -50,11 +51,7 @@ def main():
     path = os.path.join(args.benchmarks, "flashmla_h800.csv")
     with open(path, newline="") as f:
         rows = {(r["kernel"], r["regime"]): r for r in csv.DictReader(f)}
-    out = [{"record": "header", "schema": "moesim.measurements.v1", "mode": "bench",
-            "backend": "published", "device": "H800 SXM5 (FlashMLA decode)",
-            "peaks": {"bf16_flops_per_s": None, "fp8_flops_per_s": None,
-                      "fp32_flops_per_s": None, "memory_bytes_per_s": None},
-            "engine_version": "flashmla@9241ae3e", "seed": 1}]
+    out = [header("H800 SXM5 (FlashMLA decode)", "flashmla@9241ae3e")]
     bf16_row = (LORA + ROPE) * 2
     fp8_row = int(rows[("fp8_kv_cache", "format")]["value"])
     specs = [
@@ -77,9 +74,7 @@ def main():
                     "bound": bound, "flops": float(flops), "bytes": float(bytes_),
                     "measured_ns": int(round(t * 1e9)),
                     "source": f"FlashMLA {key[0]} {key[1]} {row['value']} {row['unit']}"})
-    with open(args.out, "w") as f:
-        for r in out:
-            f.write(json.dumps(r) + "\n")
+    write_jsonl(args.out, out)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include "sim/cost/roofline.h"
 #include "sim/model/model_card_parser.h"
 #include "sim/topology/gpu_spec.h"
+#include "tests/support/benchmark_table.h"
 
 namespace moesim::sim {
 namespace {
@@ -33,16 +32,8 @@ struct Row {
 
 // layout,num_groups,m_per_group,n,k,tflops,...
 std::vector<Row> read_table(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
   std::vector<Row> rows;
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::vector<std::string> c;
-    for (std::string cell; std::getline(ss, cell, ',');) c.push_back(cell);
-    if (c.size() < 6) continue;
+  for (const auto& c : read_benchmark_rows(path, 6)) {
     rows.push_back({c[0], std::stoll(c[1]), std::stoll(c[2]), std::stoll(c[3]), std::stoll(c[4]),
                     std::stod(c[5])});
   }

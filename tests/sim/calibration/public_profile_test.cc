@@ -8,8 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include "sim/network/collective_study.h"
 #include "sim/serving/network_models.h"
 #include "sim/topology/topology_parser.h"
+#include "tests/support/benchmark_table.h"
 
 namespace moesim::sim {
 namespace {
@@ -34,17 +33,9 @@ struct Row {
 
 // The table's first columns: kernel, phase, ep, scope, bottleneck_link, bottleneck_gbytes_per_s.
 std::vector<Row> read_table(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
   std::vector<Row> rows;
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::vector<std::string> cells;
-    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 6) continue;
-    rows.push_back({cells[1], std::stoi(cells[2]), cells[3], std::stod(cells[5])});
+  for (const auto& c : read_benchmark_rows(path, 6)) {
+    rows.push_back({c[1], std::stoi(c[2]), c[3], std::stod(c[5])});
   }
   return rows;
 }
@@ -101,17 +92,9 @@ struct LowLatencyRow {
 
 // The table's first columns: table, phase, ep, latency_us.
 std::vector<LowLatencyRow> read_low_latency_table(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
   std::vector<LowLatencyRow> rows;
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::stringstream ss(line);
-    std::vector<std::string> cells;
-    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 4) continue;
-    rows.push_back({cells[0], cells[1], std::stoi(cells[2]), std::stod(cells[3])});
+  for (const auto& c : read_benchmark_rows(path, 4)) {
+    rows.push_back({c[0], c[1], std::stoi(c[2]), std::stod(c[3])});
   }
   return rows;
 }
