@@ -162,6 +162,13 @@ OpSample read_bench(const RecordReader& r) {
   return s;
 }
 
+// A timed kernel's `measured_ns` (> 0), in seconds.
+double read_measured_s(const RecordReader& r) {
+  const int64_t ns = r.get_int("measured_ns");
+  if (ns <= 0) r.fail("measured_ns", "must be > 0");
+  return 1e-9 * static_cast<double>(ns);
+}
+
 CollectiveSample read_collective(const RecordReader& r, const std::string& file) {
   CollectiveSample c;
   c.source = file;
@@ -171,9 +178,7 @@ CollectiveSample read_collective(const RecordReader& r, const std::string& file)
   if (c.ep_size < 2) r.fail("ep_size", "must be >= 2");
   c.bytes_per_gpu = r.get_double("bytes_per_gpu");
   if (!(c.bytes_per_gpu > 0)) r.fail("bytes_per_gpu", "must be > 0");
-  const int64_t ns = r.get_int("measured_ns");
-  if (ns <= 0) r.fail("measured_ns", "must be > 0");
-  c.measured_s = 1e-9 * static_cast<double>(ns);
+  c.measured_s = read_measured_s(r);
   c.kernel = r.get_string_or("kernel", "");
   if (!c.kernel.empty()) {
     if (c.kernel != kLowLatencyDispatchKernel && c.kernel != kLowLatencyCombineKernel) {
@@ -210,9 +215,7 @@ GemmSample read_gemm(const RecordReader& r) {
   if (g.m_per_group < 1) r.fail("m_per_group", "must be >= 1");
   if (g.n < 1) r.fail("n", "must be >= 1");
   if (g.k < 1) r.fail("k", "must be >= 1");
-  const int64_t ns = r.get_int("measured_ns");
-  if (ns <= 0) r.fail("measured_ns", "must be > 0");
-  g.measured_s = 1e-9 * static_cast<double>(ns);
+  g.measured_s = read_measured_s(r);
   return g;
 }
 
@@ -228,9 +231,7 @@ AttentionCoreSample read_attention_core(const RecordReader& r) {
   a.bytes = r.get_double("bytes");
   if (!(a.flops > 0)) r.fail("flops", "must be > 0");
   if (!(a.bytes > 0)) r.fail("bytes", "must be > 0");
-  const int64_t ns = r.get_int("measured_ns");
-  if (ns <= 0) r.fail("measured_ns", "must be > 0");
-  a.measured_s = 1e-9 * static_cast<double>(ns);
+  a.measured_s = read_measured_s(r);
   return a;
 }
 
