@@ -125,10 +125,10 @@ int64_t binomial_btrs(RngStream& rng, int64_t n, double p) {
   const double a = -0.0873 + 0.0248 * b + 0.01 * p;
   const double c = nd * p + 0.5;
   const double v_r = 0.92 - 4.2 / b;
-  const double alpha = (2.83 + 5.1 / b) * spq;
-  const double lpq = std::log(p / q);
-  const double m = std::floor((nd + 1.0) * p);
-  const double h = std::lgamma(m + 1.0) + std::lgamma(nd - m + 1.0);
+  // The rejection test's constants (two lgammas and a log) are computed on its first use: most
+  // draws are accepted by the squeeze before it, and the values do not depend on the draw.
+  bool have_rejection_constants = false;
+  double alpha = 0, lpq = 0, m = 0, h = 0;
   while (true) {
     const double u = rng.uniform01() - 0.5;
     const double v = rng.uniform01_open();
@@ -136,6 +136,13 @@ int64_t binomial_btrs(RngStream& rng, int64_t n, double p) {
     const double k = std::floor((2.0 * a / us + b) * u + c);
     if (k < 0.0 || k > nd) continue;
     if (us >= 0.07 && v <= v_r) return static_cast<int64_t>(k);
+    if (!have_rejection_constants) {
+      alpha = (2.83 + 5.1 / b) * spq;
+      lpq = std::log(p / q);
+      m = std::floor((nd + 1.0) * p);
+      h = std::lgamma(m + 1.0) + std::lgamma(nd - m + 1.0);
+      have_rejection_constants = true;
+    }
     const double log_v = std::log(v * alpha / (a / (us * us) + b));
     if (log_v <= h - std::lgamma(k + 1.0) - std::lgamma(nd - k + 1.0) + (k - m) * lpq) {
       return static_cast<int64_t>(k);

@@ -219,7 +219,10 @@ void ClusterSim::on_step_done(const Event& e) {
   r.busy = false;
   std::vector<int32_t> to_transfer;
   const ScheduledBatch& batch = r.scheduler->batch();
-  for (const auto& [sid, sl] : batch.seqs) {
+  constexpr size_t kAhead = 6;  // sequences prefetched ahead: their hot fields (sequence.h)
+  for (size_t i = 0; i < batch.seqs.size(); ++i) {
+    if (i + kAhead < batch.seqs.size()) seqs_.prefetch(batch.seqs[i + kAhead].first, 128);
+    const auto& [sid, sl] = batch.seqs[i];
     Seq& s = seqs_[sid];
     if (!s.running) continue;
     if (sl.prefill) {
@@ -227,6 +230,9 @@ void ClusterSim::on_step_done(const Event& e) {
       if (s.prefilled < s.prefill_target) continue;
       r.scheduler->finish_prefill(s, sim_.now());
     }
+    // The first token: generated only ever grows, from 0 at arrival (a decode-only sequence
+    // got its first token on its prefill replica).
+    if (s.generated == 0) records_[sid].first_token_ns = sim_.now();
     if (draft_acceptance_ && !sl.prefill) {
       // Speculative decoding: the slice verified 1 + d tokens; the accepted drafts and the
       // target's own next token are committed, the rejected drafts' KV freed.
@@ -236,9 +242,8 @@ void ClusterSim::on_step_done(const Event& e) {
     } else {
       s.generated += 1;
     }
-    RequestRecord& rec = records_[sid];
-    rec.generated_tokens = s.generated;
-    if (rec.first_token_ns < 0) rec.first_token_ns = sim_.now();
+    // The record's generated_tokens is written when the request completes (complete()) or the
+    // run ends in flight (check_conservation), not per token.
     if (s.generated >= s.req.output_tokens) {
       complete(r, sid);
     } else if (r.prefill_only) {

@@ -91,6 +91,7 @@ const ScheduledBatch& ReplicaScheduler::schedule(SimTime now) {
   batch_.ranks.resize(ranks_.size());
   for (std::vector<SeqSlice>& slices : batch_.ranks) slices.clear();  // keeps their storage
   batch_.seqs.clear();
+  preempted_this_step_ = false;
   add_decode_tokens();
   drop_preempted_slices();
   loads_.clear();
@@ -101,8 +102,13 @@ const ScheduledBatch& ReplicaScheduler::schedule(SimTime now) {
 
 void ReplicaScheduler::add_decode_tokens() {
   for (int32_t k = 0; k < num_ranks(); ++k) {
-    const std::vector<int32_t> snapshot = ranks_[k].running;
-    for (int32_t sid : snapshot) {
+    // A copy: preemption takes sequences off the running list.
+    decode_snapshot_ = ranks_[k].running;
+    for (size_t i = 0; i < decode_snapshot_.size(); ++i) {
+      if (i + kPrefetchAhead < decode_snapshot_.size()) {
+        seqs_.prefetch(decode_snapshot_[i + kPrefetchAhead], 128);
+      }
+      const int32_t sid = decode_snapshot_[i];
       const Seq& s = seqs_[sid];
       if (!s.running || s.prefilled < s.prefill_target) continue;
       if (budget(k) <= 0) break;
@@ -116,6 +122,7 @@ void ReplicaScheduler::add_decode_tokens() {
 
 void ReplicaScheduler::drop_preempted_slices() {
   // Preemption may have evicted a sequence already in the batch: drop those.
+  if (!preempted_this_step_) return;
   std::vector<std::pair<int32_t, SeqSlice>> kept;
   for (const auto& [sid, sl] : batch_.seqs) {
     if (seqs_[sid].running) kept.emplace_back(sid, sl);
@@ -339,6 +346,7 @@ void ReplicaScheduler::preempt(int32_t sid) {
   s.kv_load_id = -1;
   s.rank = -1;
   waiting_.push_front(sid);
+  preempted_this_step_ = true;
   s.num_preemptions++;
   totals_.num_preemptions++;
 }

@@ -179,6 +179,9 @@ class ReplicaScheduler {
   SimTime now_ = 0;  // the last schedule()'s time: stamps demotions (allocations happen there)
   // Per step.
   ScheduledBatch batch_;
+  std::vector<int32_t> decode_snapshot_;       // add_decode_tokens' copy of a rank's running list
+  bool preempted_this_step_ = false;           // schedule() preempted a sequence
+  static constexpr size_t kPrefetchAhead = 6;  // sequences prefetched ahead in per-rank loops
   std::vector<int64_t> budget_;  // per rank, before the step cap: read through budget()
   int64_t step_tokens_left_ = 0;
   // Tokens rank k may still take this step: its budget, at most the step's tokens left.

@@ -13,10 +13,14 @@
 namespace moesim::sim {
 
 struct Seq {
+  // What every step reads and writes comes first, with the request's token counts right after,
+  // so that the per-sequence loops of a step touch the entry's first two cache lines only.
   int32_t sid = -1;  // sequence id: the index in the cluster's table
-  Request req;
   int32_t replica = -1;
   int32_t rank = -1;
+  bool running = false;
+  bool first_admission_done = false;
+  bool decode_only = false;    // arrived on a decode replica with its KV transferred
   int64_t prefill_target = 0;  // tokens whose KV must be computed before decoding
   int64_t prefilled = 0;
   int64_t generated = 0;
@@ -25,9 +29,7 @@ struct Seq {
   int64_t num_hit_blocks = 0;       // leading prefix blocks pinned from the cache
   int64_t num_inserted_blocks = 0;  // prompt prefix blocks this sequence inserted (pinned)
   uint64_t admit_order = 0;         // the scheduler's admission counter at the last admission
-  bool running = false;
-  bool first_admission_done = false;
-  bool decode_only = false;  // arrived on a decode replica with its KV transferred
+  Request req;
   // Figures the request's record reports (the cluster copies them into it).
   SimTime first_scheduled_ns = -1;   // first admission, -1 before
   int64_t cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at admission
