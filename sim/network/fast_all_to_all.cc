@@ -253,47 +253,57 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
 }
 
 double FastAllToAll::seconds(double bytes_per_token, bool transposed) const {
+  const Seconds s =
+      transposed ? both_seconds(0, bytes_per_token) : both_seconds(bytes_per_token, 0);
+  return transposed ? s.combine : s.dispatch;
+}
+
+FastAllToAll::Seconds FastAllToAll::both_seconds(double dispatch_bytes_per_token,
+                                                 double combine_bytes_per_token) const {
+  // Combine is dispatch transposed: each link's outbound load is dispatch's inbound one.
   const auto p = static_cast<int32_t>(participants_.size());
-  const double b = bytes_per_token;
+  const double bd = dispatch_bytes_per_token, bc = combine_bytes_per_token;
   const double spine_lat = std::max(spine_latency_s_, leaf_latency_s_);
-  double latest = 0;
+  double d = 0, c = 0;
   for (int32_t i = 0; i < p; ++i) {
-    const double nv_out = transposed ? nv_in_[i] : nv_out_[i];
-    const double nv_in = transposed ? nv_out_[i] : nv_in_[i];
-    const double net_out = transposed ? net_in_[i] : net_out_[i];
-    const double net_in = transposed ? net_out_[i] : net_in_[i];
-    const bool spine_out = (transposed ? spine_in_[i] : spine_out_[i]) > 0;
-    const bool spine_in = (transposed ? spine_out_[i] : spine_in_[i]) > 0;
-    if (nv_out > 0)
-      latest = std::max(latest, nv_out * b * inv_cap_[nvlink_up_[i]] + nvlink_latency_s_);
-    if (nv_in > 0)
-      latest = std::max(latest, nv_in * b * inv_cap_[nvlink_down_[i]] + nvlink_latency_s_);
+    const double nv_out = nv_out_[i], nv_in = nv_in_[i], net_out = net_out_[i], net_in = net_in_[i];
+    const double out_lat = spine_out_[i] > 0 ? spine_lat : leaf_latency_s_;
+    const double in_lat = spine_in_[i] > 0 ? spine_lat : leaf_latency_s_;
+    if (nv_out > 0) {
+      d = std::max(d, nv_out * bd * inv_cap_[nvlink_up_[i]] + nvlink_latency_s_);
+      c = std::max(c, nv_out * bc * inv_cap_[nvlink_down_[i]] + nvlink_latency_s_);
+    }
+    if (nv_in > 0) {
+      d = std::max(d, nv_in * bd * inv_cap_[nvlink_down_[i]] + nvlink_latency_s_);
+      c = std::max(c, nv_in * bc * inv_cap_[nvlink_up_[i]] + nvlink_latency_s_);
+    }
+    const double slow_out = nic_out_slowdown_.empty() ? 1.0 : nic_out_slowdown_[i];
+    const double slow_in = nic_in_slowdown_.empty() ? 1.0 : nic_in_slowdown_[i];
     if (net_out > 0) {
-      const double slow = nic_out_slowdown_.empty() ? 1.0 : nic_out_slowdown_[i];
-      latest = std::max(latest, net_out * b * inv_cap_[nic_up_[i]] * slow +
-                                    (spine_out ? spine_lat : leaf_latency_s_));
+      d = std::max(d, net_out * bd * inv_cap_[nic_up_[i]] * slow_out + out_lat);
+      c = std::max(c, net_out * bc * inv_cap_[nic_down_[i]] * slow_in + out_lat);
     }
     if (net_in > 0) {
-      const double slow = nic_in_slowdown_.empty() ? 1.0 : nic_in_slowdown_[i];
-      latest = std::max(latest, net_in * b * inv_cap_[nic_down_[i]] * slow +
-                                    (spine_in ? spine_lat : leaf_latency_s_));
+      d = std::max(d, net_in * bd * inv_cap_[nic_down_[i]] * slow_in + in_lat);
+      c = std::max(c, net_in * bc * inv_cap_[nic_up_[i]] * slow_out + in_lat);
     }
   }
   for (int32_t leaf = 0; leaf < num_leaves_; ++leaf) {
-    const double up = transposed ? leaf_down_tokens_[leaf] : leaf_up_tokens_[leaf];
-    const double down = transposed ? leaf_up_tokens_[leaf] : leaf_down_tokens_[leaf];
+    const double up = leaf_up_tokens_[leaf], down = leaf_down_tokens_[leaf];
     if (up > 0) {
-      MOESIM_CHECK(leaf_up_links_[leaf] > 0, "traffic through a spine from a leaf without spines");
-      latest = std::max(latest, up * b / leaf_up_links_[leaf] * leaf_up_inv_cap_[leaf] + spine_lat);
+      MOESIM_CHECK(leaf_up_links_[leaf] > 0 && leaf_down_links_[leaf] > 0,
+                   "traffic through a spine from a leaf without spines");
+      d = std::max(d, up * bd / leaf_up_links_[leaf] * leaf_up_inv_cap_[leaf] + spine_lat);
+      c = std::max(c, up * bc / leaf_down_links_[leaf] * leaf_down_inv_cap_[leaf] + spine_lat);
     }
     if (down > 0) {
-      MOESIM_CHECK(leaf_down_links_[leaf] > 0,
+      MOESIM_CHECK(leaf_down_links_[leaf] > 0 && leaf_up_links_[leaf] > 0,
                    "traffic through a spine into a leaf without spines");
-      latest = std::max(latest,
-                        down * b / leaf_down_links_[leaf] * leaf_down_inv_cap_[leaf] + spine_lat);
+      d = std::max(d, down * bd / leaf_down_links_[leaf] * leaf_down_inv_cap_[leaf] + spine_lat);
+      c = std::max(c, down * bc / leaf_up_links_[leaf] * leaf_up_inv_cap_[leaf] + spine_lat);
     }
   }
-  return latest;
+  return Seconds{d, c};
 }
 
 void FastAllToAll::set_nic_slowdown(std::span<const double> in, std::span<const double> out) {

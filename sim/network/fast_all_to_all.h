@@ -77,6 +77,11 @@ class FastAllToAll {
   // Seconds of the last load()'s dispatch / combine with rows of `bytes_per_token` bytes.
   double dispatch_seconds(double bytes_per_token) const;
   double combine_seconds(double bytes_per_token) const;
+  // Both in one pass over the loads (the same figures as the two calls above).
+  struct Seconds {
+    double dispatch = 0, combine = 0;
+  };
+  Seconds both_seconds(double dispatch_bytes_per_token, double combine_bytes_per_token) const;
   // Tokens sent over links (NVLink and network) by the last load(): bytes = this x row bytes.
   double total_tokens() const { return total_tokens_; }
 

@@ -3,12 +3,14 @@
 #include <algorithm>
 
 #include "sim/core/check.h"
+#include "sim/core/state_version.h"
 
 namespace moesim::sim {
 
 LayerPlacements::LayerPlacements(int32_t num_moe_layers, const ExpertPlacement& placement)
     : layers_(static_cast<size_t>(num_moe_layers), placement) {
   MOESIM_CHECK(num_moe_layers >= 1, "a placement for at least one MoE layer");
+  versions_.assign(layers_.size(), next_state_version());  // equal layers share a version
 }
 
 void LayerPlacements::check_shape(const ExpertPlacement& p) const {
@@ -22,19 +24,23 @@ void LayerPlacements::check_shape(const ExpertPlacement& p) const {
 void LayerPlacements::set_layer(int32_t moe_layer_idx, const ExpertPlacement& placement) {
   check_shape(placement);
   layers_[moe_layer_idx] = placement;
+  versions_[moe_layer_idx] = next_state_version();
 }
 
 void LayerPlacements::set_all(const ExpertPlacement& placement) {
   check_shape(placement);
   std::fill(layers_.begin(), layers_.end(), placement);
+  std::fill(versions_.begin(), versions_.end(), next_state_version());
 }
 
 void LayerPlacements::add_replica(int32_t moe_layer_idx, int32_t expert_idx, int32_t gpu_idx) {
   layers_[moe_layer_idx].add_replica(expert_idx, gpu_idx);
+  versions_[moe_layer_idx] = next_state_version();
 }
 
 void LayerPlacements::remove_replica(int32_t moe_layer_idx, int32_t expert_idx, int32_t gpu_idx) {
   layers_[moe_layer_idx].remove_replica(expert_idx, gpu_idx);
+  versions_[moe_layer_idx] = next_state_version();
 }
 
 int64_t LayerPlacements::total_slots(int32_t gpu_idx) const {

@@ -18,6 +18,8 @@ class LayerPlacements {
 
   int32_t num_layers() const { return static_cast<int32_t>(layers_.size()); }
   const ExpertPlacement& layer(int32_t moe_layer_idx) const { return layers_[moe_layer_idx]; }
+  // The layer's placement version (sim/core/state_version.h): new whenever the layer changes.
+  uint64_t version(int32_t moe_layer_idx) const { return versions_[moe_layer_idx]; }
   // Precondition (checked): same experts, GPUs, GPUs per node and shared experts as the others.
   void set_layer(int32_t moe_layer_idx, const ExpertPlacement& placement);
   // Every layer gets `placement` (same precondition).
@@ -43,6 +45,7 @@ class LayerPlacements {
   void check_shape(const ExpertPlacement& placement) const;
 
   std::vector<ExpertPlacement> layers_;
+  std::vector<uint64_t> versions_;  // per layer
 };
 
 }  // namespace moesim::sim

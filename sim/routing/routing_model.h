@@ -72,6 +72,10 @@ class RoutingModel {
   virtual std::span<const double> expected_shares(int32_t moe_layer_idx, int64_t step_idx) {
     return {};
   }
+  // A version of expected_shares(moe_layer_idx, step_idx) (sim/core/state_version.h): equal
+  // versions mean equal shares, so callers may keep what they derived from them; 0 (the
+  // default) when the model does not say.
+  virtual uint64_t expected_shares_version(int32_t moe_layer_idx, int64_t step_idx) { return 0; }
 
  private:
   CountMatrix per_expert_scratch_;

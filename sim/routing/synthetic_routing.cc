@@ -7,6 +7,7 @@
 
 #include "sim/core/check.h"
 #include "sim/core/distributions.h"
+#include "sim/core/state_version.h"
 #include "sim/routing/popularity.h"
 
 namespace moesim::sim {
@@ -27,7 +28,14 @@ struct SyntheticRoutingModel::LayerState {
   std::vector<int64_t> epoch_starts{0};
   int64_t cached_epoch = -1;
   std::vector<DomainState> domains;
-  std::vector<double> mix_pi;  // domain-weighted pi
+  std::vector<double> mix_pi;   // domain-weighted pi
+  uint64_t shares_version = 0;  // of pi and mix_pi: new with every epoch drawn
+  // fill_gpu_shares' last result for this layer: the GPU shares of gpu_of_expert (num_rows x
+  // num_dst_gpus) under shares_version.
+  uint64_t gpu_shares_version = 0;
+  int32_t gpu_shares_rows = 0;
+  std::vector<int32_t> gpu_shares_placement;
+  std::vector<double> gpu_shares;
 };
 
 namespace {
@@ -131,6 +139,7 @@ SyntheticRoutingModel::LayerState& SyntheticRoutingModel::layer_at(int32_t moe_l
     for (int32_t e = 0; e < num_experts; ++e) layer.mix_pi[e] += domain_weights_[d] * ds.pi[e];
   }
   layer.cached_epoch = epoch;
+  layer.shares_version = next_state_version();
   return layer;
 }
 
@@ -408,11 +417,19 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
   }
 }
 
-void SyntheticRoutingModel::fill_gpu_shares(const LayerState& layer,
+void SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
                                             std::span<const int32_t> gpu_of_expert,
                                             int32_t num_dst_gpus, int32_t num_rows) {
   MOESIM_CHECK(gpu_of_expert.size() == static_cast<size_t>(shape_.num_experts),
                "one GPU per expert");
+  // Unchanged placement and shares since the layer's last call: the same sums, kept.
+  if (layer.gpu_shares_version == layer.shares_version && layer.gpu_shares_rows == num_rows &&
+      layer.gpu_shares.size() == static_cast<size_t>(num_rows) * num_dst_gpus &&
+      std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), layer.gpu_shares_placement.begin(),
+                 layer.gpu_shares_placement.end())) {
+    gpu_shares_scratch_.assign(layer.gpu_shares.begin(), layer.gpu_shares.end());
+    return;
+  }
   gpu_shares_scratch_.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
   for (int32_t e = 0; e < shape_.num_experts; ++e) {
     const int32_t gpu = gpu_of_expert[e];
@@ -425,6 +442,10 @@ void SyntheticRoutingModel::fill_gpu_shares(const LayerState& layer,
       gpu_shares_scratch_[static_cast<size_t>(d) * num_dst_gpus + gpu] += layer.domains[d].pi[e];
     }
   }
+  layer.gpu_shares_version = layer.shares_version;
+  layer.gpu_shares_rows = num_rows;
+  layer.gpu_shares_placement.assign(gpu_of_expert.begin(), gpu_of_expert.end());
+  layer.gpu_shares.assign(gpu_shares_scratch_.begin(), gpu_shares_scratch_.end());
 }
 
 bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
@@ -505,6 +526,11 @@ void SyntheticRoutingModel::sample_token_experts(int64_t step_idx, int32_t moe_l
     s.sample(rng, std::span<int32_t>(experts_out.data() + static_cast<size_t>(t) * shape_.top_k,
                                      shape_.top_k));
   }
+}
+
+uint64_t SyntheticRoutingModel::expected_shares_version(int32_t moe_layer_idx, int64_t step_idx) {
+  MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < shape_.num_moe_layers, "layer range");
+  return layer_at(moe_layer_idx, step_idx).shares_version;
 }
 
 std::span<const double> SyntheticRoutingModel::popularity(int32_t moe_layer_idx, int64_t step_idx,

@@ -73,6 +73,8 @@ class SyntheticRoutingModel final : public RoutingModel {
   std::span<const double> expected_shares(int32_t moe_layer_idx, int64_t step_idx) override {
     return selection_shares(moe_layer_idx, step_idx, 0);
   }
+  // New whenever the layer's popularity is drawn again (a new drift epoch).
+  uint64_t expected_shares_version(int32_t moe_layer_idx, int64_t step_idx) override;
   // Co-activation cluster of each expert in a layer (empty when the layer has none).
   std::span<const int32_t> clusters(int32_t moe_layer_idx) const;
 
@@ -106,7 +108,7 @@ class SyntheticRoutingModel final : public RoutingModel {
                    std::span<const int32_t> gpu_of_expert, std::span<int32_t> row);
   // Destination shares into gpu_shares_scratch_: num_rows (1 for the domain mix, or one per
   // domain) x num_dst_gpus.
-  void fill_gpu_shares(const LayerState& layer, std::span<const int32_t> gpu_of_expert,
+  void fill_gpu_shares(LayerState& layer, std::span<const int32_t> gpu_of_expert,
                        int32_t num_dst_gpus, int32_t num_rows);
   // Totals of the margins pass (one multinomial per row of `shares`, capped per column or not)
   // into `totals` (one per column), as margins_pass draws them before its systematic split.

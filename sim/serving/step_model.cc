@@ -69,6 +69,7 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
     MOESIM_CHECK(placements_->num_gpus() == static_cast<int32_t>(gpus_.size()),
                  "placement GPUs differ from the replica's");
     experts_per_gpu_.assign(gpus_.size(), -1);  // -1: not seen yet
+    slot_balance_.assign(static_cast<size_t>(moe_idx), SlotBalance{});
     int64_t width = moe_->latent_dim > 0 ? moe_->latent_dim : card_.hidden_size;
     dispatch_row_bytes_ = token_bytes(width, deployment_.dispatch_dtype);
     combine_row_bytes_ = token_bytes(width, deployment_.combine_dtype);

@@ -216,8 +216,9 @@ class StepModel {
   bool run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, int64_t top_k,
                             double& dispatch_s, double& combine_s, double& dispatch_bytes,
                             double& combine_bytes);
-  // Refreshes experts_per_gpu_ / log1p_inv_experts_ from a layer's placement.
-  void refresh_slots(const ExpertPlacement& placement);
+  // Refreshes experts_per_gpu_ / log1p_inv_experts_ from a MoE layer's placement (nothing when
+  // it has the version last refreshed from).
+  void refresh_slots(int32_t moe_layer_idx);
   // Unique tokens per (source, destination) into token_counts_; dst_selections_.
   void count_unique_tokens(int64_t top_k);
   // Background transfer chunks added to the dispatch traffic (traffic_).
@@ -272,6 +273,15 @@ class StepModel {
   const FfnSpec* dense_ffn_ = nullptr;
   std::vector<int32_t> experts_per_gpu_;   // the placement's slots per GPU, as last seen
   std::vector<double> log1p_inv_experts_;  // log1p(-1 / experts_per_gpu_[g])
+  uint64_t slots_version_ = 0;             // the placement version they were refreshed from
+  // record_slot_balance's expected-share figures per MoE layer, kept while the layer's placement
+  // and the routing's shares keep their versions.
+  struct SlotBalance {
+    uint64_t placement_version = 0, shares_version = 0;
+    bool counted = false;  // the layer contributes (a positive max load)
+    double imbalance = 0, balancedness = 0;
+  };
+  std::vector<SlotBalance> slot_balance_;
   double dispatch_row_bytes_ = 0;
   double combine_row_bytes_ = 0;
   KernelCost dispatch_kernel_, combine_kernel_;

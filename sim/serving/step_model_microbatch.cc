@@ -141,10 +141,9 @@ void StepModel::price_microbatch_layer(int32_t layer_idx, const MoeSpec& m, bool
       } else {
         fast_->load(fast_tokens_, fast_reach_);
       }
-      dispatch_s = to_seconds(
-          collective_duration_ns(fast_->dispatch_seconds(dispatch_row_bytes_), topology_, {}));
-      combine_s = to_seconds(
-          collective_duration_ns(fast_->combine_seconds(combine_row_bytes_), topology_, {}));
+      const FastAllToAll::Seconds s = fast_->both_seconds(dispatch_row_bytes_, combine_row_bytes_);
+      dispatch_s = to_seconds(collective_duration_ns(s.dispatch, topology_, {}));
+      combine_s = to_seconds(collective_duration_ns(s.combine, topology_, {}));
       dispatch_bytes += fast_->total_tokens() * dispatch_row_bytes_;
       combine_bytes += fast_->total_tokens() * combine_row_bytes_;
     } else {

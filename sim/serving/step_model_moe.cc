@@ -145,10 +145,14 @@ void StepModel::route(int64_t step_idx, int32_t moe_layer_idx) {
   } else {
     routing_->route_to_gpus(q, placement.primary_gpu_of_expert(), n, src_dst_);
   }
-  refresh_slots(placement);
+  refresh_slots(moe_layer_idx);
 }
 
-void StepModel::refresh_slots(const ExpertPlacement& placement) {
+void StepModel::refresh_slots(int32_t moe_layer_idx) {
+  const uint64_t version = placements_->version(moe_layer_idx);
+  if (version == slots_version_) return;
+  slots_version_ = version;
+  const ExpertPlacement& placement = placements_->layer(moe_layer_idx);
   for (int32_t g = 0; g < num_gpus(); ++g) {
     const int32_t slots = placement.num_slots(g);
     if (slots == experts_per_gpu_[g]) continue;
@@ -213,7 +217,7 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
                                              dst_selections_)) {
     return false;
   }
-  refresh_slots(placement);
+  refresh_slots(moe_layer_idx);
   // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the
   // destination's share of the layer's selections; low-latency dispatch sends every selection,
   // so its rows per source token are k q_d (the exact tier's counts are the selections).
@@ -246,10 +250,9 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
   } else {
     fast_->load(fast_tokens_, fast_reach_);
   }
-  dispatch_s = to_seconds(
-      collective_duration_ns(fast_->dispatch_seconds(dispatch_row_bytes_), topology_, {}));
-  combine_s =
-      to_seconds(collective_duration_ns(fast_->combine_seconds(combine_row_bytes_), topology_, {}));
+  const FastAllToAll::Seconds s = fast_->both_seconds(dispatch_row_bytes_, combine_row_bytes_);
+  dispatch_s = to_seconds(collective_duration_ns(s.dispatch, topology_, {}));
+  combine_s = to_seconds(collective_duration_ns(s.combine, topology_, {}));
   dispatch_bytes = fast_->total_tokens() * dispatch_row_bytes_;
   combine_bytes = fast_->total_tokens() * combine_row_bytes_;
   if (track_nic_bytes_) {
@@ -424,14 +427,35 @@ void StepModel::record_slot_balance(int64_t step_idx, int32_t moe_layer_idx) {
     }
   } else {
     // Fast path: no per-expert counts were drawn; the expected ones (a scale of the shares:
-    // the ratios do not depend on the step's tokens).
-    const std::span<const double> pi = routing_->expected_shares(moe_layer_idx, step_idx);
-    if (static_cast<int32_t>(pi.size()) != placement.num_experts()) return;
-    for (int32_t e = 0; e < placement.num_experts(); ++e) {
-      const double load = pi[e] / static_cast<double>(placement.replicas(e).size());
-      max_load = std::max(max_load, load);
-      sum_load += load * static_cast<double>(placement.replicas(e).size());
+    // the ratios do not depend on the step's tokens). The figures are kept per layer while the
+    // placement and the shares keep their versions.
+    SlotBalance& cached = slot_balance_[moe_layer_idx];
+    const uint64_t placement_version = placements_->version(moe_layer_idx);
+    const uint64_t shares_version = routing_->expected_shares_version(moe_layer_idx, step_idx);
+    if (shares_version == 0 || cached.placement_version != placement_version ||
+        cached.shares_version != shares_version) {
+      cached = SlotBalance{};
+      const std::span<const double> pi = routing_->expected_shares(moe_layer_idx, step_idx);
+      if (static_cast<int32_t>(pi.size()) != placement.num_experts()) return;
+      for (int32_t e = 0; e < placement.num_experts(); ++e) {
+        const double load = pi[e] / static_cast<double>(placement.replicas(e).size());
+        max_load = std::max(max_load, load);
+        sum_load += load * static_cast<double>(placement.replicas(e).size());
+      }
+      if (max_load > 0) {
+        const double mean_load = sum_load / static_cast<double>(placement.total_slots());
+        cached.counted = true;
+        cached.imbalance = (max_load - mean_load) / mean_load;
+        cached.balancedness = mean_load / max_load;
+      }
+      cached.placement_version = placement_version;
+      cached.shares_version = shares_version;
     }
+    if (!cached.counted) return;
+    result_.slot_imbalance_sum += cached.imbalance;
+    result_.slot_balancedness_sum += cached.balancedness;
+    result_.num_slot_balance_layers++;
+    return;
   }
   if (max_load <= 0) return;
   const double mean_load = sum_load / static_cast<double>(placement.total_slots());

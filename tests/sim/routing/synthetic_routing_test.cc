@@ -246,6 +246,41 @@ TEST(SyntheticRouting, DestinationTotalsAreTheColumnSumsUpToRoundingUnderMargins
   }
 }
 
+// The GPU shares behind the totals are kept per layer between calls: a call's totals depend on
+// (step, layer, tokens, placement, domain split) only, not on what the model was asked before,
+// also when the placement or the split changes between calls of the same layer.
+TEST(SyntheticRouting, DestinationTotalsDoNotDependOnThePlacementsOfEarlierCalls) {
+  RoutingSpec spec = zipf_spec(1.3, SamplingMode::kMargins);
+  spec.domains = {{"code", 1.0}, {"math", 2.0}};
+  std::vector<int32_t> a(kShape.num_experts), b(kShape.num_experts);
+  for (int32_t e = 0; e < kShape.num_experts; ++e) {
+    a[e] = e % 8;
+    b[e] = (e * 3) % 8;
+  }
+  const std::vector<int32_t> tokens = {30, 7, 120, 64, 0, 9, 10, 11};
+  std::vector<int32_t> domains;
+  for (int32_t n : tokens) {
+    domains.push_back(n / 3);
+    domains.push_back(n - n / 3);
+  }
+  SyntheticRoutingModel history(kShape, spec, 5);
+  struct Call {
+    const std::vector<int32_t>* placement;
+    bool split;
+    int64_t step;
+  };
+  for (const Call& c : {Call{&a, false, 0}, Call{&a, false, 1}, Call{&b, false, 1},
+                        Call{&b, true, 2}, Call{&a, true, 2}, Call{&a, false, 3}}) {
+    const RoutingQuery q{c.step, 1, tokens,
+                         c.split ? std::span<const int32_t>(domains) : std::span<const int32_t>()};
+    std::vector<int64_t> got, want;
+    ASSERT_TRUE(history.route_totals_to_gpus(q, *c.placement, 8, got));
+    SyntheticRoutingModel fresh(kShape, spec, 5);
+    ASSERT_TRUE(fresh.route_totals_to_gpus(q, *c.placement, 8, want));
+    EXPECT_EQ(got, want) << "step " << c.step << (c.split ? " (split)" : "");
+  }
+}
+
 // Under counts sampling the totals have the same distribution: the mean of each destination's
 // total over many steps matches.
 TEST(SyntheticRouting, DestinationTotalsHaveTheColumnSumsMeanUnderCounts) {
