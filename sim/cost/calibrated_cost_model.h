@@ -49,6 +49,7 @@ class CalibratedCostModel final : public CostModel {
   std::string_view name() const override { return "calibrated"; }
   double seconds(const OpWork& work) const override;
   int64_t num_out_of_range_queries() const override;
+  bool counts_queries() const override { return true; }
   // Names the profile (and the fallback, which prices the kinds it lacks).
   std::string describe_inputs() const override;
   // Out-of-range queries of one kind.

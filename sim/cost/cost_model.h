@@ -25,6 +25,10 @@ class CostModel {
   virtual double seconds(const OpWork& work) const = 0;
   // Queries outside the range the model was fitted on (calibrated models); 0 for roofline.
   virtual int64_t num_out_of_range_queries() const { return 0; }
+  // Whether seconds() counts its queries (num_out_of_range_queries): then every query must be
+  // asked, else a caller may keep a result and reuse it for equal work (seconds() is a pure
+  // function of the work).
+  virtual bool counts_queries() const { return false; }
   // The inputs its durations are computed from, as a noun phrase for error messages ("the
   // coefficients of calibration profile 'x'"): what a user should check.
   virtual std::string describe_inputs() const { return "the cost model's parameters"; }

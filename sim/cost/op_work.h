@@ -62,6 +62,7 @@ struct OpWork {
   int64_t ffn_intermediate = 0;
 
   bool empty() const { return tokens == 0 && flops == 0 && bytes == 0; }
+  bool operator==(const OpWork&) const = default;
 };
 
 }  // namespace moesim::sim

@@ -102,6 +102,9 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
     timeline_totals_.wait_s.assign(n, 0);
   }
   dst_selections_.assign(n, 0);
+  for (auto* memo : {&router_memo_, &permute_memo_, &shared_memo_, &combine_memo_}) {
+    memo->assign(n, OpMemo{});
+  }
   compute_s_.assign(n, 0);
   comm_s_.assign(n, 0);
   wait_s_.assign(n, 0);
@@ -170,6 +173,15 @@ int64_t StepModel::price_attention(const std::vector<std::vector<SeqSlice>>& ran
     }
   }
   return total_tokens;
+}
+
+double StepModel::memo_seconds(OpMemo& memo, const OpWork& work) {
+  if (cost_.counts_queries()) return cost_.checked_seconds(work);
+  if (memo.valid && memo.work == work) return memo.seconds;
+  memo.seconds = cost_.checked_seconds(work);
+  memo.work = work;
+  memo.valid = true;
+  return memo.seconds;
 }
 
 void StepModel::advance_compute(int32_t g, const char* name, int32_t layer_idx, double seconds,

@@ -296,6 +296,16 @@ class StepModel {
   std::vector<int32_t> src_tokens_;
   std::vector<double> ffn_s_;
   std::vector<double> routed_s_, shared_s_;  // price_experts(): routed + combine sum, shared
+  // The last work and its seconds per GPU for the ops every MoE layer of a step repeats alike
+  // (router, permutation, shared experts, combine: their work depends on the GPU's tokens and
+  // the layer's shape only); reused for equal work unless the cost model counts its queries.
+  struct OpMemo {
+    OpWork work;
+    double seconds = 0;
+    bool valid = false;
+  };
+  double memo_seconds(OpMemo& memo, const OpWork& work);
+  std::vector<OpMemo> router_memo_, permute_memo_, shared_memo_, combine_memo_;
   // Micro-batch timelines.
   const MicrobatchSchedule* schedule_ = nullptr;
   std::array<std::vector<std::vector<SeqSlice>>, 2> mb_ranks_;  // per micro-batch, per rank

@@ -112,8 +112,8 @@ void StepModel::run_router(int32_t layer_idx, const MoeSpec& m, StepObserver* ob
     const int64_t t = gpu_tokens_[g];
     if (t == 0) continue;
     const double r =
-        cost_.checked_seconds(router_work(m, hidden, t, card_.precision.shared_experts)) +
-        cost_.checked_seconds(permute_work(t, m.top_k, hidden));
+        memo_seconds(router_memo_[g], router_work(m, hidden, t, card_.precision.shared_experts)) +
+        memo_seconds(permute_memo_[g], permute_work(t, m.top_k, hidden));
     advance_compute(g, "router", layer_idx, r, observer);
   }
 }
@@ -396,10 +396,11 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
     const int64_t t = gpu_tokens_[g];
     double sh = 0;
     if (has_shared && t > 0) {
-      sh = cost_.checked_seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts));
+      sh = memo_seconds(shared_memo_[g],
+                        shared_expert_work(m, hidden, t, card_.precision.shared_experts));
     }
     const double cmb =
-        t > 0 ? cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden)) : 0.0;
+        t > 0 ? memo_seconds(combine_memo_[g], combine_work(t, m.top_k, has_shared, hidden)) : 0.0;
     ffn_s_[g] = e + sh + cmb;
     routed_s_[g] = e + cmb;
     shared_s_[g] = sh;
