@@ -154,22 +154,6 @@ class SearchState {
     }
   }
 
-  // How likely the next probe is to meet, for choosing which probes to run speculatively (it
-  // never changes a result): bracketing tends to go on in its direction, a bisection is even.
-  double likelihood_meets() const {
-    switch (phase_) {
-      case Phase::kUp:
-        return 0.75;
-      case Phase::kDown:
-        return 0.25;
-      case Phase::kFirst:
-      case Phase::kBisect:
-      case Phase::kDone:
-        break;
-    }
-    return 0.5;
-  }
-
   MultiplierSearch result() const {
     MultiplierSearch s;
     s.found = lo_ > 0;
@@ -194,8 +178,9 @@ class SearchState {
   int32_t num_probes_ = 0;
 };
 
-// A speculative search: threads take the most likely needed probe that is neither done nor
-// running, and the search walks its decisions over the verdicts as they come in.
+// A speculative search: each thread takes the probe the search is most likely to need next
+// (pick) that is neither done nor running, and the search walks its decisions over the verdicts
+// as they come in (walk). Probes cannot be stopped: one the walk passes by runs to its end.
 class Speculation {
  public:
   Speculation(const std::function<bool(double)>& meets, SearchState state,
@@ -269,21 +254,24 @@ class Speculation {
     }
   }
 
-  // The multiplier most likely to be needed (likelihood_meets along the decisions from here,
-  // known verdicts taken as they are) that is neither probed nor running; none when every
-  // multiplier the search can still need is. Ties: the earlier found, the meeting branch first.
+  // The multiplier the search is most likely to need next that is neither probed nor running;
+  // none when every multiplier the search can still need is. Every verdict not in yet counts as
+  // even odds, so the most likely is the one fewest such verdicts away (breadth first over the
+  // decisions from here, through the verdicts already in); ties: the one found first, taking the
+  // meeting branch before the failing one (the next doubling before a bisection, a bisection
+  // before the next halving, the upper half of a bracket before the lower).
   std::optional<double> pick() const {
     struct Node {
-      double p;
+      int32_t depth;  // verdicts not in yet on the way here
       int64_t order;
       SearchState state;
     };
     auto later = [](const Node& a, const Node& b) {
-      return a.p < b.p || (a.p == b.p && a.order > b.order);
+      return a.depth > b.depth || (a.depth == b.depth && a.order > b.order);
     };
     std::priority_queue<Node, std::vector<Node>, decltype(later)> queue(later);
     int64_t order = 0;
-    queue.push({1.0, order++, state_});
+    queue.push({0, order++, state_});
     while (!queue.empty()) {
       Node n = queue.top();
       queue.pop();
@@ -299,10 +287,9 @@ class Speculation {
         queue.push(child);
         continue;
       }
-      const double p_meets = n.state.likelihood_meets();
       for (bool meets : {true, false}) {
         Node child = n;
-        child.p = n.p * (meets ? p_meets : 1.0 - p_meets);
+        ++child.depth;
         child.order = order++;
         child.state.record(meets);
         queue.push(child);
