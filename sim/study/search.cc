@@ -9,6 +9,7 @@
 #include <mutex>
 #include <queue>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "sim/core/check.h"
@@ -189,7 +190,13 @@ class Speculation {
 
   MultiplierSearch run() {
     std::vector<std::thread> helpers;
-    for (int32_t t = 1; t < parallel_.num_threads; ++t) helpers.emplace_back([this] { work(); });
+    for (int32_t t = 1; t < parallel_.num_threads; ++t) {
+      try {
+        helpers.emplace_back([this] { work(); });
+      } catch (const std::system_error&) {
+        break;  // no more threads to be had: fewer probes at a time, the same result
+      }
+    }
     work();
     for (std::thread& t : helpers) t.join();
     if (parallel_.num_evaluated) *parallel_.num_evaluated = num_evaluated_;
