@@ -168,7 +168,7 @@ TEST(Search, CheapestConfigPrefersFewerGpusThenHigherRate) {
 
 // On the tiny scenario, the search brackets the capacity: the
 // reported rate meets the SLOs, the first failing rate above it does not, within the tolerance.
-// Thread counts do not change the answer (the configurations run in parallel, probes in order).
+// Thread counts do not change the answer (OneConfigurationOnThreeThreadsIsTheOneThreadSearch).
 TEST(Search, BracketsTheCapacityOfASmallScenario) {
   ScenarioTemplate t = ScenarioTemplate::load(kScenario);
   // One sequence at a time per replica keeps the capacity within 2^6 x the scenario's rate.
