@@ -2,7 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <queue>
+#include <set>
+#include <system_error>
+#include <thread>
 
 #include "sim/core/check.h"
 #include "sim/metrics/figure_text.h"
@@ -80,50 +88,251 @@ SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const Searc
   return v;
 }
 
-MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
-                                       double rel_tolerance, int32_t max_doublings) {
-  MOESIM_CHECK(rel_tolerance > 0 && max_doublings >= 0, "search options");
-  MultiplierSearch s;
-  auto probe = [&](double m) {
-    ++s.num_probes;
-    return meets(m);
+namespace {
+
+// The search's decisions, one probe at a time: next() is the multiplier to probe (none: done),
+// record() takes its verdict. The one place of the bracketing and bisection rules; a value
+// type, so speculation can copy it and play out verdicts it does not have yet.
+class SearchState {
+ public:
+  SearchState(double rel_tolerance, int32_t max_doublings)
+      : rel_tolerance_(rel_tolerance), max_doublings_(max_doublings) {}
+
+  std::optional<double> next() const {
+    switch (phase_) {
+      case Phase::kFirst:
+        return 1.0;
+      case Phase::kUp:
+        return lo_ * 2.0;
+      case Phase::kDown:
+        return hi_ / 2.0;
+      case Phase::kBisect:
+        return std::sqrt(lo_ * hi_);
+      case Phase::kDone:
+        break;
+    }
+    return std::nullopt;
+  }
+
+  void record(bool meets) {
+    const double m = *next();
+    ++num_probes_;
+    switch (phase_) {
+      case Phase::kFirst:
+        (meets ? lo_ : hi_) = m;
+        if (max_doublings_ > 0) {
+          phase_ = meets ? Phase::kUp : Phase::kDown;
+        } else {
+          bracketed();
+        }
+        break;
+      case Phase::kUp:
+        ++num_doublings_;
+        if (meets) {
+          lo_ = m;
+          if (num_doublings_ == max_doublings_) bracketed();
+        } else {
+          hi_ = m;
+          bracketed();
+        }
+        break;
+      case Phase::kDown:
+        ++num_doublings_;
+        if (meets) {
+          lo_ = m;
+          bracketed();
+        } else {
+          hi_ = m;
+          if (num_doublings_ == max_doublings_) bracketed();
+        }
+        break;
+      case Phase::kBisect:
+        (meets ? lo_ : hi_) = m;
+        bracketed();
+        break;
+      case Phase::kDone:
+        MOESIM_CHECK(false, "a verdict after the search ended");
+    }
+  }
+
+  MultiplierSearch result() const {
+    MultiplierSearch s;
+    s.found = lo_ > 0;
+    s.max_ok = lo_;
+    s.min_fail = hi_;
+    s.num_probes = num_probes_;
+    return s;
+  }
+
+ private:
+  enum class Phase { kFirst, kUp, kDown, kBisect, kDone };
+  // The bracket is set (or bracketing gave up): bisect it down to the tolerance.
+  void bracketed() {
+    phase_ = lo_ > 0 && hi_ > 0 && hi_ / lo_ > 1.0 + rel_tolerance_ ? Phase::kBisect : Phase::kDone;
+  }
+
+  double rel_tolerance_;
+  int32_t max_doublings_;
+  Phase phase_ = Phase::kFirst;
+  int32_t num_doublings_ = 0;  // doubling (halving) probes so far
+  double lo_ = 0, hi_ = 0;     // highest meeting, lowest failing (0: none yet)
+  int32_t num_probes_ = 0;
+};
+
+// A speculative search: each thread takes the probe the search is most likely to need next
+// (pick) that is neither done nor running, and the search walks its decisions over the verdicts
+// as they come in (walk). Probes cannot be stopped: one the walk passes by runs to its end.
+class Speculation {
+ public:
+  Speculation(const std::function<bool(double)>& meets, SearchState state,
+              const ProbeParallelism& parallel)
+      : meets_(meets), state_(state), parallel_(parallel) {}
+
+  MultiplierSearch run() {
+    std::vector<std::thread> helpers;
+    for (int32_t t = 1; t < parallel_.num_threads; ++t) {
+      try {
+        helpers.emplace_back([this] { work(); });
+      } catch (const std::system_error&) {
+        break;  // no more threads to be had: fewer probes at a time, the same result
+      }
+    }
+    work();
+    for (std::thread& t : helpers) t.join();
+    if (parallel_.num_evaluated) *parallel_.num_evaluated = num_evaluated_;
+    if (error_) std::rethrow_exception(error_);
+    return state_.result();
+  }
+
+ private:
+  struct Verdict {
+    bool meets = false;
+    std::exception_ptr error;
   };
-  double lo = 0, hi = 0;  // highest meeting, lowest failing (0: none yet)
-  if (probe(1.0)) {
-    lo = 1.0;
-    for (int32_t k = 0; k < max_doublings; ++k) {
-      double m = lo * 2.0;
-      if (!probe(m)) {
-        hi = m;
-        break;
+
+  void work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!done_) {
+      std::optional<double> m = pick();
+      if (!m) {
+        cv_.wait(lock);
+        continue;
       }
-      lo = m;
-    }
-  } else {
-    hi = 1.0;
-    for (int32_t k = 0; k < max_doublings; ++k) {
-      double m = hi / 2.0;
-      if (probe(m)) {
-        lo = m;
-        break;
+      running_.insert(*m);
+      ++num_evaluated_;
+      lock.unlock();
+      Verdict v;
+      try {
+        v.meets = meets_(*m);
+      } catch (...) {
+        v.error = std::current_exception();
       }
-      hi = m;
-    }
-  }
-  if (lo > 0 && hi > 0) {
-    while (hi / lo > 1.0 + rel_tolerance) {
-      double mid = std::sqrt(lo * hi);
-      if (probe(mid)) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
+      lock.lock();
+      running_.erase(*m);
+      verdicts_.emplace(*m, v);
+      walk();
+      cv_.notify_all();
     }
   }
-  s.found = lo > 0;
-  s.max_ok = lo;
-  s.min_fail = hi;
-  return s;
+
+  // Takes the verdicts the search needs next, in its order, as far as they are in.
+  void walk() {
+    while (!done_) {
+      std::optional<double> m = state_.next();
+      if (!m) {
+        done_ = true;
+        break;
+      }
+      auto it = verdicts_.find(*m);
+      if (it == verdicts_.end()) break;
+      if (it->second.error) {
+        error_ = it->second.error;
+        done_ = true;
+        break;
+      }
+      try {
+        if (parallel_.kept) parallel_.kept(*m);
+      } catch (...) {
+        error_ = std::current_exception();
+        done_ = true;
+        break;
+      }
+      state_.record(it->second.meets);
+    }
+  }
+
+  // The multiplier the search is most likely to need next that is neither probed nor running;
+  // none when every multiplier the search can still need is. Every verdict not in yet counts as
+  // even odds, so the most likely is the one fewest such verdicts away (breadth first over the
+  // decisions from here, through the verdicts already in); ties: the one found first, taking the
+  // meeting branch before the failing one (the next doubling before a bisection, a bisection
+  // before the next halving, the upper half of a bracket before the lower).
+  std::optional<double> pick() const {
+    struct Node {
+      int32_t depth;  // verdicts not in yet on the way here
+      int64_t order;
+      SearchState state;
+    };
+    auto later = [](const Node& a, const Node& b) {
+      return a.depth > b.depth || (a.depth == b.depth && a.order > b.order);
+    };
+    std::priority_queue<Node, std::vector<Node>, decltype(later)> queue(later);
+    int64_t order = 0;
+    queue.push({0, order++, state_});
+    while (!queue.empty()) {
+      Node n = queue.top();
+      queue.pop();
+      std::optional<double> m = n.state.next();
+      if (!m) continue;
+      auto it = verdicts_.find(*m);
+      if (it == verdicts_.end() && !running_.count(*m)) return m;
+      if (it != verdicts_.end()) {
+        if (it->second.error) continue;  // the search would stop there
+        Node child = n;
+        child.order = order++;
+        child.state.record(it->second.meets);
+        queue.push(child);
+        continue;
+      }
+      for (bool meets : {true, false}) {
+        Node child = n;
+        ++child.depth;
+        child.order = order++;
+        child.state.record(meets);
+        queue.push(child);
+      }
+    }
+    return std::nullopt;
+  }
+
+  const std::function<bool(double)>& meets_;
+  SearchState state_;
+  const ProbeParallelism& parallel_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<double, Verdict> verdicts_;
+  std::set<double> running_;
+  bool done_ = false;
+  std::exception_ptr error_;
+  int32_t num_evaluated_ = 0;
+};
+
+}  // namespace
+
+MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
+                                       double rel_tolerance, int32_t max_doublings,
+                                       const ProbeParallelism& parallel) {
+  MOESIM_CHECK(rel_tolerance > 0 && max_doublings >= 0 && parallel.num_threads >= 1,
+               "search options");
+  SearchState state(rel_tolerance, max_doublings);
+  if (parallel.num_threads > 1) return Speculation(meets, state, parallel).run();
+  while (std::optional<double> m = state.next()) {
+    const bool ok = meets(*m);
+    if (parallel.kept) parallel.kept(*m);
+    state.record(ok);
+  }
+  if (parallel.num_evaluated) *parallel.num_evaluated = state.result().num_probes;
+  return state.result();
 }
 
 double base_rate_per_s(const Scenario& scenario) {
@@ -262,12 +471,23 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
                "one already-done flag per configuration");
   SearchResult result;
   result.configs.resize(configs.size());
+  auto searched = [&](int64_t i) {
+    return i % options.shard_count == options.shard_index &&
+           (options.already_done.empty() || !options.already_done[static_cast<size_t>(i)]);
+  };
+  // Threads: min(num_threads, configurations to search) search configurations at once, each
+  // with num_threads / that threads for its probes (at least 1): never more than num_threads
+  // simulations at a time.
+  int64_t num_to_search = 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(configs.size()); ++i) num_to_search += searched(i);
+  const int32_t num_threads = std::max(1, options.num_threads);
+  const int32_t probe_threads = std::max<int32_t>(
+      1, num_threads / static_cast<int32_t>(std::clamp<int64_t>(num_to_search, 1, num_threads)));
   auto job = [&](int64_t i) -> ConfigSearch {
     ConfigSearch c;
     c.config_idx = i;
     c.overrides = configs[static_cast<size_t>(i)];
-    if (i % options.shard_count != options.shard_index) return c;
-    if (!options.already_done.empty() && options.already_done[static_cast<size_t>(i)]) return c;
+    if (!searched(i)) return c;
     try {
       Scenario base = scenario.instantiate(c.overrides);
       c.num_gpus = num_gpus(base);
@@ -287,6 +507,10 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
           return c;
         }
       }
+      // Probes may run in parallel (speculatively): each is kept here until the search takes
+      // it, in its order, into c.probes.
+      std::mutex probes_mu;
+      std::map<double, RateProbe> probed;
       auto meets = [&](double m) {
         std::vector<Override> probe_overrides = c.overrides;
         probe_overrides.push_back(rate_override(base, m));
@@ -303,10 +527,22 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         }
         if (s.ttft_ms.count > 0) p.ttft_p99_ms = s.ttft_ms.p99;
         if (s.tpot_ms.count > 0) p.tpot_p99_ms = s.tpot_ms.p99;
-        c.probes.push_back(p);
-        return p.verdict.meets;
+        const bool ok = p.verdict.meets;
+        std::lock_guard<std::mutex> lock(probes_mu);
+        probed.emplace(m, std::move(p));
+        return ok;
       };
-      c.search = search_max_multiplier(meets, options.rel_tolerance, options.max_doublings);
+      ProbeParallelism parallel;
+      parallel.num_threads = probe_threads;
+      parallel.kept = [&](double m) {
+        std::lock_guard<std::mutex> lock(probes_mu);
+        auto it = probed.find(m);
+        MOESIM_CHECK(it != probed.end(), "a kept probe was run");
+        c.probes.push_back(std::move(it->second));
+        probed.erase(it);
+      };
+      c.search =
+          search_max_multiplier(meets, options.rel_tolerance, options.max_doublings, parallel);
       c.max_rate_per_s = c.base_rate_per_s * c.search.max_ok;
       c.fail_rate_per_s = c.base_rate_per_s * c.search.min_fail;
     } catch (const ConfigError& e) {
@@ -317,10 +553,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
   run_in_order<ConfigSearch>(
       static_cast<int64_t>(configs.size()), options.num_threads, job,
       [&](int64_t i, ConfigSearch& c) {
-        const bool searched =
-            i % options.shard_count == options.shard_index &&
-            (options.already_done.empty() || !options.already_done[static_cast<size_t>(i)]);
-        if (searched && options.on_searched) options.on_searched(c);
+        if (searched(i) && options.on_searched) options.on_searched(c);
         result.configs[static_cast<size_t>(i)] = std::move(c);
       },
       progress);

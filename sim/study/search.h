@@ -19,6 +19,10 @@
 // the SLOs is monotone in the rate (true of queueing systems on average; a noisy scenario can
 // break it near the threshold, so give runs enough requests). The answer is the highest probed
 // multiplier that met the SLOs; the lowest failing multiplier above it is reported alongside.
+//
+// Parallel probes: a search with spare threads runs the probes it may need next speculatively
+// (search_max_multiplier's num_threads), then keeps only those the one-at-a-time search makes,
+// so the result, its probes and their order are the same for every thread count.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +57,29 @@ struct MultiplierSearch {
   double min_fail = 0;  // lowest failing multiplier above max_ok; 0 when none failed
   int32_t num_probes = 0;
 };
+
+// How search_max_multiplier runs its probes.
+struct ProbeParallelism {
+  // Threads that call meets (>= 1; the calling thread is one of them). With 1, meets(m) is called
+  // for exactly the multipliers of the search, in order. With more, meets must be safe to call
+  // concurrently and must return the same verdict for a multiplier whatever else runs: while the
+  // search waits for a verdict, the other threads probe the multipliers it may need next (the
+  // most likely first, see search.cc), and the search then walks its one-at-a-time decisions
+  // over the verdicts, asking for a multiplier only when its verdict is missing. Probes the walk
+  // does not reach are discarded (work wasted for wall time).
+  int32_t num_threads = 1;
+  // Called with each multiplier the one-at-a-time search probes, in its order, once its verdict
+  // is in (before the next one's); never concurrently. An exception thrown by meets for such a
+  // multiplier ends the search there and is rethrown; one thrown for a discarded probe is not.
+  std::function<void(double)> kept;
+  // Out (optional): how many times meets was called, discarded probes included.
+  int32_t* num_evaluated = nullptr;
+};
+
+// The result, num_probes and the multipliers passed to `kept` do not depend on num_threads.
 MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
-                                       double rel_tolerance, int32_t max_doublings);
+                                       double rel_tolerance, int32_t max_doublings,
+                                       const ProbeParallelism& parallel = {});
 
 // The offered rate at multiplier 1, per second: arrival.rate_per_s of synthetic (requests) and
 // agent (sessions) workloads, or a trace's mean arrival rate over its replay window times its
@@ -74,10 +99,14 @@ struct SearchOptions {
   bool probe_infeasible = false;
   // The price of one GPU-hour for the planner's figures (absent: the topology's, planner.h).
   std::optional<double> gpu_price_per_hour;
-  std::optional<uint64_t> seed;             // absent: each configuration's [run] seed
-  double rel_tolerance = 0.02;              // > 0
-  int32_t max_doublings = 10;               // >= 0
-  int32_t num_threads = 1;                  // >= 1; configurations are searched in parallel
+  std::optional<uint64_t> seed;  // absent: each configuration's [run] seed
+  double rel_tolerance = 0.02;   // > 0
+  int32_t max_doublings = 10;    // >= 0
+  // >= 1. Threads running simulations: the configurations to search (this shard's, not already
+  // done) run in parallel on min(num_threads, their number) threads, and each configuration's
+  // probes on max(1, num_threads / that) threads (ProbeParallelism), so a search of fewer
+  // configurations than threads probes speculatively; never more than num_threads at once.
+  int32_t num_threads = 1;
   std::optional<double> target_rate_per_s;  // for the cheapest configuration
   // Only the configurations with config_idx % shard_count == shard_index are searched (MPI
   // ranks); the others keep their config_idx and overrides, nothing else, and never count as

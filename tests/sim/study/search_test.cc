@@ -168,7 +168,7 @@ TEST(Search, CheapestConfigPrefersFewerGpusThenHigherRate) {
 
 // On the tiny scenario, the search brackets the capacity: the
 // reported rate meets the SLOs, the first failing rate above it does not, within the tolerance.
-// Thread counts do not change the answer (the configurations run in parallel, probes in order).
+// Thread counts do not change the answer (OneConfigurationOnThreeThreadsIsTheOneThreadSearch).
 TEST(Search, BracketsTheCapacityOfASmallScenario) {
   ScenarioTemplate t = ScenarioTemplate::load(kScenario);
   // One sequence at a time per replica keeps the capacity within 2^6 x the scenario's rate.
@@ -212,6 +212,77 @@ TEST(Search, BracketsTheCapacityOfASmallScenario) {
   EXPECT_EQ(cheapest_config(r.configs, (lo + hi) / 2), std::optional<size_t>(1));
   EXPECT_EQ(cheapest_config(r.configs, lo * 0.5), std::optional<size_t>(0));
   EXPECT_EQ(cheapest_config(r.configs, hi * 2), std::nullopt);
+}
+
+void expect_same_search(const ConfigSearch& a, const ConfigSearch& b) {
+  EXPECT_EQ(a.config_idx, b.config_idx);
+  EXPECT_EQ(a.error, b.error);
+  EXPECT_EQ(a.search.found, b.search.found);
+  EXPECT_EQ(a.search.max_ok, b.search.max_ok);
+  EXPECT_EQ(a.search.min_fail, b.search.min_fail);
+  EXPECT_EQ(a.search.num_probes, b.search.num_probes);
+  EXPECT_EQ(a.max_rate_per_s, b.max_rate_per_s);
+  EXPECT_EQ(a.fail_rate_per_s, b.fail_rate_per_s);
+  ASSERT_EQ(a.probes.size(), b.probes.size());
+  for (size_t j = 0; j < a.probes.size(); ++j) {
+    const RateProbe &p = a.probes[j], &q = b.probes[j];
+    EXPECT_EQ(p.multiplier, q.multiplier) << j;
+    EXPECT_EQ(p.rate_per_s, q.rate_per_s) << j;
+    EXPECT_EQ(p.verdict.meets, q.verdict.meets) << j;
+    EXPECT_EQ(p.verdict.num_met, q.verdict.num_met) << j;
+    EXPECT_EQ(p.verdict.num_decided, q.verdict.num_decided) << j;
+    EXPECT_EQ(p.verdict.attainment, q.verdict.attainment) << j;
+    EXPECT_EQ(p.verdict.reason, q.verdict.reason) << j;
+    EXPECT_EQ(p.input_tokens_per_s, q.input_tokens_per_s) << j;
+    EXPECT_EQ(p.output_tokens_per_s, q.output_tokens_per_s) << j;
+    EXPECT_EQ(p.ttft_p99_ms, q.ttft_p99_ms) << j;
+    EXPECT_EQ(p.tpot_p99_ms, q.tpot_p99_ms) << j;
+  }
+}
+
+// One configuration and three threads: its probes run speculatively on all three (search.h);
+// the result, every probe and their order are those of one thread. Likewise when resuming leaves
+// one configuration of two to search.
+TEST(Search, OneConfigurationOnThreeThreadsIsTheOneThreadSearch) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  const std::vector<std::vector<Override>> one = {
+      {{"scheduler.max_seqs", int64_t{1}}, {"deployment.replicas", int64_t{1}}}};
+  SearchSlo slo = parse_search_slo("ttft_p99_ms=150,attainment=0.9");
+  SearchOptions opt;
+  opt.rel_tolerance = 0.05;
+  opt.max_doublings = 6;
+  opt.diagnose = false;
+  opt.num_threads = 1;
+  const SearchResult serial = search_rates(t, one, slo, opt);
+  const ConfigSearch& c = serial.configs[0];
+  ASSERT_TRUE(c.error.empty()) << c.error;
+  // Brackets by doubling, then bisects: several probes in a row that speculation can overlap.
+  ASSERT_TRUE(c.search.found);
+  ASSERT_GT(c.search.min_fail, 0);
+  EXPECT_GE(c.search.num_probes, 5);
+  EXPECT_EQ(c.probes.size(), static_cast<size_t>(c.search.num_probes));
+  EXPECT_EQ(c.probes[0].multiplier, 1.0);
+  opt.num_threads = 3;
+  const SearchResult parallel = search_rates(t, one, slo, opt);
+  ASSERT_EQ(parallel.configs.size(), 1u);
+  expect_same_search(parallel.configs[0], c);
+
+  // Two configurations, the first already done (a resumed journal): the second alone gets both
+  // threads and is delivered once, as with one thread.
+  std::vector<std::vector<Override>> two = one;
+  two.insert(two.begin(), {{"deployment.replicas", int64_t{2}}});
+  opt.already_done = {true, false};
+  for (int32_t threads : {1, 2}) {
+    opt.num_threads = threads;
+    std::vector<int64_t> delivered;
+    opt.on_searched = [&](const ConfigSearch& s) { delivered.push_back(s.config_idx); };
+    const SearchResult resumed = search_rates(t, two, slo, opt);
+    EXPECT_EQ(delivered, std::vector<int64_t>{1}) << threads;
+    EXPECT_TRUE(resumed.configs[0].probes.empty());
+    ConfigSearch second = resumed.configs[1];
+    second.config_idx = 0;
+    expect_same_search(second, c);
+  }
 }
 
 // The planner's table of a search: each configuration's figures are those of its best probe (the
