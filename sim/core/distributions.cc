@@ -17,6 +17,13 @@
 namespace moesim::sim {
 namespace {
 
+// ln Gamma(x) without std::lgamma's write of the global signgam, a data race when simulations
+// run on several threads (sweeps and searches); the same value (glibc's lgamma_r).
+double log_gamma(double x) {
+  int sign = 0;
+  return lgamma_r(x, &sign);
+}
+
 constexpr double kInversionThreshold = 10.0;
 
 // Standard normal by the polar method.
@@ -87,7 +94,7 @@ int64_t poisson_ptrs(RngStream& rng, double mean) {
     if (us >= 0.07 && v <= v_r) return static_cast<int64_t>(k);
     if (k < 0.0 || (us < 0.013 && v > us)) continue;
     const double lhs = std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b);
-    const double rhs = -mean + k * log_mean - std::lgamma(k + 1.0);
+    const double rhs = -mean + k * log_mean - log_gamma(k + 1.0);
     if (lhs <= rhs) return static_cast<int64_t>(k);
   }
 }
@@ -140,11 +147,11 @@ int64_t binomial_btrs(RngStream& rng, int64_t n, double p) {
       alpha = (2.83 + 5.1 / b) * spq;
       lpq = std::log(p / q);
       m = std::floor((nd + 1.0) * p);
-      h = std::lgamma(m + 1.0) + std::lgamma(nd - m + 1.0);
+      h = log_gamma(m + 1.0) + log_gamma(nd - m + 1.0);
       have_rejection_constants = true;
     }
     const double log_v = std::log(v * alpha / (a / (us * us) + b));
-    if (log_v <= h - std::lgamma(k + 1.0) - std::lgamma(nd - k + 1.0) + (k - m) * lpq) {
+    if (log_v <= h - log_gamma(k + 1.0) - log_gamma(nd - k + 1.0) + (k - m) * lpq) {
       return static_cast<int64_t>(k);
     }
   }
