@@ -1,6 +1,7 @@
 #include "sim/routing/synthetic_routing.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -41,10 +42,15 @@ struct SyntheticRoutingModel::LayerState {
 namespace {
 
 // A short stream name (fits std::string's small-buffer storage: no allocation per call).
+// Formatted with to_chars (printf's "%c%d.%lld": the same characters, without its locale and
+// format parsing, once per layer and step).
 std::string draw_stream_name(char tag, int32_t layer_idx, int64_t step_idx) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%c%d.%lld", tag, layer_idx, static_cast<long long>(step_idx));
-  return buf;
+  buf[0] = tag;
+  char* end = std::to_chars(buf + 1, buf + sizeof(buf), layer_idx).ptr;
+  *end++ = '.';
+  end = std::to_chars(end, buf + sizeof(buf), step_idx).ptr;
+  return std::string(buf, end);
 }
 
 }  // namespace

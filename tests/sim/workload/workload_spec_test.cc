@@ -1,8 +1,12 @@
 #include "sim/workload/workload_spec.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 namespace moesim::sim {
 namespace {
@@ -100,6 +104,29 @@ max = 120
   EXPECT_FALSE(s.agent.tool_wait_s.integer);
   EXPECT_EQ(s.agent.tool_wait_s.max, 120.0);
   EXPECT_EQ(s.domain_mix, (std::array<double, kNumDomains>{0, 0, 1, 0}));
+}
+
+// A trace file is parsed once per process while it keeps its size and modification time (every
+// run of a sweep or search parses its scenario again); a file that changed is read again.
+TEST(WorkloadSpec, ATraceIsReadAgainOnlyWhenItsFileChanged) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("moesim-trace-cache-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::filesystem::path file = dir / "t.jsonl";
+  auto write = [&](const std::string& text) { std::ofstream(file) << text; };
+  const std::string toml = "[workload]\nkind = 'mooncake'\npath = '" + file.string() + "'\n";
+  write("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n");
+  const WorkloadSpec a = parse(toml);
+  const WorkloadSpec b = parse(toml);
+  ASSERT_EQ(a.trace.records->size(), 1u);
+  EXPECT_EQ(a.trace.records.get(), b.trace.records.get());  // the same parsed rows
+  write(
+      "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5, \"hash_ids\": [1]}\n"
+      "{\"timestamp\": 5, \"input_length\": 600, \"output_length\": 7, \"hash_ids\": [1, 2]}\n");
+  const WorkloadSpec c = parse(toml);
+  ASSERT_EQ(c.trace.records->size(), 2u);
+  EXPECT_EQ((*c.trace.records)[1].output_tokens, 7);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(WorkloadSpec, TracePathsResolveAgainstBaseDir) {
