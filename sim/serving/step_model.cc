@@ -105,6 +105,7 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
   for (auto* memo : {&router_memo_, &permute_memo_, &shared_memo_, &combine_memo_}) {
     memo->assign(n, OpMemo{});
   }
+  memo_allowed_ = !cost_.counts_queries();
   compute_s_.assign(n, 0);
   comm_s_.assign(n, 0);
   wait_s_.assign(n, 0);
@@ -176,7 +177,7 @@ int64_t StepModel::price_attention(const std::vector<std::vector<SeqSlice>>& ran
 }
 
 double StepModel::memo_seconds(OpMemo& memo, const OpWork& work) {
-  if (cost_.counts_queries()) return cost_.checked_seconds(work);
+  if (!memo_allowed_) return cost_.checked_seconds(work);
   if (memo.valid && memo.work == work) return memo.seconds;
   memo.seconds = cost_.checked_seconds(work);
   memo.work = work;

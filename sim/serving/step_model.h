@@ -306,6 +306,7 @@ class StepModel {
   };
   double memo_seconds(OpMemo& memo, const OpWork& work);
   std::vector<OpMemo> router_memo_, permute_memo_, shared_memo_, combine_memo_;
+  bool memo_allowed_ = false;  // !cost_.counts_queries(), asked once
   // Micro-batch timelines.
   const MicrobatchSchedule* schedule_ = nullptr;
   std::array<std::vector<std::vector<SeqSlice>>, 2> mb_ranks_;  // per micro-batch, per rank
