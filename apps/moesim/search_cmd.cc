@@ -31,8 +31,8 @@ constexpr const char* kUsage =
     "usage: moesim search SCENARIO --slo LIMITS [--grid SWEEP.toml] [--target-rate R]\n"
     "                     [--min-attainment A] [--seed N] [--tolerance T] [--max-doublings K]\n"
     "                     [--threads N] [--journal FILE [--resume]] [--gpu-price-per-hour USD]\n"
-    "                     [--plan FILE.csv|FILE.json] [--probe-infeasible] [--progress] "
-    "[--json]\n\n"
+    "                     [--plan FILE.csv|FILE.json] [--probe-infeasible] [--full-probes]\n"
+    "                     [--progress] [--json]\n\n"
     "Finds, for each configuration, the highest rate at which SCENARIO meets the SLOs, by scaling\n"
     "the workload's rate (arrival.rate_per_s, or rate_multiplier for traces) with a multiplier:\n"
     "1, then doubling or halving, then geometric bisection. Assumes that meeting the SLOs is\n"
@@ -64,6 +64,9 @@ constexpr const char* kUsage =
     "or\n"
     "                      JSON by the file's extension\n"
     "  --probe-infeasible  probe configurations the diagnosis finds infeasible at any rate too\n"
+    "  --full-probes       run every probe to its end; by default a probe stops once its\n"
+    "                      verdict fails whatever the rest of the run does (the same decisions;\n"
+    "                      the failing probe's figures are those of the part it ran)\n"
     "  --progress          progress bar on stderr even when it is not a terminal\n"
     "  --json              print every probe as one JSON document\n"
     "under mpirun -np N: rank r searches configurations r, r+N, ...; rank 0 prints the result.\n"
@@ -200,6 +203,7 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   auto journal_path = args.value("--journal");
   const bool resume = args.flag("--resume");
   const bool probe_infeasible = args.flag("--probe-infeasible");
+  const bool full_probes = args.flag("--full-probes");
   const std::optional<double> price = gpu_price_option(args);
   const std::optional<std::string> plan_path =
       world.rank() == 0 ? plan_option(args) : args.value("--plan");
@@ -243,6 +247,7 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
   opt.num_threads = threads ? static_cast<int32_t>(*threads) : sim::study::default_num_threads();
   opt.target_rate_per_s = target;
   opt.probe_infeasible = probe_infeasible;
+  opt.full_probes = full_probes;
   opt.gpu_price_per_hour = price;
   // Under mpirun rank r searches the configurations with config_idx % N == r; rank 0 gathers
   // them and prints what one process prints.
@@ -257,6 +262,7 @@ int run_search_command(const std::vector<std::string>& argv, const MpiWorld& wor
     nlohmann::json header = {
         {"moesim_search_journal", 2},
         {"probe_infeasible", probe_infeasible},
+        {"full_probes", full_probes},
         {"gpu_price_per_hour", price ? nlohmann::json(*price) : nlohmann::json(nullptr)},
         {"scenario", path},
         {"slo", *slo_text},

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "sim/core/ids.h"
 #include "sim/core/time.h"
 #include "sim/metrics/run_metrics.h"
+#include "sim/metrics/slo_watch.h"
 #include "sim/metrics/step_totals.h"
 
 namespace moesim::sim {
@@ -133,6 +135,11 @@ struct RunOptions {
   SimTime trace_end_ns = 0;
   // > 0: every N-th step of every replica is also timed on the other tier (tier_check.h).
   int64_t tier_check_every = 0;
+  // Stop the run once these SLO limits fail whatever the rest of it does (sim/metrics/
+  // slo_watch.h; a search probe's early verdict): RunOutput::stopped_early says why. Watched only
+  // where the requests the run can have are known at its start (open-loop workloads: synthetic
+  // and trace kinds, not agent sessions).
+  std::optional<SloWatchLimits> stop_on_certain_failure;
 };
 
 // One step's usage as the step model measured it: per GPU of the replica (same order as gpus) and

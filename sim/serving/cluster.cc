@@ -68,6 +68,22 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
     });
   }
   workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
+  if (opt_.stop_on_certain_failure) start_slo_watch();
+}
+
+void ClusterSim::start_slo_watch() {
+  if (sc_.workload.kind == WorkloadKind::kAgent) return;  // later turns depend on the run
+  // The open-loop sequence does not depend on the serving layer (workload_generator.h): a second
+  // generator on a copy of the stream sees the same arrivals.
+  const SimTime end = checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
+  RngStream rng(sim_.root_seed(), "workload");
+  WorkloadGenerator gen(sc_.workload, rng);
+  int64_t max_requests = 0;
+  while (std::optional<Request> r = gen.next()) {
+    if (r->arrival_ns > end) break;
+    ++max_requests;
+  }
+  slo_watch_ = std::make_unique<SloWatch>(*opt_.stop_on_certain_failure, max_requests);
 }
 
 void ClusterSim::build_replicas() {
@@ -178,6 +194,7 @@ RunOutput ClusterSim::run() {
   sim_.run(end);
   for (auto& p : policies_) p->on_finish(*this);
   RunOutput out;
+  if (slo_watch_ && slo_watch_->failed()) out.stopped_early = slo_watch_->failure();
   out.end_ns = sim_.now();
   check_conservation(out);
   RunCounters& counters = recorder_.counters();

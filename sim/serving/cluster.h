@@ -51,6 +51,9 @@ struct RunOutput {
   int64_t tier_samples_skipped = 0;
   // Speculative decoding ([speculative]): acceptance and draft-time totals; all 0 without it.
   SpeculativeTotals speculative;
+  // RunOptions::stop_on_certain_failure: why the run stopped at end_ns, before its duration
+  // (a limit that fails whatever the rest of the run does); empty when it ran to its end.
+  std::string stopped_early;
 };
 
 // Simulates `scenario` with its seed (or `seed_override` when >= 0) and the given policies

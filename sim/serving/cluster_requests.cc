@@ -48,6 +48,10 @@ void ClusterSim::reject(int32_t sid, const std::string& reason) {
   rec.reject_reason = reason;
   rec.done_ns = -1;
   recorder_.counters().actions["reject:" + reason]++;
+  if (slo_watch_) {
+    slo_watch_->on_reject(sim_.now());
+    check_slo_watch();
+  }
   if (seqs_[sid].req.session.valid()) workload_->abandon_session(seqs_[sid].req.session);
   // Never admitted: nothing reads its prefix blocks again.
   std::vector<uint64_t>().swap(seqs_[sid].req.prefix_block_hashes);
@@ -124,6 +128,10 @@ void ClusterSim::complete(Replica& r, int32_t sid) {
   rec.done_ns = sim_.now();
   rec.generated_tokens = s.generated;
   sync_record(sid);
+  if (slo_watch_) {
+    slo_watch_->on_complete(rec, sim_.now());
+    check_slo_watch();
+  }
   std::optional<Request> next;
   if (s.req.session.valid()) next = workload_->on_turn_completed(s.req.session, sim_.now());
   // The context of this turn is the next turn's re-used prefix: keep its full blocks cached.

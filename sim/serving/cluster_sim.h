@@ -24,6 +24,7 @@
 #include "sim/core/simulation.h"
 #include "sim/metrics/request_stats.h"
 #include "sim/metrics/run_recorder.h"
+#include "sim/metrics/slo_watch.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/cluster_router.h"
 #include "sim/serving/replica_builder.h"
@@ -115,6 +116,13 @@ class ClusterSim final : public PolicyContext {
   // cluster.cc
   void build_replicas();
   void check_conservation(RunOutput& out);
+  // RunOptions::stop_on_certain_failure: the watch, with the open-loop requests arriving by the
+  // run's end counted from a second generator on the same stream (nothing for agent sessions).
+  void start_slo_watch();
+  // Stops the run when the watch has decided (after a first token, completion or rejection).
+  void check_slo_watch() {
+    if (slo_watch_ && slo_watch_->failed()) sim_.stop();
+  }
   // cluster_requests.cc
   void schedule_next_open_loop();
   void schedule_arrival(Request req, bool open_loop);
@@ -194,6 +202,8 @@ class ClusterSim final : public PolicyContext {
   // Speculative decoding's acceptance draws ([speculative]); null without it.
   std::unique_ptr<DraftAcceptance> draft_acceptance_;
   RequestStats stats_;
+  // RunOptions::stop_on_certain_failure on an open-loop workload (null otherwise).
+  std::unique_ptr<SloWatch> slo_watch_;
   std::vector<RequestRecord> kept_;  // RunOptions::keep_requests
 };
 

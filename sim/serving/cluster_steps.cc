@@ -232,7 +232,13 @@ void ClusterSim::on_step_done(const Event& e) {
     }
     // The first token: generated only ever grows, from 0 at arrival (a decode-only sequence
     // got its first token on its prefill replica).
-    if (s.generated == 0) records_[sid].first_token_ns = sim_.now();
+    if (s.generated == 0) {
+      records_[sid].first_token_ns = sim_.now();
+      if (slo_watch_) {
+        slo_watch_->on_first_token(records_[sid], sim_.now());
+        check_slo_watch();
+      }
+    }
     if (draft_acceptance_ && !sl.prefill) {
       // Speculative decoding: the slice verified 1 + d tokens; the accepted drafts and the
       // target's own next token are committed, the rejected drafts' KV freed.

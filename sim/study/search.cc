@@ -46,7 +46,40 @@ std::string format_g(double v) {
 
 }  // namespace
 
+SloWatchLimits watch_limits(const Scenario& scenario, const SearchSlo& slo) {
+  SloWatchLimits w;
+  for (const SearchSlo::Limit& l : slo.percentile_limits) {
+    SloWatchLimits::Percentile p;
+    p.name = l.name;
+    p.limit_ms = l.limit_ms;
+    const std::string metric = l.name.substr(0, l.name.find('_'));
+    p.metric = metric == "ttft"   ? SloWatchLimits::Metric::kTtft
+               : metric == "tpot" ? SloWatchLimits::Metric::kTpot
+               : metric == "e2e"  ? SloWatchLimits::Metric::kE2e
+                                  : SloWatchLimits::Metric::kQueueing;
+    const std::string q = l.name.substr(l.name.find('_') + 1, 3);
+    p.quantile = q == "p50" ? 0.50 : q == "p90" ? 0.90 : 0.99;
+    w.percentiles.push_back(std::move(p));
+  }
+  w.ttft_ms = slo.request_ttft_ms.value_or(scenario.slo.ttft_ms);
+  w.tpot_ms = slo.request_tpot_ms.value_or(scenario.slo.tpot_ms);
+  w.min_attainment = slo.min_attainment;
+  return w;
+}
+
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo) {
+  if (!out.stopped_early.empty()) {
+    // An early verdict: fails whatever the rest of the run would have done; the counts are the
+    // part that ran.
+    SloVerdict v;
+    v.num_met = out.summary.slo.num_met;
+    v.num_decided = out.summary.slo.num_decided;
+    if (v.num_decided > 0) {
+      v.attainment = static_cast<double>(v.num_met) / static_cast<double>(v.num_decided);
+    }
+    v.reason = out.stopped_early;
+    return v;
+  }
   const double ttft_limit_ms = slo.request_ttft_ms.value_or(scenario.slo.ttft_ms);
   const double tpot_limit_ms = slo.request_tpot_ms.value_or(scenario.slo.tpot_ms);
   // The run's summary counted the requests with the scenario's limits (a probe runs with the
@@ -518,7 +551,9 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         // The summary then counts SLO attainment with the search's limits (judge_run).
         sc.slo.ttft_ms = slo.request_ttft_ms.value_or(sc.slo.ttft_ms);
         sc.slo.tpot_ms = slo.request_tpot_ms.value_or(sc.slo.tpot_ms);
-        RunOutput out = simulate(sc, seed);
+        RunOptions run_options;
+        if (!options.full_probes) run_options.stop_on_certain_failure = watch_limits(sc, slo);
+        RunOutput out = simulate(sc, seed, run_options);
         RateProbe p{m, c.base_rate_per_s * m, judge_run(out, sc, slo)};
         const RunSummary& s = out.summary;
         if (s.has.rates) {

@@ -48,7 +48,11 @@ struct SloVerdict {
   double attainment = 0;                 // num_met / num_decided; 0 (no data) when none decided
   std::string reason;  // the first limit broken, e.g. "ttft_p99_ms 2301 > 2000"; "" if met
 };
+// A run stopped by an early verdict (RunOutput::stopped_early) fails with that reason.
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo);
+// The limits a probe of `scenario` watches for an early verdict (RunOptions::
+// stop_on_certain_failure): the percentile limits, the per-request limits and the attainment.
+SloWatchLimits watch_limits(const Scenario& scenario, const SearchSlo& slo);
 
 // Highest multiplier for which meets(m) holds, by the bracketing and bisection above.
 struct MultiplierSearch {
@@ -97,6 +101,10 @@ struct SearchOptions {
   // any rate is not probed unless probe_infeasible.
   bool diagnose = true;
   bool probe_infeasible = false;
+  // Run every probe to its end. By default a probe stops as soon as its verdict fails whatever
+  // the rest of the run does (early verdicts, sim/metrics/slo_watch.h): the search decides
+  // exactly as with full probes; a failing probe's figures are then those of the part it ran.
+  bool full_probes = false;
   // The price of one GPU-hour for the planner's figures (absent: the topology's, planner.h).
   std::optional<double> gpu_price_per_hour;
   std::optional<uint64_t> seed;  // absent: each configuration's [run] seed

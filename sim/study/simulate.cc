@@ -7,6 +7,10 @@ namespace moesim::sim::study {
 RunOutput simulate(const Scenario& scenario, uint64_t seed, bool keep_requests) {
   RunOptions options;
   options.keep_requests = keep_requests;
+  return simulate(scenario, seed, options);
+}
+
+RunOutput simulate(const Scenario& scenario, uint64_t seed, const RunOptions& options) {
   return run_scenario(scenario, options, static_cast<int64_t>(seed), make_policies(scenario));
 }
 

@@ -13,6 +13,9 @@ namespace moesim::sim::study {
 // RunOutput::requests holds every record only with `keep_requests` (compare pairs them up).
 // Throws ConfigError for a bad policy table or a deployment that does not fit in memory.
 RunOutput simulate(const Scenario& scenario, uint64_t seed, bool keep_requests = false);
+// The same with the given run options (e.g. a search probe's early verdict,
+// RunOptions::stop_on_certain_failure).
+RunOutput simulate(const Scenario& scenario, uint64_t seed, const RunOptions& options);
 
 // GPUs the deployment occupies: replicas x GPUs per replica.
 int64_t num_gpus(const Scenario& scenario);

@@ -285,6 +285,72 @@ TEST(Search, OneConfigurationOnThreeThreadsIsTheOneThreadSearch) {
   }
 }
 
+// Early verdicts (SearchOptions::full_probes = false, the default): a probe stops once its
+// verdict fails whatever the rest of its run does. The decisions are those of full probes: the
+// same probes in the same order, the same verdicts and bracket; a probe that meets ran to its
+// end, so all its figures are the full run's.
+TEST(Search, EarlyVerdictsDecideAsFullProbes) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  const std::vector<std::vector<Override>> configs = {
+      {{"scheduler.max_seqs", int64_t{1}}, {"deployment.replicas", int64_t{1}}},
+      {{"scheduler.max_seqs", int64_t{1}}, {"deployment.replicas", int64_t{2}}}};
+  SearchSlo slo = parse_search_slo("ttft_p99_ms=150,attainment=0.9");
+  SearchOptions opt;
+  opt.rel_tolerance = 0.05;
+  opt.max_doublings = 6;
+  opt.diagnose = false;
+  opt.full_probes = true;
+  const SearchResult full = search_rates(t, configs, slo, opt);
+  opt.full_probes = false;
+  const SearchResult early = search_rates(t, configs, slo, opt);
+  int stopped = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const ConfigSearch &a = full.configs[i], &b = early.configs[i];
+    ASSERT_TRUE(a.error.empty()) << a.error;
+    ASSERT_TRUE(a.search.found);
+    ASSERT_GT(a.search.min_fail, 0);
+    EXPECT_EQ(a.search.max_ok, b.search.max_ok);
+    EXPECT_EQ(a.search.min_fail, b.search.min_fail);
+    EXPECT_EQ(a.max_rate_per_s, b.max_rate_per_s);
+    ASSERT_EQ(a.probes.size(), b.probes.size());
+    for (size_t j = 0; j < a.probes.size(); ++j) {
+      const RateProbe &p = a.probes[j], &q = b.probes[j];
+      EXPECT_EQ(p.multiplier, q.multiplier) << j;
+      EXPECT_EQ(p.verdict.meets, q.verdict.meets) << j;
+      if (q.verdict.reason.find("(decided early at ") != std::string::npos) {
+        EXPECT_FALSE(q.verdict.meets);
+        ++stopped;
+        continue;
+      }
+      EXPECT_EQ(p.verdict.reason, q.verdict.reason) << j;
+      EXPECT_EQ(p.verdict.num_decided, q.verdict.num_decided) << j;
+      EXPECT_EQ(p.ttft_p99_ms, q.ttft_p99_ms) << j;
+      EXPECT_EQ(p.output_tokens_per_s, q.output_tokens_per_s) << j;
+    }
+  }
+  EXPECT_GT(stopped, 0) << "no probe was decided early";
+
+  // The lowest failing rate of the first configuration, run with the watch: it stops before its
+  // duration, with fewer events, and its verdict is the full run's.
+  std::vector<Override> o = configs[0];
+  Scenario base = t.instantiate(o);
+  o.push_back(rate_override(base, full.configs[0].search.min_fail));
+  Scenario sc = t.instantiate(o);
+  RunOptions watched;
+  watched.stop_on_certain_failure = watch_limits(sc, slo);
+  const RunOutput cut = simulate(sc, sc.run.seed, watched);
+  const RunOutput whole = simulate(sc, sc.run.seed);
+  EXPECT_TRUE(whole.stopped_early.empty());
+  EXPECT_FALSE(judge_run(whole, sc, slo).meets);
+  ASSERT_FALSE(cut.stopped_early.empty());
+  EXPECT_LT(cut.end_ns, from_seconds(sc.run.duration_s));
+  EXPECT_LT(cut.num_events, whole.num_events);
+  const SloVerdict v = judge_run(cut, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_EQ(v.reason, cut.stopped_early);
+  EXPECT_TRUE(cut.conservation_ok) << cut.conservation_message;
+}
+
 // The planner's table of a search: each configuration's figures are those of its best probe (the
 // highest rate that met the SLOs), its cost from them; feasible when it met at some rate.
 TEST(Search, PlanUsesTheBestProbe) {
