@@ -5,7 +5,8 @@
 #
 # Usage: scripts/bench_search.sh [BUILD_DIR] [THREADS] [SEARCH OPTION]...   (default: build, nproc)
 # e.g. scripts/bench_search.sh build 2 --probe-infeasible (the README's figure: the search's
-# diagnosis finds the SLO infeasible at any rate, so without it nothing is probed)
+# diagnosis finds the SLO infeasible at any rate, so without it nothing is probed; add
+# --full-probes to run every probe to its end, without early verdicts)
 set -euo pipefail
 build=${1:-build}
 threads=${2:-$(nproc)}
