@@ -102,10 +102,11 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
     timeline_totals_.wait_s.assign(n, 0);
   }
   dst_selections_.assign(n, 0);
-  for (auto* memo : {&router_memo_, &permute_memo_, &shared_memo_, &combine_memo_}) {
-    memo->assign(n, OpMemo{});
-  }
   memo_allowed_ = !cost_.counts_queries();
+  if (memo_allowed_) {
+    token_ops_memo_.assign(n, TokenOpsMemo{});
+    if (moe_) expert_memo_.assign(kExpertMemoSize, ExpertMemo{});
+  }
   compute_s_.assign(n, 0);
   comm_s_.assign(n, 0);
   wait_s_.assign(n, 0);
@@ -176,13 +177,41 @@ int64_t StepModel::price_attention(const std::vector<std::vector<SeqSlice>>& ran
   return total_tokens;
 }
 
-double StepModel::memo_seconds(OpMemo& memo, const OpWork& work) {
-  if (!memo_allowed_) return cost_.checked_seconds(work);
-  if (memo.valid && memo.work == work) return memo.seconds;
-  memo.seconds = cost_.checked_seconds(work);
-  memo.work = work;
-  memo.valid = true;
-  return memo.seconds;
+const StepModel::TokenOpsMemo& StepModel::token_ops(int32_t g, const MoeSpec& m) {
+  TokenOpsMemo& memo = token_ops_memo_[g];
+  const int64_t t = gpu_tokens_[g];
+  if (memo.tokens == t && memo.spec == m) return memo;
+  // Priced as run_router() and price_experts() price them without the memo (t > 0).
+  const int64_t hidden = card_.hidden_size;
+  const bool has_shared = m.num_shared_experts > 0;
+  memo.router = cost_.checked_seconds(router_work(m, hidden, t, card_.precision.shared_experts));
+  memo.permute = cost_.checked_seconds(permute_work(t, m.top_k, hidden));
+  memo.shared =
+      has_shared
+          ? cost_.checked_seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts))
+          : 0.0;
+  memo.combine = cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden));
+  memo.tokens = t;
+  memo.spec = m;
+  return memo;
+}
+
+double StepModel::expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots) {
+  auto price = [&] {
+    const double active =
+        expected_active_experts(static_cast<double>(selections), slots, log1p_inv_slots);
+    return cost_.checked_seconds(expert_ffn_work(
+        *moe_, card_.hidden_size, card_.precision.routed_experts, selections, active));
+  };
+  if (!memo_allowed_) return price();
+  const auto key = static_cast<uint64_t>(selections) ^ (static_cast<uint64_t>(slots) << 10);
+  ExpertMemo& e = expert_memo_[(key ^ (key >> 10)) & (kExpertMemoSize - 1)];
+  if (e.selections != selections || e.slots != slots) {
+    e.seconds = price();
+    e.selections = selections;
+    e.slots = slots;
+  }
+  return e.seconds;
 }
 
 void StepModel::advance_compute(int32_t g, const char* name, int32_t layer_idx, double seconds,

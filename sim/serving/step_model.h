@@ -296,16 +296,29 @@ class StepModel {
   std::vector<int32_t> src_tokens_;
   std::vector<double> ffn_s_;
   std::vector<double> routed_s_, shared_s_;  // price_experts(): routed + combine sum, shared
-  // The last work and its seconds per GPU for the ops every MoE layer of a step repeats alike
-  // (router, permutation, shared experts, combine: their work depends on the GPU's tokens and
-  // the layer's shape only); reused for equal work unless the cost model counts its queries.
-  struct OpMemo {
-    OpWork work;
-    double seconds = 0;
-    bool valid = false;
+  // Per GPU, the seconds of the ops every MoE layer of a step repeats alike (router,
+  // permutation, shared experts, combine): their work depends only on the GPU's tokens and the
+  // layer's MoeSpec (the card's hidden size and precision are fixed), so they are kept for the
+  // last (tokens, spec) and reused for equal ones unless the cost model counts its queries
+  // (memo_allowed_; then every op is priced as it comes).
+  struct TokenOpsMemo {
+    int64_t tokens = -1;  // -1: nothing kept
+    MoeSpec spec;
+    double router = 0, permute = 0, shared = 0, combine = 0;
   };
-  double memo_seconds(OpMemo& memo, const OpWork& work);
-  std::vector<OpMemo> router_memo_, permute_memo_, shared_memo_, combine_memo_;
+  // The memo of GPU g for its current tokens and `m`, refreshed when they differ.
+  const TokenOpsMemo& token_ops(int32_t g, const MoeSpec& m);
+  std::vector<TokenOpsMemo> token_ops_memo_;
+  // Routed-expert seconds of the first MoE layer's shape (moe_) by (selections, slots): a
+  // direct-mapped table, kept across steps (a pure function of the two while memo_allowed_).
+  struct ExpertMemo {
+    int64_t selections = -1;  // -1: empty
+    int32_t slots = 0;
+    double seconds = 0;
+  };
+  static constexpr size_t kExpertMemoSize = 1024;  // a power of 2
+  double expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots);
+  std::vector<ExpertMemo> expert_memo_;
   bool memo_allowed_ = false;  // !cost_.counts_queries(), asked once
   // Micro-batch timelines.
   const MicrobatchSchedule* schedule_ = nullptr;

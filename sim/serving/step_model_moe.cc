@@ -111,9 +111,14 @@ void StepModel::run_router(int32_t layer_idx, const MoeSpec& m, StepObserver* ob
   for (int32_t g = 0; g < num_gpus(); ++g) {
     const int64_t t = gpu_tokens_[g];
     if (t == 0) continue;
-    const double r =
-        memo_seconds(router_memo_[g], router_work(m, hidden, t, card_.precision.shared_experts)) +
-        memo_seconds(permute_memo_[g], permute_work(t, m.top_k, hidden));
+    double r = 0;
+    if (memo_allowed_) {
+      const TokenOpsMemo& ops = token_ops(g, m);
+      r = ops.router + ops.permute;
+    } else {
+      r = cost_.checked_seconds(router_work(m, hidden, t, card_.precision.shared_experts)) +
+          cost_.checked_seconds(permute_work(t, m.top_k, hidden));
+    }
     advance_compute(g, "router", layer_idx, r, observer);
   }
 }
@@ -386,21 +391,22 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
     const double sel = static_cast<double>(dst_selections_[g]);
     max_sel = std::max(max_sel, sel);
     sum_sel += sel;
-    double e = 0;
-    if (sel > 0) {
-      const double active =
-          expected_active_experts(sel, experts_per_gpu_[g], log1p_inv_experts_[g]);
-      e = cost_.checked_seconds(expert_ffn_work(*moe_, hidden, card_.precision.routed_experts,
-                                                dst_selections_[g], active));
-    }
+    const double e =
+        sel > 0 ? expert_seconds(dst_selections_[g], experts_per_gpu_[g], log1p_inv_experts_[g])
+                : 0.0;
     const int64_t t = gpu_tokens_[g];
-    double sh = 0;
-    if (has_shared && t > 0) {
-      sh = memo_seconds(shared_memo_[g],
-                        shared_expert_work(m, hidden, t, card_.precision.shared_experts));
+    double sh = 0, cmb = 0;
+    if (t > 0 && memo_allowed_) {
+      const TokenOpsMemo& ops = token_ops(g, m);
+      sh = ops.shared;
+      cmb = ops.combine;
+    } else if (t > 0) {
+      if (has_shared) {
+        sh =
+            cost_.checked_seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts));
+      }
+      cmb = cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden));
     }
-    const double cmb =
-        t > 0 ? memo_seconds(combine_memo_[g], combine_work(t, m.top_k, has_shared, hidden)) : 0.0;
     ffn_s_[g] = e + sh + cmb;
     routed_s_[g] = e + cmb;
     shared_s_[g] = sh;
