@@ -232,7 +232,9 @@ void multinomial(RngStream& rng, int64_t n, std::span<const double> probs,
   MOESIM_CHECK(n >= 0, "multinomial needs n >= 0");
   MOESIM_CHECK(probs.size() == counts_out.size(), "multinomial: probs and counts differ in size");
   // Suffix sums: the conditional probability of category i given that the trial is in i..end.
-  std::vector<double> suffix(probs.size() + 1, 0.0);
+  // Scratch kept per thread: a draw per MoE layer and step would otherwise allocate each time.
+  thread_local std::vector<double> suffix;
+  suffix.assign(probs.size() + 1, 0.0);
   for (size_t i = probs.size(); i-- > 0;) {
     MOESIM_CHECK(probs[i] >= 0.0, "multinomial probabilities must be >= 0");
     suffix[i] = suffix[i + 1] + probs[i];

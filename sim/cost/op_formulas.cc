@@ -152,8 +152,11 @@ OpWork permute_work(int64_t num_tokens, int64_t top_k, int64_t hidden_size) {
 
 double expected_active_experts(double num_selections, int32_t num_experts,
                                double log1p_neg_inv_experts) {
-  return static_cast<double>(num_experts) *
-         (1.0 - std::exp(num_selections * log1p_neg_inv_experts));
+  // exp() of anything below -745.14 is +0, and libm reaches that through its slow underflow
+  // path: with many selections on few experts (prefill) every expert is active.
+  const double x = num_selections * log1p_neg_inv_experts;
+  if (x < -746.0) return static_cast<double>(num_experts);
+  return static_cast<double>(num_experts) * (1.0 - std::exp(x));
 }
 
 double expected_active_experts(double num_selections, int32_t num_experts) {

@@ -34,6 +34,14 @@ FastAllToAll::FastAllToAll(const Topology& topology, std::vector<GpuId> particip
   check_routes();
   if (!valid()) return;
   group_participants();
+  auto gather = [&](const std::vector<int32_t>& link, std::vector<double>& inv) {
+    inv.resize(link.size());
+    for (size_t i = 0; i < link.size(); ++i) inv[i] = link[i] >= 0 ? inv_cap_[link[i]] : 0.0;
+  };
+  gather(nvlink_up_, nv_up_inv_);
+  gather(nvlink_down_, nv_down_inv_);
+  gather(nic_up_, nic_up_inv_);
+  gather(nic_down_, nic_down_inv_);
 }
 
 void FastAllToAll::check_routes() {
@@ -264,30 +272,29 @@ FastAllToAll::Seconds FastAllToAll::both_seconds(double dispatch_bytes_per_token
   const auto p = static_cast<int32_t>(participants_.size());
   const double bd = dispatch_bytes_per_token, bc = combine_bytes_per_token;
   const double spine_lat = std::max(spine_latency_s_, leaf_latency_s_);
-  double d = 0, c = 0;
+  // A link without load adds nothing (0 <= every term). Each maximum has its own accumulator so
+  // that they do not wait on each other; max is exact, so the result does not depend on that.
+  double d0 = 0, d1 = 0, d2 = 0, d3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  const bool slowed_out = !nic_out_slowdown_.empty(), slowed_in = !nic_in_slowdown_.empty();
   for (int32_t i = 0; i < p; ++i) {
     const double nv_out = nv_out_[i], nv_in = nv_in_[i], net_out = net_out_[i], net_in = net_in_[i];
     const double out_lat = spine_out_[i] > 0 ? spine_lat : leaf_latency_s_;
     const double in_lat = spine_in_[i] > 0 ? spine_lat : leaf_latency_s_;
-    if (nv_out > 0) {
-      d = std::max(d, nv_out * bd * inv_cap_[nvlink_up_[i]] + nvlink_latency_s_);
-      c = std::max(c, nv_out * bc * inv_cap_[nvlink_down_[i]] + nvlink_latency_s_);
-    }
-    if (nv_in > 0) {
-      d = std::max(d, nv_in * bd * inv_cap_[nvlink_down_[i]] + nvlink_latency_s_);
-      c = std::max(c, nv_in * bc * inv_cap_[nvlink_up_[i]] + nvlink_latency_s_);
-    }
-    const double slow_out = nic_out_slowdown_.empty() ? 1.0 : nic_out_slowdown_[i];
-    const double slow_in = nic_in_slowdown_.empty() ? 1.0 : nic_in_slowdown_[i];
-    if (net_out > 0) {
-      d = std::max(d, net_out * bd * inv_cap_[nic_up_[i]] * slow_out + out_lat);
-      c = std::max(c, net_out * bc * inv_cap_[nic_down_[i]] * slow_in + out_lat);
-    }
-    if (net_in > 0) {
-      d = std::max(d, net_in * bd * inv_cap_[nic_down_[i]] * slow_in + in_lat);
-      c = std::max(c, net_in * bc * inv_cap_[nic_up_[i]] * slow_out + in_lat);
-    }
+    const double nv_up = nv_up_inv_[i], nv_down = nv_down_inv_[i];
+    const double nic_up = nic_up_inv_[i], nic_down = nic_down_inv_[i];
+    const double slow_out = slowed_out ? nic_out_slowdown_[i] : 1.0;
+    const double slow_in = slowed_in ? nic_in_slowdown_[i] : 1.0;
+    d0 = std::max(d0, nv_out > 0 ? nv_out * bd * nv_up + nvlink_latency_s_ : 0.0);
+    c0 = std::max(c0, nv_out > 0 ? nv_out * bc * nv_down + nvlink_latency_s_ : 0.0);
+    d1 = std::max(d1, nv_in > 0 ? nv_in * bd * nv_down + nvlink_latency_s_ : 0.0);
+    c1 = std::max(c1, nv_in > 0 ? nv_in * bc * nv_up + nvlink_latency_s_ : 0.0);
+    d2 = std::max(d2, net_out > 0 ? net_out * bd * nic_up * slow_out + out_lat : 0.0);
+    c2 = std::max(c2, net_out > 0 ? net_out * bc * nic_down * slow_in + out_lat : 0.0);
+    d3 = std::max(d3, net_in > 0 ? net_in * bd * nic_down * slow_in + in_lat : 0.0);
+    c3 = std::max(c3, net_in > 0 ? net_in * bc * nic_up * slow_out + in_lat : 0.0);
   }
+  double d = std::max(std::max(d0, d1), std::max(d2, d3));
+  double c = std::max(std::max(c0, c1), std::max(c2, c3));
   for (int32_t leaf = 0; leaf < num_leaves_; ++leaf) {
     const double up = leaf_up_tokens_[leaf], down = leaf_down_tokens_[leaf];
     if (up > 0) {

@@ -117,6 +117,8 @@ class FastAllToAll {
   std::vector<double> leaf_up_inv_cap_, leaf_down_inv_cap_;
   std::vector<int32_t> leaf_up_links_, leaf_down_links_;
   std::vector<double> inv_cap_;  // per link id
+  // Per participant: inv_cap_ of its NVLink up / down and NIC up / down links (0 when absent).
+  std::vector<double> nv_up_inv_, nv_down_inv_, nic_up_inv_, nic_down_inv_;
   double nvlink_latency_s_ = 0, leaf_latency_s_ = 0, spine_latency_s_ = 0;
   std::vector<double> nic_in_slowdown_, nic_out_slowdown_;  // per participant; empty: none
 
