@@ -66,10 +66,10 @@ TEST(PlacementPolicyCompare, HotExpertReplicationOnEp32DecodeCutsTpot) {
   EXPECT_LT(tpot.ci_hi, 0.0) << "TPOT p50 " << tpot.a << " -> " << tpot.b;
 }
 
-// Hot sets that last ~100 steps (drift, mean_epoch_steps = 100: about 7 s at this scenario's
+// Hot sets that last ~100 steps (drift, mean_epoch_steps = 100: about 5 s at this scenario's
 // steps) against the rebalance period: the shorter the period, the closer the placement follows
-// them (measured over 35 s: per-GPU imbalance 1.51 static, 1.25 every 16 s, 0.71 every 4 s, 0.33
-// every 1 s; docs/policies/eplb.md, "Hot-set persistence").
+// them (measured over 35 s on 2026-12-03: per-GPU imbalance 1.51 static, 1.25 every 16 s, 0.69
+// every 4 s, 0.33 every 1 s; docs/policies/eplb.md, "Hot-set persistence").
 TEST(PlacementPolicyCompare, EplbFollowsDriftingHotSetsWhenThePeriodIsShorterThanTheirLife) {
   const std::string dir = MOESIM_SOURCE_DIR "/scenarios/policies";
   std::ifstream in(dir + "/eplb_ep32_decode.toml");
