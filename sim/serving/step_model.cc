@@ -204,12 +204,16 @@ double StepModel::expert_seconds(int64_t selections, int32_t slots, double log1p
         *moe_, card_.hidden_size, card_.precision.routed_experts, selections, active));
   };
   if (!memo_allowed_) return price();
-  const auto key = static_cast<uint64_t>(selections) ^ (static_cast<uint64_t>(slots) << 10);
-  ExpertMemo& e = expert_memo_[(key ^ (key >> 10)) & (kExpertMemoSize - 1)];
-  if (e.selections != selections || e.slots != slots) {
+  // One key for both (slots < 2^16, selections < 2^47, else not kept); consecutive selections
+  // take consecutive entries, as a step's GPUs draw counts close to each other.
+  if (slots >= (1 << 16) || selections >= (int64_t{1} << 47)) return price();
+  const auto key = static_cast<int64_t>((static_cast<uint64_t>(selections) << 16) |
+                                        static_cast<uint64_t>(slots));
+  ExpertMemo& e =
+      expert_memo_[static_cast<size_t>(selections + 2053 * slots) & (kExpertMemoSize - 1)];
+  if (e.key != key) {
     e.seconds = price();
-    e.selections = selections;
-    e.slots = slots;
+    e.key = key;
   }
   return e.seconds;
 }

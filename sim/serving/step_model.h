@@ -312,11 +312,11 @@ class StepModel {
   // Routed-expert seconds of the first MoE layer's shape (moe_) by (selections, slots): a
   // direct-mapped table, kept across steps (a pure function of the two while memo_allowed_).
   struct ExpertMemo {
-    int64_t selections = -1;  // -1: empty
-    int32_t slots = 0;
+    int64_t key = -1;  // selections << 16 | slots; -1: empty
     double seconds = 0;
   };
-  static constexpr size_t kExpertMemoSize = 1024;  // a power of 2
+  static constexpr int kExpertMemoBits = 12;
+  static constexpr size_t kExpertMemoSize = size_t{1} << kExpertMemoBits;
   double expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots);
   std::vector<ExpertMemo> expert_memo_;
   bool memo_allowed_ = false;  // !cost_.counts_queries(), asked once
