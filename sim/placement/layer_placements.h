@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "sim/placement/expert_placement.h"
@@ -17,7 +18,7 @@ class LayerPlacements {
   LayerPlacements(int32_t num_moe_layers, const ExpertPlacement& placement);
 
   int32_t num_layers() const { return static_cast<int32_t>(layers_.size()); }
-  const ExpertPlacement& layer(int32_t moe_layer_idx) const { return layers_[moe_layer_idx]; }
+  const ExpertPlacement& layer(int32_t moe_layer_idx) const { return *layers_[moe_layer_idx]; }
   // The layer's placement version (sim/core/state_version.h): new whenever the layer changes.
   uint64_t version(int32_t moe_layer_idx) const { return versions_[moe_layer_idx]; }
   // Precondition (checked): same experts, GPUs, GPUs per node and shared experts as the others.
@@ -29,10 +30,10 @@ class LayerPlacements {
   void remove_replica(int32_t moe_layer_idx, int32_t expert_idx, int32_t gpu_idx);
 
   // The shape every layer shares.
-  int32_t num_experts() const { return layers_.front().num_experts(); }
-  int32_t num_gpus() const { return layers_.front().num_gpus(); }
-  int32_t gpus_per_node() const { return layers_.front().gpus_per_node(); }
-  int32_t num_shared_experts() const { return layers_.front().num_shared_experts(); }
+  int32_t num_experts() const { return layers_.front()->num_experts(); }
+  int32_t num_gpus() const { return layers_.front()->num_gpus(); }
+  int32_t gpus_per_node() const { return layers_.front()->gpus_per_node(); }
+  int32_t num_shared_experts() const { return layers_.front()->num_shared_experts(); }
 
   // Expert slots GPU `gpu_idx` holds over all layers, and the largest such total over GPUs (the
   // fullest GPU's routed-expert memory, in slots).
@@ -43,8 +44,12 @@ class LayerPlacements {
 
  private:
   void check_shape(const ExpertPlacement& placement) const;
+  // The layer's placement, copied first when other layers (or copies of this object) share it.
+  ExpertPlacement& own_layer(int32_t moe_layer_idx);
 
-  std::vector<ExpertPlacement> layers_;
+  // Layers with equal placements share one (copy on write): a deployment of ~60 MoE layers that
+  // starts uniform holds one map, not ~60 copies of a few hundred small vectors.
+  std::vector<std::shared_ptr<ExpertPlacement>> layers_;
   std::vector<uint64_t> versions_;  // per layer
 };
 
