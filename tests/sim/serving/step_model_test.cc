@@ -803,7 +803,9 @@ TEST(StepModelTest, MicrobatchSchedulesStayBetweenComputeAndTheSum) {
                 1.02 * static_cast<double>(max_compute + r.comm_ns[0]))
           << overlap_mode_name(mode);
       // Decode (memory-bound): weights read twice.
-      if (i < 2) EXPECT_GT(r.compute_ns[0], base.compute_ns[0]) << overlap_mode_name(mode);
+      if (i < 2) {
+        EXPECT_GT(r.compute_ns[0], base.compute_ns[0]) << overlap_mode_name(mode);
+      }
       EXPECT_EQ(r.dispatch_bytes > 0, base.dispatch_bytes > 0);
       for (const char* name :
            {"attention/mb0", "attention/mb1", "router/mb1", "dispatch/mb0", "dispatch/mb1",
