@@ -112,10 +112,10 @@ int64_t poisson_ptrs(RngStream& rng, double mean) {
   }
 }
 
-// Binomial by sequential inversion; p <= 0.5 and n * p < 10.
-int64_t binomial_inversion(RngStream& rng, int64_t n, double p) {
+// Binomial by sequential inversion; p <= 0.5 and n * p < 10; log1p_neg_p = log1p(-p).
+int64_t binomial_inversion(RngStream& rng, int64_t n, double p, double log1p_neg_p) {
   const double q = 1.0 - p;
-  const double q_n = std::exp(static_cast<double>(n) * std::log1p(-p));
+  const double q_n = std::exp(static_cast<double>(n) * log1p_neg_p);
   const double np = static_cast<double>(n) * p;
   const double bound = std::min(static_cast<double>(n), np + 10.0 * std::sqrt(np * q + 1.0));
   while (true) {
@@ -136,8 +136,9 @@ int64_t binomial_inversion(RngStream& rng, int64_t n, double p) {
   }
 }
 
-// BTRS: transformed rejection with squeeze (Hörmann 1993); p <= 0.5 and n * p >= 10.
-int64_t binomial_btrs(RngStream& rng, int64_t n, double p) {
+// BTRS: transformed rejection with squeeze (Hörmann 1993); p <= 0.5 and n * p >= 10;
+// log_p_over_q = log(p / (1 - p)), or NaN to compute it on the rejection test's first use.
+int64_t binomial_btrs(RngStream& rng, int64_t n, double p, double log_p_over_q) {
   const double nd = static_cast<double>(n);
   const double q = 1.0 - p;
   const double spq = std::sqrt(nd * p * q);
@@ -158,7 +159,7 @@ int64_t binomial_btrs(RngStream& rng, int64_t n, double p) {
     if (us >= 0.07 && v <= v_r) return static_cast<int64_t>(k);
     if (!have_rejection_constants) {
       alpha = (2.83 + 5.1 / b) * spq;
-      lpq = std::log(p / q);
+      lpq = std::isnan(log_p_over_q) ? std::log(p / q) : log_p_over_q;
       m = std::floor((nd + 1.0) * p);
       h = log_factorial(m) + log_factorial(nd - m);
       have_rejection_constants = true;
@@ -218,8 +219,10 @@ int64_t binomial(RngStream& rng, int64_t n, double p) {
   if (n == 0 || p == 0.0) return 0;
   if (p == 1.0) return n;
   if (p > 0.5) return n - binomial(rng, n, 1.0 - p);
-  if (static_cast<double>(n) * p < kInversionThreshold) return binomial_inversion(rng, n, p);
-  return binomial_btrs(rng, n, p);
+  if (static_cast<double>(n) * p < kInversionThreshold) {
+    return binomial_inversion(rng, n, p, std::log1p(-p));
+  }
+  return binomial_btrs(rng, n, p, std::numeric_limits<double>::quiet_NaN());
 }
 
 std::vector<double> dirichlet(RngStream& rng, std::span<const double> alphas) {
@@ -263,6 +266,56 @@ void multinomial(RngStream& rng, int64_t n, std::span<const double> probs,
     const double p = suffix[i + 1] == 0.0 ? 1.0 : std::min(1.0, probs[i] / suffix[i]);
     counts_out[i] = binomial(rng, remaining, p);
     remaining -= counts_out[i];
+  }
+}
+
+PreparedMultinomial::PreparedMultinomial(std::span<const double> probs) {
+  // The conditional probabilities multinomial() computes, and the logarithms binomial() takes of
+  // them, once.
+  std::vector<double> suffix(probs.size() + 1, 0.0);
+  for (size_t i = probs.size(); i-- > 0;) {
+    MOESIM_CHECK(probs[i] >= 0.0, "multinomial probabilities must be >= 0");
+    suffix[i] = suffix[i + 1] + probs[i];
+  }
+  MOESIM_CHECK(suffix[0] > 0.0, "multinomial probabilities must have a positive sum");
+  categories_.resize(probs.size());
+  for (size_t i = 0; i < probs.size(); ++i) {
+    Category& c = categories_[i];
+    if (probs[i] == 0.0) continue;  // kNone
+    const double p = suffix[i + 1] == 0.0 ? 1.0 : std::min(1.0, probs[i] / suffix[i]);
+    if (p == 0.0) continue;
+    if (p == 1.0) {
+      c.kind = Kind::kAll;
+      continue;
+    }
+    c.kind = p > 0.5 ? Kind::kComplement : Kind::kDirect;
+    c.p = p > 0.5 ? 1.0 - p : p;
+    c.log1p_neg_p = std::log1p(-c.p);
+    c.log_p_over_q = std::log(c.p / (1.0 - c.p));
+  }
+}
+
+void PreparedMultinomial::draw(RngStream& rng, int64_t n, std::span<int64_t> counts_out) const {
+  MOESIM_CHECK(n >= 0, "multinomial needs n >= 0");
+  MOESIM_CHECK(counts_out.size() == categories_.size(),
+               "multinomial: probs and counts differ in size");
+  int64_t remaining = n;
+  for (size_t i = 0; i < categories_.size(); ++i) {
+    const Category& c = categories_[i];
+    int64_t x = 0;
+    if (remaining > 0 && c.kind != Kind::kNone) {
+      if (c.kind == Kind::kAll) {
+        x = remaining;
+      } else {
+        // binomial(rng, remaining, p) with p or 1 - p prepared.
+        const int64_t y = static_cast<double>(remaining) * c.p < kInversionThreshold
+                              ? binomial_inversion(rng, remaining, c.p, c.log1p_neg_p)
+                              : binomial_btrs(rng, remaining, c.p, c.log_p_over_q);
+        x = c.kind == Kind::kComplement ? remaining - y : y;
+      }
+    }
+    counts_out[i] = x;
+    remaining -= x;
   }
 }
 

@@ -33,6 +33,29 @@ std::vector<double> dirichlet(RngStream& rng, std::span<const double> alphas);
 void multinomial(RngStream& rng, int64_t n, std::span<const double> probs,
                  std::span<int64_t> counts_out);
 
+// multinomial() for one probability vector drawn from many times: the conditional
+// probabilities and their logarithms are computed once. draw() gives the same counts from the
+// same stream as multinomial() with the vector given here.
+class PreparedMultinomial {
+ public:
+  PreparedMultinomial() = default;
+  explicit PreparedMultinomial(std::span<const double> probs);
+  void draw(RngStream& rng, int64_t n, std::span<int64_t> counts_out) const;
+  size_t size() const { return categories_.size(); }
+
+ private:
+  // kNone: no trial lands here; kAll: every remaining trial does; kDirect: Binomial(remaining,
+  // p); kComplement: remaining - Binomial(remaining, p), p being 1 - the conditional probability.
+  enum class Kind : uint8_t { kNone, kAll, kDirect, kComplement };
+  struct Category {
+    Kind kind = Kind::kNone;
+    double p = 0;             // <= 0.5
+    double log1p_neg_p = 0;   // log1p(-p)
+    double log_p_over_q = 0;  // log(p / (1 - p))
+  };
+  std::vector<Category> categories_;
+};
+
 // Categorical over indices 0..n-1 with the given non-negative weights (positive sum), sampled in
 // O(1) by Vose's alias method.
 class CategoricalDistribution {

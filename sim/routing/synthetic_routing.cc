@@ -37,6 +37,9 @@ struct SyntheticRoutingModel::LayerState {
   int32_t gpu_shares_rows = 0;
   std::vector<int32_t> gpu_shares_placement;
   std::vector<double> gpu_shares;
+  // Their multinomials, one per row, prepared on the first reuse of gpu_shares (a layer whose
+  // placement or shares change at every call never pays for them).
+  std::vector<PreparedMultinomial> gpu_draws;
 };
 
 namespace {
@@ -236,18 +239,31 @@ void SyntheticRoutingModel::systematic_add(RngStream& rng, int64_t num_selection
 }
 
 void SyntheticRoutingModel::draw_row_totals(RngStream& rng, int64_t num_tokens,
-                                            std::span<const double> shares, bool cap_per_column) {
+                                            std::span<const double> shares, bool cap_per_column,
+                                            const PreparedMultinomial* prepared) {
   if (cap_per_column) {
     capped_multinomial(rng, num_tokens, shares);
   } else {
-    counts_scratch_.resize(shares.size());
-    multinomial(rng, num_tokens * shape_.top_k, shares, counts_scratch_);
+    draw_multinomial(rng, num_tokens * shape_.top_k, shares, prepared);
+  }
+}
+
+void SyntheticRoutingModel::draw_multinomial(RngStream& rng, int64_t n,
+                                             std::span<const double> shares,
+                                             const PreparedMultinomial* prepared) {
+  counts_scratch_.resize(shares.size());
+  if (prepared != nullptr) {
+    prepared->draw(rng, n, counts_scratch_);
+  } else {
+    multinomial(rng, n, shares, counts_scratch_);
   }
 }
 
 void SyntheticRoutingModel::margins_pass(RngStream& rng, const RoutingQuery& query,
                                          int32_t num_rows, std::span<const double> shares,
-                                         bool cap_per_column, CountMatrix& out) {
+                                         bool cap_per_column,
+                                         std::span<const PreparedMultinomial> prepared,
+                                         CountMatrix& out) {
   // Row r of `shares` (num_rows x num_cols) is the domain mix (num_rows == 1, no split) or
   // domain r.
   const int32_t num_cols = out.num_cols();
@@ -265,7 +281,8 @@ void SyntheticRoutingModel::margins_pass(RngStream& rng, const RoutingQuery& que
     if (num_tokens == 0) continue;
     const std::span<const double> row_shares =
         shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
-    draw_row_totals(rng, num_tokens, row_shares, cap_per_column);
+    draw_row_totals(rng, num_tokens, row_shares, cap_per_column,
+                    prepared.empty() ? nullptr : &prepared[r]);
     column_shares_.resize(num_cols);
     const double total = static_cast<double>(num_tokens * shape_.top_k);
     for (int32_t c = 0; c < num_cols; ++c) {
@@ -367,9 +384,9 @@ void SyntheticRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
       std::copy(layer.domains[d].pi.begin(), layer.domains[d].pi.end(),
                 gpu_shares_scratch_.begin() + static_cast<size_t>(d) * num_experts);
     }
-    margins_pass(rng, query, num_domains, gpu_shares_scratch_, true, out);
+    margins_pass(rng, query, num_domains, gpu_shares_scratch_, true, {}, out);
   } else {
-    margins_pass(rng, query, 1, layer.mix_pi, true, out);
+    margins_pass(rng, query, 1, layer.mix_pi, true, {}, out);
   }
 }
 
@@ -385,7 +402,8 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
   // Destination shares: one row for the domain mix, or one per domain when split.
   const bool split = !query.tokens_per_src_domain.empty();
   const int32_t num_rows = split ? num_domains : 1;
-  fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
+  const std::span<const PreparedMultinomial> prepared =
+      fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
   const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
   out.reset(num_src, num_dst_gpus);
   for (int32_t s = 0; s < num_src; ++s) {
@@ -394,10 +412,9 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
     const std::span<int32_t> row = out.row(s);
     const bool per_token = per_token_for(n);
     if (!per_token && !split) {
-      counts_scratch_.resize(num_dst_gpus);
-      multinomial(rng, static_cast<int64_t>(n) * shape_.top_k,
-                  std::span<const double>(gpu_shares_scratch_.data(), num_dst_gpus),
-                  counts_scratch_);
+      draw_multinomial(rng, static_cast<int64_t>(n) * shape_.top_k,
+                       std::span<const double>(gpu_shares_scratch_.data(), num_dst_gpus),
+                       prepared.empty() ? nullptr : &prepared[0]);
       for (int32_t g = 0; g < num_dst_gpus; ++g) row[g] += static_cast<int32_t>(counts_scratch_[g]);
       continue;
     }
@@ -409,23 +426,22 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
         draw_tokens(rng, layer, d, nd, gpu_of_expert, row);
         continue;
       }
-      counts_scratch_.resize(num_dst_gpus);
-      multinomial(
+      draw_multinomial(
           rng, static_cast<int64_t>(nd) * shape_.top_k,
           std::span<const double>(
               gpu_shares_scratch_.data() + static_cast<size_t>(d) * num_dst_gpus, num_dst_gpus),
-          counts_scratch_);
+          prepared.empty() ? nullptr : &prepared[d]);
       for (int32_t g = 0; g < num_dst_gpus; ++g) row[g] += static_cast<int32_t>(counts_scratch_[g]);
     }
   }
   if (spec_.sampling == SamplingMode::kMargins || spec_.sampling == SamplingMode::kAuto) {
-    margins_pass(rng, query, num_rows, gpu_shares_scratch_, false, out);
+    margins_pass(rng, query, num_rows, gpu_shares_scratch_, false, prepared, out);
   }
 }
 
-void SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
-                                            std::span<const int32_t> gpu_of_expert,
-                                            int32_t num_dst_gpus, int32_t num_rows) {
+std::span<const PreparedMultinomial> SyntheticRoutingModel::fill_gpu_shares(
+    LayerState& layer, std::span<const int32_t> gpu_of_expert, int32_t num_dst_gpus,
+    int32_t num_rows) {
   MOESIM_CHECK(gpu_of_expert.size() == static_cast<size_t>(shape_.num_experts),
                "one GPU per expert");
   // Unchanged placement and shares since the layer's last call: the same sums, kept.
@@ -434,7 +450,14 @@ void SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
       std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), layer.gpu_shares_placement.begin(),
                  layer.gpu_shares_placement.end())) {
     gpu_shares_scratch_.assign(layer.gpu_shares.begin(), layer.gpu_shares.end());
-    return;
+    if (layer.gpu_draws.empty()) {
+      for (int32_t r = 0; r < num_rows; ++r) {
+        layer.gpu_draws.emplace_back(
+            std::span<const double>(layer.gpu_shares)
+                .subspan(static_cast<size_t>(r) * num_dst_gpus, static_cast<size_t>(num_dst_gpus)));
+      }
+    }
+    return layer.gpu_draws;
   }
   gpu_shares_scratch_.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
   for (int32_t e = 0; e < shape_.num_experts; ++e) {
@@ -452,6 +475,8 @@ void SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
   layer.gpu_shares_rows = num_rows;
   layer.gpu_shares_placement.assign(gpu_of_expert.begin(), gpu_of_expert.end());
   layer.gpu_shares.assign(gpu_shares_scratch_.begin(), gpu_shares_scratch_.end());
+  layer.gpu_draws.clear();
+  return {};
 }
 
 bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
@@ -464,8 +489,9 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
   // The stream route_to_gpus() draws from: under kMargins its first draws are these.
   RngStream rng(root_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
   const int32_t num_rows = query.tokens_per_src_domain.empty() ? 1 : num_domains;
-  fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
-  draw_totals(rng, query, num_rows, gpu_shares_scratch_, false, totals);
+  const std::span<const PreparedMultinomial> prepared =
+      fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
+  draw_totals(rng, query, num_rows, gpu_shares_scratch_, false, prepared, totals);
   return true;
 }
 
@@ -478,7 +504,7 @@ bool SyntheticRoutingModel::route_expert_totals(const RoutingQuery& query,
   RngStream rng(root_seed_, draw_stream_name('r', query.moe_layer_idx, query.step_idx));
   const int32_t num_experts = shape_.num_experts;
   if (query.tokens_per_src_domain.empty()) {
-    draw_totals(rng, query, 1, layer.mix_pi, true, totals);
+    draw_totals(rng, query, 1, layer.mix_pi, true, {}, totals);
     return true;
   }
   gpu_shares_scratch_.resize(static_cast<size_t>(num_domains) * num_experts);
@@ -486,12 +512,13 @@ bool SyntheticRoutingModel::route_expert_totals(const RoutingQuery& query,
     std::copy(layer.domains[d].pi.begin(), layer.domains[d].pi.end(),
               gpu_shares_scratch_.begin() + static_cast<size_t>(d) * num_experts);
   }
-  draw_totals(rng, query, num_domains, gpu_shares_scratch_, true, totals);
+  draw_totals(rng, query, num_domains, gpu_shares_scratch_, true, {}, totals);
   return true;
 }
 
 void SyntheticRoutingModel::draw_totals(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
                                         std::span<const double> shares, bool cap_per_column,
+                                        std::span<const PreparedMultinomial> prepared,
                                         std::vector<int64_t>& totals) {
   const auto num_cols = static_cast<int32_t>(shares.size() / num_rows);
   totals.assign(num_cols, 0);
@@ -509,7 +536,8 @@ void SyntheticRoutingModel::draw_totals(RngStream& rng, const RoutingQuery& quer
     if (num_tokens == 0) continue;
     const std::span<const double> row_shares =
         shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
-    draw_row_totals(rng, num_tokens, row_shares, cap_per_column);
+    draw_row_totals(rng, num_tokens, row_shares, cap_per_column,
+                    prepared.empty() ? nullptr : &prepared[r]);
     for (int32_t c = 0; c < num_cols; ++c) totals[c] += counts_scratch_[c];
     // Keep the stream where the margins pass has it for the next row's totals (one uniform per
     // source split).

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/core/distributions.h"
 #include "sim/core/rng.h"
 #include "sim/routing/routing_model.h"
 #include "sim/routing/routing_spec.h"
@@ -96,25 +97,33 @@ class SyntheticRoutingModel final : public RoutingModel {
   void systematic_add(RngStream& rng, int64_t num_selections, std::span<const double> shares,
                       std::span<int32_t> row);
   // One row's totals into counts_scratch_: num_tokens x top_k selections over `shares`, no
-  // column above num_tokens when cap_per_column (capped_multinomial).
+  // column above num_tokens when cap_per_column (capped_multinomial); uncapped rows draw from
+  // `prepared` (the same draws) when given.
   void draw_row_totals(RngStream& rng, int64_t num_tokens, std::span<const double> shares,
-                       bool cap_per_column);
-  // The margins pass over the sources that use it (see SamplingMode::kMargins).
+                       bool cap_per_column, const PreparedMultinomial* prepared);
+  // Multinomial(n, shares) into counts_scratch_, from `prepared` (shares prepared) when given.
+  void draw_multinomial(RngStream& rng, int64_t n, std::span<const double> shares,
+                        const PreparedMultinomial* prepared);
+  // The margins pass over the sources that use it (see SamplingMode::kMargins); `prepared`: one
+  // per row of `shares`, or empty.
   void margins_pass(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
-                    std::span<const double> shares, bool cap_per_column, CountMatrix& out);
+                    std::span<const double> shares, bool cap_per_column,
+                    std::span<const PreparedMultinomial> prepared, CountMatrix& out);
   // Adds n tokens' exact per-token selections to row, per expert or (gpu_of_expert non-empty)
   // per destination GPU.
   void draw_tokens(RngStream& rng, LayerState& layer, int32_t domain_idx, int32_t n,
                    std::span<const int32_t> gpu_of_expert, std::span<int32_t> row);
   // Destination shares into gpu_shares_scratch_: num_rows (1 for the domain mix, or one per
-  // domain) x num_dst_gpus.
-  void fill_gpu_shares(LayerState& layer, std::span<const int32_t> gpu_of_expert,
-                       int32_t num_dst_gpus, int32_t num_rows);
+  // domain) x num_dst_gpus. Returns their prepared multinomials (one per row) when the layer's
+  // shares were reused, else none.
+  std::span<const PreparedMultinomial> fill_gpu_shares(LayerState& layer,
+                                                       std::span<const int32_t> gpu_of_expert,
+                                                       int32_t num_dst_gpus, int32_t num_rows);
   // Totals of the margins pass (one multinomial per row of `shares`, capped per column or not)
   // into `totals` (one per column), as margins_pass draws them before its systematic split.
   void draw_totals(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
                    std::span<const double> shares, bool cap_per_column,
-                   std::vector<int64_t>& totals);
+                   std::span<const PreparedMultinomial> prepared, std::vector<int64_t>& totals);
   // Splits the tokens of source s by domain into domain_tokens_.
   void split_domains(RngStream& rng, const RoutingQuery& query, int32_t src_idx);
 

@@ -251,6 +251,35 @@ TEST(Distributions, MultinomialSumsToNWithPerCategoryMeans) {
   EXPECT_EQ(c3[2], 0);
 }
 
+TEST(Distributions, PreparedMultinomialDrawsWhatMultinomialDraws) {
+  // Same stream, same counts, bit for bit: zero weights (leading, inner, trailing), a category
+  // that takes more than half of what is left (the complement draw), inversion (small n p) and
+  // BTRS (large n p) draws, and n = 0.
+  const std::vector<std::vector<double>> vectors = {
+      {1.0, 2.0, 0.0, 3.0, 4.0},
+      {0.0, 0.7, 0.1, 0.1, 0.1, 0.0},
+      {5.0, 1e-9, 1.0},
+      {1.0},
+      {0.25, 0.25, 0.25, 0.25},
+  };
+  for (size_t v = 0; v < vectors.size(); ++v) {
+    const PreparedMultinomial prepared(vectors[v]);
+    ASSERT_EQ(prepared.size(), vectors[v].size());
+    RngStream a(11, "prepared");
+    RngStream b(11, "prepared");
+    std::vector<int64_t> want(vectors[v].size());
+    std::vector<int64_t> got(vectors[v].size());
+    for (const int64_t n : {0, 1, 3, 17, 40, 1000, 250'000}) {
+      for (int rep = 0; rep < 200; ++rep) {
+        multinomial(a, n, vectors[v], want);
+        prepared.draw(b, n, got);
+        ASSERT_EQ(want, got) << "vector " << v << " n " << n;
+      }
+    }
+    EXPECT_EQ(a.next_u64(), b.next_u64()) << "vector " << v;  // the streams are in step
+  }
+}
+
 TEST(Distributions, SameStreamStateGivesSameDraws) {
   RngStream a(5, "same");
   RngStream b(5, "same");
