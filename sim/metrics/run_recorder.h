@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -140,6 +141,10 @@ struct RunOptions {
   // where the requests the run can have are known at its start (open-loop workloads: synthetic
   // and trace kinds, not agent sessions).
   std::optional<SloWatchLimits> stop_on_certain_failure;
+  // Stop the run at the first step end or arrival after *cancel turns true (set from another
+  // thread; not owned): RunOutput::cancelled. What it outputs is the part that ran, for a caller
+  // that no longer needs the run (a search's discarded speculative probe).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // One step's usage as the step model measured it: per GPU of the replica (same order as gpus) and

@@ -195,6 +195,7 @@ RunOutput ClusterSim::run() {
   for (auto& p : policies_) p->on_finish(*this);
   RunOutput out;
   if (slo_watch_ && slo_watch_->failed()) out.stopped_early = slo_watch_->failure();
+  out.cancelled = cancelled_;
   out.end_ns = sim_.now();
   check_conservation(out);
   RunCounters& counters = recorder_.counters();

@@ -54,6 +54,8 @@ struct RunOutput {
   // RunOptions::stop_on_certain_failure: why the run stopped at end_ns, before its duration
   // (a limit that fails whatever the rest of the run does); empty when it ran to its end.
   std::string stopped_early;
+  // RunOptions::cancel was set: the run stopped at end_ns, its outputs are partial.
+  bool cancelled = false;
 };
 
 // Simulates `scenario` with its seed (or `seed_override` when >= 0) and the given policies

@@ -30,6 +30,7 @@ void ClusterSim::on_arrival(const Event& e) {
   pending_.erase(it);
   if (e.id1 == 1) schedule_next_open_loop();
   admit_request(std::move(req));
+  check_cancel();
 }
 
 void ClusterSim::sync_record(int32_t sid) {

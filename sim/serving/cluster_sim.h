@@ -120,6 +120,13 @@ class ClusterSim final : public PolicyContext {
   // run's end counted from a second generator on the same stream (nothing for agent sessions).
   void start_slo_watch();
   // Stops the run when the watch has decided (after a first token, completion or rejection).
+  // RunOptions::cancel set: stop the run.
+  void check_cancel() {
+    if (opt_.cancel != nullptr && opt_.cancel->load(std::memory_order_relaxed)) {
+      cancelled_ = true;
+      sim_.stop();
+    }
+  }
   void check_slo_watch() {
     if (slo_watch_ && slo_watch_->failed()) sim_.stop();
   }
@@ -204,6 +211,7 @@ class ClusterSim final : public PolicyContext {
   RequestStats stats_;
   // RunOptions::stop_on_certain_failure on an open-loop workload (null otherwise).
   std::unique_ptr<SloWatch> slo_watch_;
+  bool cancelled_ = false;
   std::vector<RequestRecord> kept_;  // RunOptions::keep_requests
 };
 

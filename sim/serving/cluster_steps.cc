@@ -215,6 +215,7 @@ void ClusterSim::record_step(Replica& r, StepRecord rec, SimTime duration_ns) {
 }
 
 void ClusterSim::on_step_done(const Event& e) {
+  check_cancel();
   Replica& r = replicas_[e.id0];
   r.busy = false;
   std::vector<int32_t> to_transfer;

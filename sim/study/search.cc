@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <queue>
-#include <set>
 #include <system_error>
 #include <thread>
 
@@ -68,6 +68,11 @@ SloWatchLimits watch_limits(const Scenario& scenario, const SearchSlo& slo) {
 }
 
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo) {
+  if (out.cancelled) {
+    SloVerdict v;  // a probe the search no longer needs: never kept
+    v.reason = "cancelled";
+    return v;
+  }
   if (!out.stopped_early.empty()) {
     // An early verdict: fails whatever the rest of the run would have done; the counts are the
     // part that ran.
@@ -188,6 +193,13 @@ class SearchState {
     }
   }
 
+  // Whether a later probe of the search can be at m: every one lies above the highest meeting
+  // multiplier and below the lowest failing one (doubling, halving and bisection alike), and
+  // those bounds only tighten.
+  bool may_need(double m) const {
+    return phase_ != Phase::kDone && !(lo_ > 0 && m <= lo_) && !(hi_ > 0 && m >= hi_);
+  }
+
   MultiplierSearch result() const {
     MultiplierSearch s;
     s.found = lo_ > 0;
@@ -214,11 +226,10 @@ class SearchState {
 
 // A speculative search: each thread takes the probe the search is most likely to need next
 // (pick) that is neither done nor running, and the search walks its decisions over the verdicts
-// as they come in (walk). Probes cannot be stopped: one the walk passes by runs to its end.
+// as they come in (walk). A running probe the search can no longer need is told to stop.
 class Speculation {
  public:
-  Speculation(const std::function<bool(double)>& meets, SearchState state,
-              const ProbeParallelism& parallel)
+  Speculation(const ProbeFunction& meets, SearchState state, const ProbeParallelism& parallel)
       : meets_(meets), state_(state), parallel_(parallel) {}
 
   MultiplierSearch run() {
@@ -233,6 +244,7 @@ class Speculation {
     work();
     for (std::thread& t : helpers) t.join();
     if (parallel_.num_evaluated) *parallel_.num_evaluated = num_evaluated_;
+    if (parallel_.num_stopped) *parallel_.num_stopped = num_stopped_;
     if (error_) std::rethrow_exception(error_);
     return state_.result();
   }
@@ -251,12 +263,13 @@ class Speculation {
         cv_.wait(lock);
         continue;
       }
-      running_.insert(*m);
+      const std::atomic<bool>& stop =
+          *running_.emplace(*m, std::make_unique<std::atomic<bool>>(false)).first->second;
       ++num_evaluated_;
       lock.unlock();
       Verdict v;
       try {
-        v.meets = meets_(*m);
+        v.meets = meets_(*m, stop);
       } catch (...) {
         v.error = std::current_exception();
       }
@@ -264,7 +277,18 @@ class Speculation {
       running_.erase(*m);
       verdicts_.emplace(*m, v);
       walk();
+      stop_unneeded();
       cv_.notify_all();
+    }
+  }
+
+  // Tells the running probes the search can no longer need to stop.
+  void stop_unneeded() {
+    for (auto& [m, stop] : running_) {
+      if ((done_ || !state_.may_need(m)) && !stop->load(std::memory_order_relaxed)) {
+        stop->store(true, std::memory_order_relaxed);
+        ++num_stopped_;
+      }
     }
   }
 
@@ -338,34 +362,43 @@ class Speculation {
     return std::nullopt;
   }
 
-  const std::function<bool(double)>& meets_;
+  const ProbeFunction& meets_;
   SearchState state_;
   const ProbeParallelism& parallel_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<double, Verdict> verdicts_;
-  std::set<double> running_;
+  std::map<double, std::unique_ptr<std::atomic<bool>>> running_;  // with their stop flags
   bool done_ = false;
   std::exception_ptr error_;
   int32_t num_evaluated_ = 0;
+  int32_t num_stopped_ = 0;
 };
 
 }  // namespace
 
-MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
-                                       double rel_tolerance, int32_t max_doublings,
-                                       const ProbeParallelism& parallel) {
+MultiplierSearch search_max_multiplier(const ProbeFunction& meets, double rel_tolerance,
+                                       int32_t max_doublings, const ProbeParallelism& parallel) {
   MOESIM_CHECK(rel_tolerance > 0 && max_doublings >= 0 && parallel.num_threads >= 1,
                "search options");
   SearchState state(rel_tolerance, max_doublings);
   if (parallel.num_threads > 1) return Speculation(meets, state, parallel).run();
+  const std::atomic<bool> never(false);
   while (std::optional<double> m = state.next()) {
-    const bool ok = meets(*m);
+    const bool ok = meets(*m, never);
     if (parallel.kept) parallel.kept(*m);
     state.record(ok);
   }
   if (parallel.num_evaluated) *parallel.num_evaluated = state.result().num_probes;
+  if (parallel.num_stopped) *parallel.num_stopped = 0;
   return state.result();
+}
+
+MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
+                                       double rel_tolerance, int32_t max_doublings,
+                                       const ProbeParallelism& parallel) {
+  const ProbeFunction probe = [&meets](double m, const std::atomic<bool>&) { return meets(m); };
+  return search_max_multiplier(probe, rel_tolerance, max_doublings, parallel);
 }
 
 double base_rate_per_s(const Scenario& scenario) {
@@ -544,7 +577,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
       // it, in its order, into c.probes.
       std::mutex probes_mu;
       std::map<double, RateProbe> probed;
-      auto meets = [&](double m) {
+      auto meets = [&](double m, const std::atomic<bool>& stop) {
         std::vector<Override> probe_overrides = c.overrides;
         probe_overrides.push_back(rate_override(base, m));
         Scenario sc = scenario.instantiate(probe_overrides);
@@ -553,6 +586,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         sc.slo.tpot_ms = slo.request_tpot_ms.value_or(sc.slo.tpot_ms);
         RunOptions run_options;
         if (!options.full_probes) run_options.stop_on_certain_failure = watch_limits(sc, slo);
+        run_options.cancel = &stop;  // a speculative probe the search has passed by
         RunOutput out = simulate(sc, seed, run_options);
         RateProbe p{m, c.base_rate_per_s * m, judge_run(out, sc, slo)};
         const RunSummary& s = out.summary;
@@ -576,8 +610,8 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         c.probes.push_back(std::move(it->second));
         probed.erase(it);
       };
-      c.search =
-          search_max_multiplier(meets, options.rel_tolerance, options.max_doublings, parallel);
+      c.search = search_max_multiplier(ProbeFunction(meets), options.rel_tolerance,
+                                       options.max_doublings, parallel);
       c.max_rate_per_s = c.base_rate_per_s * c.search.max_ok;
       c.fail_rate_per_s = c.base_rate_per_s * c.search.min_fail;
     } catch (const ConfigError& e) {

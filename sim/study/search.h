@@ -25,6 +25,7 @@
 // so the result, its probes and their order are the same for every thread count.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -48,7 +49,8 @@ struct SloVerdict {
   double attainment = 0;                 // num_met / num_decided; 0 (no data) when none decided
   std::string reason;  // the first limit broken, e.g. "ttft_p99_ms 2301 > 2000"; "" if met
 };
-// A run stopped by an early verdict (RunOutput::stopped_early) fails with that reason.
+// A run stopped by an early verdict (RunOutput::stopped_early) fails with that reason; a
+// cancelled one (RunOutput::cancelled) fails with reason "cancelled".
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo);
 // The limits a probe of `scenario` watches for an early verdict (RunOptions::
 // stop_on_certain_failure): the percentile limits, the per-request limits and the attainment.
@@ -70,7 +72,9 @@ struct ProbeParallelism {
   // search waits for a verdict, the other threads probe the multipliers it may need next (the
   // most likely first, see search.cc), and the search then walks its one-at-a-time decisions
   // over the verdicts, asking for a multiplier only when its verdict is missing. Probes the walk
-  // does not reach are discarded (work wasted for wall time).
+  // does not reach are discarded (work wasted for wall time); one still running when the search
+  // can no longer need it (its multiplier is outside the bracket, or the search is done) is
+  // told to stop (its `stop` flag, see ProbeFunction).
   int32_t num_threads = 1;
   // Called with each multiplier the one-at-a-time search probes, in its order, once its verdict
   // is in (before the next one's); never concurrently. An exception thrown by meets for such a
@@ -78,9 +82,20 @@ struct ProbeParallelism {
   std::function<void(double)> kept;
   // Out (optional): how many times meets was called, discarded probes included.
   int32_t* num_evaluated = nullptr;
+  // Out (optional): how many running probes were told to stop.
+  int32_t* num_stopped = nullptr;
 };
 
+// A probe: whether the SLOs are met at multiplier m. `stop` turns true (from another thread)
+// when the search no longer needs the verdict; the probe may then return at once, with any
+// verdict (it is discarded).
+using ProbeFunction = std::function<bool(double m, const std::atomic<bool>& stop)>;
+
 // The result, num_probes and the multipliers passed to `kept` do not depend on num_threads.
+MultiplierSearch search_max_multiplier(const ProbeFunction& meets, double rel_tolerance,
+                                       int32_t max_doublings,
+                                       const ProbeParallelism& parallel = {});
+// The same with a probe that cannot stop early.
 MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
                                        double rel_tolerance, int32_t max_doublings,
                                        const ProbeParallelism& parallel = {});

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -211,6 +212,48 @@ TEST(SearchParallel, ExceptionsOnlyFromProbesTheSearchMakes) {
     }
     EXPECT_EQ(kept, (std::vector<double>{1, 2})) << threads;
   }
+}
+
+// A running probe the search can no longer need is told to stop. On 2 threads, 1 runs on one and
+// 2 (the likelier next probe) on the other; the probe at 1 waits until the one at 2 has started,
+// then fails, so 2 lies above the bracket: its stop flag turns true (it waits for it, bounded so
+// that a missing stop fails rather than hangs), and the search goes on below 1 as it does alone.
+TEST(SearchParallel, ProbesTheSearchPassesByAreStopped) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool two_started = false;
+  std::atomic<bool> two_saw_stop{false};
+  auto verdict = [](double m) { return m == 2.0 || (m != 1.0 && m <= 0.7); };
+  const ProbeFunction meets = [&](double m, const std::atomic<bool>& stop) {
+    if (m == 2.0) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        two_started = true;
+      }
+      cv.notify_all();
+      for (int i = 0; i < 60'000 && !stop.load(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      two_saw_stop = stop.load();
+    } else if (m == 1.0) {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait_for(lock, std::chrono::seconds(60), [&] { return two_started; });
+    }
+    return verdict(m);
+  };
+  const Reference ref = reference_search(verdict, 0.02, 4);
+  std::vector<double> kept;
+  int32_t num_stopped = 0;
+  ProbeParallelism parallel;
+  parallel.num_threads = 2;
+  parallel.kept = [&](double m) { kept.push_back(m); };
+  parallel.num_stopped = &num_stopped;
+  const MultiplierSearch s = search_max_multiplier(meets, 0.02, 4, parallel);
+  EXPECT_TRUE(two_saw_stop);
+  EXPECT_GE(num_stopped, 1);
+  EXPECT_EQ(kept, ref.probes);
+  EXPECT_EQ(s.max_ok, ref.search.max_ok);
+  EXPECT_EQ(s.min_fail, ref.search.min_fail);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "sim/study/simulate.h"
 
 namespace moesim::sim::study {
@@ -289,6 +291,25 @@ TEST(Search, OneConfigurationOnThreeThreadsIsTheOneThreadSearch) {
 // verdict fails whatever the rest of its run does. The decisions are those of full probes: the
 // same probes in the same order, the same verdicts and bracket; a probe that meets ran to its
 // end, so all its figures are the full run's.
+// RunOptions::cancel: a run whose flag is already set stops at its first arrival or step end,
+// says so, and a search judges it a failure it never keeps.
+TEST(Search, CancelledRunStopsAtOnce) {
+  ScenarioTemplate t = ScenarioTemplate::load(kScenario);
+  const Scenario sc = t.instantiate({});
+  const RunOutput whole = simulate(sc, sc.run.seed);
+  std::atomic<bool> cancel{true};
+  RunOptions options;
+  options.cancel = &cancel;
+  const RunOutput cut = simulate(sc, sc.run.seed, options);
+  EXPECT_FALSE(whole.cancelled);
+  EXPECT_TRUE(cut.cancelled);
+  EXPECT_LT(cut.end_ns, whole.end_ns);
+  EXPECT_LT(cut.summary.num_completed, whole.summary.num_completed);
+  const SloVerdict v = judge_run(cut, sc, parse_search_slo("ttft_p99_ms=1000000"));
+  EXPECT_FALSE(v.meets);
+  EXPECT_EQ(v.reason, "cancelled");
+}
+
 TEST(Search, EarlyVerdictsDecideAsFullProbes) {
   ScenarioTemplate t = ScenarioTemplate::load(kScenario);
   const std::vector<std::vector<Override>> configs = {
