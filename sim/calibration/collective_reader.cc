@@ -55,7 +55,12 @@ std::vector<CollectiveSample> parse_nccl_tests_alltoall(std::string_view text,
   std::vector<CollectiveSample> out;
   const std::string source = "nccl-tests:" + std::filesystem::path(name).filename().string();
   for (const auto& [size, time_us] : rows) {
-    out.push_back({source, n, size * (n - 1) / n, 1e-6 * time_us});
+    CollectiveSample c;
+    c.source = source;
+    c.ep_size = n;
+    c.bytes_per_gpu = size * (n - 1) / n;
+    c.measured_s = 1e-6 * time_us;
+    out.push_back(std::move(c));
   }
   return out;
 }
@@ -96,8 +101,12 @@ std::vector<CollectiveSample> collective_samples_of(const std::vector<Measuremen
     const std::string& trace = std::get<0>(key);
     const int32_t ep = static_cast<int32_t>(gpus_of_trace[trace].size());
     if (ep < 2 || !(g.bytes > 0)) continue;
-    out.push_back({"engine:" + std::filesystem::path(trace).filename().string(), ep,
-                   g.bytes / (2.0 * ep), 1e-9 * static_cast<double>(g.max_ns)});
+    CollectiveSample c;
+    c.source = "engine:" + std::filesystem::path(trace).filename().string();
+    c.ep_size = ep;
+    c.bytes_per_gpu = g.bytes / (2.0 * ep);
+    c.measured_s = 1e-9 * static_cast<double>(g.max_ns);
+    out.push_back(std::move(c));
   }
   return out;
 }

@@ -50,7 +50,7 @@ namespace {
 std::string draw_stream_name(char tag, int32_t layer_idx, int64_t step_idx) {
   char buf[32];
   buf[0] = tag;
-  char* end = std::to_chars(buf + 1, buf + sizeof(buf), layer_idx).ptr;
+  char* end = std::to_chars(buf + 1, buf + 12, layer_idx).ptr;  // an int32 takes <= 11 chars
   *end++ = '.';
   end = std::to_chars(end, buf + sizeof(buf), step_idx).ptr;
   return std::string(buf, end);

@@ -588,7 +588,10 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         if (!options.full_probes) run_options.stop_on_certain_failure = watch_limits(sc, slo);
         run_options.cancel = &stop;  // a speculative probe the search has passed by
         RunOutput out = simulate(sc, seed, run_options);
-        RateProbe p{m, c.base_rate_per_s * m, judge_run(out, sc, slo)};
+        RateProbe p;
+        p.multiplier = m;
+        p.rate_per_s = c.base_rate_per_s * m;
+        p.verdict = judge_run(out, sc, slo);
         const RunSummary& s = out.summary;
         if (s.has.rates) {
           p.input_tokens_per_s = s.input_tokens_per_s;

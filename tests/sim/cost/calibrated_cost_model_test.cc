@@ -124,8 +124,9 @@ TEST(CostModelFactory, CalibratedSpecUsesItsResolvedProfile) {
 TEST(CalibratedCostModel, ADurationBeyondTheHorizonIsAnErrorNamingTheOpAndTheProfile) {
   CalibrationProfile p = profile();
   p.ops.push_back(linear_fit("expert_ffn", 0, 0, 1e300, 1e12));
-  CalibratedCostModel m(p, std::make_unique<RooflineCostModel>(GpuSpec{.name = "test-gpu"},
-                                                               RooflineParams::defaults()));
+  GpuSpec gpu;
+  gpu.name = "test-gpu";
+  CalibratedCostModel m(p, std::make_unique<RooflineCostModel>(gpu, RooflineParams::defaults()));
   const OpWork w = work(OpKind::kExpertFfn, 2e9, 1e6, 16);
   EXPECT_TRUE(std::isinf(m.seconds(w)));  // the unchecked answer: 1e300 x 2e9
   try {

@@ -148,7 +148,9 @@ TEST(TrafficPlan, WholeNodeHierarchicalMatricesCarryTheirRowSupport) {
         // Own node plus the source's rail GPU on every other node.
         EXPECT_EQ(static_cast<int32_t>(m.support(s).size()), gpn + m.size() / gpn - 1);
         for (int32_t d = 0; d < m.size(); ++d) {
-          if (!in_support[d]) EXPECT_EQ(bits(m.bytes(s, d)), 0u) << s << "," << d;
+          if (!in_support[d]) {
+            EXPECT_EQ(bits(m.bytes(s, d)), 0u) << s << "," << d;
+          }
         }
       }
     }

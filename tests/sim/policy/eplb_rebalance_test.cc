@@ -193,7 +193,9 @@ TEST(EplbRebalancer, HierarchicalKeepsGroupsOnOneNode) {
     const auto cur = current.replicas(c.expert_idx);
     const bool on_node =
         std::any_of(cur.begin(), cur.end(), [&](int32_t h) { return h / 4 == c.dst_gpu_idx / 4; });
-    if (on_node) EXPECT_EQ(c.src_gpu_idx / 4, c.dst_gpu_idx / 4);
+    if (on_node) {
+      EXPECT_EQ(c.src_gpu_idx / 4, c.dst_gpu_idx / 4);
+    }
   }
   EXPECT_LT(plan.target_imbalance, plan.current_imbalance);
 }

@@ -67,8 +67,12 @@ TEST(LayerTimelineTest, SequentialScheduleIsTheBarrierPath) {
   for (const TimelineSpan& s : spans) {
     EXPECT_EQ(s.layer_idx, 3);
     EXPECT_EQ(s.mb, 0);
-    if (s.op == StageOp::kDispatch) EXPECT_DOUBLE_EQ(s.start_s, 6);
-    if (s.op == StageOp::kCombine) EXPECT_DOUBLE_EQ(s.start_s, 16);
+    if (s.op == StageOp::kDispatch) {
+      EXPECT_DOUBLE_EQ(s.start_s, 6);
+    }
+    if (s.op == StageOp::kCombine) {
+      EXPECT_DOUBLE_EQ(s.start_s, 16);
+    }
   }
 }
 
@@ -224,8 +228,12 @@ TEST(LayerTimelineTest, DecodePipelineHandComputed) {
   std::vector<std::pair<StageOp, int32_t>> compute_order;
   for (const TimelineSpan& s : spans) {
     if (!is_comm_op(s.op)) compute_order.emplace_back(s.op, s.mb);
-    if (s.op == StageOp::kDispatch) EXPECT_DOUBLE_EQ(s.start_s, s.mb == 0 ? 4 : 15);
-    if (s.op == StageOp::kCombine) EXPECT_DOUBLE_EQ(s.start_s, s.mb == 0 ? 11 : 22);
+    if (s.op == StageOp::kDispatch) {
+      EXPECT_DOUBLE_EQ(s.start_s, s.mb == 0 ? 4 : 15);
+    }
+    if (s.op == StageOp::kCombine) {
+      EXPECT_DOUBLE_EQ(s.start_s, s.mb == 0 ? 11 : 22);
+    }
   }
   const std::vector<std::pair<StageOp, int32_t>> expected = {
       {StageOp::kAttentionPrep, 0}, {StageOp::kAttention, 0},     {StageOp::kRouter, 0},

@@ -65,7 +65,9 @@ TEST(Compare, FiguresWithoutSamplesHaveNoDifference) {
   EXPECT_FALSE(tpot.has_ci);
   EXPECT_FALSE(std::isnan(metric(r, "output_tokens_per_s").diff));
   for (const MetricComparison& m : r.metrics) {
-    if (m.has_ci) EXPECT_LE(m.ci_lo, m.ci_hi) << m.metric;
+    if (m.has_ci) {
+      EXPECT_LE(m.ci_lo, m.ci_hi) << m.metric;
+    }
   }
 }
 

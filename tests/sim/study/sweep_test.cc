@@ -232,7 +232,9 @@ TEST(Sweep, FiguresWithoutSamplesAreEmptyCells) {
     EXPECT_EQ(cell(rows, 1, column), "") << column;
   }
   EXPECT_EQ(cell(rows, 1, "num_slo_met"), "0");
-  if (cell(rows, 1, "num_slo_decided") == "0") EXPECT_EQ(cell(rows, 1, "slo_attainment"), "");
+  if (cell(rows, 1, "num_slo_decided") == "0") {
+    EXPECT_EQ(cell(rows, 1, "slo_attainment"), "");
+  }
   // The longer run completes requests: every figure is a number of at most 15 digits.
   EXPECT_NE(cell(rows, 2, "num_completed"), "0");
   for (const char* column : {"tpot_p50_ms", "e2e_p99_ms", "slo_attainment", "requests_per_s",
