@@ -26,6 +26,24 @@ double log_gamma(double x) {
 
 constexpr double kInversionThreshold = 10.0;
 
+// Multinomial by conditional binomials: suffix[i] = probs[i] + ... + probs[end - 1] (size
+// probs.size() + 1), with the multinomial's preconditions checked.
+void fill_suffix_sums(std::span<const double> probs, std::vector<double>& suffix) {
+  suffix.assign(probs.size() + 1, 0.0);
+  for (size_t i = probs.size(); i-- > 0;) {
+    MOESIM_CHECK(probs[i] >= 0.0, "multinomial probabilities must be >= 0");
+    suffix[i] = suffix[i + 1] + probs[i];
+  }
+  MOESIM_CHECK(suffix[0] > 0.0, "multinomial probabilities must have a positive sum");
+}
+
+// The probability of category i given that a trial lands in i..end; the last category with
+// positive probability takes all remaining trials (1).
+double conditional_probability(std::span<const double> probs, const std::vector<double>& suffix,
+                               size_t i) {
+  return suffix[i + 1] == 0.0 ? 1.0 : std::min(1.0, probs[i] / suffix[i]);
+}
+
 // ln(k!) = ln Gamma(k + 1) for an integer-valued k >= 0: BTRS's rejection test takes four per
 // draw. Below 2^14 from a table built once (its entries are log_gamma's values, so the draws are
 // the same), above from log_gamma.
@@ -247,24 +265,16 @@ void multinomial(RngStream& rng, int64_t n, std::span<const double> probs,
                  std::span<int64_t> counts_out) {
   MOESIM_CHECK(n >= 0, "multinomial needs n >= 0");
   MOESIM_CHECK(probs.size() == counts_out.size(), "multinomial: probs and counts differ in size");
-  // Suffix sums: the conditional probability of category i given that the trial is in i..end.
   // Scratch kept per thread: a draw per MoE layer and step would otherwise allocate each time.
   thread_local std::vector<double> suffix;
-  suffix.assign(probs.size() + 1, 0.0);
-  for (size_t i = probs.size(); i-- > 0;) {
-    MOESIM_CHECK(probs[i] >= 0.0, "multinomial probabilities must be >= 0");
-    suffix[i] = suffix[i + 1] + probs[i];
-  }
-  MOESIM_CHECK(suffix[0] > 0.0, "multinomial probabilities must have a positive sum");
+  fill_suffix_sums(probs, suffix);
   int64_t remaining = n;
   for (size_t i = 0; i < probs.size(); ++i) {
     if (remaining == 0 || probs[i] == 0.0) {
       counts_out[i] = 0;
       continue;
     }
-    // The last category with positive probability takes all remaining trials (suffix == p).
-    const double p = suffix[i + 1] == 0.0 ? 1.0 : std::min(1.0, probs[i] / suffix[i]);
-    counts_out[i] = binomial(rng, remaining, p);
+    counts_out[i] = binomial(rng, remaining, conditional_probability(probs, suffix, i));
     remaining -= counts_out[i];
   }
 }
@@ -272,17 +282,13 @@ void multinomial(RngStream& rng, int64_t n, std::span<const double> probs,
 PreparedMultinomial::PreparedMultinomial(std::span<const double> probs) {
   // The conditional probabilities multinomial() computes, and the logarithms binomial() takes of
   // them, once.
-  std::vector<double> suffix(probs.size() + 1, 0.0);
-  for (size_t i = probs.size(); i-- > 0;) {
-    MOESIM_CHECK(probs[i] >= 0.0, "multinomial probabilities must be >= 0");
-    suffix[i] = suffix[i + 1] + probs[i];
-  }
-  MOESIM_CHECK(suffix[0] > 0.0, "multinomial probabilities must have a positive sum");
+  std::vector<double> suffix;
+  fill_suffix_sums(probs, suffix);
   categories_.resize(probs.size());
   for (size_t i = 0; i < probs.size(); ++i) {
     Category& c = categories_[i];
     if (probs[i] == 0.0) continue;  // kNone
-    const double p = suffix[i + 1] == 0.0 ? 1.0 : std::min(1.0, probs[i] / suffix[i]);
+    const double p = conditional_probability(probs, suffix, i);
     if (p == 0.0) continue;
     if (p == 1.0) {
       c.kind = Kind::kAll;

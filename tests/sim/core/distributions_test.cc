@@ -256,10 +256,7 @@ TEST(Distributions, PreparedMultinomialDrawsWhatMultinomialDraws) {
   // that takes more than half of what is left (the complement draw), inversion (small n p) and
   // BTRS (large n p) draws, and n = 0.
   const std::vector<std::vector<double>> vectors = {
-      {1.0, 2.0, 0.0, 3.0, 4.0},
-      {0.0, 0.7, 0.1, 0.1, 0.1, 0.0},
-      {5.0, 1e-9, 1.0},
-      {1.0},
+      {1.0, 2.0, 0.0, 3.0, 4.0}, {0.0, 0.7, 0.1, 0.1, 0.1, 0.0}, {5.0, 1e-9, 1.0}, {1.0},
       {0.25, 0.25, 0.25, 0.25},
   };
   for (size_t v = 0; v < vectors.size(); ++v) {
