@@ -302,11 +302,18 @@ PreparedMultinomial::PreparedMultinomial(std::span<const double> probs) {
 }
 
 void PreparedMultinomial::draw(RngStream& rng, int64_t n, std::span<int64_t> counts_out) const {
-  MOESIM_CHECK(n >= 0, "multinomial needs n >= 0");
   MOESIM_CHECK(counts_out.size() == categories_.size(),
                "multinomial: probs and counts differ in size");
+  draw_prefix(rng, n, categories_.size(), counts_out);
+}
+
+int64_t PreparedMultinomial::draw_prefix(RngStream& rng, int64_t n, size_t num_drawn,
+                                         std::span<int64_t> counts_out) const {
+  MOESIM_CHECK(n >= 0, "multinomial needs n >= 0");
+  MOESIM_CHECK(num_drawn <= categories_.size() && counts_out.size() >= num_drawn,
+               "multinomial: more categories drawn than there are");
   int64_t remaining = n;
-  for (size_t i = 0; i < categories_.size(); ++i) {
+  for (size_t i = 0; i < num_drawn; ++i) {
     const Category& c = categories_[i];
     int64_t x = 0;
     if (remaining > 0 && c.kind != Kind::kNone) {
@@ -322,6 +329,75 @@ void PreparedMultinomial::draw(RngStream& rng, int64_t n, std::span<int64_t> cou
     }
     counts_out[i] = x;
     remaining -= x;
+  }
+  return remaining;
+}
+
+namespace {
+
+std::vector<size_t> decreasing_order(std::span<const double> probs) {
+  std::vector<size_t> order(probs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return probs[a] > probs[b]; });
+  return order;
+}
+
+std::vector<double> ordered(std::span<const double> probs, const std::vector<size_t>& order) {
+  std::vector<double> out(order.size());
+  for (size_t j = 0; j < order.size(); ++j) out[j] = probs[order[j]];
+  return out;
+}
+
+}  // namespace
+
+CandidateMultinomial::CandidateMultinomial(std::span<const double> probs)
+    : order_(decreasing_order(probs)), ordered_(ordered(probs, order_)) {
+  const std::vector<double> p = ordered(probs, order_);
+  fill_suffix_sums(p, suffix_);  // checks the probabilities
+  const size_t m = p.size();
+  min_rate_.assign(m + 1, std::numeric_limits<double>::infinity());
+  const double p0 = p[0] / suffix_[0];
+  for (size_t j = m; j-- > 1;) {
+    const double pj = p[j] / suffix_[0];
+    const double d = p0 - pj;
+    const double rate = d * d / (2.0 * (p0 + pj - d * d + (1.0 + d) * d / 3.0));
+    min_rate_[j] = std::min(min_rate_[j + 1], rate);
+  }
+  min_rate_[0] = 0.0;  // the likeliest category is always drawn
+}
+
+size_t CandidateMultinomial::num_candidates(int64_t n, double epsilon) const {
+  MOESIM_CHECK(n >= 0 && epsilon > 0 && epsilon < 1, "candidates need n >= 0, 0 < epsilon < 1");
+  const double needed = std::log(static_cast<double>(order_.size()) / epsilon);
+  const double trials = static_cast<double>(n);
+  // min_rate_ does not decrease: the first position from which every rate is high enough.
+  const auto it = std::partition_point(min_rate_.begin(), min_rate_.end(),
+                                       [&](double rate) { return trials * rate < needed; });
+  return static_cast<size_t>(it - min_rate_.begin());
+}
+
+void CandidateMultinomial::draw(RngStream& rng, int64_t n, size_t num_candidates,
+                                std::span<int64_t> counts_out) const {
+  const size_t m = order_.size();
+  MOESIM_CHECK(num_candidates >= 1 && num_candidates <= m && counts_out.size() == m,
+               "candidate multinomial: 1..m candidates and one count per category");
+  thread_local std::vector<int64_t> drawn;
+  drawn.resize(num_candidates);
+  const int64_t left = ordered_.draw_prefix(rng, n, num_candidates, drawn);
+  for (size_t j = 0; j < num_candidates; ++j) counts_out[order_[j]] = drawn[j];
+  // The others: cumulative rounding of left x their share of the rest (non-decreasing, ending at
+  // left).
+  const double rest = suffix_[num_candidates];
+  int64_t before = 0;
+  for (size_t j = num_candidates; j < m; ++j) {
+    int64_t upto = left;
+    if (j + 1 < m && rest > 0) {
+      const double share = (rest - suffix_[j + 1]) / rest;
+      upto = std::min(left, static_cast<int64_t>(static_cast<double>(left) * share));
+    }
+    counts_out[order_[j]] = upto - before;
+    before = upto;
   }
 }
 

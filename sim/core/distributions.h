@@ -41,6 +41,10 @@ class PreparedMultinomial {
   PreparedMultinomial() = default;
   explicit PreparedMultinomial(std::span<const double> probs);
   void draw(RngStream& rng, int64_t n, std::span<int64_t> counts_out) const;
+  // draw()'s first `num_drawn` categories only (counts_out[0, num_drawn)); returns the trials
+  // left for the others. draw() is draw_prefix() over every category.
+  int64_t draw_prefix(RngStream& rng, int64_t n, size_t num_drawn,
+                      std::span<int64_t> counts_out) const;
   size_t size() const { return categories_.size(); }
 
  private:
@@ -54,6 +58,36 @@ class PreparedMultinomial {
     double log_p_over_q = 0;  // log(p / (1 - p))
   };
   std::vector<Category> categories_;
+};
+
+// Multinomial(n, probs) drawn on its likeliest categories only (the fast tier's destination
+// loads, docs/fast_tier.md, "Candidate draw"). Categories are ordered by decreasing probability
+// (ties: lower index first). The first K, the candidates, are drawn exactly: conditional
+// binomials in that order, so their joint law is the multinomial's. The trials left are spread
+// over the other categories in proportion to their probabilities by cumulative rounding (their
+// conditional expectation, in whole trials; the counts sum to n). K is the fewest categories
+// such that, by Bernstein's inequality and a union bound, the chance that any other category
+// would have drawn at least as many trials as the likeliest one is at most `epsilon`:
+//   n h_j >= ln(m / epsilon) for every non-candidate j (m categories),
+//   h_j = d^2 / (2 (p_0 + p_j - d^2 + (1 + d) d / 3)),  d = p_0 - p_j
+// (p normalised; the increments 1[trial lands on j] - 1[trial lands on 0] have mean -d, variance
+// p_0 + p_j - d^2 and deviate from their mean by at most 1 + d).
+class CandidateMultinomial {
+ public:
+  // probs: non-negative, positive sum.
+  explicit CandidateMultinomial(std::span<const double> probs);
+  // The candidates for n trials at `epsilon` in (0, 1): m when none can be bounded away.
+  size_t num_candidates(int64_t n, double epsilon) const;
+  // One draw with `num_candidates` candidates (>= 1, <= m) into counts_out (m entries, in the
+  // given categories' order).
+  void draw(RngStream& rng, int64_t n, size_t num_candidates, std::span<int64_t> counts_out) const;
+  size_t size() const { return order_.size(); }
+
+ private:
+  std::vector<size_t> order_;     // categories by decreasing probability
+  std::vector<double> suffix_;    // suffix sums of the ordered probabilities (m + 1 entries)
+  std::vector<double> min_rate_;  // suffix minima of h_j over ordered positions (m + 1; +inf)
+  PreparedMultinomial ordered_;   // the multinomial over the ordered probabilities
 };
 
 // Categorical over indices 0..n-1 with the given non-negative weights (positive sum), sampled in

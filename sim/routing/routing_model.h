@@ -23,6 +23,12 @@ struct RoutingQuery {
   // Optional split by domain tag: num_src x num_domains, row-major, row s summing to
   // tokens_per_src[s]. Empty: every source's tokens follow the spec's domain weights.
   std::span<const int32_t> tokens_per_src_domain;
+  // route_totals_to_gpus() only; 0: draw every destination's total. In (0, 1): a model may draw
+  // only the destinations that can receive the most selections and give the others their
+  // expectation, where the chance that one of those others would have received at least as many
+  // as the likeliest destination is at most this (SyntheticRoutingModel: CandidateMultinomial,
+  // docs/fast_tier.md, "Candidate draw").
+  double candidate_epsilon = 0;
 };
 
 class RoutingModel {

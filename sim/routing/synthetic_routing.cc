@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "sim/core/check.h"
@@ -40,6 +41,8 @@ struct SyntheticRoutingModel::LayerState {
   // Their multinomials, one per row, prepared on the first reuse of gpu_shares (a layer whose
   // placement or shares change at every call never pays for them).
   std::vector<PreparedMultinomial> gpu_draws;
+  // The candidate draw of gpu_shares (one row), built on its first use under these shares.
+  std::optional<CandidateMultinomial> gpu_candidates;
 };
 
 namespace {
@@ -334,6 +337,8 @@ void check_query(const RoutingQuery& q, const RoutingShape& shape, int32_t num_d
   MOESIM_CHECK(q.moe_layer_idx >= 0 && q.moe_layer_idx < shape.num_moe_layers, "layer range");
   MOESIM_CHECK(q.step_idx >= 0, "step must be >= 0");
   for (int32_t n : q.tokens_per_src) MOESIM_CHECK(n >= 0, "token counts must be >= 0");
+  MOESIM_CHECK(q.candidate_epsilon >= 0 && q.candidate_epsilon < 1,
+               "candidate epsilon must be in [0, 1)");
   if (q.tokens_per_src_domain.empty()) return;
   MOESIM_CHECK(q.tokens_per_src_domain.size() == q.tokens_per_src.size() * num_domains,
                "domain split must be num_src x num_domains");
@@ -476,6 +481,7 @@ std::span<const PreparedMultinomial> SyntheticRoutingModel::fill_gpu_shares(
   layer.gpu_shares_placement.assign(gpu_of_expert.begin(), gpu_of_expert.end());
   layer.gpu_shares.assign(gpu_shares_scratch_.begin(), gpu_shares_scratch_.end());
   layer.gpu_draws.clear();
+  layer.gpu_candidates.reset();
   return {};
 }
 
@@ -491,6 +497,21 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
   const int32_t num_rows = query.tokens_per_src_domain.empty() ? 1 : num_domains;
   const std::span<const PreparedMultinomial> prepared =
       fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
+  if (num_rows == 1 && query.candidate_epsilon > 0) {
+    // One multinomial (draw_totals' first draws): its candidates only, where some destination
+    // can be bounded away; else every destination, as below.
+    int64_t num_tokens = 0;
+    for (const int32_t n : query.tokens_per_src) num_tokens += n;
+    const int64_t n = num_tokens * shape_.top_k;
+    if (!layer.gpu_candidates) layer.gpu_candidates.emplace(layer.gpu_shares);
+    const size_t k = n > 0 ? layer.gpu_candidates->num_candidates(n, query.candidate_epsilon)
+                           : layer.gpu_candidates->size();
+    if (k < layer.gpu_candidates->size()) {
+      totals.assign(num_dst_gpus, 0);
+      layer.gpu_candidates->draw(rng, n, k, totals);
+      return true;
+    }
+  }
   draw_totals(rng, query, num_rows, gpu_shares_scratch_, false, prepared, totals);
   return true;
 }

@@ -145,6 +145,10 @@ class StepModel {
   // matrix is drawn).
   void set_fast_tier(bool on);
   bool fast_tier() const { return fast_tier_; }
+  // The fast tier's candidate draw (RoutingQuery::candidate_epsilon) for layers without
+  // replicas: per layer, at most this chance that a GPU priced at its expected selections would
+  // have drawn more than the likeliest GPU (docs/fast_tier.md, "Candidate draw").
+  static constexpr double kFastCandidateEpsilon = 1e-6;
   // Why the fast tier can never apply to this replica's collectives ("" when it can).
   std::string fast_tier_refusal() const;
 

@@ -218,9 +218,11 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
     }
     dispatcher_.dispatch_totals(placement, expert_totals_, group_tokens_, group_node_,
                                 dst_selections_, local_selections_);
-  } else if (!routing_->route_totals_to_gpus(q, placement.primary_gpu_of_expert(), n,
-                                             dst_selections_)) {
-    return false;
+  } else {
+    q.candidate_epsilon = kFastCandidateEpsilon;
+    if (!routing_->route_totals_to_gpus(q, placement.primary_gpu_of_expert(), n, dst_selections_)) {
+      return false;
+    }
   }
   refresh_slots(moe_layer_idx);
   // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the

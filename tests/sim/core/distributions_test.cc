@@ -277,6 +277,109 @@ TEST(Distributions, PreparedMultinomialDrawsWhatMultinomialDraws) {
   }
 }
 
+TEST(Distributions, CandidateMultinomialDrawsItsCandidatesAsTheMultinomialDoes) {
+  // Shares of 16 GPUs, two of them tied at the top. The candidates are drawn exactly: their
+  // counts' means and variances are the multinomial's; the others get their share of what is
+  // left, and every draw sums to n.
+  std::vector<double> probs(16);
+  for (size_t i = 0; i < probs.size(); ++i) probs[i] = 1.0 / static_cast<double>(i + 1);
+  probs[5] = probs[0];  // tied with the likeliest
+  const CandidateMultinomial cm(probs);
+  ASSERT_EQ(cm.size(), probs.size());
+  const int64_t n = 200'000;
+  const size_t k = cm.num_candidates(n, 1e-6);
+  ASSERT_GE(k, 2u);  // the tie is a candidate
+  ASSERT_LT(k, probs.size());
+  const double total = std::accumulate(probs.begin(), probs.end(), 0.0);
+  RngStream rng(3, "candidates");
+  std::vector<int64_t> counts(probs.size());
+  const int kDraws = 4000;
+  std::vector<double> sum(probs.size(), 0.0), sum_sq(probs.size(), 0.0);
+  for (int d = 0; d < kDraws; ++d) {
+    cm.draw(rng, n, k, counts);
+    ASSERT_EQ(std::accumulate(counts.begin(), counts.end(), int64_t{0}), n);
+    for (size_t i = 0; i < counts.size(); ++i) {
+      ASSERT_GE(counts[i], 0);
+      sum[i] += static_cast<double>(counts[i]);
+      sum_sq[i] += static_cast<double>(counts[i]) * static_cast<double>(counts[i]);
+    }
+  }
+  // Candidates by decreasing probability (ties: lower index first): 0, 5, 1, 2, ...
+  std::vector<size_t> order = {0, 5, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  for (size_t j = 0; j < probs.size(); ++j) {
+    const size_t i = order[j];
+    const double p = probs[i] / total;
+    const double mean = sum[i] / kDraws;
+    const double var = sum_sq[i] / kDraws - mean * mean;
+    const double want_var = static_cast<double>(n) * p * (1 - p);
+    // The mean within 5 standard errors, the variance within 15% (4,000 draws).
+    EXPECT_NEAR(mean, static_cast<double>(n) * p, 5 * std::sqrt(want_var / kDraws)) << i;
+    if (j < k) {
+      EXPECT_NEAR(var, want_var, 0.15 * want_var) << "candidate " << i;
+    } else {
+      // What the candidates left, split by share: far less spread than the multinomial's.
+      EXPECT_LT(var, 0.5 * want_var) << "non-candidate " << i;
+    }
+  }
+}
+
+TEST(Distributions, CandidateMultinomialBoundsTheOthersAway) {
+  // The candidate count's promise, checked against the full multinomial: at epsilon, a category
+  // outside the candidates draws at least as many trials as the likeliest one in at most an
+  // epsilon share of draws (Bernstein's bound is loose: far fewer in practice).
+  const std::vector<double> probs = {0.1,   0.09, 0.085, 0.08,  0.08, 0.075, 0.07, 0.07,
+                                     0.065, 0.06, 0.06,  0.055, 0.05, 0.04,  0.02, 0.01};
+  const CandidateMultinomial cm(probs);
+  RngStream rng(9, "bound");
+  std::vector<int64_t> counts(probs.size());
+  for (const int64_t n : {2'000, 20'000, 200'000}) {
+    for (const double epsilon : {0.2, 0.01}) {
+      const size_t k = cm.num_candidates(n, epsilon);
+      ASSERT_GE(k, 1u);
+      int exceeded = 0;
+      const int kDraws = 5000;
+      for (int d = 0; d < kDraws; ++d) {
+        multinomial(rng, n, probs, counts);
+        // Categories are already in decreasing order of probability.
+        for (size_t j = k; j < probs.size(); ++j) {
+          if (counts[j] >= counts[0]) {
+            ++exceeded;
+            break;
+          }
+        }
+      }
+      EXPECT_LE(exceeded, epsilon * kDraws) << "n " << n << " epsilon " << epsilon;
+    }
+  }
+  // More trials separate the categories: the candidates do not grow with n; with few trials
+  // nothing is bounded away.
+  size_t last = probs.size();
+  for (const int64_t n : {10, 1'000, 10'000, 100'000, 1'000'000, 100'000'000}) {
+    const size_t k = cm.num_candidates(n, 1e-6);
+    EXPECT_LE(k, last) << n;
+    last = k;
+  }
+  EXPECT_EQ(cm.num_candidates(10, 1e-6), probs.size());
+  EXPECT_EQ(cm.num_candidates(100'000'000, 1e-6), 1u);
+  EXPECT_EQ(cm.num_candidates(0, 1e-6), probs.size());
+}
+
+TEST(Distributions, CandidateMultinomialWithEveryCategoryACandidateIsTheMultinomial) {
+  // k = m draws the ordered multinomial: same counts from the same stream as multinomial() over
+  // the probabilities sorted by decreasing value.
+  const std::vector<double> probs = {0.1, 0.4, 0.0, 0.2, 0.3};
+  const std::vector<double> sorted = {0.4, 0.3, 0.2, 0.1, 0.0};
+  const std::vector<size_t> order = {1, 4, 3, 0, 2};
+  const CandidateMultinomial cm(probs);
+  RngStream a(4, "all"), b(4, "all");
+  std::vector<int64_t> got(5), want(5);
+  for (const int64_t n : {0, 7, 5000}) {
+    cm.draw(a, n, cm.size(), got);
+    multinomial(b, n, sorted, want);
+    for (size_t j = 0; j < order.size(); ++j) EXPECT_EQ(got[order[j]], want[j]) << n;
+  }
+}
+
 TEST(Distributions, SameStreamStateGivesSameDraws) {
   RngStream a(5, "same");
   RngStream b(5, "same");

@@ -246,6 +246,57 @@ TEST(SyntheticRouting, DestinationTotalsAreTheColumnSumsUpToRoundingUnderMargins
   }
 }
 
+// The fast tier's candidate draw (RoutingQuery::candidate_epsilon): with few selections per
+// destination nothing can be bounded away and the totals are the full draw's, bit for bit; with
+// many, they keep the layer's sum, the hottest destinations are drawn (their mean is the full
+// draw's) and the others are the same function of what the candidates left.
+TEST(SyntheticRouting, DestinationTotalsWithCandidatesKeepTheSumAndTheHottestDestinations) {
+  const RoutingSpec spec = zipf_spec(1.3, SamplingMode::kMargins);
+  std::vector<int32_t> gpu_of_expert(kShape.num_experts);
+  for (int32_t e = 0; e < kShape.num_experts; ++e) gpu_of_expert[e] = (e * 5) % 16;
+  SyntheticRoutingModel full(kShape, spec, 21), cand(kShape, spec, 21);
+  const std::vector<int32_t> few = {3, 0, 2, 1, 0, 4, 1, 0, 2, 1, 1, 0, 3, 0, 1, 2};
+  for (int64_t step = 0; step < 20; ++step) {
+    RoutingQuery q{step, 1, few, {}};
+    std::vector<int64_t> want, got;
+    ASSERT_TRUE(full.route_totals_to_gpus(q, gpu_of_expert, 16, want));
+    q.candidate_epsilon = 1e-6;
+    ASSERT_TRUE(cand.route_totals_to_gpus(q, gpu_of_expert, 16, got));
+    EXPECT_EQ(got, want) << "step " << step;
+  }
+  const std::vector<int32_t> many(16, 20'000);
+  std::vector<double> mean_full(16, 0.0), mean_cand(16, 0.0);
+  int64_t differ = 0;
+  const int kSteps = 400;
+  for (int64_t step = 0; step < kSteps; ++step) {
+    RoutingQuery q{step, 1, many, {}};
+    std::vector<int64_t> want, got;
+    ASSERT_TRUE(full.route_totals_to_gpus(q, gpu_of_expert, 16, want));
+    q.candidate_epsilon = 1e-6;
+    ASSERT_TRUE(cand.route_totals_to_gpus(q, gpu_of_expert, 16, got));
+    int64_t sum = 0;
+    for (int32_t g = 0; g < 16; ++g) {
+      sum += got[g];
+      mean_full[g] += static_cast<double>(want[g]) / kSteps;
+      mean_cand[g] += static_cast<double>(got[g]) / kSteps;
+    }
+    EXPECT_EQ(sum, int64_t{16} * 20'000 * kShape.top_k);
+    differ += got != want;
+    // The hottest destination of the full draw is the candidate draw's too (same expected
+    // order; Bernstein's bound at 1e-6 per layer).
+    const auto hottest = [](const std::vector<int64_t>& v) {
+      return *std::max_element(v.begin(), v.end());
+    };
+    EXPECT_NEAR(static_cast<double>(hottest(got)), static_cast<double>(hottest(want)),
+                0.05 * static_cast<double>(hottest(want)));
+  }
+  EXPECT_GT(differ, kSteps / 2);  // the candidate draw did engage
+  for (int32_t g = 0; g < 16; ++g) {
+    // Means over 400 layers: within 1% of each other (a destination's count is ~40,000).
+    EXPECT_NEAR(mean_cand[g], mean_full[g], 0.01 * mean_full[g] + 5) << "gpu " << g;
+  }
+}
+
 // The GPU shares behind the totals are kept per layer between calls: a call's totals depend on
 // (step, layer, tokens, placement, domain split) only, not on what the model was asked before,
 // also when the placement or the split changes between calls of the same layer.
