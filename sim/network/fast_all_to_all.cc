@@ -131,24 +131,23 @@ void FastAllToAll::load(std::span<const double> tokens, std::span<const double> 
   const size_t np = participants_.size();
   MOESIM_CHECK(tokens.size() == np && local_reach.size() == np && remote_reach.size() == np,
                "one token count and one reach of each kind per participant");
+  leaf_up_tokens_.assign(num_leaves_, 0.0);
+  leaf_down_tokens_.assign(num_leaves_, 0.0);
+  total_tokens_ = 0;
   if (algorithm_ != DispatchAlgorithm::kHierarchical) {  // low-latency: reach = rows per token
     load_direct(tokens, local_reach, remote_reach);
   } else {
     load_hierarchical(tokens, local_reach, remote_reach);
   }
-  const auto p = static_cast<int32_t>(np);
-  leaf_up_tokens_.assign(num_leaves_, 0.0);
-  leaf_down_tokens_.assign(num_leaves_, 0.0);
-  double total = 0;
-  for (int32_t i = 0; i < p; ++i) {
-    // A difference of sums may leave a rounding residue where no flow crosses a spine.
-    if (spine_out_[i] <= 1e-9 * net_out_[i]) spine_out_[i] = 0;
-    if (spine_in_[i] <= 1e-9 * net_in_[i]) spine_in_[i] = 0;
-    leaf_up_tokens_[leaf_[i]] += spine_out_[i];
-    leaf_down_tokens_[leaf_[i]] += spine_in_[i];
-    total += nv_out_[i] + net_out_[i];
-  }
-  total_tokens_ = total;
+}
+
+void FastAllToAll::finish_participant(int32_t i) {
+  // A difference of sums may leave a rounding residue where no flow crosses a spine.
+  if (spine_out_[i] <= 1e-9 * net_out_[i]) spine_out_[i] = 0;
+  if (spine_in_[i] <= 1e-9 * net_in_[i]) spine_in_[i] = 0;
+  leaf_up_tokens_[leaf_[i]] += spine_out_[i];
+  leaf_down_tokens_[leaf_[i]] += spine_in_[i];
+  total_tokens_ += nv_out_[i] + net_out_[i];
 }
 
 void FastAllToAll::load_direct(std::span<const double> tokens, std::span<const double> local,
@@ -184,6 +183,7 @@ void FastAllToAll::load_direct(std::span<const double> tokens, std::span<const d
                                           leaf_dom_reach_[leaf_dom_[i]]);
     spine_in_[i] = rr * std::max(0.0, all_tokens - dom_tokens_[dom] - leaf_tokens_[leaf_[i]] +
                                           leaf_dom_tokens_[leaf_dom_[i]]);
+    finish_participant(i);
   }
 }
 
@@ -257,6 +257,7 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
     net_in_[i] = g * std::max(0.0, rail - t);
     spine_out_[i] = t * std::max(0.0, all_node_reach - leaf_rail_reach_[leaf_rail_[i]]);
     spine_in_[i] = g * std::max(0.0, rail - leaf_rail_tokens_[leaf_rail_[i]]);
+    finish_participant(i);
   }
 }
 

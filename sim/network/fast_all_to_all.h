@@ -100,6 +100,9 @@ class FastAllToAll {
                    std::span<const double> remote);
   void load_hierarchical(std::span<const double> tokens, std::span<const double> local,
                          std::span<const double> remote);
+  // After participant i's loads: clears its spine residue, adds to its leaf's spine sums and to
+  // total_tokens_ (load() zeroes them first).
+  void finish_participant(int32_t i);
   // The latest link drain plus latency, reading outbound sums as `out` and inbound as `in`.
   double seconds(double bytes_per_token, bool transposed) const;
 

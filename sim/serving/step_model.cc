@@ -177,10 +177,9 @@ int64_t StepModel::price_attention(const std::vector<std::vector<SeqSlice>>& ran
   return total_tokens;
 }
 
-const StepModel::TokenOpsMemo& StepModel::token_ops(int32_t g, const MoeSpec& m) {
+const StepModel::TokenOpsMemo& StepModel::refresh_token_ops(int32_t g, const MoeSpec& m) {
   TokenOpsMemo& memo = token_ops_memo_[g];
   const int64_t t = gpu_tokens_[g];
-  if (memo.tokens == t && memo.spec == m) return memo;
   // Priced as run_router() and price_experts() price them without the memo (t > 0).
   const int64_t hidden = card_.hidden_size;
   const bool has_shared = m.num_shared_experts > 0;
@@ -191,38 +190,21 @@ const StepModel::TokenOpsMemo& StepModel::token_ops(int32_t g, const MoeSpec& m)
           ? cost_.checked_seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts))
           : 0.0;
   memo.combine = cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden));
+  memo.router_permute = memo.router + memo.permute;
   memo.tokens = t;
-  memo.spec = m;
   return memo;
 }
 
-double StepModel::expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots) {
-  auto price = [&] {
-    const double active =
-        expected_active_experts(static_cast<double>(selections), slots, log1p_inv_slots);
-    return cost_.checked_seconds(expert_ffn_work(
-        *moe_, card_.hidden_size, card_.precision.routed_experts, selections, active));
-  };
-  if (!memo_allowed_) return price();
-  // One key for both (slots < 2^16, selections < 2^47, else not kept); consecutive selections
-  // take consecutive entries, as a step's GPUs draw counts close to each other.
-  if (slots >= (1 << 16) || selections >= (int64_t{1} << 47)) return price();
-  const auto key = static_cast<int64_t>((static_cast<uint64_t>(selections) << 16) |
-                                        static_cast<uint64_t>(slots));
-  ExpertMemo& e =
-      expert_memo_[static_cast<size_t>(selections + 2053 * slots) & (kExpertMemoSize - 1)];
-  if (e.key != key) {
-    e.seconds = price();
-    e.key = key;
-  }
-  return e.seconds;
+double StepModel::price_expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots) {
+  const double active =
+      expected_active_experts(static_cast<double>(selections), slots, log1p_inv_slots);
+  return cost_.checked_seconds(expert_ffn_work(*moe_, card_.hidden_size,
+                                               card_.precision.routed_experts, selections, active));
 }
 
-void StepModel::advance_compute(int32_t g, const char* name, int32_t layer_idx, double seconds,
-                                StepObserver* observer) {
+void StepModel::trace_compute(int32_t g, const char* name, int32_t layer_idx, double seconds,
+                              StepObserver* observer) const {
   trace(observer, g, name, layer_idx, clock_s_[g], seconds);
-  clock_s_[g] += seconds;
-  compute_s_[g] += seconds;
 }
 
 const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector<SeqSlice>>& ranks,

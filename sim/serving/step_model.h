@@ -189,9 +189,16 @@ class StepModel {
   void begin_step();
   // Tokens per rank and per GPU, attention seconds per GPU and class; returns the step's tokens.
   int64_t price_attention(const std::vector<std::vector<SeqSlice>>& ranks);
-  // `seconds` of compute on GPU g, traced as `name`.
+  // `seconds` of compute on GPU g, traced as `name` (inline: the per-GPU loops' hot path).
   void advance_compute(int32_t g, const char* name, int32_t layer_idx, double seconds,
-                       StepObserver* observer);
+                       StepObserver* observer) {
+    if (observer) trace_compute(g, name, layer_idx, seconds, observer);
+    clock_s_[g] += seconds;
+    compute_s_[g] += seconds;
+  }
+  // advance_compute()'s span for the observer.
+  void trace_compute(int32_t g, const char* name, int32_t layer_idx, double seconds,
+                     StepObserver* observer) const;
   void run_dense_ffn(int32_t layer_idx, const FfnSpec& ffn, StepObserver* observer);
   // Router to combine of one MoE layer, then its timeline (with or without overlap).
   void run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver* observer);
@@ -307,12 +314,24 @@ class StepModel {
   // (memo_allowed_; then every op is priced as it comes).
   struct TokenOpsMemo {
     int64_t tokens = -1;  // -1: nothing kept
-    MoeSpec spec;
     double router = 0, permute = 0, shared = 0, combine = 0;
+    double router_permute = 0;  // router + permute
   };
-  // The memo of GPU g for its current tokens and `m`, refreshed when they differ.
-  const TokenOpsMemo& token_ops(int32_t g, const MoeSpec& m);
+  // Every GPU's memo is for token_ops_spec_: a layer with another spec drops them all (one
+  // comparison per layer, not per GPU).
+  void use_token_ops_spec(const MoeSpec& m) {
+    if (token_ops_spec_ == m) return;
+    token_ops_spec_ = m;
+    for (TokenOpsMemo& memo : token_ops_memo_) memo.tokens = -1;
+  }
+  // The memo of GPU g for its current tokens and token_ops_spec_ (use_token_ops_spec(m) first).
+  const TokenOpsMemo& token_ops(int32_t g, const MoeSpec& m) {
+    const TokenOpsMemo& memo = token_ops_memo_[g];
+    return memo.tokens == gpu_tokens_[g] ? memo : refresh_token_ops(g, m);
+  }
+  const TokenOpsMemo& refresh_token_ops(int32_t g, const MoeSpec& m);
   std::vector<TokenOpsMemo> token_ops_memo_;
+  MoeSpec token_ops_spec_;
   // Routed-expert seconds of the first MoE layer's shape (moe_) by (selections, slots): a
   // direct-mapped table, kept across steps (a pure function of the two while memo_allowed_).
   struct ExpertMemo {
@@ -321,7 +340,23 @@ class StepModel {
   };
   static constexpr int kExpertMemoBits = 12;
   static constexpr size_t kExpertMemoSize = size_t{1} << kExpertMemoBits;
-  double expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots);
+  double expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots) {
+    // One key for both (slots < 2^16, selections < 2^47, else not kept); consecutive selections
+    // take consecutive entries, as a step's GPUs draw counts close to each other.
+    if (!memo_allowed_ || slots >= (1 << 16) || selections >= (int64_t{1} << 47)) {
+      return price_expert_seconds(selections, slots, log1p_inv_slots);
+    }
+    const auto key = static_cast<int64_t>((static_cast<uint64_t>(selections) << 16) |
+                                          static_cast<uint64_t>(slots));
+    ExpertMemo& e =
+        expert_memo_[static_cast<size_t>(selections + 2053 * slots) & (kExpertMemoSize - 1)];
+    if (e.key != key) {
+      e.seconds = price_expert_seconds(selections, slots, log1p_inv_slots);
+      e.key = key;
+    }
+    return e.seconds;
+  }
+  double price_expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots);
   std::vector<ExpertMemo> expert_memo_;
   bool memo_allowed_ = false;  // !cost_.counts_queries(), asked once
   // Micro-batch timelines.

@@ -108,13 +108,13 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
 void StepModel::run_router(int32_t layer_idx, const MoeSpec& m, StepObserver* observer) {
   // Router and permutation on every GPU.
   const int64_t hidden = card_.hidden_size;
+  if (memo_allowed_) use_token_ops_spec(m);
   for (int32_t g = 0; g < num_gpus(); ++g) {
     const int64_t t = gpu_tokens_[g];
     if (t == 0) continue;
     double r = 0;
     if (memo_allowed_) {
-      const TokenOpsMemo& ops = token_ops(g, m);
-      r = ops.router + ops.permute;
+      r = token_ops(g, m).router_permute;
     } else {
       r = cost_.checked_seconds(router_work(m, hidden, t, card_.precision.shared_experts)) +
           cost_.checked_seconds(permute_work(t, m.top_k, hidden));
@@ -388,6 +388,7 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
   const int32_t n = num_gpus();
   const int64_t hidden = card_.hidden_size;
   const bool has_shared = m.num_shared_experts > 0;
+  if (memo_allowed_) use_token_ops_spec(m);
   double max_sel = 0, sum_sel = 0;
   for (int32_t g = 0; g < n; ++g) {
     const double sel = static_cast<double>(dst_selections_[g]);
