@@ -365,6 +365,15 @@ CandidateMultinomial::CandidateMultinomial(std::span<const double> probs)
     min_rate_[j] = std::min(min_rate_[j + 1], rate);
   }
   min_rate_[0] = 0.0;  // the likeliest category is always drawn
+  // draw()'s cumulative shares for the usual few candidates, computed as draw() would.
+  const size_t kept = std::min(kKeptShares, m);
+  shares_.assign(kept * m, 0.0);
+  for (size_t k = 1; k <= kept; ++k) {
+    const double rest = suffix_[k];
+    for (size_t j = k; j + 1 < m && rest > 0; ++j) {
+      shares_[(k - 1) * m + j] = (rest - suffix_[j + 1]) / rest;
+    }
+  }
 }
 
 size_t CandidateMultinomial::num_candidates(int64_t n, double epsilon) const {
@@ -389,12 +398,14 @@ void CandidateMultinomial::draw(RngStream& rng, int64_t n, size_t num_candidates
   // The others: cumulative rounding of left x their share of the rest (non-decreasing, ending at
   // left).
   const double rest = suffix_[num_candidates];
+  const double* kept = num_candidates <= kKeptShares ? &shares_[(num_candidates - 1) * m] : nullptr;
+  const auto left_d = static_cast<double>(left);
   int64_t before = 0;
   for (size_t j = num_candidates; j < m; ++j) {
     int64_t upto = left;
     if (j + 1 < m && rest > 0) {
-      const double share = (rest - suffix_[j + 1]) / rest;
-      upto = std::min(left, static_cast<int64_t>(static_cast<double>(left) * share));
+      const double share = kept ? kept[j] : (rest - suffix_[j + 1]) / rest;
+      upto = std::min(left, static_cast<int64_t>(left_d * share));
     }
     counts_out[order_[j]] = upto - before;
     before = upto;

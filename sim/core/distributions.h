@@ -88,6 +88,10 @@ class CandidateMultinomial {
   std::vector<double> suffix_;    // suffix sums of the ordered probabilities (m + 1 entries)
   std::vector<double> min_rate_;  // suffix minima of h_j over ordered positions (m + 1; +inf)
   PreparedMultinomial ordered_;   // the multinomial over the ordered probabilities
+  // With k <= kKeptShares candidates, draw()'s cumulative share of position j among the others:
+  // shares_[(k - 1) * m + j].
+  static constexpr size_t kKeptShares = 4;
+  std::vector<double> shares_;
 };
 
 // Categorical over indices 0..n-1 with the given non-negative weights (positive sum), sampled in
