@@ -42,6 +42,11 @@ FastAllToAll::FastAllToAll(const Topology& topology, std::vector<GpuId> particip
   gather(nvlink_down_, nv_down_inv_);
   gather(nic_up_, nic_up_inv_);
   gather(nic_down_, nic_down_inv_);
+  auto all_equal = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [&](double x) { return x == v.front(); });
+  };
+  uniform_links_ = !participants_.empty() && all_equal(nv_up_inv_) && all_equal(nv_down_inv_) &&
+                   all_equal(nic_up_inv_) && all_equal(nic_down_inv_);
 }
 
 void FastAllToAll::check_routes() {
@@ -134,6 +139,7 @@ void FastAllToAll::load(std::span<const double> tokens, std::span<const double> 
   leaf_up_tokens_.assign(num_leaves_, 0.0);
   leaf_down_tokens_.assign(num_leaves_, 0.0);
   total_tokens_ = 0;
+  max_loads_ = MaxLoads{};
   if (algorithm_ != DispatchAlgorithm::kHierarchical) {  // low-latency: reach = rows per token
     load_direct(tokens, local_reach, remote_reach);
   } else {
@@ -148,6 +154,13 @@ void FastAllToAll::finish_participant(int32_t i) {
   leaf_up_tokens_[leaf_[i]] += spine_out_[i];
   leaf_down_tokens_[leaf_[i]] += spine_in_[i];
   total_tokens_ += nv_out_[i] + net_out_[i];
+  MaxLoads& m = max_loads_;
+  m.nv_out = std::max(m.nv_out, nv_out_[i]);
+  m.nv_in = std::max(m.nv_in, nv_in_[i]);
+  double& net_out = spine_out_[i] > 0 ? m.net_out_spine : m.net_out_leaf;
+  net_out = std::max(net_out, net_out_[i]);
+  double& net_in = spine_in_[i] > 0 ? m.net_in_spine : m.net_in_leaf;
+  net_in = std::max(net_in, net_in_[i]);
 }
 
 void FastAllToAll::load_direct(std::span<const double> tokens, std::span<const double> local,
@@ -277,7 +290,32 @@ FastAllToAll::Seconds FastAllToAll::both_seconds(double dispatch_bytes_per_token
   // that they do not wait on each other; max is exact, so the result does not depend on that.
   double d0 = 0, d1 = 0, d2 = 0, d3 = 0, c0 = 0, c1 = 0, c2 = 0, c3 = 0;
   const bool slowed_out = !nic_out_slowdown_.empty(), slowed_in = !nic_in_slowdown_.empty();
-  for (int32_t i = 0; i < p; ++i) {
+  if (uniform_links_ && !slowed_out && !slowed_in) {
+    // Every participant's links alike: each term below is a non-decreasing function of its load
+    // (products by and sums of non-negative constants round monotonically), so each maximum is
+    // the term of the largest load of its kind and latency class, bit for bit (load() keeps
+    // them). A slowdown factor of 1 multiplies exactly.
+    const MaxLoads& m = max_loads_;
+    const double nv_up = nv_up_inv_[0], nv_down = nv_down_inv_[0];
+    const double nic_up = nic_up_inv_[0], nic_down = nic_down_inv_[0];
+    auto term = [](double load, double bytes, double inv_cap, double latency) {
+      return load > 0 ? load * bytes * inv_cap + latency : 0.0;
+    };
+    d0 = term(m.nv_out, bd, nv_up, nvlink_latency_s_);
+    c0 = term(m.nv_out, bc, nv_down, nvlink_latency_s_);
+    d1 = term(m.nv_in, bd, nv_down, nvlink_latency_s_);
+    c1 = term(m.nv_in, bc, nv_up, nvlink_latency_s_);
+    d2 = std::max(term(m.net_out_spine, bd, nic_up, spine_lat),
+                  term(m.net_out_leaf, bd, nic_up, leaf_latency_s_));
+    c2 = std::max(term(m.net_out_spine, bc, nic_down, spine_lat),
+                  term(m.net_out_leaf, bc, nic_down, leaf_latency_s_));
+    d3 = std::max(term(m.net_in_spine, bd, nic_down, spine_lat),
+                  term(m.net_in_leaf, bd, nic_down, leaf_latency_s_));
+    c3 = std::max(term(m.net_in_spine, bc, nic_up, spine_lat),
+                  term(m.net_in_leaf, bc, nic_up, leaf_latency_s_));
+  }
+  const bool per_participant = !uniform_links_ || slowed_out || slowed_in;
+  for (int32_t i = 0; per_participant && i < p; ++i) {
     const double nv_out = nv_out_[i], nv_in = nv_in_[i], net_out = net_out_[i], net_in = net_in_[i];
     const double out_lat = spine_out_[i] > 0 ? spine_lat : leaf_latency_s_;
     const double in_lat = spine_in_[i] > 0 ? spine_lat : leaf_latency_s_;

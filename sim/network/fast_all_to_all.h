@@ -132,6 +132,14 @@ class FastAllToAll {
   std::vector<double> nv_out_, nv_in_, net_out_, net_in_, spine_out_, spine_in_;
   std::vector<double> leaf_up_tokens_, leaf_down_tokens_;
   double total_tokens_ = 0;
+  // The last load()'s largest loads per kind, NIC ones per latency class (through a spine or
+  // not): both_seconds() reads them where every participant's links are alike (uniform_links_).
+  struct MaxLoads {
+    double nv_out = 0, nv_in = 0, net_out_spine = 0, net_out_leaf = 0, net_in_spine = 0,
+           net_in_leaf = 0;
+  };
+  MaxLoads max_loads_;
+  bool uniform_links_ = false;
   NodeLimit node_limit_;
   std::vector<double> node_max_reach_, node_sum_reach_;
 };

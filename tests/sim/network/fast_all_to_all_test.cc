@@ -98,6 +98,38 @@ TEST(FastAllToAll, HierarchicalDispatchMatchesTheFactoredBoundOnAFatTree) {
   expect_matches(t, first_gpus(32, 32), DispatchAlgorithm::kHierarchical, false);
 }
 
+// Where every participant's links are alike, both collectives are timed from the largest loads
+// of each kind; a slowdown of exactly 1 everywhere forces the per-participant pass, which must
+// give the same seconds bit for bit (direct and hierarchical, through spines and not).
+TEST(FastAllToAll, LargestLoadsTimeAsThePerParticipantPass) {
+  const Topology t = shipped("h800-8x8");
+  std::vector<GpuId> one_per_node;  // node i, rail i: no NVLink; every flow through a spine
+  for (int32_t node = 0; node < 8; ++node) one_per_node.push_back(GpuId(node * 9));
+  for (const DispatchAlgorithm algorithm :
+       {DispatchAlgorithm::kDirect, DispatchAlgorithm::kHierarchical}) {
+    for (const std::vector<GpuId>& gpus :
+         {first_gpus(64), first_gpus(32, 32), first_gpus(8), one_per_node}) {
+      if (algorithm == DispatchAlgorithm::kHierarchical && gpus.size() == 8 && gpus[1].value != 1) {
+        continue;  // hierarchical dispatch takes whole nodes
+      }
+      for (int64_t seed = 0; seed < 3; ++seed) {
+        const ProductForm f = product_form(gpus, seed);
+        FastAllToAll uniform(t, gpus, algorithm), per(t, gpus, algorithm);
+        ASSERT_TRUE(uniform.valid()) << uniform.why_not();
+        const std::vector<double> ones(gpus.size(), 1.0);
+        per.set_nic_slowdown(ones, ones);
+        uniform.load(f.tokens, f.reach);
+        per.load(f.tokens, f.reach);
+        const FastAllToAll::Seconds a = uniform.both_seconds(7168, 3584);
+        const FastAllToAll::Seconds b = per.both_seconds(7168, 3584);
+        EXPECT_EQ(a.dispatch, b.dispatch) << gpus.size() << " GPUs, seed " << seed;
+        EXPECT_EQ(a.combine, b.combine) << gpus.size() << " GPUs, seed " << seed;
+        EXPECT_GT(a.dispatch, 0);
+      }
+    }
+  }
+}
+
 TEST(FastAllToAll, MatchesTheExactBoundWhereNoFlowCrossesASpine) {
   // One leaf per rail: hierarchical traffic stays on its rail; one node: NVLink only.
   const Topology rails = testing::h800_like(4, 8);
