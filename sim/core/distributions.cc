@@ -352,9 +352,10 @@ std::vector<double> ordered(std::span<const double> probs, const std::vector<siz
 }  // namespace
 
 CandidateMultinomial::CandidateMultinomial(std::span<const double> probs)
-    : order_(decreasing_order(probs)), ordered_(ordered(probs, order_)) {
+    : order_(decreasing_order(probs)) {
   const std::vector<double> p = ordered(probs, order_);
   fill_suffix_sums(p, suffix_);  // checks the probabilities
+  ordered_ = PreparedMultinomial(p);
   const size_t m = p.size();
   min_rate_.assign(m + 1, std::numeric_limits<double>::infinity());
   const double p0 = p[0] / suffix_[0];

@@ -183,14 +183,15 @@ const StepModel::TokenOpsMemo& StepModel::refresh_token_ops(int32_t g, const Moe
   // Priced as run_router() and price_experts() price them without the memo (t > 0).
   const int64_t hidden = card_.hidden_size;
   const bool has_shared = m.num_shared_experts > 0;
-  memo.router = cost_.checked_seconds(router_work(m, hidden, t, card_.precision.shared_experts));
-  memo.permute = cost_.checked_seconds(permute_work(t, m.top_k, hidden));
+  const double router =
+      cost_.checked_seconds(router_work(m, hidden, t, card_.precision.shared_experts));
+  const double permute = cost_.checked_seconds(permute_work(t, m.top_k, hidden));
   memo.shared =
       has_shared
           ? cost_.checked_seconds(shared_expert_work(m, hidden, t, card_.precision.shared_experts))
           : 0.0;
   memo.combine = cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden));
-  memo.router_permute = memo.router + memo.permute;
+  memo.router_permute = router + permute;
   memo.tokens = t;
   return memo;
 }

@@ -314,8 +314,7 @@ class StepModel {
   // (memo_allowed_; then every op is priced as it comes).
   struct TokenOpsMemo {
     int64_t tokens = -1;  // -1: nothing kept
-    double router = 0, permute = 0, shared = 0, combine = 0;
-    double router_permute = 0;  // router + permute
+    double router_permute = 0, shared = 0, combine = 0;
   };
   // Every GPU's memo is for token_ops_spec_: a layer with another spec drops them all (one
   // comparison per layer, not per GPU).
