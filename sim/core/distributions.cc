@@ -279,13 +279,17 @@ void multinomial(RngStream& rng, int64_t n, std::span<const double> probs,
   }
 }
 
-PreparedMultinomial::PreparedMultinomial(std::span<const double> probs) {
+PreparedMultinomial::PreparedMultinomial(std::span<const double> probs)
+    : PreparedMultinomial(probs, probs.size()) {}
+
+PreparedMultinomial::PreparedMultinomial(std::span<const double> probs, size_t num_prepared) {
   // The conditional probabilities multinomial() computes, and the logarithms binomial() takes of
   // them, once.
+  MOESIM_CHECK(num_prepared <= probs.size(), "more categories prepared than there are");
   std::vector<double> suffix;
   fill_suffix_sums(probs, suffix);
-  categories_.resize(probs.size());
-  for (size_t i = 0; i < probs.size(); ++i) {
+  categories_.resize(num_prepared);
+  for (size_t i = 0; i < num_prepared; ++i) {
     Category& c = categories_[i];
     if (probs[i] == 0.0) continue;  // kNone
     const double p = conditional_probability(probs, suffix, i);
@@ -352,10 +356,11 @@ std::vector<double> ordered(std::span<const double> probs, const std::vector<siz
 }  // namespace
 
 CandidateMultinomial::CandidateMultinomial(std::span<const double> probs)
-    : order_(decreasing_order(probs)) {
-  const std::vector<double> p = ordered(probs, order_);
+    : order_(decreasing_order(probs)), p_(ordered(probs, order_)) {
+  const std::vector<double>& p = p_;
   fill_suffix_sums(p, suffix_);  // checks the probabilities
-  ordered_ = PreparedMultinomial(p);
+  // The usual few candidates' binomials only; draw() prepares the others when it needs them.
+  ordered_ = PreparedMultinomial(p, std::min(kPreparedFirst, p.size()));
   const size_t m = p.size();
   min_rate_.assign(m + 1, std::numeric_limits<double>::infinity());
   const double p0 = p[0] / suffix_[0];
@@ -388,10 +393,11 @@ size_t CandidateMultinomial::num_candidates(int64_t n, double epsilon) const {
 }
 
 void CandidateMultinomial::draw(RngStream& rng, int64_t n, size_t num_candidates,
-                                std::span<int64_t> counts_out) const {
+                                std::span<int64_t> counts_out) {
   const size_t m = order_.size();
   MOESIM_CHECK(num_candidates >= 1 && num_candidates <= m && counts_out.size() == m,
                "candidate multinomial: 1..m candidates and one count per category");
+  if (num_candidates > ordered_.size()) ordered_ = PreparedMultinomial(p_);
   thread_local std::vector<int64_t> drawn;
   drawn.resize(num_candidates);
   const int64_t left = ordered_.draw_prefix(rng, n, num_candidates, drawn);

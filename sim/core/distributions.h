@@ -40,6 +40,10 @@ class PreparedMultinomial {
  public:
   PreparedMultinomial() = default;
   explicit PreparedMultinomial(std::span<const double> probs);
+  // The first `num_prepared` categories of probs' multinomial only (their conditional
+  // probabilities are those of every category's): for draw_prefix() of at most that many; size()
+  // is num_prepared.
+  PreparedMultinomial(std::span<const double> probs, size_t num_prepared);
   void draw(RngStream& rng, int64_t n, std::span<int64_t> counts_out) const;
   // draw()'s first `num_drawn` categories only (counts_out[0, num_drawn)); returns the trials
   // left for the others. draw() is draw_prefix() over every category.
@@ -80,14 +84,18 @@ class CandidateMultinomial {
   size_t num_candidates(int64_t n, double epsilon) const;
   // One draw with `num_candidates` candidates (>= 1, <= m) into counts_out (m entries, in the
   // given categories' order).
-  void draw(RngStream& rng, int64_t n, size_t num_candidates, std::span<int64_t> counts_out) const;
+  // Not const: the binomials of candidates beyond the first kPreparedFirst are prepared on first
+  // need.
+  void draw(RngStream& rng, int64_t n, size_t num_candidates, std::span<int64_t> counts_out);
   size_t size() const { return order_.size(); }
 
  private:
+  static constexpr size_t kPreparedFirst = 8;
   std::vector<size_t> order_;     // categories by decreasing probability
+  std::vector<double> p_;         // the probabilities in that order
   std::vector<double> suffix_;    // suffix sums of the ordered probabilities (m + 1 entries)
   std::vector<double> min_rate_;  // suffix minima of h_j over ordered positions (m + 1; +inf)
-  PreparedMultinomial ordered_;   // the multinomial over the ordered probabilities
+  PreparedMultinomial ordered_;   // the multinomial over p_ (its first kPreparedFirst or all)
   // With k <= kKeptShares candidates, draw()'s cumulative share of position j among the others:
   // shares_[(k - 1) * m + j].
   static constexpr size_t kKeptShares = 4;

@@ -172,10 +172,7 @@ BottleneckModel::BottleneckModel(const Topology& topology, std::shared_ptr<Bottl
       tables_(std::move(tables)),
       num_links_(tables_->num_links),
       inv_capacity_s_per_byte_(tables_->inv_capacity_s_per_byte),
-      capacity_bytes_per_s_(tables_->capacity_bytes_per_s) {
-  link_bytes_.assign(num_links_ + 1, 0.0);
-  link_time_s_.assign(num_links_ + 1, 0.0);
-}
+      capacity_bytes_per_s_(tables_->capacity_bytes_per_s) {}
 
 std::unique_ptr<NetworkModel> BottleneckModel::fresh_copy() const {
   return std::make_unique<BottleneckModel>(topology_, tables_);
@@ -220,6 +217,7 @@ void BottleneckModel::select_links(const BottleneckWindow& w) {
 }
 
 void BottleneckModel::run(const TrafficMatrix& traffic, CollectiveResult& result) {
+  size_link_arrays();
   const int32_t p = traffic.size();
   const int32_t base = p > 0 ? traffic.gpu(0).value : 0;
   bool consecutive = p > 0;
@@ -519,7 +517,16 @@ double BottleneckModel::finish_times(const BottleneckWindow& w) {
   return duration_s;
 }
 
+void BottleneckModel::size_link_arrays() {
+  // Sized at the first run, not at construction: a replica on the fast tier may never run one
+  // (its per-link arrays would only be memory touched per replica).
+  if (!link_bytes_.empty()) return;
+  link_bytes_.assign(num_links_ + 1, 0.0);
+  link_time_s_.assign(num_links_ + 1, 0.0);
+}
+
 void BottleneckModel::run_reference(const TrafficMatrix& traffic, CollectiveResult& result) {
+  size_link_arrays();
   const int32_t p = traffic.size();
   std::fill(link_bytes_.begin(), link_bytes_.end(), 0.0);
   touched_links_.resize(num_links_);

@@ -103,13 +103,19 @@ class BottleneckModel final : public NetworkModel {
   void run_reference(const TrafficMatrix& traffic, CollectiveResult& result);
 
   // Bytes routed over each link by the last run() (indexed by link id).
-  std::span<const double> link_bytes() const override { return {link_bytes_.data(), num_links_}; }
+  // Empty before the first run().
+  std::span<const double> link_bytes() const override {
+    return link_bytes_.empty() ? std::span<const double>()
+                               : std::span(link_bytes_.data(), num_links_);
+  }
   bool set_link_slowdown(std::span<const double> factor_per_link) override;
   // Whether run() takes the structured path for all of the topology's GPUs, in order (builds
   // that window's tables: for tests of small topologies).
   bool structured();
 
  private:
+  // link_bytes_ and link_time_s_ sized (once).
+  void size_link_arrays();
   // Fills result from link_bytes_, send_done_s_, recv_done_s_ and the duration.
   void finish_result(int32_t num_participants, int32_t num_flows, double duration_s,
                      CollectiveResult& result);

@@ -22,9 +22,6 @@ int32_t dense(std::map<Key, int32_t>& index, Key key) {
 FastAllToAll::FastAllToAll(const Topology& topology, std::vector<GpuId> participants,
                            DispatchAlgorithm algorithm)
     : topology_(topology), participants_(std::move(participants)), algorithm_(algorithm) {
-  const auto& links = topology.links();
-  inv_cap_.resize(links.size());
-  for (size_t l = 0; l < links.size(); ++l) inv_cap_[l] = 1.0 / links[l].capacity_bytes_per_s;
   for (size_t i = 1; i < participants_.size(); ++i) {
     if (participants_[i].value <= participants_[i - 1].value) {
       why_not_ = "the participants are not increasing GPU ids";
@@ -36,7 +33,7 @@ FastAllToAll::FastAllToAll(const Topology& topology, std::vector<GpuId> particip
   group_participants();
   auto gather = [&](const std::vector<int32_t>& link, std::vector<double>& inv) {
     inv.resize(link.size());
-    for (size_t i = 0; i < link.size(); ++i) inv[i] = link[i] >= 0 ? inv_cap_[link[i]] : 0.0;
+    for (size_t i = 0; i < link.size(); ++i) inv[i] = link[i] >= 0 ? inv_cap(link[i]) : 0.0;
   };
   gather(nvlink_up_, nv_up_inv_);
   gather(nvlink_down_, nv_down_inv_);
@@ -115,11 +112,11 @@ void FastAllToAll::group_participants() {
   for (size_t l = 0; l < links.size(); ++l) {
     if (links[l].link_class != LinkClass::kLeafSpine) continue;
     if (auto it = leaves.find(links[l].from_vertex); it != leaves.end()) {
-      leaf_up_inv_cap_[it->second] = std::max(leaf_up_inv_cap_[it->second], inv_cap_[l]);
+      leaf_up_inv_cap_[it->second] = std::max(leaf_up_inv_cap_[it->second], inv_cap(l));
       leaf_up_links_[it->second]++;
     }
     if (auto it = leaves.find(links[l].to_vertex); it != leaves.end()) {
-      leaf_down_inv_cap_[it->second] = std::max(leaf_down_inv_cap_[it->second], inv_cap_[l]);
+      leaf_down_inv_cap_[it->second] = std::max(leaf_down_inv_cap_[it->second], inv_cap(l));
       leaf_down_links_[it->second]++;
     }
   }

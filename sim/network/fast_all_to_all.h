@@ -119,8 +119,9 @@ class FastAllToAll {
   // Per dense leaf: its spine up / down links' inverse capacities (seconds per byte) and counts.
   std::vector<double> leaf_up_inv_cap_, leaf_down_inv_cap_;
   std::vector<int32_t> leaf_up_links_, leaf_down_links_;
-  std::vector<double> inv_cap_;  // per link id
-  // Per participant: inv_cap_ of its NVLink up / down and NIC up / down links (0 when absent).
+  // Seconds per byte of link `l` (a topology link id).
+  double inv_cap(size_t l) const { return 1.0 / topology_.links()[l].capacity_bytes_per_s; }
+  // Per participant: inv_cap() of its NVLink up / down and NIC up / down links (0 when absent).
   std::vector<double> nv_up_inv_, nv_down_inv_, nic_up_inv_, nic_down_inv_;
   double nvlink_latency_s_ = 0, leaf_latency_s_ = 0, spine_latency_s_ = 0;
   std::vector<double> nic_in_slowdown_, nic_out_slowdown_;  // per participant; empty: none

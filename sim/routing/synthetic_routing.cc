@@ -38,8 +38,9 @@ struct SyntheticRoutingModel::LayerState {
   int32_t gpu_shares_rows = 0;
   std::vector<int32_t> gpu_shares_placement;
   std::vector<double> gpu_shares;
-  // Their multinomials, one per row, prepared on the first reuse of gpu_shares (a layer whose
-  // placement or shares change at every call never pays for them).
+  // Their multinomials, one per row, prepared on the first reuse of gpu_shares that draws every
+  // destination (a layer whose placement or shares change at every call never pays for them,
+  // nor one drawn by its candidates only).
   std::vector<PreparedMultinomial> gpu_draws;
   // The candidate draw of gpu_shares (one row), built on its first use under these shares.
   std::optional<CandidateMultinomial> gpu_candidates;
@@ -408,7 +409,8 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
   const bool split = !query.tokens_per_src_domain.empty();
   const int32_t num_rows = split ? num_domains : 1;
   const std::span<const PreparedMultinomial> prepared =
-      fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
+      kept_gpu_draws(layer, fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows));
+  const std::vector<double>& gpu_shares = layer.gpu_shares;
   const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
   out.reset(num_src, num_dst_gpus);
   for (int32_t s = 0; s < num_src; ++s) {
@@ -418,7 +420,7 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
     const bool per_token = per_token_for(n);
     if (!per_token && !split) {
       draw_multinomial(rng, static_cast<int64_t>(n) * shape_.top_k,
-                       std::span<const double>(gpu_shares_scratch_.data(), num_dst_gpus),
+                       std::span<const double>(gpu_shares.data(), num_dst_gpus),
                        prepared.empty() ? nullptr : &prepared[0]);
       for (int32_t g = 0; g < num_dst_gpus; ++g) row[g] += static_cast<int32_t>(counts_scratch_[g]);
       continue;
@@ -431,22 +433,21 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
         draw_tokens(rng, layer, d, nd, gpu_of_expert, row);
         continue;
       }
-      draw_multinomial(
-          rng, static_cast<int64_t>(nd) * shape_.top_k,
-          std::span<const double>(
-              gpu_shares_scratch_.data() + static_cast<size_t>(d) * num_dst_gpus, num_dst_gpus),
-          prepared.empty() ? nullptr : &prepared[d]);
+      draw_multinomial(rng, static_cast<int64_t>(nd) * shape_.top_k,
+                       std::span<const double>(
+                           gpu_shares.data() + static_cast<size_t>(d) * num_dst_gpus, num_dst_gpus),
+                       prepared.empty() ? nullptr : &prepared[d]);
       for (int32_t g = 0; g < num_dst_gpus; ++g) row[g] += static_cast<int32_t>(counts_scratch_[g]);
     }
   }
   if (spec_.sampling == SamplingMode::kMargins || spec_.sampling == SamplingMode::kAuto) {
-    margins_pass(rng, query, num_rows, gpu_shares_scratch_, false, prepared, out);
+    margins_pass(rng, query, num_rows, gpu_shares, false, prepared, out);
   }
 }
 
-std::span<const PreparedMultinomial> SyntheticRoutingModel::fill_gpu_shares(
-    LayerState& layer, std::span<const int32_t> gpu_of_expert, int32_t num_dst_gpus,
-    int32_t num_rows) {
+bool SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
+                                            std::span<const int32_t> gpu_of_expert,
+                                            int32_t num_dst_gpus, int32_t num_rows) {
   MOESIM_CHECK(gpu_of_expert.size() == static_cast<size_t>(shape_.num_experts),
                "one GPU per expert");
   // Unchanged placement and shares since the layer's last call: the same sums, kept.
@@ -454,35 +455,41 @@ std::span<const PreparedMultinomial> SyntheticRoutingModel::fill_gpu_shares(
       layer.gpu_shares.size() == static_cast<size_t>(num_rows) * num_dst_gpus &&
       std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), layer.gpu_shares_placement.begin(),
                  layer.gpu_shares_placement.end())) {
-    gpu_shares_scratch_.assign(layer.gpu_shares.begin(), layer.gpu_shares.end());
-    if (layer.gpu_draws.empty()) {
-      for (int32_t r = 0; r < num_rows; ++r) {
-        layer.gpu_draws.emplace_back(
-            std::span<const double>(layer.gpu_shares)
-                .subspan(static_cast<size_t>(r) * num_dst_gpus, static_cast<size_t>(num_dst_gpus)));
-      }
-    }
-    return layer.gpu_draws;
+    return true;
   }
-  gpu_shares_scratch_.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
+  std::vector<double>& shares = layer.gpu_shares;
+  shares.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
   for (int32_t e = 0; e < shape_.num_experts; ++e) {
     const int32_t gpu = gpu_of_expert[e];
     MOESIM_CHECK(gpu >= 0 && gpu < num_dst_gpus, "expert GPU out of range");
     if (num_rows == 1) {
-      gpu_shares_scratch_[gpu] += layer.mix_pi[e];
+      shares[gpu] += layer.mix_pi[e];
       continue;
     }
     for (int32_t d = 0; d < num_rows; ++d) {
-      gpu_shares_scratch_[static_cast<size_t>(d) * num_dst_gpus + gpu] += layer.domains[d].pi[e];
+      shares[static_cast<size_t>(d) * num_dst_gpus + gpu] += layer.domains[d].pi[e];
     }
   }
   layer.gpu_shares_version = layer.shares_version;
   layer.gpu_shares_rows = num_rows;
   layer.gpu_shares_placement.assign(gpu_of_expert.begin(), gpu_of_expert.end());
-  layer.gpu_shares.assign(gpu_shares_scratch_.begin(), gpu_shares_scratch_.end());
   layer.gpu_draws.clear();
   layer.gpu_candidates.reset();
-  return {};
+  return false;
+}
+
+std::span<const PreparedMultinomial> SyntheticRoutingModel::kept_gpu_draws(LayerState& layer,
+                                                                           bool kept) {
+  if (!kept) return {};
+  if (layer.gpu_draws.empty()) {
+    const auto num_dst_gpus = layer.gpu_shares.size() / static_cast<size_t>(layer.gpu_shares_rows);
+    for (int32_t r = 0; r < layer.gpu_shares_rows; ++r) {
+      layer.gpu_draws.emplace_back(
+          std::span<const double>(layer.gpu_shares)
+              .subspan(static_cast<size_t>(r) * num_dst_gpus, num_dst_gpus));
+    }
+  }
+  return layer.gpu_draws;
 }
 
 bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
@@ -495,8 +502,7 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
   // The stream route_to_gpus() draws from: under kMargins its first draws are these.
   RngStream rng(root_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
   const int32_t num_rows = query.tokens_per_src_domain.empty() ? 1 : num_domains;
-  const std::span<const PreparedMultinomial> prepared =
-      fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
+  const bool kept = fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
   if (num_rows == 1 && query.candidate_epsilon > 0) {
     // One multinomial (draw_totals' first draws): its candidates only, where some destination
     // can be bounded away; else every destination, as below.
@@ -512,7 +518,7 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
       return true;
     }
   }
-  draw_totals(rng, query, num_rows, gpu_shares_scratch_, false, prepared, totals);
+  draw_totals(rng, query, num_rows, layer.gpu_shares, false, kept_gpu_draws(layer, kept), totals);
   return true;
 }
 

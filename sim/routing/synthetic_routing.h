@@ -116,12 +116,13 @@ class SyntheticRoutingModel final : public RoutingModel {
   // per destination GPU.
   void draw_tokens(RngStream& rng, LayerState& layer, int32_t domain_idx, int32_t n,
                    std::span<const int32_t> gpu_of_expert, std::span<int32_t> row);
-  // Destination shares into gpu_shares_scratch_: num_rows (1 for the domain mix, or one per
-  // domain) x num_dst_gpus. Returns their prepared multinomials (one per row) when the layer's
-  // shares were reused, else none.
-  std::span<const PreparedMultinomial> fill_gpu_shares(LayerState& layer,
-                                                       std::span<const int32_t> gpu_of_expert,
-                                                       int32_t num_dst_gpus, int32_t num_rows);
+  // Destination shares into layer.gpu_shares: num_rows (1 for the domain mix, or one per
+  // domain) x num_dst_gpus. Returns whether the layer's shares were kept from its last call.
+  bool fill_gpu_shares(LayerState& layer, std::span<const int32_t> gpu_of_expert,
+                       int32_t num_dst_gpus, int32_t num_rows);
+  // The kept shares' prepared multinomials (one per row), built on first use; none when the
+  // shares were not `kept` (fill_gpu_shares' result).
+  std::span<const PreparedMultinomial> kept_gpu_draws(LayerState& layer, bool kept);
   // Totals of the margins pass (one multinomial per row of `shares`, capped per column or not)
   // into `totals` (one per column), as margins_pass draws them before its systematic split.
   void draw_totals(RngStream& rng, const RoutingQuery& query, int32_t num_rows,

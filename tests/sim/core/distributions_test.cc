@@ -284,7 +284,7 @@ TEST(Distributions, CandidateMultinomialDrawsItsCandidatesAsTheMultinomialDoes) 
   std::vector<double> probs(16);
   for (size_t i = 0; i < probs.size(); ++i) probs[i] = 1.0 / static_cast<double>(i + 1);
   probs[5] = probs[0];  // tied with the likeliest
-  const CandidateMultinomial cm(probs);
+  CandidateMultinomial cm(probs);
   ASSERT_EQ(cm.size(), probs.size());
   const int64_t n = 200'000;
   const size_t k = cm.num_candidates(n, 1e-6);
@@ -329,7 +329,7 @@ TEST(Distributions, CandidateMultinomialBoundsTheOthersAway) {
   // epsilon share of draws (Bernstein's bound is loose: far fewer in practice).
   const std::vector<double> probs = {0.1,   0.09, 0.085, 0.08,  0.08, 0.075, 0.07, 0.07,
                                      0.065, 0.06, 0.06,  0.055, 0.05, 0.04,  0.02, 0.01};
-  const CandidateMultinomial cm(probs);
+  CandidateMultinomial cm(probs);
   RngStream rng(9, "bound");
   std::vector<int64_t> counts(probs.size());
   for (const int64_t n : {2'000, 20'000, 200'000}) {
@@ -370,7 +370,7 @@ TEST(Distributions, CandidateMultinomialWithEveryCategoryACandidateIsTheMultinom
   const std::vector<double> probs = {0.1, 0.4, 0.0, 0.2, 0.3};
   const std::vector<double> sorted = {0.4, 0.3, 0.2, 0.1, 0.0};
   const std::vector<size_t> order = {1, 4, 3, 0, 2};
-  const CandidateMultinomial cm(probs);
+  CandidateMultinomial cm(probs);
   RngStream a(4, "all"), b(4, "all");
   std::vector<int64_t> got(5), want(5);
   for (const int64_t n : {0, 7, 5000}) {
