@@ -197,26 +197,51 @@ void FastAllToAll::load_direct(std::span<const double> tokens, std::span<const d
   }
 }
 
+void FastAllToAll::cache_token_sums(std::span<const double> tokens) {
+  // Nodes are the NVLink domains (checked): dom_ indexes them. Each sum is accumulated in
+  // participant order, as the reach sums are: the same figures as summing both in one pass.
+  const auto p = static_cast<int32_t>(participants_.size());
+  if (token_sums_valid_ && std::equal(tokens.begin(), tokens.end(), cached_tokens_.begin())) {
+    return;
+  }
+  cached_tokens_.assign(tokens.begin(), tokens.end());
+  dom_tokens_.assign(num_doms_, 0.0);
+  rail_tokens_.assign(num_rails_, 0.0);
+  leaf_rail_tokens_.assign(num_leaf_rails_, 0.0);
+  all_tokens_ = 0;
+  for (int32_t i = 0; i < p; ++i) {
+    dom_tokens_[dom_[i]] += tokens[i];
+    rail_tokens_[rail_[i]] += tokens[i];
+    leaf_rail_tokens_[leaf_rail_[i]] += tokens[i];
+    all_tokens_ += tokens[i];
+  }
+  rail_rest_.resize(p);
+  node_rest_.resize(p);
+  other_rails_rest_.resize(p);
+  rail_off_leaf_.resize(p);
+  for (int32_t i = 0; i < p; ++i) {
+    const double t = tokens[i], rail = rail_tokens_[rail_[i]], node_tokens = dom_tokens_[dom_[i]];
+    rail_rest_[i] = std::max(0.0, rail - t);
+    node_rest_[i] = std::max(0.0, node_tokens - t);
+    other_rails_rest_[i] = std::max(0.0, (all_tokens_ - rail) - (node_tokens - t));
+    rail_off_leaf_[i] = std::max(0.0, rail - leaf_rail_tokens_[leaf_rail_[i]]);
+  }
+  token_sums_valid_ = true;
+}
+
 void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<const double> local,
                                      std::span<const double> remote) {
   // Nodes are the NVLink domains (checked): dom_ indexes them.
   const auto p = static_cast<int32_t>(participants_.size());
+  cache_token_sums(tokens);
   dom_local_.assign(num_doms_, 0.0);
   dom_reach_.assign(num_doms_, 0.0);
-  dom_tokens_.assign(num_doms_, 0.0);
   node_reach_.assign(num_doms_, 1.0);  // prod of (1 - remote reach), then g = 1 - prod
-  rail_tokens_.assign(num_rails_, 0.0);
   leaf_rail_reach_.assign(num_leaf_rails_, 0.0);
-  leaf_rail_tokens_.assign(num_leaf_rails_, 0.0);
-  double all_tokens = 0;
   for (int32_t i = 0; i < p; ++i) {
     dom_local_[dom_[i]] += local[i];
     dom_reach_[dom_[i]] += remote[i];
-    dom_tokens_[dom_[i]] += tokens[i];
     node_reach_[dom_[i]] *= 1.0 - remote[i];
-    rail_tokens_[rail_[i]] += tokens[i];
-    leaf_rail_tokens_[leaf_rail_[i]] += tokens[i];
-    all_tokens += tokens[i];
   }
   double all_node_reach = 0;
   if (node_limit_.empty()) {
@@ -252,23 +277,46 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
     }
   }
   for (int32_t i = 0; i < p; ++i) leaf_rail_reach_[leaf_rail_[i]] += node_reach_[dom_[i]];
+  // The loads, with finish_participant()'s sums and maxima in locals (stores to the load arrays
+  // could alias members, which would keep them in memory).
+  MaxLoads m;
+  double total = 0;
+  double* leaf_up = leaf_up_tokens_.data();
+  double* leaf_down = leaf_down_tokens_.data();
   for (int32_t i = 0; i < p; ++i) {
-    const double t = tokens[i], rl = local[i], rr = remote[i], g = node_reach_[dom_[i]];
     const int32_t dom = dom_[i];
-    const double rail = rail_tokens_[rail_[i]];
-    const double node_tokens = dom_tokens_[dom];
+    const double t = tokens[i], rl = local[i], rr = remote[i], g = node_reach_[dom];
+    const double rail_rest = rail_rest_[i];
     // Own tokens to the node's other GPUs, and those relayed for the same rail's other nodes.
-    nv_out_[i] = t * std::max(0.0, dom_local_[dom] - rl) +
-                 std::max(0.0, dom_reach_[dom] - rr) * std::max(0.0, rail - t);
+    const double nv_out =
+        t * std::max(0.0, dom_local_[dom] - rl) + std::max(0.0, dom_reach_[dom] - rr) * rail_rest;
     // From the node's other GPUs' own tokens, and relayed by them for their rails.
-    nv_in_[i] = rl * std::max(0.0, node_tokens - t) +
-                rr * std::max(0.0, (all_tokens - rail) - (node_tokens - t));
-    net_out_[i] = t * std::max(0.0, all_node_reach - g);
-    net_in_[i] = g * std::max(0.0, rail - t);
-    spine_out_[i] = t * std::max(0.0, all_node_reach - leaf_rail_reach_[leaf_rail_[i]]);
-    spine_in_[i] = g * std::max(0.0, rail - leaf_rail_tokens_[leaf_rail_[i]]);
-    finish_participant(i);
+    const double nv_in = rl * node_rest_[i] + rr * other_rails_rest_[i];
+    const double net_out = t * std::max(0.0, all_node_reach - g);
+    const double net_in = g * rail_rest;
+    double spine_out = t * std::max(0.0, all_node_reach - leaf_rail_reach_[leaf_rail_[i]]);
+    double spine_in = g * rail_off_leaf_[i];
+    // finish_participant(i), inline.
+    if (spine_out <= 1e-9 * net_out) spine_out = 0;
+    if (spine_in <= 1e-9 * net_in) spine_in = 0;
+    nv_out_[i] = nv_out;
+    nv_in_[i] = nv_in;
+    net_out_[i] = net_out;
+    net_in_[i] = net_in;
+    spine_out_[i] = spine_out;
+    spine_in_[i] = spine_in;
+    leaf_up[leaf_[i]] += spine_out;
+    leaf_down[leaf_[i]] += spine_in;
+    total += nv_out + net_out;
+    m.nv_out = std::max(m.nv_out, nv_out);
+    m.nv_in = std::max(m.nv_in, nv_in);
+    double& out_max = spine_out > 0 ? m.net_out_spine : m.net_out_leaf;
+    out_max = std::max(out_max, net_out);
+    double& in_max = spine_in > 0 ? m.net_in_spine : m.net_in_leaf;
+    in_max = std::max(in_max, net_in);
   }
+  total_tokens_ = total;
+  max_loads_ = m;
 }
 
 double FastAllToAll::seconds(double bytes_per_token, bool transposed) const {

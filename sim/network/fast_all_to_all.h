@@ -100,6 +100,10 @@ class FastAllToAll {
                    std::span<const double> remote);
   void load_hierarchical(std::span<const double> tokens, std::span<const double> local,
                          std::span<const double> remote);
+  // Hierarchical dispatch's sums of the sources' tokens (dom_tokens_, rail_tokens_,
+  // leaf_rail_tokens_, all_tokens_) and the per-participant terms made of them alone, recomputed
+  // only when `tokens` differ from the last call's (a step's MoE layers share their tokens).
+  void cache_token_sums(std::span<const double> tokens);
   // After participant i's loads: clears its spine residue, adds to its leaf's spine sums and to
   // total_tokens_ (load() zeroes them first).
   void finish_participant(int32_t i);
@@ -133,6 +137,13 @@ class FastAllToAll {
   std::vector<double> nv_out_, nv_in_, net_out_, net_in_, spine_out_, spine_in_;
   std::vector<double> leaf_up_tokens_, leaf_down_tokens_;
   double total_tokens_ = 0;
+  // cache_token_sums()'s tokens and, per participant, max(0, x) of: its rail's tokens less its
+  // own; its node's less its own; the other rails' tokens outside its node; its rail's tokens
+  // outside its leaf.
+  bool token_sums_valid_ = false;
+  std::vector<double> cached_tokens_;
+  double all_tokens_ = 0;
+  std::vector<double> rail_rest_, node_rest_, other_rails_rest_, rail_off_leaf_;
   // The last load()'s largest loads per kind, NIC ones per latency class (through a spine or
   // not): both_seconds() reads them where every participant's links are alike (uniform_links_).
   struct MaxLoads {

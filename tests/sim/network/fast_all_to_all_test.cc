@@ -130,6 +130,39 @@ TEST(FastAllToAll, LargestLoadsTimeAsThePerParticipantPass) {
   }
 }
 
+// One object loaded in turn with different tokens and reaches (a step's layers share their
+// tokens; the next step's differ): every figure bit for bit those of a fresh object, so nothing
+// kept from a previous load() leaks into the next.
+TEST(FastAllToAll, ReloadsGiveAFreshObjectsFigures) {
+  const Topology t = shipped("h800-8x8");
+  for (const DispatchAlgorithm algorithm :
+       {DispatchAlgorithm::kDirect, DispatchAlgorithm::kHierarchical}) {
+    const std::vector<GpuId> gpus = first_gpus(64);
+    FastAllToAll kept(t, gpus, algorithm);
+    const ProductForm a = product_form(gpus, 0), b = product_form(gpus, 1);
+    ProductForm a_other_reach = a;
+    a_other_reach.reach = b.reach;
+    for (const ProductForm* f : std::vector<const ProductForm*>{&a, &a_other_reach, &b, &a}) {
+      FastAllToAll fresh(t, gpus, algorithm);
+      kept.load(f->tokens, f->reach);
+      fresh.load(f->tokens, f->reach);
+      const FastAllToAll::Seconds x = kept.both_seconds(7168, 3584);
+      const FastAllToAll::Seconds y = fresh.both_seconds(7168, 3584);
+      EXPECT_EQ(x.dispatch, y.dispatch);
+      EXPECT_EQ(x.combine, y.combine);
+      EXPECT_EQ(kept.total_tokens(), fresh.total_tokens());
+      std::vector<double> in_x(gpus.size()), out_x(gpus.size()), in_y(gpus.size()),
+          out_y(gpus.size());
+      kept.add_nic_bytes(1.0, false, in_x, out_x);
+      fresh.add_nic_bytes(1.0, false, in_y, out_y);
+      EXPECT_EQ(in_x, in_y);
+      EXPECT_EQ(out_x, out_y);
+    }
+    // The tokens differ between the two loads (else the test would not reach the token sums).
+    EXPECT_NE(a.tokens, b.tokens);
+  }
+}
+
 TEST(FastAllToAll, MatchesTheExactBoundWhereNoFlowCrossesASpine) {
   // One leaf per rail: hierarchical traffic stays on its rail; one node: NVLink only.
   const Topology rails = testing::h800_like(4, 8);
