@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sim/core/check.h"
 #include "sim/cost/op_formulas.h"
@@ -174,6 +175,7 @@ int64_t StepModel::price_attention(const std::vector<std::vector<SeqSlice>>& ran
       src_tokens_[r * tp_ + j] = static_cast<int32_t>(share);
     }
   }
+  ++tokens_version_;
   return total_tokens;
 }
 
@@ -231,11 +233,16 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
       continue;
     }
     if (schedule_) flush_microbatch_region(observer);
+    const FfnSpec& ffn = card_.layers[li].ffn;
+    if (ffn.is_moe && !observer && memo_allowed_) {
+      run_attention_and_router(li, info.attn_class, ffn.moe);
+      run_moe_layer(step_idx, li, li, observer, /*router_run=*/true);
+      continue;
+    }
     for (int32_t g = 0; g < n; ++g) {
       advance_compute(g, "attention", li,
                       attn_s_[static_cast<size_t>(g) * num_classes + info.attn_class], observer);
     }
-    const FfnSpec& ffn = card_.layers[li].ffn;
     if (ffn.is_moe) {
       run_moe_layer(step_idx, li, observer);
     } else {
@@ -247,6 +254,29 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
   if (num_draft_tokens_ > 0) run_draft_passes(step_idx, ranks, observer);
   finish_step();
   return result_;
+}
+
+void StepModel::run_attention_and_router(int32_t layer_idx, int32_t attn_class, const MoeSpec& m) {
+  // advance_compute(g, "attention", ...) then run_router()'s advance_compute(g, "router", ...).
+  (void)layer_idx;
+  const int32_t n = num_gpus();
+  const size_t num_classes = attn_classes_.size();
+  use_token_ops_spec(m);
+  double ready = -std::numeric_limits<double>::infinity();
+  for (int32_t g = 0; g < n; ++g) {
+    const double a = attn_s_[static_cast<size_t>(g) * num_classes + attn_class];
+    double clock = clock_s_[g] + a;
+    double compute = compute_s_[g] + a;
+    if (gpu_tokens_[g] != 0) {
+      const double r = token_ops(g, m).router_permute;
+      clock += r;
+      compute += r;
+    }
+    clock_s_[g] = clock;
+    compute_s_[g] = compute;
+    ready = std::max(ready, clock);
+  }
+  ready_s_ = ready;
 }
 
 void StepModel::run_dense_ffn(int32_t layer_idx, const FfnSpec& ffn, StepObserver* observer) {
@@ -261,15 +291,14 @@ void StepModel::run_dense_ffn(int32_t layer_idx, const FfnSpec& ffn, StepObserve
 }
 
 void StepModel::advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s,
-                                      StepObserver* observer) {
+                                      double ready, StepObserver* observer) {
   const int32_t n = num_gpus();
-  const double ready = *std::max_element(clock_s_.begin(), clock_s_.end());
   if (!observer) {
     // The loops below in one pass: every GPU leaves the dispatch at `start`, and the latest one
     // to finish its experts is the one with the most expert seconds (rounding is monotone, so
     // max(start + f) = start + max(f) exactly). The same sums in the same order per GPU.
     const double start = ready + dispatch_s;
-    const double ready2 = start + *std::max_element(ffn_s_.begin(), ffn_s_.end());
+    const double ready2 = start + max_ffn_s_;
     const double end = ready2 + combine_s;
     for (int32_t g = 0; g < n; ++g) {
       wait_s_[g] += ready - clock_s_[g];

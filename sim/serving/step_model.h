@@ -203,8 +203,13 @@ class StepModel {
   // Router to combine of one MoE layer, then its timeline (with or without overlap).
   void run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver* observer);
   // The same for the card's layer `source_layer_idx`, traced as `trace_layer_idx`.
+  // With `router_run`, run_attention_and_router() has run its router (and set ready_s_).
   void run_moe_layer(int64_t step_idx, int32_t trace_layer_idx, int32_t source_layer_idx,
-                     StepObserver* observer);
+                     StepObserver* observer, bool router_run = false);
+  // Attention of layer `layer_idx` then the router of its MoE spec on every GPU, in one pass,
+  // without an observer and with the token-op memo: the clocks as the two loops leave them
+  // (the same additions per GPU in the same order), and their latest into ready_s_.
+  void run_attention_and_router(int32_t layer_idx, int32_t attn_class, const MoeSpec& moe);
   // The draft passes of speculative decoding (set_draft_tokens), after the output head.
   void run_draft_passes(int64_t step_idx, const std::vector<std::vector<SeqSlice>>& ranks,
                         StepObserver* observer);
@@ -239,7 +244,8 @@ class StepModel {
   void price_experts(const MoeSpec& moe, bool record_balance = true);
   // The per-slot balance of one MoE layer into result_ (after route(); StepResult).
   void record_slot_balance(int64_t step_idx, int32_t moe_layer_idx);
-  void advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s,
+  // `ready`: the latest clock (max of clock_s_), which the caller may know already.
+  void advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s, double ready,
                              StepObserver* observer);
   void advance_overlapped(int32_t layer_idx, double dispatch_s, double combine_s,
                           StepObserver* observer);
@@ -306,6 +312,8 @@ class StepModel {
   std::vector<int64_t> rank_tokens_;                 // tokens per attention rank
   std::vector<int32_t> src_tokens_;
   std::vector<double> ffn_s_;
+  double max_ffn_s_ = 0;  // the largest of ffn_s_, as price_experts() leaves them
+  double ready_s_ = 0;    // run_attention_and_router()'s latest clock
   std::vector<double> routed_s_, shared_s_;  // price_experts(): routed + combine sum, shared
   // Per GPU, the seconds of the ops every MoE layer of a step repeats alike (router,
   // permutation, shared experts, combine): their work depends only on the GPU's tokens and the
@@ -389,6 +397,11 @@ class StepModel {
   bool fast_tier_ = false;
   std::unique_ptr<FastAllToAll> fast_;
   std::vector<double> fast_tokens_, fast_reach_, fast_remote_reach_;
+  // gpu_tokens_ changes bump tokens_version_; fast_tokens_ (gpu_tokens_ as doubles) and
+  // fast_token_sum_ are those of fast_tokens_version_ (fill_fast_tokens()).
+  uint64_t tokens_version_ = 1, fast_tokens_version_ = 0;
+  int64_t fast_token_sum_ = 0;
+  void fill_fast_tokens();
   std::vector<int64_t> expert_totals_, node_tokens_, local_selections_, group_tokens_;
   std::vector<int32_t> group_node_;
 };

@@ -82,6 +82,7 @@ void StepModel::run_draft_passes(int64_t step_idx, const std::vector<std::vector
         advance_compute(g, "draft_attention", trace_layer, seconds, observer);
       }
     }
+    ++tokens_version_;  // gpu_tokens_ are the draft pass's
     if (total_tokens == 0) break;
     if (ffn.is_moe) {
       token_counts_.tokens_per_src.assign(gpu_tokens_.begin(), gpu_tokens_.end());

@@ -133,9 +133,10 @@ void StepModel::price_microbatch_layer(int32_t layer_idx, const MoeSpec& m, bool
       }
     }
     std::swap(gpu_tokens_, mb_gpu_tokens_[mb]);  // the micro-batch's tokens per GPU
+    ++tokens_version_;
     double dispatch_s = 0, combine_s = 0;
     if (fast) {
-      for (int32_t g = 0; g < n; ++g) fast_tokens_[g] = static_cast<double>(gpu_tokens_[g]);
+      fill_fast_tokens();
       if (placement.has_replicas()) {
         fast_->load(fast_tokens_, fast_reach_, fast_remote_reach_);
       } else {
@@ -172,6 +173,7 @@ void StepModel::price_microbatch_layer(int32_t layer_idx, const MoeSpec& m, bool
     costs.comm(mb, StageOp::kDispatch) = dispatch_s;
     costs.comm(mb, StageOp::kCombine) = combine_s;
     std::swap(gpu_tokens_, mb_gpu_tokens_[mb]);
+    ++tokens_version_;
   }
   token_counts_.tokens_per_src.assign(gpu_tokens_.begin(), gpu_tokens_.end());
   std::copy(whole_dst_selections_.begin(), whole_dst_selections_.end(), dst_selections_.begin());

@@ -36,13 +36,13 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver*
 }
 
 void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t source_layer_idx,
-                              StepObserver* observer) {
+                              StepObserver* observer, bool router_run) {
   const int32_t moe_idx = layers_[source_layer_idx].moe_idx;
   const MoeSpec& m = card_.layers[source_layer_idx].ffn.moe;
   // Under a micro-batch timeline the layer is priced per micro-batch and timed later
   // (step_model_microbatch.cc); draft passes keep the barriers.
   const bool microbatched = schedule_ && !in_draft_;
-  if (!microbatched) run_router(layer_idx, m, observer);
+  if (!microbatched && !router_run) run_router(layer_idx, m, observer);
   if (deployment_.node_limited_traffic) {
     // Node-limited routing (node_limited_routing.h) over this layer's placement.
     fill_node_limit(topology_, gpus_, placements_->layer(moe_idx).primary_gpu_of_expert(),
@@ -101,7 +101,9 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
   if (deployment_.overlap == OverlapMode::kSimple) {
     advance_overlapped(layer_idx, dispatch_s, combine_s, observer);
   } else {
-    advance_with_barriers(layer_idx, dispatch_s, combine_s, observer);
+    const double ready =
+        router_run ? ready_s_ : *std::max_element(clock_s_.begin(), clock_s_.end());
+    advance_with_barriers(layer_idx, dispatch_s, combine_s, ready, observer);
   }
 }
 
@@ -228,9 +230,8 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
   // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the
   // destination's share of the layer's selections; low-latency dispatch sends every selection,
   // so its rows per source token are k q_d (the exact tier's counts are the selections).
-  int64_t tokens = 0;
-  for (int32_t g = 0; g < n; ++g) tokens += gpu_tokens_[g];
-  fast_tokens_.resize(n);
+  fill_fast_tokens();
+  const int64_t tokens = fast_token_sum_;
   fast_reach_.resize(n);
   const bool per_selection = deployment_.dispatch == DispatchAlgorithm::kLowLatency;
   auto reach = [&](double sel, double src_tokens) {
@@ -240,7 +241,6 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
     return 1.0 - ipow(1.0 - std::min(share, 1.0), top_k);
   };
   for (int32_t g = 0; g < n; ++g) {
-    fast_tokens_[g] = static_cast<double>(gpu_tokens_[g]);
     fast_reach_[g] = reach(static_cast<double>(dst_selections_[g]), static_cast<double>(tokens));
   }
   if (placement.has_replicas()) {
@@ -267,6 +267,19 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
     fast_->add_nic_bytes(combine_row_bytes_, true, result_.nic_in_bytes, result_.nic_out_bytes);
   }
   return true;
+}
+
+void StepModel::fill_fast_tokens() {
+  if (fast_tokens_version_ == tokens_version_) return;
+  const int32_t n = num_gpus();
+  fast_tokens_.resize(n);
+  int64_t sum = 0;
+  for (int32_t g = 0; g < n; ++g) {
+    sum += gpu_tokens_[g];
+    fast_tokens_[g] = static_cast<double>(gpu_tokens_[g]);
+  }
+  fast_token_sum_ = sum;
+  fast_tokens_version_ = tokens_version_;
 }
 
 void StepModel::find_nic_links() {
@@ -389,7 +402,7 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
   const int64_t hidden = card_.hidden_size;
   const bool has_shared = m.num_shared_experts > 0;
   if (memo_allowed_) use_token_ops_spec(m);
-  double max_sel = 0, sum_sel = 0;
+  double max_sel = 0, sum_sel = 0, max_ffn = 0;
   for (int32_t g = 0; g < n; ++g) {
     const double sel = static_cast<double>(dst_selections_[g]);
     max_sel = std::max(max_sel, sel);
@@ -411,9 +424,11 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
       cmb = cost_.checked_seconds(combine_work(t, m.top_k, has_shared, hidden));
     }
     ffn_s_[g] = e + sh + cmb;
+    max_ffn = std::max(max_ffn, ffn_s_[g]);
     routed_s_[g] = e + cmb;
     shared_s_[g] = sh;
   }
+  max_ffn_s_ = max_ffn;
   if (!record_balance) return;
   result_.max_gpu_selections += max_sel;
   result_.mean_gpu_selections += sum_sel / n;
