@@ -238,10 +238,19 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
   dom_reach_.assign(num_doms_, 0.0);
   node_reach_.assign(num_doms_, 1.0);  // prod of (1 - remote reach), then g = 1 - prod
   leaf_rail_reach_.assign(num_leaf_rails_, 0.0);
-  for (int32_t i = 0; i < p; ++i) {
-    dom_local_[dom_[i]] += local[i];
-    dom_reach_[dom_[i]] += remote[i];
-    node_reach_[dom_[i]] *= 1.0 - remote[i];
+  // Per node, its participants in order (nodes are whole runs of consecutive participants,
+  // checked): the same sums and product as accumulating per participant, kept in registers.
+  for (int32_t i = 0; i < p;) {
+    const int32_t dom = dom_[i];
+    double sum_local = 0, sum_reach = 0, miss = 1.0;
+    for (; i < p && dom_[i] == dom; ++i) {
+      sum_local += local[i];
+      sum_reach += remote[i];
+      miss *= 1.0 - remote[i];
+    }
+    dom_local_[dom] = sum_local;
+    dom_reach_[dom] = sum_reach;
+    node_reach_[dom] = miss;
   }
   double all_node_reach = 0;
   if (node_limit_.empty()) {

@@ -337,7 +337,9 @@ namespace {
 void check_query(const RoutingQuery& q, const RoutingShape& shape, int32_t num_domains) {
   MOESIM_CHECK(q.moe_layer_idx >= 0 && q.moe_layer_idx < shape.num_moe_layers, "layer range");
   MOESIM_CHECK(q.step_idx >= 0, "step must be >= 0");
-  for (int32_t n : q.tokens_per_src) MOESIM_CHECK(n >= 0, "token counts must be >= 0");
+  int32_t least = 0;  // a minimum (vectorised) rather than a check per source
+  for (const int32_t n : q.tokens_per_src) least = std::min(least, n);
+  MOESIM_CHECK(least >= 0, "token counts must be >= 0");
   MOESIM_CHECK(q.candidate_epsilon >= 0 && q.candidate_epsilon < 1,
                "candidate epsilon must be in [0, 1)");
   if (q.tokens_per_src_domain.empty()) return;
@@ -513,7 +515,7 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
     const size_t k = n > 0 ? layer.gpu_candidates->num_candidates(n, query.candidate_epsilon)
                            : layer.gpu_candidates->size();
     if (k < layer.gpu_candidates->size()) {
-      totals.assign(num_dst_gpus, 0);
+      totals.resize(num_dst_gpus);  // draw() writes every destination
       layer.gpu_candidates->draw(rng, n, k, totals);
       return true;
     }
