@@ -29,6 +29,10 @@ struct RoutingQuery {
   // as the likeliest destination is at most this (SyntheticRoutingModel: CandidateMultinomial,
   // docs/fast_tier.md, "Candidate draw").
   double candidate_epsilon = 0;
+  // route_to_gpus() / route_totals_to_gpus(): the version of the placement gpu_of_expert comes
+  // from (sim/core/state_version.h), where the caller knows it; 0: unknown. A model may take an
+  // equal non-zero version for an unchanged placement.
+  uint64_t placement_version = 0;
 };
 
 class RoutingModel {

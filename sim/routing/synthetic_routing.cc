@@ -37,6 +37,7 @@ struct SyntheticRoutingModel::LayerState {
   uint64_t gpu_shares_version = 0;
   int32_t gpu_shares_rows = 0;
   std::vector<int32_t> gpu_shares_placement;
+  uint64_t gpu_shares_placement_version = 0;  // its RoutingQuery::placement_version, if known
   std::vector<double> gpu_shares;
   // Their multinomials, one per row, prepared on the first reuse of gpu_shares that draws every
   // destination (a layer whose placement or shares change at every call never pays for them,
@@ -410,8 +411,9 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
   // Destination shares: one row for the domain mix, or one per domain when split.
   const bool split = !query.tokens_per_src_domain.empty();
   const int32_t num_rows = split ? num_domains : 1;
-  const std::span<const PreparedMultinomial> prepared =
-      kept_gpu_draws(layer, fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows));
+  const std::span<const PreparedMultinomial> prepared = kept_gpu_draws(
+      layer,
+      fill_gpu_shares(layer, gpu_of_expert, query.placement_version, num_dst_gpus, num_rows));
   const std::vector<double>& gpu_shares = layer.gpu_shares;
   const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
   out.reset(num_src, num_dst_gpus);
@@ -449,14 +451,18 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
 
 bool SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
                                             std::span<const int32_t> gpu_of_expert,
-                                            int32_t num_dst_gpus, int32_t num_rows) {
+                                            uint64_t placement_version, int32_t num_dst_gpus,
+                                            int32_t num_rows) {
   MOESIM_CHECK(gpu_of_expert.size() == static_cast<size_t>(shape_.num_experts),
                "one GPU per expert");
-  // Unchanged placement and shares since the layer's last call: the same sums, kept.
+  // Unchanged placement (the same known version, or equal entries) and shares since the layer's
+  // last call: the same sums, kept.
   if (layer.gpu_shares_version == layer.shares_version && layer.gpu_shares_rows == num_rows &&
       layer.gpu_shares.size() == static_cast<size_t>(num_rows) * num_dst_gpus &&
-      std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), layer.gpu_shares_placement.begin(),
-                 layer.gpu_shares_placement.end())) {
+      ((placement_version != 0 && placement_version == layer.gpu_shares_placement_version) ||
+       std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), layer.gpu_shares_placement.begin(),
+                  layer.gpu_shares_placement.end()))) {
+    layer.gpu_shares_placement_version = placement_version;
     return true;
   }
   std::vector<double>& shares = layer.gpu_shares;
@@ -475,6 +481,7 @@ bool SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
   layer.gpu_shares_version = layer.shares_version;
   layer.gpu_shares_rows = num_rows;
   layer.gpu_shares_placement.assign(gpu_of_expert.begin(), gpu_of_expert.end());
+  layer.gpu_shares_placement_version = placement_version;
   layer.gpu_draws.clear();
   layer.gpu_candidates.reset();
   return false;
@@ -504,7 +511,8 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
   // The stream route_to_gpus() draws from: under kMargins its first draws are these.
   RngStream rng(root_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
   const int32_t num_rows = query.tokens_per_src_domain.empty() ? 1 : num_domains;
-  const bool kept = fill_gpu_shares(layer, gpu_of_expert, num_dst_gpus, num_rows);
+  const bool kept =
+      fill_gpu_shares(layer, gpu_of_expert, query.placement_version, num_dst_gpus, num_rows);
   if (num_rows == 1 && query.candidate_epsilon > 0) {
     // One multinomial (draw_totals' first draws): its candidates only, where some destination
     // can be bounded away; else every destination, as below.

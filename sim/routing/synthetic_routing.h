@@ -119,7 +119,7 @@ class SyntheticRoutingModel final : public RoutingModel {
   // Destination shares into layer.gpu_shares: num_rows (1 for the domain mix, or one per
   // domain) x num_dst_gpus. Returns whether the layer's shares were kept from its last call.
   bool fill_gpu_shares(LayerState& layer, std::span<const int32_t> gpu_of_expert,
-                       int32_t num_dst_gpus, int32_t num_rows);
+                       uint64_t placement_version, int32_t num_dst_gpus, int32_t num_rows);
   // The kept shares' prepared multinomials (one per row), built on first use; none when the
   // shares were not `kept` (fill_gpu_shares' result).
   std::span<const PreparedMultinomial> kept_gpu_draws(LayerState& layer, bool kept);

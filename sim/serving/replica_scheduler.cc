@@ -221,21 +221,26 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   Seq& s = seqs_[sid];
   int32_t best = -1;
   int64_t best_hits = -1, best_room = 0, best_need = 0, best_lower = 0, best_total = -1;
+  // hits_on() and lower_hits_on() are 0 on every rank where no prefix block can hit (a prompt of
+  // at most one block, or no lookup for this sequence): asked once, not per rank.
+  const bool may_hit = spec_.prefix_caching && !s.decode_only && !s.first_admission_done &&
+                       max_prefix_blocks(s.req) > 0;
+  const int64_t per_prefix = blocks_per_prefix();
   for (int32_t k = 0; k < num_ranks(); ++k) {
     if (budget(k) <= 0 && !s.decode_only) continue;
     const Rank& rank = ranks_[k];
-    const int64_t hits = hits_on(rank, s);
+    const int64_t hits = may_hit ? hits_on(rank, s) : 0;
     // Prefix blocks a lower KV tier of the rank's node holds (0 without tiers): loaded into HBM.
-    const int64_t lower = lower_hits_on(k, s, hits);
+    const int64_t lower = may_hit ? lower_hits_on(k, s, hits) : 0;
     const int64_t total = hits + lower;
-    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) -
-                         total * blocks_per_prefix() + layout_.state_blocks_per_sequence;
+    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) - total * per_prefix +
+                         layout_.state_blocks_per_sequence;
     // Pinning the HBM hits takes their blocks out of the evictable ones can_allocate counts.
     const int64_t pinned_now =
         hits > 0 ? rank.kv->unpinned_blocks(std::span<const uint64_t>(
                        s.req.prefix_block_hashes.data(), static_cast<size_t>(hits)))
                  : 0;
-    if (!rank.kv->can_allocate(need + lower * blocks_per_prefix() + pinned_now)) continue;
+    if (!rank.kv->can_allocate(need + lower * per_prefix + pinned_now)) continue;
     const int64_t room = rank.kv->free_blocks() + rank.kv->evictable_blocks() -
                          static_cast<int64_t>(rank.running.size()) * 4;
     if (total > best_total || (total == best_total && room > best_room)) {

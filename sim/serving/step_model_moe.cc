@@ -222,6 +222,7 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
                                 dst_selections_, local_selections_);
   } else {
     q.candidate_epsilon = kFastCandidateEpsilon;
+    q.placement_version = placements_->version(moe_layer_idx);
     if (!routing_->route_totals_to_gpus(q, placement.primary_gpu_of_expert(), n, dst_selections_)) {
       return false;
     }
