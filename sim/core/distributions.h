@@ -100,6 +100,9 @@ class CandidateMultinomial {
   // shares_[(k - 1) * m + j].
   static constexpr size_t kKeptShares = 4;
   std::vector<double> shares_;
+  // num_candidates()'s log(m / epsilon) for the last epsilon asked (one object per thread, as
+  // draw()'s preparation).
+  mutable double needed_epsilon_ = 0, needed_ = 0;
 };
 
 // Categorical over indices 0..n-1 with the given non-negative weights (positive sum), sampled in
