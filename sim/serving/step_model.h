@@ -229,9 +229,17 @@ class StepModel {
   void record_expert_loads(int64_t step_idx, int32_t moe_layer_idx);
   // The fast tier's routing and collectives of one MoE layer (dispatch_s / combine_s and their
   // bytes); false (nothing changed) where the layer needs the exact tier.
-  bool run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, int64_t top_k,
+  // Prices the layer's experts too (price_experts(moe)) where it returns true.
+  bool run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, const MoeSpec& moe,
                             double& dispatch_s, double& combine_s, double& dispatch_bytes,
                             double& combine_bytes);
+  // The fast tier's reach of a destination (rows per source token; fast_all_to_all.h) from its
+  // selections and the sources' tokens.
+  struct FastReach {
+    int64_t top_k = 0;
+    bool per_selection = false;  // low-latency dispatch: every selection is a row
+    double of(double selections, double src_tokens) const;
+  };
   // Refreshes experts_per_gpu_ / log1p_inv_experts_ from a MoE layer's placement (nothing when
   // it has the version last refreshed from).
   void refresh_slots(int32_t moe_layer_idx);
@@ -241,7 +249,10 @@ class StepModel {
   void add_background_traffic();
   // Routed + shared experts + combine seconds per GPU into ffn_s_; the imbalance sums and the
   // per-GPU balance of the layer.
-  void price_experts(const MoeSpec& moe, bool record_balance = true);
+  // With `reach`, also each destination's fast_reach_ from `reach_tokens` source tokens (the
+  // fast tier's pass, fused).
+  void price_experts(const MoeSpec& moe, bool record_balance = true,
+                     const FastReach* reach = nullptr, double reach_tokens = 0);
   // The per-slot balance of one MoE layer into result_ (after route(); StepResult).
   void record_slot_balance(int64_t step_idx, int32_t moe_layer_idx);
   // `ready`: the latest clock (max of clock_s_), which the caller may know already.

@@ -36,6 +36,16 @@ int64_t round_non_negative(double x) {
 
 }  // namespace
 
+double StepModel::FastReach::of(double sel, double src_tokens) const {
+  // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the
+  // destination's share of the layer's selections; low-latency dispatch sends every selection,
+  // so its rows per source token are k q_d (the exact tier's counts are the selections).
+  const double selections = src_tokens * static_cast<double>(top_k);
+  const double share = selections > 0 ? sel / selections : 0;
+  if (per_selection) return share * static_cast<double>(top_k);
+  return 1.0 - ipow(1.0 - std::min(share, 1.0), top_k);
+}
+
 void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, StepObserver* observer) {
   run_moe_layer(step_idx, layer_idx, layer_idx, observer);
 }
@@ -56,11 +66,11 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
     if (fast_) fast_->set_node_limit(token_counts_.node_limit);
   }
   double dispatch_s = 0, combine_s = 0, dispatch_bytes = 0, combine_bytes = 0;
-  if (fast_tier_ && run_fast_collectives(step_idx, moe_idx, m.top_k, dispatch_s, combine_s,
+  if (fast_tier_ && run_fast_collectives(step_idx, moe_idx, m, dispatch_s, combine_s,
                                          dispatch_bytes, combine_bytes)) {
+    // run_fast_collectives() priced the experts (price_experts(m)).
     if (report_loads_ && !in_draft_) record_expert_loads(step_idx, moe_idx);
     record_slot_balance(step_idx, moe_idx);
-    price_experts(m);
     if (microbatched) price_microbatch_layer(layer_idx, m, true, dispatch_bytes, combine_bytes);
     result_.num_fast_layers++;
   } else if (microbatched) {
@@ -187,7 +197,7 @@ std::string StepModel::fast_tier_refusal() const {
   return FastAllToAll(topology_, gpus_, deployment_.dispatch).why_not();
 }
 
-bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, int64_t top_k,
+bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, const MoeSpec& m,
                                      double& dispatch_s, double& combine_s, double& dispatch_bytes,
                                      double& combine_bytes) {
   const ExpertPlacement& placement = placements_->layer(moe_layer_idx);
@@ -233,34 +243,25 @@ bool StepModel::run_fast_collectives(int64_t step_idx, int32_t moe_layer_idx, in
     }
   }
   refresh_slots(moe_layer_idx);
-  // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the
-  // destination's share of the layer's selections; low-latency dispatch sends every selection,
-  // so its rows per source token are k q_d (the exact tier's counts are the selections).
   fill_fast_tokens();
   const int64_t tokens = fast_token_sum_;
   fast_reach_.resize(n);
-  const bool per_selection = deployment_.dispatch == DispatchAlgorithm::kLowLatency;
-  auto reach = [&](double sel, double src_tokens) {
-    const double selections = src_tokens * static_cast<double>(top_k);
-    const double share = selections > 0 ? sel / selections : 0;
-    if (per_selection) return share * static_cast<double>(top_k);
-    return 1.0 - ipow(1.0 - std::min(share, 1.0), top_k);
-  };
-  for (int32_t g = 0; g < n; ++g) {
-    fast_reach_[g] = reach(static_cast<double>(dst_selections_[g]), static_cast<double>(tokens));
-  }
+  const FastReach reach{m.top_k, deployment_.dispatch == DispatchAlgorithm::kLowLatency};
   if (placement.has_replicas()) {
+    price_experts(m);
     // Replicas serve their own node's sources first: reach from the node and from the rest.
     fast_remote_reach_.resize(n);
     for (int32_t g = 0; g < n; ++g) {
       const auto node_tokens = static_cast<double>(node_tokens_[placement.node_of(g)]);
       const auto local = static_cast<double>(local_selections_[g]);
-      fast_reach_[g] = reach(local, node_tokens);
-      fast_remote_reach_[g] = reach(static_cast<double>(dst_selections_[g]) - local,
-                                    static_cast<double>(tokens) - node_tokens);
+      fast_reach_[g] = reach.of(local, node_tokens);
+      fast_remote_reach_[g] = reach.of(static_cast<double>(dst_selections_[g]) - local,
+                                       static_cast<double>(tokens) - node_tokens);
     }
     fast_->load(fast_tokens_, fast_reach_, fast_remote_reach_);
   } else {
+    // Each destination's reach from the layer's tokens, in the pricing's pass over the GPUs.
+    price_experts(m, /*record_balance=*/true, &reach, static_cast<double>(tokens));
     fast_->load(fast_tokens_, fast_reach_);
   }
   const FastAllToAll::Seconds s = fast_->both_seconds(dispatch_row_bytes_, combine_row_bytes_);
@@ -401,7 +402,8 @@ void StepModel::add_background_traffic() {
   }
 }
 
-void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
+void StepModel::price_experts(const MoeSpec& m, bool record_balance, const FastReach* reach,
+                              double reach_tokens) {
   // Routed and shared experts and the combine on every GPU. Routed experts take the first MoE
   // layer's shape (moe_), the one the placement holds.
   const int32_t n = num_gpus();
@@ -411,6 +413,7 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance) {
   double max_sel = 0, sum_sel = 0, max_ffn = 0;
   for (int32_t g = 0; g < n; ++g) {
     const double sel = static_cast<double>(dst_selections_[g]);
+    if (reach) fast_reach_[g] = reach->of(sel, reach_tokens);
     max_sel = std::max(max_sel, sel);
     sum_sel += sel;
     const double e =
