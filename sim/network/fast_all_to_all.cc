@@ -319,10 +319,13 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
     total += nv_out + net_out;
     m.nv_out = std::max(m.nv_out, nv_out);
     m.nv_in = std::max(m.nv_in, nv_in);
-    double& out_max = spine_out > 0 ? m.net_out_spine : m.net_out_leaf;
-    out_max = std::max(out_max, net_out);
-    double& in_max = spine_in > 0 ? m.net_in_spine : m.net_in_leaf;
-    in_max = std::max(in_max, net_in);
+    // Each load into its latency class's maximum, without a branch: the other class takes 0,
+    // which leaves its maximum (>= 0) as it is.
+    const bool out_spine = spine_out > 0, in_spine = spine_in > 0;
+    m.net_out_spine = std::max(m.net_out_spine, out_spine ? net_out : 0.0);
+    m.net_out_leaf = std::max(m.net_out_leaf, out_spine ? 0.0 : net_out);
+    m.net_in_spine = std::max(m.net_in_spine, in_spine ? net_in : 0.0);
+    m.net_in_leaf = std::max(m.net_in_leaf, in_spine ? 0.0 : net_in);
   }
   total_tokens_ = total;
   max_loads_ = m;
