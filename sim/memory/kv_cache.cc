@@ -11,6 +11,22 @@ KvCache::KvCache(int64_t num_blocks, int64_t block_tokens)
   MOESIM_CHECK(num_blocks >= 0 && block_tokens > 0, "bad KV cache size");
 }
 
+void KvCache::set_presence(KeyPresence* presence) {
+  MOESIM_CHECK(entries_.empty(), "presence counting set on a cache that holds entries");
+  presence_ = presence;
+}
+
+void KvCache::add_presence(uint64_t key) {
+  if (presence_) ++(*presence_)[key];
+}
+
+void KvCache::drop_presence(uint64_t key) {
+  if (!presence_) return;
+  auto it = presence_->find(key);
+  MOESIM_CHECK(it != presence_->end() && it->second > 0, "presence count of an absent key");
+  if (--it->second == 0) presence_->erase(it);
+}
+
 void KvCache::touch_high_water() {
   high_water_blocks_ = std::max(high_water_blocks_, num_blocks_ - free_blocks_);
 }
@@ -27,6 +43,7 @@ bool KvCache::evict_one() {
   cached_blocks_ -= e->second.blocks;
   if (eviction_sink_) eviction_sink_(key, e->second.blocks, e->second.tokens);
   entries_.erase(e);
+  drop_presence(key);
   ++num_evictions_;
   return true;
 }
@@ -91,6 +108,7 @@ void KvCache::insert_pinned(uint64_t key, int64_t blocks, int64_t tokens, uint64
   MOESIM_CHECK(!entries_.count(key), "inserting an existing key");
   MOESIM_CHECK(blocks <= owned_blocks(), "inserting blocks not owned");
   entries_.emplace(key, Entry{blocks, tokens, 1, tick});
+  add_presence(key);
   cached_blocks_ += blocks;
 }
 
@@ -105,6 +123,8 @@ int64_t KvCache::insert_unpinned_merge(uint64_t key, int64_t blocks, int64_t tok
     blocks += it->second.blocks;
     cached_blocks_ -= it->second.blocks;
     entries_.erase(it);
+  } else {
+    add_presence(key);  // a merged entry keeps its key
   }
   entries_.emplace(key, Entry{blocks, tokens, 0, tick});
   lru_.emplace(std::make_pair(tick, key), key);

@@ -18,9 +18,17 @@
 
 namespace moesim::sim {
 
+// How many of several caches (a replica's attention ranks) hold each key: a key absent here is
+// in none of them, so a lookup on each can be skipped. Kept by every cache it is set on.
+using KeyPresence = std::unordered_map<uint64_t, int32_t>;
+
 class KvCache {
  public:
   KvCache(int64_t num_blocks, int64_t block_tokens);
+
+  // Counts this cache's keys into `presence` (which must outlive it) from now on. Precondition:
+  // the cache holds no entry.
+  void set_presence(KeyPresence* presence);
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_tokens() const { return block_tokens_; }
@@ -93,6 +101,9 @@ class KvCache {
   // Unpinned entries by (recency tick, key): the eviction order.
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> lru_;
   EvictionSink eviction_sink_;
+  KeyPresence* presence_ = nullptr;
+  void add_presence(uint64_t key);
+  void drop_presence(uint64_t key);
 };
 
 }  // namespace moesim::sim

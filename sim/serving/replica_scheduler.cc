@@ -23,6 +23,7 @@ ReplicaScheduler::ReplicaScheduler(const SchedulerSpec& spec, int32_t num_ranks,
   for (int32_t k = 0; k < num_ranks; ++k) {
     ranks_.push_back(
         Rank{std::make_unique<KvCache>(layout.num_kv_blocks, spec.kv_block_tokens), {}});
+    ranks_.back().kv->set_presence(presence_.get());
   }
 }
 
@@ -33,8 +34,10 @@ int64_t ReplicaScheduler::blocks_per_prefix() const {
 void ReplicaScheduler::reset_memory(const GpuMemoryLayout& layout) {
   MOESIM_CHECK(num_in_flight_ == 0 && admit_counter_ == 0, "memory reset before any admission");
   layout_ = layout;
+  presence_->clear();
   for (Rank& rank : ranks_) {
     rank.kv = std::make_unique<KvCache>(layout.num_kv_blocks, spec_.kv_block_tokens);
+    rank.kv->set_presence(presence_.get());
   }
   install_eviction_sinks();
 }
@@ -225,11 +228,13 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   // at most one block, or no lookup for this sequence): asked once, not per rank.
   const bool may_hit = spec_.prefix_caching && !s.decode_only && !s.first_admission_done &&
                        max_prefix_blocks(s.req) > 0;
+  // No rank's HBM holds the first block (presence_ counts every rank's keys): no rank hits.
+  const bool may_hit_hbm = may_hit && presence_->count(s.req.prefix_block_hashes[0]) > 0;
   const int64_t per_prefix = blocks_per_prefix();
   for (int32_t k = 0; k < num_ranks(); ++k) {
     if (budget(k) <= 0 && !s.decode_only) continue;
     const Rank& rank = ranks_[k];
-    const int64_t hits = may_hit ? hits_on(rank, s) : 0;
+    const int64_t hits = may_hit_hbm ? hits_on(rank, s) : 0;
     // Prefix blocks a lower KV tier of the rank's node holds (0 without tiers): loaded into HBM.
     const int64_t lower = may_hit ? lower_hits_on(k, s, hits) : 0;
     const int64_t total = hits + lower;

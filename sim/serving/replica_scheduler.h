@@ -163,6 +163,8 @@ class ReplicaScheduler {
   SchedulerSpec spec_;
   GpuMemoryLayout layout_;
   IdWindow<Seq>& seqs_;
+  // Every rank's cached keys, counted (KvCache::set_presence; on the heap: a stable address).
+  std::unique_ptr<KeyPresence> presence_ = std::make_unique<KeyPresence>();
   std::vector<Rank> ranks_;
   std::deque<int32_t> waiting_;
   int32_t num_in_flight_ = 0;

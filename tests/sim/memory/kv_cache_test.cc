@@ -124,6 +124,8 @@ TEST_P(KvCacheRandomTest, MatchesReference) {
   };
   const int64_t total = uniform(8, 64);
   KvCache cache(total, 16);
+  KeyPresence presence;  // counted by the cache: 1 for each key it holds
+  cache.set_presence(&presence);
   ReferenceCache ref(total);
   // Pins we hold (one element per pin), to unpin later.
   std::vector<uint64_t> pins;
@@ -183,12 +185,43 @@ TEST_P(KvCacheRandomTest, MatchesReference) {
     }
     expect_same(cache, ref, step);
     if (::testing::Test::HasFatalFailure()) return;
+    ASSERT_EQ(presence.size(), ref.entries().size()) << "step " << step;
+    for (const auto& [key, count] : presence) {
+      ASSERT_EQ(count, 1) << "key " << key << " step " << step;
+      ASSERT_TRUE(ref.entries().count(key)) << "key " << key << " step " << step;
+    }
     // Pinned entries are never evicted.
     for (uint64_t key : pins) ASSERT_TRUE(cache.contains(key)) << "pinned key " << key;
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, KvCacheRandomTest, ::testing::Range(1u, 21u));
+
+// Two caches sharing one presence count: a key held by both counts 2, by one 1, by none is
+// absent (inserted, merged, evicted).
+TEST(KvCacheTest, SharedPresenceCountsTheCachesHoldingEachKey) {
+  KeyPresence presence;
+  KvCache a(8, 16), b(8, 16);
+  a.set_presence(&presence);
+  b.set_presence(&presence);
+  ASSERT_TRUE(a.allocate(4));
+  ASSERT_TRUE(b.allocate(4));
+  a.insert_unpinned_merge(1, 1, 16, 1);
+  b.insert_unpinned_merge(1, 1, 16, 2);
+  a.insert_pinned(2, 1, 16, 3);
+  EXPECT_EQ(presence.at(1), 2);
+  EXPECT_EQ(presence.at(2), 1);
+  a.insert_unpinned_merge(1, 1, 16, 4);  // merged: still one entry in a
+  EXPECT_EQ(presence.at(1), 2);
+  // b's entry 1 (1 block) is evicted to make room for 5 more blocks.
+  ASSERT_TRUE(b.allocate(5));
+  EXPECT_FALSE(b.contains(1));
+  EXPECT_EQ(presence.at(1), 1);
+  ASSERT_TRUE(a.allocate(6));  // evicts a's unpinned entry 1 (2 blocks)
+  EXPECT_FALSE(a.contains(1));
+  EXPECT_EQ(presence.count(1), 0u);
+  EXPECT_EQ(presence.at(2), 1);  // pinned: kept
+}
 
 TEST(KvCacheTest, BlocksForTokensRoundsUp) {
   KvCache c(10, 64);
