@@ -199,6 +199,15 @@ std::unique_ptr<StepModel> ReplicaBuilder::make_step_model(const ModelCard& card
                                                            RoutingModel* routing) const {
   auto model = std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus),
                                            placements, *cost_, network, routing);
+  // The replicas of one card share their routed-expert memo (the same cost model: one table warm
+  // in cache, not one per replica).
+  if (std::shared_ptr<StepModel::ExpertMemoTable> memo = model->expert_memo()) {
+    if (expert_memo_ && expert_memo_->card == &card) {
+      model->share_expert_memo(expert_memo_);
+    } else if (&card == sc_.model.get()) {
+      expert_memo_ = std::move(memo);
+    }
+  }
   if (sc_.run.tier == SimTier::kFast) model->set_fast_tier(true);
   if (sc_.deployment.dispatch == DispatchAlgorithm::kLowLatency &&
       sc_.cost.kind == CostModelKind::kCalibrated && sc_.cost.profile) {

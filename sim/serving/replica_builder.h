@@ -111,6 +111,8 @@ class ReplicaBuilder {
   const Scenario& sc_;
   std::shared_ptr<const Topology> topology_;
   std::unique_ptr<CostModel> cost_;
+  // The scenario card's replicas' shared routed-expert memo (make_step_model).
+  mutable std::shared_ptr<StepModel::ExpertMemoTable> expert_memo_;
   // The first network model make_network() made, kept when its kind shares (fresh_copy()): the
   // models returned are its fresh copies. Not thread-safe: a builder serves one run (or study)
   // at a time.

@@ -106,7 +106,13 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
   memo_allowed_ = !cost_.counts_queries();
   if (memo_allowed_) {
     token_ops_memo_.assign(n, TokenOpsMemo{});
-    if (moe_) expert_memo_.assign(kExpertMemoSize, ExpertMemo{});
+    if (moe_) {
+      expert_memo_ = std::make_shared<ExpertMemoTable>();
+      expert_memo_->card = &card_;
+      expert_memo_->cost = &cost_;
+      expert_memo_->entries.assign(kExpertMemoSize, ExpertMemo{});
+      expert_memo_entries_ = expert_memo_->entries.data();
+    }
   }
   compute_s_.assign(n, 0);
   comm_s_.assign(n, 0);
@@ -133,6 +139,14 @@ double StepModel::attention_seconds(int32_t attn_class, const std::vector<SeqSli
     if (bw > 0) s += bytes / bw;
   }
   return s;
+}
+
+void StepModel::share_expert_memo(std::shared_ptr<ExpertMemoTable> table) {
+  MOESIM_CHECK(expert_memo_ && table && table->card == &card_ && table->cost == &cost_ &&
+                   table->entries.size() == kExpertMemoSize,
+               "an expert memo shared between models of different cards or cost models");
+  expert_memo_ = std::move(table);
+  expert_memo_entries_ = expert_memo_->entries.data();
 }
 
 void StepModel::begin_step() {

@@ -144,6 +144,25 @@ class StepModel {
   // participants FastAllToAll refuses. StepObserver::on_routing is not called for fast layers (no
   // matrix is drawn).
   void set_fast_tier(bool on);
+  // Routed-expert seconds by (selections, slots) for one model card and cost model: a
+  // direct-mapped table kept across steps (a pure function of the two where the cost model does
+  // not count its queries). Replicas built from one card and cost model may share one
+  // (ReplicaBuilder does): one table warm in cache instead of one per replica.
+  struct ExpertMemoTable {
+    struct Entry {
+      int64_t key = -1;  // selections << 16 | slots; -1: empty
+      double seconds = 0;
+    };
+    const ModelCard* card = nullptr;
+    const CostModel* cost = nullptr;
+    std::vector<Entry> entries;
+  };
+  // This model's table (none where it keeps no memo: the cost model counts its queries or the
+  // card has no MoE layer).
+  std::shared_ptr<ExpertMemoTable> expert_memo() const { return expert_memo_; }
+  // Uses `table` (another model's expert_memo()) instead of its own. Precondition (checked):
+  // built for the same card and cost model objects.
+  void share_expert_memo(std::shared_ptr<ExpertMemoTable> table);
   bool fast_tier() const { return fast_tier_; }
   // The fast tier's candidate draw (RoutingQuery::candidate_epsilon) for layers without
   // replicas: per layer, at most this chance that a GPU priced at its expected selections would
@@ -351,11 +370,9 @@ class StepModel {
   std::vector<TokenOpsMemo> token_ops_memo_;
   MoeSpec token_ops_spec_;
   // Routed-expert seconds of the first MoE layer's shape (moe_) by (selections, slots): a
-  // direct-mapped table, kept across steps (a pure function of the two while memo_allowed_).
-  struct ExpertMemo {
-    int64_t key = -1;  // selections << 16 | slots; -1: empty
-    double seconds = 0;
-  };
+  // direct-mapped table, kept across steps (a pure function of the two while memo_allowed_),
+  // possibly shared with other replicas (share_expert_memo).
+  using ExpertMemo = ExpertMemoTable::Entry;
   static constexpr int kExpertMemoBits = 12;
   static constexpr size_t kExpertMemoSize = size_t{1} << kExpertMemoBits;
   double expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots) {
@@ -366,8 +383,8 @@ class StepModel {
     }
     const auto key = static_cast<int64_t>((static_cast<uint64_t>(selections) << 16) |
                                           static_cast<uint64_t>(slots));
-    ExpertMemo& e =
-        expert_memo_[static_cast<size_t>(selections + 2053 * slots) & (kExpertMemoSize - 1)];
+    ExpertMemo& e = expert_memo_entries_[static_cast<size_t>(selections + 2053 * slots) &
+                                         (kExpertMemoSize - 1)];
     if (e.key != key) {
       e.seconds = price_expert_seconds(selections, slots, log1p_inv_slots);
       e.key = key;
@@ -375,8 +392,9 @@ class StepModel {
     return e.seconds;
   }
   double price_expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots);
-  std::vector<ExpertMemo> expert_memo_;
-  bool memo_allowed_ = false;  // !cost_.counts_queries(), asked once
+  std::shared_ptr<ExpertMemoTable> expert_memo_;
+  ExpertMemo* expert_memo_entries_ = nullptr;  // expert_memo_->entries.data()
+  bool memo_allowed_ = false;                  // !cost_.counts_queries(), asked once
   // Micro-batch timelines.
   const MicrobatchSchedule* schedule_ = nullptr;
   std::array<std::vector<std::vector<SeqSlice>>, 2> mb_ranks_;  // per micro-batch, per rank

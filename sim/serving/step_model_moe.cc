@@ -36,7 +36,7 @@ int64_t round_non_negative(double x) {
 
 }  // namespace
 
-double StepModel::FastReach::of(double sel, double src_tokens) const {
+inline double StepModel::FastReach::of(double sel, double src_tokens) const {
   // Product-form token counts (fast_all_to_all.h): reach_d = 1 - (1 - q_d)^k with q_d the
   // destination's share of the layer's selections; low-latency dispatch sends every selection,
   // so its rows per source token are k q_d (the exact tier's counts are the selections).

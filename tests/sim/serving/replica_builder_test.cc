@@ -112,6 +112,34 @@ TEST(ReplicaBuilder, TheClusterRunsTheBuildersReplica) {
   }
 }
 
+// The replicas of one card share one routed-expert memo (a pure function of the card and the
+// cost model); a model of another card object keeps its own, and sharing across cards is
+// refused. Shared or not, a replica's steps take the same time (TheClusterRunsTheBuildersReplica
+// re-runs the cluster's steps through replicas that share it).
+TEST(ReplicaBuilder, ReplicasOfOneCardShareTheirExpertMemo) {
+  // The roofline (the calibrated model counts its queries for validation: no memo there).
+  const Scenario sc = testing::test_scenario("tiny_synthetic");
+  ReplicaBuilder b(sc);
+  // Two replicas (of the same index: the small topology holds one).
+  ReplicaParts r0 = b.build(0, sc.run.seed), r1 = b.build(0, sc.run.seed);
+  ASSERT_NE(r0.step_model->expert_memo(), nullptr);
+  EXPECT_EQ(r0.step_model->expert_memo(), r1.step_model->expert_memo());
+  const ModelCard other_card = *sc.model;  // equal, but another object
+  const std::unique_ptr<StepModel> other = b.make_step_model(
+      other_card, b.replica_gpus(0), r0.placements.get(), r0.network.get(), r0.routing.get());
+  ASSERT_NE(other->expert_memo(), nullptr);
+  EXPECT_NE(other->expert_memo(), r0.step_model->expert_memo());
+  EXPECT_DEATH(other->share_expert_memo(r0.step_model->expert_memo()), "different cards");
+  // Replica 1 reading the entries replica 0 wrote times its step as a replica with a memo of
+  // its own does (a fresh builder's only replica).
+  ReplicaBuilder fresh(sc);
+  ReplicaParts alone = fresh.build(0, sc.run.seed);
+  const auto batch = decode_batch(*alone.step_model, 3, 200);
+  r0.step_model->run(0, batch, nullptr);
+  EXPECT_EQ(r1.step_model->run(0, batch, nullptr).duration_ns,
+            alone.step_model->run(0, batch, nullptr).duration_ns);
+}
+
 // A policy that replaces replica 0's routed experts with the same card, the static placement
 // and routing seeded like the cluster's: the run must not change.
 class SameExpertsPolicy final : public ServingPolicy {
