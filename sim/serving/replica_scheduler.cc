@@ -231,6 +231,8 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   // No rank's HBM holds the first block (presence_ counts every rank's keys): no rank hits.
   const bool may_hit_hbm = may_hit && presence_->count(s.req.prefix_block_hashes[0]) > 0;
   const int64_t per_prefix = blocks_per_prefix();
+  // Every rank's cache has the spec's block size (the constructor and reset_memory build them).
+  const int64_t prompt_blocks = ranks_[0].kv->blocks_for_tokens(s.prefill_target);
   for (int32_t k = 0; k < num_ranks(); ++k) {
     if (budget(k) <= 0 && !s.decode_only) continue;
     const Rank& rank = ranks_[k];
@@ -238,8 +240,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
     // Prefix blocks a lower KV tier of the rank's node holds (0 without tiers): loaded into HBM.
     const int64_t lower = may_hit ? lower_hits_on(k, s, hits) : 0;
     const int64_t total = hits + lower;
-    const int64_t need = rank.kv->blocks_for_tokens(s.prefill_target) - total * per_prefix +
-                         layout_.state_blocks_per_sequence;
+    const int64_t need = prompt_blocks - total * per_prefix + layout_.state_blocks_per_sequence;
     // Pinning the HBM hits takes their blocks out of the evictable ones can_allocate counts.
     const int64_t pinned_now =
         hits > 0 ? rank.kv->unpinned_blocks(std::span<const uint64_t>(
