@@ -1,6 +1,7 @@
 #include "sim/metrics/run_metrics.h"
 
 #include <algorithm>
+#include <boost/sort/spreadsort/spreadsort.hpp>
 #include <cmath>
 
 #include "sim/metrics/request_stats.h"
@@ -23,7 +24,10 @@ Percentiles percentiles(std::vector<double> v) {
   Percentiles p;
   p.count = static_cast<int64_t>(v.size());
   if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
+  // Boost's radix-based float sort: the same ascending order as std::sort (equal values are
+  // indistinguishable), so the same percentiles and the same sum below; faster on the tens of
+  // thousands of latencies a fleet run ends with.
+  boost::sort::spreadsort::spreadsort(v.begin(), v.end());
   auto at = [&v](double q) {
     double pos = q * static_cast<double>(v.size() - 1);
     size_t lo = static_cast<size_t>(std::floor(pos));
