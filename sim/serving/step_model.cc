@@ -249,7 +249,7 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
     if (schedule_) flush_microbatch_region(observer);
     const FfnSpec& ffn = card_.layers[li].ffn;
     if (ffn.is_moe && !observer && memo_allowed_) {
-      run_attention_and_router(li, info.attn_class, ffn.moe);
+      run_attention_and_router(info.attn_class, ffn.moe);
       run_moe_layer(step_idx, li, li, observer, /*router_run=*/true);
       continue;
     }
@@ -270,9 +270,8 @@ const StepResult& StepModel::run(int64_t step_idx, const std::vector<std::vector
   return result_;
 }
 
-void StepModel::run_attention_and_router(int32_t layer_idx, int32_t attn_class, const MoeSpec& m) {
+void StepModel::run_attention_and_router(int32_t attn_class, const MoeSpec& m) {
   // advance_compute(g, "attention", ...) then run_router()'s advance_compute(g, "router", ...).
-  (void)layer_idx;
   const int32_t n = num_gpus();
   const size_t num_classes = attn_classes_.size();
   use_token_ops_spec(m);

@@ -225,10 +225,10 @@ class StepModel {
   // With `router_run`, run_attention_and_router() has run its router (and set ready_s_).
   void run_moe_layer(int64_t step_idx, int32_t trace_layer_idx, int32_t source_layer_idx,
                      StepObserver* observer, bool router_run = false);
-  // Attention of layer `layer_idx` then the router of its MoE spec on every GPU, in one pass,
-  // without an observer and with the token-op memo: the clocks as the two loops leave them
-  // (the same additions per GPU in the same order), and their latest into ready_s_.
-  void run_attention_and_router(int32_t layer_idx, int32_t attn_class, const MoeSpec& moe);
+  // A layer's attention (of class `attn_class`) then the router of its MoE spec on every GPU, in
+  // one pass, without an observer and with the token-op memo: the clocks as the two loops leave
+  // them (the same additions per GPU in the same order), and their latest into ready_s_.
+  void run_attention_and_router(int32_t attn_class, const MoeSpec& moe);
   // The draft passes of speculative decoding (set_draft_tokens), after the output head.
   void run_draft_passes(int64_t step_idx, const std::vector<std::vector<SeqSlice>>& ranks,
                         StepObserver* observer);
