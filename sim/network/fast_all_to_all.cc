@@ -135,8 +135,6 @@ void FastAllToAll::load(std::span<const double> tokens, std::span<const double> 
                "one token count and one reach of each kind per participant");
   leaf_up_tokens_.assign(num_leaves_, 0.0);
   leaf_down_tokens_.assign(num_leaves_, 0.0);
-  total_tokens_ = 0;
-  max_loads_ = MaxLoads{};
   if (algorithm_ != DispatchAlgorithm::kHierarchical) {  // low-latency: reach = rows per token
     load_direct(tokens, local_reach, remote_reach);
   } else {
@@ -144,20 +142,31 @@ void FastAllToAll::load(std::span<const double> tokens, std::span<const double> 
   }
 }
 
-void FastAllToAll::finish_participant(int32_t i) {
+inline void FastAllToAll::finish_participant(int32_t i, double nv_out, double nv_in, double net_out,
+                                             double net_in, double spine_out, double spine_in,
+                                             LoadSums& sums) {
   // A difference of sums may leave a rounding residue where no flow crosses a spine.
-  if (spine_out_[i] <= 1e-9 * net_out_[i]) spine_out_[i] = 0;
-  if (spine_in_[i] <= 1e-9 * net_in_[i]) spine_in_[i] = 0;
-  leaf_up_tokens_[leaf_[i]] += spine_out_[i];
-  leaf_down_tokens_[leaf_[i]] += spine_in_[i];
-  total_tokens_ += nv_out_[i] + net_out_[i];
-  MaxLoads& m = max_loads_;
-  m.nv_out = std::max(m.nv_out, nv_out_[i]);
-  m.nv_in = std::max(m.nv_in, nv_in_[i]);
-  double& net_out = spine_out_[i] > 0 ? m.net_out_spine : m.net_out_leaf;
-  net_out = std::max(net_out, net_out_[i]);
-  double& net_in = spine_in_[i] > 0 ? m.net_in_spine : m.net_in_leaf;
-  net_in = std::max(net_in, net_in_[i]);
+  if (spine_out <= 1e-9 * net_out) spine_out = 0;
+  if (spine_in <= 1e-9 * net_in) spine_in = 0;
+  nv_out_[i] = nv_out;
+  nv_in_[i] = nv_in;
+  net_out_[i] = net_out;
+  net_in_[i] = net_in;
+  spine_out_[i] = spine_out;
+  spine_in_[i] = spine_in;
+  leaf_up_tokens_[leaf_[i]] += spine_out;
+  leaf_down_tokens_[leaf_[i]] += spine_in;
+  sums.total += nv_out + net_out;
+  MaxLoads& m = sums.max;
+  m.nv_out = std::max(m.nv_out, nv_out);
+  m.nv_in = std::max(m.nv_in, nv_in);
+  // Each NIC load into its latency class's maximum, without a branch: the other class takes 0,
+  // which leaves its maximum (>= 0) as it is.
+  const bool out_spine = spine_out > 0, in_spine = spine_in > 0;
+  m.net_out_spine = std::max(m.net_out_spine, out_spine ? net_out : 0.0);
+  m.net_out_leaf = std::max(m.net_out_leaf, out_spine ? 0.0 : net_out);
+  m.net_in_spine = std::max(m.net_in_spine, in_spine ? net_in : 0.0);
+  m.net_in_leaf = std::max(m.net_in_leaf, in_spine ? 0.0 : net_in);
 }
 
 void FastAllToAll::load_direct(std::span<const double> tokens, std::span<const double> local,
@@ -182,26 +191,30 @@ void FastAllToAll::load_direct(std::span<const double> tokens, std::span<const d
     all_reach += remote[i];
     all_tokens += tokens[i];
   }
+  LoadSums sums;
   for (int32_t i = 0; i < p; ++i) {
     const double t = tokens[i], rl = local[i], rr = remote[i];
     const int32_t dom = dom_[i];
-    nv_out_[i] = t * std::max(0.0, dom_local_[dom] - rl);
-    nv_in_[i] = rl * std::max(0.0, dom_tokens_[dom] - t);
-    net_out_[i] = t * std::max(0.0, all_reach - dom_reach_[dom]);
-    net_in_[i] = rr * std::max(0.0, all_tokens - dom_tokens_[dom]);
-    spine_out_[i] = t * std::max(0.0, all_reach - dom_reach_[dom] - leaf_reach_[leaf_[i]] +
-                                          leaf_dom_reach_[leaf_dom_[i]]);
-    spine_in_[i] = rr * std::max(0.0, all_tokens - dom_tokens_[dom] - leaf_tokens_[leaf_[i]] +
-                                          leaf_dom_tokens_[leaf_dom_[i]]);
-    finish_participant(i);
+    finish_participant(i, t * std::max(0.0, dom_local_[dom] - rl),
+                       rl * std::max(0.0, dom_tokens_[dom] - t),
+                       t * std::max(0.0, all_reach - dom_reach_[dom]),
+                       rr * std::max(0.0, all_tokens - dom_tokens_[dom]),
+                       t * std::max(0.0, all_reach - dom_reach_[dom] - leaf_reach_[leaf_[i]] +
+                                             leaf_dom_reach_[leaf_dom_[i]]),
+                       rr * std::max(0.0, all_tokens - dom_tokens_[dom] - leaf_tokens_[leaf_[i]] +
+                                              leaf_dom_tokens_[leaf_dom_[i]]),
+                       sums);
   }
+  total_tokens_ = sums.total;
+  max_loads_ = sums.max;
 }
 
 void FastAllToAll::cache_token_sums(std::span<const double> tokens) {
   // Nodes are the NVLink domains (checked): dom_ indexes them. Each sum is accumulated in
   // participant order, as the reach sums are: the same figures as summing both in one pass.
   const auto p = static_cast<int32_t>(participants_.size());
-  if (token_sums_valid_ && std::equal(tokens.begin(), tokens.end(), cached_tokens_.begin())) {
+  if (cached_tokens_.size() == tokens.size() &&
+      std::equal(tokens.begin(), tokens.end(), cached_tokens_.begin())) {
     return;
   }
   cached_tokens_.assign(tokens.begin(), tokens.end());
@@ -226,7 +239,6 @@ void FastAllToAll::cache_token_sums(std::span<const double> tokens) {
     other_rails_rest_[i] = std::max(0.0, (all_tokens_ - rail) - (node_tokens - t));
     rail_off_leaf_[i] = std::max(0.0, rail - leaf_rail_tokens_[leaf_rail_[i]]);
   }
-  token_sums_valid_ = true;
 }
 
 void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<const double> local,
@@ -286,49 +298,22 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
     }
   }
   for (int32_t i = 0; i < p; ++i) leaf_rail_reach_[leaf_rail_[i]] += node_reach_[dom_[i]];
-  // The loads, with finish_participant()'s sums and maxima in locals (stores to the load arrays
-  // could alias members, which would keep them in memory).
-  MaxLoads m;
-  double total = 0;
-  double* leaf_up = leaf_up_tokens_.data();
-  double* leaf_down = leaf_down_tokens_.data();
+  LoadSums sums;
   for (int32_t i = 0; i < p; ++i) {
     const int32_t dom = dom_[i];
     const double t = tokens[i], rl = local[i], rr = remote[i], g = node_reach_[dom];
     const double rail_rest = rail_rest_[i];
-    // Own tokens to the node's other GPUs, and those relayed for the same rail's other nodes.
-    const double nv_out =
-        t * std::max(0.0, dom_local_[dom] - rl) + std::max(0.0, dom_reach_[dom] - rr) * rail_rest;
-    // From the node's other GPUs' own tokens, and relayed by them for their rails.
-    const double nv_in = rl * node_rest_[i] + rr * other_rails_rest_[i];
-    const double net_out = t * std::max(0.0, all_node_reach - g);
-    const double net_in = g * rail_rest;
-    double spine_out = t * std::max(0.0, all_node_reach - leaf_rail_reach_[leaf_rail_[i]]);
-    double spine_in = g * rail_off_leaf_[i];
-    // finish_participant(i), inline.
-    if (spine_out <= 1e-9 * net_out) spine_out = 0;
-    if (spine_in <= 1e-9 * net_in) spine_in = 0;
-    nv_out_[i] = nv_out;
-    nv_in_[i] = nv_in;
-    net_out_[i] = net_out;
-    net_in_[i] = net_in;
-    spine_out_[i] = spine_out;
-    spine_in_[i] = spine_in;
-    leaf_up[leaf_[i]] += spine_out;
-    leaf_down[leaf_[i]] += spine_in;
-    total += nv_out + net_out;
-    m.nv_out = std::max(m.nv_out, nv_out);
-    m.nv_in = std::max(m.nv_in, nv_in);
-    // Each load into its latency class's maximum, without a branch: the other class takes 0,
-    // which leaves its maximum (>= 0) as it is.
-    const bool out_spine = spine_out > 0, in_spine = spine_in > 0;
-    m.net_out_spine = std::max(m.net_out_spine, out_spine ? net_out : 0.0);
-    m.net_out_leaf = std::max(m.net_out_leaf, out_spine ? 0.0 : net_out);
-    m.net_in_spine = std::max(m.net_in_spine, in_spine ? net_in : 0.0);
-    m.net_in_leaf = std::max(m.net_in_leaf, in_spine ? 0.0 : net_in);
+    finish_participant(
+        i,
+        // Own tokens to the node's other GPUs, and those relayed for the same rail's other nodes.
+        t * std::max(0.0, dom_local_[dom] - rl) + std::max(0.0, dom_reach_[dom] - rr) * rail_rest,
+        // From the node's other GPUs' own tokens, and relayed by them for their rails.
+        rl * node_rest_[i] + rr * other_rails_rest_[i], t * std::max(0.0, all_node_reach - g),
+        g * rail_rest, t * std::max(0.0, all_node_reach - leaf_rail_reach_[leaf_rail_[i]]),
+        g * rail_off_leaf_[i], sums);
   }
-  total_tokens_ = total;
-  max_loads_ = m;
+  total_tokens_ = sums.total;
+  max_loads_ = sums.max;
 }
 
 double FastAllToAll::seconds(double bytes_per_token, bool transposed) const {

@@ -104,9 +104,21 @@ class FastAllToAll {
   // leaf_rail_tokens_, all_tokens_) and the per-participant terms made of them alone, recomputed
   // only when `tokens` differ from the last call's (a step's MoE layers share their tokens).
   void cache_token_sums(std::span<const double> tokens);
-  // After participant i's loads: clears its spine residue, adds to its leaf's spine sums and to
-  // total_tokens_ (load() zeroes them first).
-  void finish_participant(int32_t i);
+  // The last load()'s largest loads per kind, NIC ones per latency class (through a spine or
+  // not): both_seconds() reads them where every participant's links are alike (uniform_links_).
+  struct MaxLoads {
+    double nv_out = 0, nv_in = 0, net_out_spine = 0, net_out_leaf = 0, net_in_spine = 0,
+           net_in_leaf = 0;
+  };
+  // What a load pass sums over the participants: the tokens sent and the largest loads.
+  struct LoadSums {
+    double total = 0;
+    MaxLoads max;
+  };
+  // Participant i's loads: clears its spine residue, stores them, adds to its leaf's spine sums
+  // (load() zeroes them first) and to `sums`.
+  void finish_participant(int32_t i, double nv_out, double nv_in, double net_out, double net_in,
+                          double spine_out, double spine_in, LoadSums& sums);
   // The latest link drain plus latency, reading outbound sums as `out` and inbound as `in`.
   double seconds(double bytes_per_token, bool transposed) const;
 
@@ -140,17 +152,10 @@ class FastAllToAll {
   // cache_token_sums()'s tokens and, per participant, max(0, x) of: its rail's tokens less its
   // own; its node's less its own; the other rails' tokens outside its node; its rail's tokens
   // outside its leaf.
-  bool token_sums_valid_ = false;
-  std::vector<double> cached_tokens_;
+  std::vector<double> cached_tokens_;  // empty: none yet
   double all_tokens_ = 0;
   std::vector<double> rail_rest_, node_rest_, other_rails_rest_, rail_off_leaf_;
-  // The last load()'s largest loads per kind, NIC ones per latency class (through a spine or
-  // not): both_seconds() reads them where every participant's links are alike (uniform_links_).
-  struct MaxLoads {
-    double nv_out = 0, nv_in = 0, net_out_spine = 0, net_out_leaf = 0, net_in_spine = 0,
-           net_in_leaf = 0;
-  };
-  MaxLoads max_loads_;
+  MaxLoads max_loads_;  // the last load()'s
   bool uniform_links_ = false;
   NodeLimit node_limit_;
   std::vector<double> node_max_reach_, node_sum_reach_;

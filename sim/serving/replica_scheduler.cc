@@ -166,7 +166,7 @@ void ReplicaScheduler::admit_waiting(SimTime now) {
 }
 
 int64_t ReplicaScheduler::hits_on(const Rank& rank, const Seq& s) const {
-  if (!spec_.prefix_caching || s.decode_only || s.first_admission_done) return 0;
+  if (!looks_up_prefix(s)) return 0;
   const auto& h = s.req.prefix_block_hashes;
   // At least one prompt token is always computed: at most (prompt - 1) / 512 full blocks hit.
   const int64_t max_blocks = (s.req.prompt_tokens - 1) / kPrefixBlockTokens;
@@ -182,7 +182,7 @@ int64_t ReplicaScheduler::max_prefix_blocks(const Request& req) {
 }
 
 int64_t ReplicaScheduler::lower_hits_on(int32_t k, const Seq& s, int64_t hbm_hits) const {
-  if (!tiers_ || !spec_.prefix_caching || s.decode_only || s.first_admission_done) return 0;
+  if (!tiers_ || !looks_up_prefix(s)) return 0;
   const int64_t max_blocks = max_prefix_blocks(s.req);
   return lower_run(k, s.req.prefix_block_hashes, hbm_hits, max_blocks);
 }
@@ -226,8 +226,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   int64_t best_hits = -1, best_room = 0, best_need = 0, best_lower = 0, best_total = -1;
   // hits_on() and lower_hits_on() are 0 on every rank where no prefix block can hit (a prompt of
   // at most one block, or no lookup for this sequence): asked once, not per rank.
-  const bool may_hit = spec_.prefix_caching && !s.decode_only && !s.first_admission_done &&
-                       max_prefix_blocks(s.req) > 0;
+  const bool may_hit = looks_up_prefix(s) && max_prefix_blocks(s.req) > 0;
   // No rank's HBM holds the first block (presence_ counts every rank's keys): no rank hits.
   const bool may_hit_hbm = may_hit && presence_->count(s.req.prefix_block_hashes[0]) > 0;
   const int64_t per_prefix = blocks_per_prefix();
@@ -268,7 +267,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   }
   MOESIM_CHECK(rank.kv->can_allocate(best_need + best_lower * blocks_per_prefix()),
                "admission room changed by pinning its hits");
-  if (tiers_ && !s.first_admission_done && !s.decode_only && spec_.prefix_caching) {
+  if (tiers_ && looks_up_prefix(s)) {
     KvTierCounters& c = tiers_->counters();
     c.lookup_blocks += max_prefix_blocks(s.req);
     c.hit_blocks[0] += best_hits;

@@ -143,6 +143,11 @@ class ReplicaScheduler {
   // `budget_tokens` (>= 1).
   int64_t verify_tokens(const Seq& s, int64_t budget_tokens) const;
   void preempt(int32_t sid);
+  // Whether admitting `s` looks its prompt's prefix blocks up (prefix caching on, a sequence
+  // prefilled here, at its first admission).
+  bool looks_up_prefix(const Seq& s) const {
+    return spec_.prefix_caching && !s.decode_only && !s.first_admission_done;
+  }
   int64_t hits_on(const Rank& rank, const Seq& s) const;
   // Leading prefix blocks of `s` after its `hbm_hits` HBM hits held by rank k's node's lower
   // tiers (0 without tiers or when hits_on would not look).
