@@ -32,7 +32,18 @@ void random_permutation(RngStream& rng, std::span<int32_t> out) {
   }
 }
 
+std::vector<double> zipf_weights(size_t n, double s) {
+  std::vector<double> w(n);
+  for (size_t rank = 0; rank < n; ++rank) w[rank] = std::pow(static_cast<double>(rank + 1), -s);
+  return w;
+}
+
 void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out) {
+  draw_popularity(skew, rng, out, {});
+}
+
+void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out,
+                     std::span<const double> zipf_table) {
   const size_t n = out.size();
   MOESIM_CHECK(n > 0, "popularity needs experts");
   switch (skew.popularity) {
@@ -42,9 +53,12 @@ void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double
     case PopularityKind::kZipf: {
       std::vector<int32_t> perm(n);
       random_permutation(rng, perm);
-      for (size_t rank = 0; rank < n; ++rank) {
-        out[perm[rank]] = std::pow(static_cast<double>(rank + 1), -skew.zipf_s);
-      }
+      const std::vector<double> own =
+          zipf_table.empty() ? zipf_weights(n, skew.zipf_s) : std::vector<double>();
+      const std::span<const double> w =
+          zipf_table.empty() ? std::span<const double>(own) : zipf_table;
+      MOESIM_CHECK(w.size() == n, "one Zipf weight per expert");
+      for (size_t rank = 0; rank < n; ++rank) out[perm[rank]] = w[rank];
       break;
     }
     case PopularityKind::kDirichlet: {

@@ -30,6 +30,12 @@ inline constexpr double kMinRelativePopularity = 1e-9;
 // 1): uniform; Zipf weights 1/(rank+1)^s assigned to experts by a uniformly random permutation;
 // or a symmetric Dirichlet(alpha) draw. Uses only `rng`.
 void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out);
+// The same, with the Zipf weights of ranks 0..n-1 given (zipf_weights(n, skew.zipf_s): a caller
+// drawing many vectors of one shape computes them once); the same vector from the same stream.
+void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out,
+                     std::span<const double> zipf_table);
+// Zipf weights 1/(rank+1)^s of ranks 0..n-1, as draw_popularity computes them.
+std::vector<double> zipf_weights(size_t n, double s);
 
 // A uniformly random permutation of 0..n-1 (Fisher-Yates from the back), written into out.
 void random_permutation(RngStream& rng, std::span<int32_t> out);

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -14,37 +16,49 @@
 
 namespace moesim::sim {
 
-struct SyntheticRoutingModel::DomainState {
-  std::vector<double> popularity;
-  std::vector<double> pi;
-  std::unique_ptr<TokenSampler> sampler;  // built on first per-token use in an epoch
+struct SyntheticPopularity::Epoch {
+  std::vector<std::vector<double>> popularity;  // per domain
+  std::vector<std::vector<double>> pi;          // per domain
+  std::vector<double> mix_pi;                   // domain-weighted pi
+  uint64_t version = 0;                         // new with every epoch drawn
+  // Destination shares of the expert-to-GPU maps models hold (expired ones pruned on lookup).
+  std::vector<std::weak_ptr<GpuShares>> gpu;
 };
 
-struct SyntheticRoutingModel::LayerState {
-  LayerState(uint64_t seed, int32_t layer_idx)
+struct SyntheticPopularity::GpuShares {
+  int32_t rows = 0;
+  std::vector<int32_t> placement;  // the expert-to-GPU map
+  std::vector<double> shares;      // rows x destinations
+  // Their multinomials, one per row, prepared on the first reuse of the shares that draws every
+  // destination (a layer whose placement or shares change at every call never pays for them,
+  // nor one drawn by its candidates only).
+  std::vector<PreparedMultinomial> draws;
+  // The candidate draw of the shares (one row), built on its first use.
+  std::optional<CandidateMultinomial> candidates;
+};
+
+struct SyntheticPopularity::Layer {
+  Layer(uint64_t seed, int32_t layer_idx)
       : drift_rng(seed, "routing.drift.L" + std::to_string(layer_idx)) {}
 
   LayerSkewSpec skew;
   std::vector<int32_t> cluster_of_expert;
   RngStream drift_rng;
   std::vector<int64_t> epoch_starts{0};
+  std::map<int64_t, std::shared_ptr<Epoch>> epochs;
+  const std::vector<double>* zipf_table = nullptr;  // Zipf skew: its weights by rank
+};
+
+struct SyntheticRoutingModel::LayerState {
+  int32_t moe_layer_idx = 0;
   int64_t cached_epoch = -1;
-  std::vector<DomainState> domains;
-  std::vector<double> mix_pi;   // domain-weighted pi
-  uint64_t shares_version = 0;  // of pi and mix_pi: new with every epoch drawn
-  // fill_gpu_shares' last result for this layer: the GPU shares of gpu_of_expert (num_rows x
-  // num_dst_gpus) under shares_version.
-  uint64_t gpu_shares_version = 0;
-  int32_t gpu_shares_rows = 0;
-  std::vector<int32_t> gpu_shares_placement;
-  uint64_t gpu_shares_placement_version = 0;  // its RoutingQuery::placement_version, if known
-  std::vector<double> gpu_shares;
-  // Their multinomials, one per row, prepared on the first reuse of gpu_shares that draws every
-  // destination (a layer whose placement or shares change at every call never pays for them,
-  // nor one drawn by its candidates only).
-  std::vector<PreparedMultinomial> gpu_draws;
-  // The candidate draw of gpu_shares (one row), built on its first use under these shares.
-  std::optional<CandidateMultinomial> gpu_candidates;
+  std::shared_ptr<SyntheticPopularity::Epoch> epoch;  // the layer's shares in cached_epoch
+  // Per domain, built on first per-token use in the epoch (a sampler keeps state: one per model).
+  std::vector<std::unique_ptr<TokenSampler>> samplers;
+  // The destination shares of the layer's last call (in `epoch`), and that call's
+  // RoutingQuery::placement_version (0: not known).
+  std::shared_ptr<SyntheticPopularity::GpuShares> gpu;
+  uint64_t gpu_placement_version = 0;
 };
 
 namespace {
@@ -63,9 +77,8 @@ std::string draw_stream_name(char tag, int32_t layer_idx, int64_t step_idx) {
 
 }  // namespace
 
-SyntheticRoutingModel::SyntheticRoutingModel(const RoutingShape& shape, RoutingSpec spec,
-                                             uint64_t root_seed)
-    : shape_(shape), spec_(std::move(spec)), root_seed_(root_seed) {
+SyntheticPopularity::SyntheticPopularity(const RoutingShape& shape, RoutingSpec spec, uint64_t seed)
+    : shape_(shape), spec_(std::move(spec)), seed_(seed) {
   validate_routing_shape(shape_, "routing shape");
   validate_routing_spec(spec_, shape_, "routing spec");
   const int32_t num_domains = spec_.num_domains();
@@ -76,13 +89,17 @@ SyntheticRoutingModel::SyntheticRoutingModel(const RoutingShape& shape, RoutingS
   }
   for (double& w : domain_weights_) w /= total_weight;
   for (int32_t l = 0; l < shape_.num_moe_layers; ++l) {
-    auto layer = std::make_unique<LayerState>(root_seed_, l);
+    auto layer = std::make_unique<Layer>(seed_, l);
     layer->skew = spec_.layer_skew(l, shape_.num_moe_layers);
-    layer->domains.resize(num_domains);
+    if (layer->skew.popularity == PopularityKind::kZipf) {
+      auto [it, added] = zipf_tables_.try_emplace(layer->skew.zipf_s);
+      if (added) it->second = zipf_weights(shape_.num_experts, layer->skew.zipf_s);
+      layer->zipf_table = &it->second;
+    }
     const int32_t cluster_size = layer->skew.coactivation.cluster_size;
     if (cluster_size > 0 && layer->skew.coactivation.prob > 0.0) {
       // Clusters: each group's experts in a random order, cut into runs of cluster_size.
-      RngStream rng(root_seed_, "routing.coact.L" + std::to_string(l));
+      RngStream rng(seed_, "routing.coact.L" + std::to_string(l));
       const int32_t per_group = shape_.experts_per_group();
       std::vector<int32_t> perm(per_group);
       layer->cluster_of_expert.assign(shape_.num_experts, -1);
@@ -95,15 +112,14 @@ SyntheticRoutingModel::SyntheticRoutingModel(const RoutingShape& shape, RoutingS
     }
     layers_.push_back(std::move(layer));
   }
-  domain_tokens_.assign(num_domains, 0);
 }
 
-SyntheticRoutingModel::~SyntheticRoutingModel() = default;
+SyntheticPopularity::~SyntheticPopularity() = default;
 
-int64_t SyntheticRoutingModel::epoch_of(int32_t moe_layer_idx, int64_t step_idx) {
+int64_t SyntheticPopularity::epoch_of(int32_t moe_layer_idx, int64_t step_idx) {
   MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < shape_.num_moe_layers, "layer range");
   MOESIM_CHECK(step_idx >= 0, "step must be >= 0");
-  LayerState& layer = *layers_[moe_layer_idx];
+  Layer& layer = *layers_[moe_layer_idx];
   const DriftSpec& drift = layer.skew.drift;
   if (!drift.enabled) return 0;
   while (layer.epoch_starts.back() <= step_idx) {
@@ -119,8 +135,8 @@ int64_t SyntheticRoutingModel::epoch_of(int32_t moe_layer_idx, int64_t step_idx)
   return static_cast<int64_t>(it - layer.epoch_starts.begin()) - 1;
 }
 
-int64_t SyntheticRoutingModel::epoch_start_step(int32_t moe_layer_idx, int64_t epoch_idx) {
-  LayerState& layer = *layers_[moe_layer_idx];
+int64_t SyntheticPopularity::epoch_start_step(int32_t moe_layer_idx, int64_t epoch_idx) {
+  Layer& layer = *layers_[moe_layer_idx];
   if (!layer.skew.drift.enabled) return 0;
   while (static_cast<int64_t>(layer.epoch_starts.size()) <= epoch_idx) {
     epoch_of(moe_layer_idx, layer.epoch_starts.back());
@@ -128,43 +144,132 @@ int64_t SyntheticRoutingModel::epoch_start_step(int32_t moe_layer_idx, int64_t e
   return layer.epoch_starts[epoch_idx];
 }
 
+std::shared_ptr<SyntheticPopularity::Epoch> SyntheticPopularity::epoch(int32_t moe_layer_idx,
+                                                                       int64_t epoch_idx) {
+  Layer& layer = *layers_[moe_layer_idx];
+  if (auto it = layer.epochs.find(epoch_idx); it != layer.epochs.end()) return it->second;
+  auto e = std::make_shared<Epoch>();
+  const int32_t num_experts = shape_.num_experts;
+  const size_t num_domains = domain_weights_.size();
+  e->popularity.resize(num_domains);
+  e->pi.resize(num_domains);
+  e->mix_pi.assign(num_experts, 0.0);
+  for (size_t d = 0; d < num_domains; ++d) {
+    e->popularity[d].resize(num_experts);
+    e->pi[d].resize(num_experts);
+    RngStream rng(seed_, "routing.pop.L" + std::to_string(moe_layer_idx) + ".D" +
+                             std::to_string(d) + ".E" + std::to_string(epoch_idx));
+    draw_popularity(
+        layer.skew, rng, e->popularity[d],
+        layer.zipf_table ? std::span<const double>(*layer.zipf_table) : std::span<const double>());
+    if (layer.cluster_of_expert.empty()) {
+      sim::selection_shares(shape_, e->popularity[d], e->pi[d]);
+    } else {
+      coactivated_selection_shares(shape_, e->popularity[d], layer.skew.coactivation.prob,
+                                   layer.skew.coactivation.cluster_size, layer.cluster_of_expert,
+                                   e->pi[d]);
+    }
+    for (int32_t x = 0; x < num_experts; ++x) e->mix_pi[x] += domain_weights_[d] * e->pi[d][x];
+  }
+  e->version = next_state_version();
+  layer.epochs.emplace(epoch_idx, e);
+  // Keep every epoch a model holds and the latest few others (a replica behind the others
+  // reaches them later); forget the oldest of the others beyond that.
+  constexpr size_t kKeptUnheld = 4;
+  size_t unheld = 0;
+  for (const auto& [idx, held] : layer.epochs) unheld += held.use_count() == 1;
+  for (auto it = layer.epochs.begin(); unheld > kKeptUnheld && it != layer.epochs.end();) {
+    if (it->second.use_count() == 1) {
+      it = layer.epochs.erase(it);
+      --unheld;
+    } else {
+      ++it;
+    }
+  }
+  return e;
+}
+
+std::shared_ptr<SyntheticPopularity::GpuShares> SyntheticPopularity::gpu_shares(
+    Epoch& epoch, std::span<const int32_t> gpu_of_expert, int32_t num_dst_gpus, int32_t num_rows) {
+  const auto size = static_cast<size_t>(num_rows) * num_dst_gpus;
+  std::erase_if(epoch.gpu, [](const std::weak_ptr<GpuShares>& w) { return w.expired(); });
+  for (const std::weak_ptr<GpuShares>& w : epoch.gpu) {
+    std::shared_ptr<GpuShares> g = w.lock();
+    if (g->rows == num_rows && g->shares.size() == size &&
+        std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), g->placement.begin(),
+                   g->placement.end())) {
+      return g;
+    }
+  }
+  auto g = std::make_shared<GpuShares>();
+  g->rows = num_rows;
+  g->placement.assign(gpu_of_expert.begin(), gpu_of_expert.end());
+  std::vector<double>& shares = g->shares;
+  shares.assign(size, 0.0);
+  for (int32_t e = 0; e < shape_.num_experts; ++e) {
+    const int32_t gpu = gpu_of_expert[e];
+    MOESIM_CHECK(gpu >= 0 && gpu < num_dst_gpus, "expert GPU out of range");
+    if (num_rows == 1) {
+      shares[gpu] += epoch.mix_pi[e];
+      continue;
+    }
+    for (int32_t d = 0; d < num_rows; ++d) {
+      shares[static_cast<size_t>(d) * num_dst_gpus + gpu] += epoch.pi[d][e];
+    }
+  }
+  epoch.gpu.push_back(g);
+  return g;
+}
+
+SyntheticRoutingModel::SyntheticRoutingModel(const RoutingShape& shape, RoutingSpec spec,
+                                             uint64_t seed)
+    : SyntheticRoutingModel(std::make_shared<SyntheticPopularity>(shape, std::move(spec), seed),
+                            seed) {}
+
+SyntheticRoutingModel::SyntheticRoutingModel(std::shared_ptr<SyntheticPopularity> popularity,
+                                             uint64_t draw_seed)
+    : popularity_(std::move(popularity)),
+      shape_(popularity_->shape()),
+      spec_(popularity_->spec()),
+      draw_seed_(draw_seed),
+      layers_(static_cast<size_t>(shape_.num_moe_layers)) {
+  for (int32_t l = 0; l < shape_.num_moe_layers; ++l) layers_[l].moe_layer_idx = l;
+  domain_tokens_.assign(spec_.num_domains(), 0);
+}
+
+SyntheticRoutingModel::~SyntheticRoutingModel() = default;
+
+int64_t SyntheticRoutingModel::epoch_of(int32_t moe_layer_idx, int64_t step_idx) {
+  return popularity_->epoch_of(moe_layer_idx, step_idx);
+}
+
+int64_t SyntheticRoutingModel::epoch_start_step(int32_t moe_layer_idx, int64_t epoch_idx) {
+  return popularity_->epoch_start_step(moe_layer_idx, epoch_idx);
+}
+
 SyntheticRoutingModel::LayerState& SyntheticRoutingModel::layer_at(int32_t moe_layer_idx,
                                                                    int64_t step_idx) {
   const int64_t epoch = epoch_of(moe_layer_idx, step_idx);
-  LayerState& layer = *layers_[moe_layer_idx];
+  LayerState& layer = layers_[moe_layer_idx];
   if (layer.cached_epoch == epoch) return layer;
-  const int32_t num_experts = shape_.num_experts;
-  layer.mix_pi.assign(num_experts, 0.0);
-  for (size_t d = 0; d < layer.domains.size(); ++d) {
-    DomainState& ds = layer.domains[d];
-    ds.popularity.resize(num_experts);
-    ds.pi.resize(num_experts);
-    RngStream rng(root_seed_, "routing.pop.L" + std::to_string(moe_layer_idx) + ".D" +
-                                  std::to_string(d) + ".E" + std::to_string(epoch));
-    draw_popularity(layer.skew, rng, ds.popularity);
-    if (layer.cluster_of_expert.empty()) {
-      sim::selection_shares(shape_, ds.popularity, ds.pi);
-    } else {
-      coactivated_selection_shares(shape_, ds.popularity, layer.skew.coactivation.prob,
-                                   layer.skew.coactivation.cluster_size, layer.cluster_of_expert,
-                                   ds.pi);
-    }
-    ds.sampler.reset();
-    for (int32_t e = 0; e < num_experts; ++e) layer.mix_pi[e] += domain_weights_[d] * ds.pi[e];
-  }
+  layer.epoch = popularity_->epoch(moe_layer_idx, epoch);
   layer.cached_epoch = epoch;
-  layer.shares_version = next_state_version();
+  layer.samplers.clear();
+  layer.samplers.resize(layer.epoch->popularity.size());
+  layer.gpu.reset();
+  layer.gpu_placement_version = 0;
   return layer;
 }
 
 TokenSampler& SyntheticRoutingModel::sampler(LayerState& layer, int32_t domain_idx) {
-  DomainState& ds = layer.domains[domain_idx];
-  if (!ds.sampler) {
-    ds.sampler = std::make_unique<TokenSampler>(shape_, ds.popularity, layer.cluster_of_expert,
-                                                layer.skew.coactivation.cluster_size,
-                                                layer.skew.coactivation.prob);
+  std::unique_ptr<TokenSampler>& sampler = layer.samplers[domain_idx];
+  if (!sampler) {
+    const SyntheticPopularity::Layer& shared = *popularity_->layers_[layer.moe_layer_idx];
+    sampler = std::make_unique<TokenSampler>(
+        shape_, layer.epoch->popularity[domain_idx], shared.cluster_of_expert,
+        shared.skew.coactivation.cluster_size, shared.skew.coactivation.prob);
   }
-  return *ds.sampler;
+  return *sampler;
 }
 
 bool SyntheticRoutingModel::per_token_for(int32_t num_tokens) const {
@@ -329,7 +434,7 @@ void SyntheticRoutingModel::split_domains(RngStream& rng, const RoutingQuery& qu
   } else if (num_domains == 1) {
     domain_tokens_[0] = n;
   } else {
-    multinomial(rng, n, domain_weights_, domain_tokens_);
+    multinomial(rng, n, popularity_->domain_weights_, domain_tokens_);
   }
 }
 
@@ -363,7 +468,7 @@ void SyntheticRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
   const int32_t num_domains = spec_.num_domains();
   check_query(query, shape_, num_domains);
   LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
-  RngStream rng(root_seed_, draw_stream_name('r', query.moe_layer_idx, query.step_idx));
+  RngStream rng(draw_seed_, draw_stream_name('r', query.moe_layer_idx, query.step_idx));
   const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
   const bool split = !query.tokens_per_src_domain.empty();
   out.reset(num_src, shape_.num_experts);
@@ -372,7 +477,7 @@ void SyntheticRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
     if (n == 0 || margins_for(n)) continue;
     const bool per_token = per_token_for(n);
     if (!per_token && !split) {
-      draw_counts(rng, n, layer.mix_pi, out.row(s));
+      draw_counts(rng, n, layer.epoch->mix_pi, out.row(s));
       continue;
     }
     split_domains(rng, query, s);
@@ -381,7 +486,7 @@ void SyntheticRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
       if (per_token) {
         draw_tokens(rng, layer, d, nd, {}, out.row(s));
       } else {
-        draw_counts(rng, nd, layer.domains[d].pi, out.row(s));
+        draw_counts(rng, nd, layer.epoch->pi[d], out.row(s));
       }
     }
   }
@@ -390,12 +495,12 @@ void SyntheticRoutingModel::route(const RoutingQuery& query, CountMatrix& out) {
   if (split) {
     gpu_shares_scratch_.resize(static_cast<size_t>(num_domains) * num_experts);
     for (int32_t d = 0; d < num_domains; ++d) {
-      std::copy(layer.domains[d].pi.begin(), layer.domains[d].pi.end(),
+      std::copy(layer.epoch->pi[d].begin(), layer.epoch->pi[d].end(),
                 gpu_shares_scratch_.begin() + static_cast<size_t>(d) * num_experts);
     }
     margins_pass(rng, query, num_domains, gpu_shares_scratch_, true, {}, out);
   } else {
-    margins_pass(rng, query, 1, layer.mix_pi, true, {}, out);
+    margins_pass(rng, query, 1, layer.epoch->mix_pi, true, {}, out);
   }
 }
 
@@ -407,14 +512,14 @@ void SyntheticRoutingModel::route_to_gpus(const RoutingQuery& query,
   MOESIM_CHECK(gpu_of_expert.size() == static_cast<size_t>(shape_.num_experts),
                "one GPU per expert");
   LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
-  RngStream rng(root_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
+  RngStream rng(draw_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
   // Destination shares: one row for the domain mix, or one per domain when split.
   const bool split = !query.tokens_per_src_domain.empty();
   const int32_t num_rows = split ? num_domains : 1;
   const std::span<const PreparedMultinomial> prepared = kept_gpu_draws(
       layer,
       fill_gpu_shares(layer, gpu_of_expert, query.placement_version, num_dst_gpus, num_rows));
-  const std::vector<double>& gpu_shares = layer.gpu_shares;
+  const std::vector<double>& gpu_shares = layer.gpu->shares;
   const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
   out.reset(num_src, num_dst_gpus);
   for (int32_t s = 0; s < num_src; ++s) {
@@ -457,48 +562,33 @@ bool SyntheticRoutingModel::fill_gpu_shares(LayerState& layer,
                "one GPU per expert");
   // Unchanged placement (the same known version, or equal entries) and shares since the layer's
   // last call: the same sums, kept.
-  if (layer.gpu_shares_version == layer.shares_version && layer.gpu_shares_rows == num_rows &&
-      layer.gpu_shares.size() == static_cast<size_t>(num_rows) * num_dst_gpus &&
-      ((placement_version != 0 && placement_version == layer.gpu_shares_placement_version) ||
-       std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), layer.gpu_shares_placement.begin(),
-                  layer.gpu_shares_placement.end()))) {
-    layer.gpu_shares_placement_version = placement_version;
+  const SyntheticPopularity::GpuShares* last = layer.gpu.get();
+  if (last && last->rows == num_rows &&
+      last->shares.size() == static_cast<size_t>(num_rows) * num_dst_gpus &&
+      ((placement_version != 0 && placement_version == layer.gpu_placement_version) ||
+       std::equal(gpu_of_expert.begin(), gpu_of_expert.end(), last->placement.begin(),
+                  last->placement.end()))) {
+    layer.gpu_placement_version = placement_version;
     return true;
   }
-  std::vector<double>& shares = layer.gpu_shares;
-  shares.assign(static_cast<size_t>(num_rows) * num_dst_gpus, 0.0);
-  for (int32_t e = 0; e < shape_.num_experts; ++e) {
-    const int32_t gpu = gpu_of_expert[e];
-    MOESIM_CHECK(gpu >= 0 && gpu < num_dst_gpus, "expert GPU out of range");
-    if (num_rows == 1) {
-      shares[gpu] += layer.mix_pi[e];
-      continue;
-    }
-    for (int32_t d = 0; d < num_rows; ++d) {
-      shares[static_cast<size_t>(d) * num_dst_gpus + gpu] += layer.domains[d].pi[e];
-    }
-  }
-  layer.gpu_shares_version = layer.shares_version;
-  layer.gpu_shares_rows = num_rows;
-  layer.gpu_shares_placement.assign(gpu_of_expert.begin(), gpu_of_expert.end());
-  layer.gpu_shares_placement_version = placement_version;
-  layer.gpu_draws.clear();
-  layer.gpu_candidates.reset();
-  return false;
+  // Another model's (a replica with the same map in the same epoch), or new.
+  layer.gpu = popularity_->gpu_shares(*layer.epoch, gpu_of_expert, num_dst_gpus, num_rows);
+  layer.gpu_placement_version = placement_version;
+  return layer.gpu.use_count() > 1;  // held by another model too: a reuse
 }
 
 std::span<const PreparedMultinomial> SyntheticRoutingModel::kept_gpu_draws(LayerState& layer,
                                                                            bool kept) {
   if (!kept) return {};
-  if (layer.gpu_draws.empty()) {
-    const auto num_dst_gpus = layer.gpu_shares.size() / static_cast<size_t>(layer.gpu_shares_rows);
-    for (int32_t r = 0; r < layer.gpu_shares_rows; ++r) {
-      layer.gpu_draws.emplace_back(
-          std::span<const double>(layer.gpu_shares)
-              .subspan(static_cast<size_t>(r) * num_dst_gpus, num_dst_gpus));
+  SyntheticPopularity::GpuShares& gpu = *layer.gpu;
+  if (gpu.draws.empty()) {
+    const auto num_dst_gpus = gpu.shares.size() / static_cast<size_t>(gpu.rows);
+    for (int32_t r = 0; r < gpu.rows; ++r) {
+      gpu.draws.emplace_back(std::span<const double>(gpu.shares)
+                                 .subspan(static_cast<size_t>(r) * num_dst_gpus, num_dst_gpus));
     }
   }
-  return layer.gpu_draws;
+  return gpu.draws;
 }
 
 bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
@@ -509,7 +599,7 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
   check_query(query, shape_, num_domains);
   LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
   // The stream route_to_gpus() draws from: under kMargins its first draws are these.
-  RngStream rng(root_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
+  RngStream rng(draw_seed_, draw_stream_name('g', query.moe_layer_idx, query.step_idx));
   const int32_t num_rows = query.tokens_per_src_domain.empty() ? 1 : num_domains;
   const bool kept =
       fill_gpu_shares(layer, gpu_of_expert, query.placement_version, num_dst_gpus, num_rows);
@@ -519,16 +609,17 @@ bool SyntheticRoutingModel::route_totals_to_gpus(const RoutingQuery& query,
     int64_t num_tokens = 0;
     for (const int32_t n : query.tokens_per_src) num_tokens += n;
     const int64_t n = num_tokens * shape_.top_k;
-    if (!layer.gpu_candidates) layer.gpu_candidates.emplace(layer.gpu_shares);
-    const size_t k = n > 0 ? layer.gpu_candidates->num_candidates(n, query.candidate_epsilon)
-                           : layer.gpu_candidates->size();
-    if (k < layer.gpu_candidates->size()) {
+    std::optional<CandidateMultinomial>& candidates = layer.gpu->candidates;
+    if (!candidates) candidates.emplace(layer.gpu->shares);
+    const size_t k =
+        n > 0 ? candidates->num_candidates(n, query.candidate_epsilon) : candidates->size();
+    if (k < candidates->size()) {
       totals.resize(num_dst_gpus);  // draw() writes every destination
-      layer.gpu_candidates->draw(rng, n, k, totals);
+      candidates->draw(rng, n, k, totals);
       return true;
     }
   }
-  draw_totals(rng, query, num_rows, layer.gpu_shares, false, kept_gpu_draws(layer, kept), totals);
+  draw_totals(rng, query, num_rows, layer.gpu->shares, false, kept_gpu_draws(layer, kept), totals);
   return true;
 }
 
@@ -538,15 +629,15 @@ bool SyntheticRoutingModel::route_expert_totals(const RoutingQuery& query,
   check_query(query, shape_, num_domains);
   LayerState& layer = layer_at(query.moe_layer_idx, query.step_idx);
   // The stream route() draws from: under kMargins its first draws are these.
-  RngStream rng(root_seed_, draw_stream_name('r', query.moe_layer_idx, query.step_idx));
+  RngStream rng(draw_seed_, draw_stream_name('r', query.moe_layer_idx, query.step_idx));
   const int32_t num_experts = shape_.num_experts;
   if (query.tokens_per_src_domain.empty()) {
-    draw_totals(rng, query, 1, layer.mix_pi, true, {}, totals);
+    draw_totals(rng, query, 1, layer.epoch->mix_pi, true, {}, totals);
     return true;
   }
   gpu_shares_scratch_.resize(static_cast<size_t>(num_domains) * num_experts);
   for (int32_t d = 0; d < num_domains; ++d) {
-    std::copy(layer.domains[d].pi.begin(), layer.domains[d].pi.end(),
+    std::copy(layer.epoch->pi[d].begin(), layer.epoch->pi[d].end(),
               gpu_shares_scratch_.begin() + static_cast<size_t>(d) * num_experts);
   }
   draw_totals(rng, query, num_domains, gpu_shares_scratch_, true, {}, totals);
@@ -590,7 +681,7 @@ void SyntheticRoutingModel::sample_token_experts(int64_t step_idx, int32_t moe_l
   MOESIM_CHECK(domain_idx >= 0 && domain_idx < spec_.num_domains(), "domain range");
   MOESIM_CHECK(num_tokens >= 0, "token count must be >= 0");
   LayerState& layer = layer_at(moe_layer_idx, step_idx);
-  RngStream rng(root_seed_, draw_stream_name('t', moe_layer_idx, step_idx));
+  RngStream rng(draw_seed_, draw_stream_name('t', moe_layer_idx, step_idx));
   TokenSampler& s = sampler(layer, domain_idx);
   experts_out.resize(static_cast<size_t>(num_tokens) * shape_.top_k);
   for (int32_t t = 0; t < num_tokens; ++t) {
@@ -601,25 +692,25 @@ void SyntheticRoutingModel::sample_token_experts(int64_t step_idx, int32_t moe_l
 
 uint64_t SyntheticRoutingModel::expected_shares_version(int32_t moe_layer_idx, int64_t step_idx) {
   MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < shape_.num_moe_layers, "layer range");
-  return layer_at(moe_layer_idx, step_idx).shares_version;
+  return layer_at(moe_layer_idx, step_idx).epoch->version;
 }
 
 std::span<const double> SyntheticRoutingModel::popularity(int32_t moe_layer_idx, int64_t step_idx,
                                                           int32_t domain_idx) {
   MOESIM_CHECK(domain_idx >= 0 && domain_idx < spec_.num_domains(), "domain range");
-  return layer_at(moe_layer_idx, step_idx).domains[domain_idx].popularity;
+  return layer_at(moe_layer_idx, step_idx).epoch->popularity[domain_idx];
 }
 
 std::span<const double> SyntheticRoutingModel::selection_shares(int32_t moe_layer_idx,
                                                                 int64_t step_idx,
                                                                 int32_t domain_idx) {
   MOESIM_CHECK(domain_idx >= 0 && domain_idx < spec_.num_domains(), "domain range");
-  return layer_at(moe_layer_idx, step_idx).domains[domain_idx].pi;
+  return layer_at(moe_layer_idx, step_idx).epoch->pi[domain_idx];
 }
 
 std::span<const int32_t> SyntheticRoutingModel::clusters(int32_t moe_layer_idx) const {
   MOESIM_CHECK(moe_layer_idx >= 0 && moe_layer_idx < shape_.num_moe_layers, "layer range");
-  return layers_[moe_layer_idx]->cluster_of_expert;
+  return popularity_->layers_[moe_layer_idx]->cluster_of_expert;
 }
 
 }  // namespace moesim::sim

@@ -1,13 +1,16 @@
 // SyntheticRoutingModel: routing drawn from the skew models of a RoutingSpec.
 //
-// Per MoE layer l the model keeps:
+// What the model draws per MoE layer l is a property of the model and its traffic, and lives in a
+// SyntheticPopularity that the replicas of one deployment share (docs/routing.md, "Replicas"):
 //  - epochs: step ranges over which the popularity is fixed; boundaries drawn from the named
 //    stream "routing.drift.L<l>" (one epoch forever without drift);
 //  - per (domain d, epoch): a popularity vector from "routing.pop.L<l>.D<d>.E<epoch>" and the
-//    selection shares pi it implies (popularity.h), recomputed when the epoch changes;
-//  - co-activation clusters from "routing.coact.L<l>" (fixed for the run).
-// The draws of one call come from a stream named after (layer, step) only, so a call's result
-// depends on (seed, spec, shape, step, layer, tokens) and not on the order of calls.
+//    selection shares pi it implies (popularity.h), computed once per epoch;
+//  - co-activation clusters from "routing.coact.L<l>" (fixed for the run);
+// all from the popularity's seed. The draws of one call come from a stream of the model's own
+// draw seed named after (layer, step) only, so a call's result depends on (popularity seed, draw
+// seed, spec, shape, step, layer, tokens) and not on the order of calls, nor on which models
+// share the popularity.
 //
 // Sampling (RoutingSpec::sampling, see SamplingMode): exact per-token top-k sets (TokenSampler),
 // or counts from the selection shares pi: a capped multinomial Multinomial(n * top_k, pi) where
@@ -18,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <vector>
@@ -30,15 +34,61 @@
 
 namespace moesim::sim {
 
-class SyntheticRoutingModel final : public RoutingModel {
+// The layers' skew, clusters, drift epochs and, per epoch, each domain's popularity and selection
+// shares (and the destination shares of each expert-to-GPU map in use, with their prepared
+// draws), all from `seed` alone. Models holding one share what they compute: a model with its own
+// copy from the same seed draws exactly the same routing (tests/sim/routing/
+// synthetic_routing_test.cc). Not thread-safe: the models sharing one run on one thread.
+class SyntheticPopularity {
  public:
   // Preconditions: shape valid (validate_routing_shape) and spec valid for it
   // (validate_routing_spec); both checked, as invariants.
-  SyntheticRoutingModel(const RoutingShape& shape, RoutingSpec spec, uint64_t root_seed);
+  SyntheticPopularity(const RoutingShape& shape, RoutingSpec spec, uint64_t seed);
+  ~SyntheticPopularity();
+  SyntheticPopularity(const SyntheticPopularity&) = delete;
+  SyntheticPopularity& operator=(const SyntheticPopularity&) = delete;
+
+  const RoutingShape& shape() const { return shape_; }
+  const RoutingSpec& spec() const { return spec_; }
+  uint64_t seed() const { return seed_; }
+
+ private:
+  friend class SyntheticRoutingModel;
+  struct Epoch;
+  struct GpuShares;
+  struct Layer;
+
+  // The epoch of a step for a layer (0 without drift), and the first step of an epoch.
+  int64_t epoch_of(int32_t moe_layer_idx, int64_t step_idx);
+  int64_t epoch_start_step(int32_t moe_layer_idx, int64_t epoch_idx);
+  // The layer's shares in epoch `epoch_idx`: kept while a model holds them (and the last few
+  // others), drawn again from their streams otherwise.
+  std::shared_ptr<Epoch> epoch(int32_t moe_layer_idx, int64_t epoch_idx);
+  // The destination shares of `gpu_of_expert` over num_dst_gpus (num_rows: 1 for the domain mix,
+  // or one per domain) in `epoch`: one some model holds, or new.
+  std::shared_ptr<GpuShares> gpu_shares(Epoch& epoch, std::span<const int32_t> gpu_of_expert,
+                                        int32_t num_dst_gpus, int32_t num_rows);
+
+  RoutingShape shape_;
+  RoutingSpec spec_;
+  uint64_t seed_;
+  std::vector<double> domain_weights_;  // normalised
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::map<double, std::vector<double>> zipf_tables_;  // Zipf weights by rank, per exponent
+};
+
+class SyntheticRoutingModel final : public RoutingModel {
+ public:
+  // A model with a popularity of its own, drawn from `seed` (also its draw seed). Preconditions
+  // as SyntheticPopularity's.
+  SyntheticRoutingModel(const RoutingShape& shape, RoutingSpec spec, uint64_t seed);
+  // A model drawing from `draw_seed` on a popularity it shares (not null).
+  SyntheticRoutingModel(std::shared_ptr<SyntheticPopularity> popularity, uint64_t draw_seed);
   ~SyntheticRoutingModel() override;
 
   const RoutingShape& shape() const override { return shape_; }
   const RoutingSpec& spec() const { return spec_; }
+  const std::shared_ptr<SyntheticPopularity>& shared_popularity() const { return popularity_; }
 
   void route(const RoutingQuery& query, CountMatrix& out) override;
   void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
@@ -83,7 +133,6 @@ class SyntheticRoutingModel final : public RoutingModel {
   std::span<const int32_t> clusters(int32_t moe_layer_idx) const;
 
  private:
-  struct DomainState;
   struct LayerState;
 
   LayerState& layer_at(int32_t moe_layer_idx, int64_t step_idx);
@@ -131,11 +180,11 @@ class SyntheticRoutingModel final : public RoutingModel {
   // Splits the tokens of source s by domain into domain_tokens_.
   void split_domains(RngStream& rng, const RoutingQuery& query, int32_t src_idx);
 
-  RoutingShape shape_;
-  RoutingSpec spec_;
-  uint64_t root_seed_;
-  std::vector<double> domain_weights_;  // normalised
-  std::vector<std::unique_ptr<LayerState>> layers_;
+  std::shared_ptr<SyntheticPopularity> popularity_;
+  const RoutingShape& shape_;
+  const RoutingSpec& spec_;
+  uint64_t draw_seed_;
+  std::vector<LayerState> layers_;
   // Hot-path scratch.
   std::vector<int64_t> counts_scratch_;
   std::vector<int64_t> extra_scratch_;

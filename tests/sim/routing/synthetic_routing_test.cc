@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <set>
 
@@ -330,6 +331,83 @@ TEST(SyntheticRouting, DestinationTotalsDoNotDependOnThePlacementsOfEarlierCalls
     ASSERT_TRUE(fresh.route_totals_to_gpus(q, *c.placement, 8, want));
     EXPECT_EQ(got, want) << "step " << c.step << (c.split ? " (split)" : "");
   }
+}
+
+// Models sharing one SyntheticPopularity draw exactly what a fresh model with a popularity of its
+// own (same popularity seed, same draw seed) draws for the same call: sharing is a cache. Drift,
+// domains and co-activation on; two models on different placements in the same epochs, one of
+// them behind (the shared epochs and destination shares are kept, dropped and drawn again);
+// every call kind, placements that change, the candidate draw. Models on one popularity see the
+// same hot experts; their own draw seeds give them their own routing.
+TEST(SyntheticRouting, ModelsSharingAPopularityDrawAsFreshModels) {
+  RoutingSpec spec = zipf_spec(1.2, SamplingMode::kAuto);
+  spec.per_token_max_tokens = 4;
+  spec.domains = {{"code", 1.0}, {"math", 2.0}};
+  spec.defaults.coactivation = {.cluster_size = 4, .prob = 0.4};
+  spec.defaults.drift = {.enabled = true, .mean_epoch_steps = 3.0, .epoch_cv = 0.5};
+  auto shared = std::make_shared<SyntheticPopularity>(kShape, spec, 11);
+  SyntheticRoutingModel ahead(shared, 21), behind(shared, 22);
+  std::vector<int32_t> a(kShape.num_experts), b(kShape.num_experts);
+  for (int32_t e = 0; e < kShape.num_experts; ++e) {
+    a[e] = e % 8;
+    b[e] = (e * 3) % 8;
+  }
+  const std::vector<int32_t> tokens = {30, 2, 120, 64, 0, 9, 10, 11};
+  std::vector<int32_t> domains;
+  for (int32_t n : tokens) {
+    domains.push_back(n / 3);
+    domains.push_back(n - n / 3);
+  }
+  auto same = [&](SyntheticRoutingModel& m, uint64_t draw_seed, int64_t step, int32_t layer,
+                  const std::vector<int32_t>& placement) {
+    SyntheticRoutingModel fresh(std::make_shared<SyntheticPopularity>(kShape, spec, 11), draw_seed);
+    const bool split = step % 3 == 0;
+    RoutingQuery q{step, layer, tokens,
+                   split ? std::span<const int32_t>(domains) : std::span<const int32_t>()};
+    CountMatrix x, y;
+    m.route(q, x);
+    fresh.route(q, y);
+    EXPECT_EQ(x, y) << "route, step " << step << " layer " << layer;
+    m.route_to_gpus(q, placement, 8, x);
+    fresh.route_to_gpus(q, placement, 8, y);
+    EXPECT_EQ(x, y) << "route_to_gpus, step " << step << " layer " << layer;
+    std::vector<int64_t> got, want;
+    ASSERT_TRUE(m.route_totals_to_gpus(q, placement, 8, got));
+    ASSERT_TRUE(fresh.route_totals_to_gpus(q, placement, 8, want));
+    EXPECT_EQ(got, want) << "totals, step " << step << " layer " << layer;
+    q.tokens_per_src_domain = {};
+    q.candidate_epsilon = 1e-3;
+    ASSERT_TRUE(m.route_totals_to_gpus(q, placement, 8, got));
+    ASSERT_TRUE(fresh.route_totals_to_gpus(q, placement, 8, want));
+    EXPECT_EQ(got, want) << "candidate totals, step " << step << " layer " << layer;
+    std::vector<int32_t> t1, t2;
+    m.sample_token_experts(step, layer, 1, 5, t1);
+    fresh.sample_token_experts(step, layer, 1, 5, t2);
+    EXPECT_EQ(t1, t2) << "token sets, step " << step << " layer " << layer;
+    const std::span<const double> s1 = m.expected_shares(layer, step);
+    const std::span<const double> s2 = fresh.expected_shares(layer, step);
+    EXPECT_TRUE(std::equal(s1.begin(), s1.end(), s2.begin(), s2.end()));
+  };
+  for (int64_t step = 0; step < 40; ++step) {
+    const bool first = (step / 5) % 2 == 0;
+    for (int32_t l = 0; l < kShape.num_moe_layers; l += 3) {
+      same(ahead, 21, step, l, first ? a : b);
+      // Behind: the same step on the other placement, then one far behind (kept epochs dropped).
+      same(behind, 22, step, l, first ? b : a);
+      if (step % 4 == 0) same(behind, 22, step / 4, l, a);
+    }
+  }
+  // One popularity: the same shares at a step; their own draws.
+  const RoutingQuery q{7, 2, tokens, {}};
+  EXPECT_EQ(ahead.epoch_of(2, 7), behind.epoch_of(2, 7));
+  const std::span<const double> p1 = ahead.popularity(2, 7, 0);
+  const std::vector<double> hot(p1.begin(), p1.end());
+  const std::span<const double> p2 = behind.popularity(2, 7, 0);
+  EXPECT_TRUE(std::equal(hot.begin(), hot.end(), p2.begin(), p2.end()));
+  CountMatrix x, y;
+  ahead.route(q, x);
+  behind.route(q, y);
+  EXPECT_NE(x, y);
 }
 
 // Under counts sampling the totals have the same distribution: the mean of each destination's
