@@ -33,7 +33,7 @@ void PercentileSketch::add(double value) {
   }
   ++count_;
   sum_ += value;
-  if (buckets_.empty() && exact_.size() < kExactSamples) {
+  if (num_folded_ == 0 && exact_.size() < kExactSamples) {
     exact_.push_back(value);
     return;
   }
@@ -45,15 +45,26 @@ void PercentileSketch::add(double value) {
   fold(value);
 }
 
-void PercentileSketch::fold(double value) { ++buckets_[bucket_of(value)]; }
+void PercentileSketch::fold(double value) {
+  // value >= 0, and + 0.0 turns -0.0 into 0.0: the sign bit is 0, so key < 2^21.
+  const uint64_t key = bucket_of(value + 0.0);
+  if (buckets_.empty()) buckets_.resize(size_t{1} << (63 - kDroppedBits - 10));
+  std::unique_ptr<ExponentBuckets>& by_mantissa = buckets_[key / kMantissaBuckets];
+  if (!by_mantissa) by_mantissa = std::make_unique<ExponentBuckets>(ExponentBuckets{});
+  ++(*by_mantissa)[key % kMantissaBuckets];
+  ++num_folded_;
+}
 
 double PercentileSketch::at_rank(int64_t r) const {
   if (r <= 0) return min_;
   if (r >= count_ - 1) return max_;
   int64_t seen = 0;
-  for (const auto& [key, n] : buckets_) {
-    seen += n;
-    if (r < seen) return std::clamp(bucket_mid(key), min_, max_);
+  for (size_t hi = 0; hi < buckets_.size(); ++hi) {
+    if (!buckets_[hi]) continue;
+    for (size_t lo = 0; lo < kMantissaBuckets; ++lo) {
+      seen += (*buckets_[hi])[lo];
+      if (r < seen) return std::clamp(bucket_mid(hi * kMantissaBuckets + lo), min_, max_);
+    }
   }
   return max_;
 }

@@ -10,8 +10,9 @@
 // exact. Both modes are deterministic (no floating-point logarithms, no hashing).
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <map>
+#include <memory>
 #include <vector>
 
 #include "sim/core/time.h"
@@ -27,7 +28,7 @@ class PercentileSketch {
   // `value` >= 0 (latencies); NaN is a broken invariant.
   void add(double value);
   int64_t count() const { return count_; }
-  bool exact() const { return buckets_.empty(); }
+  bool exact() const { return num_folded_ == 0; }
   // p50, p90, p99, mean, max, count (all 0 with no samples), as percentiles() computes them.
   Percentiles summary() const;
 
@@ -36,8 +37,15 @@ class PercentileSketch {
   // Value at 0-based rank r of the sorted samples (bucketed mode).
   double at_rank(int64_t r) const;
 
+  // Buckets of the values folded (bucketed mode): by the double's exponent bits, then by its top
+  // 10 mantissa bits (a count per bucket; an exponent's 1,024 counts allocated at its first
+  // value). A fold is two indexings; ranks walk the buckets in key order (the values' order).
+  static constexpr size_t kMantissaBuckets = 1024;
+  using ExponentBuckets = std::array<int64_t, kMantissaBuckets>;
+
   std::vector<double> exact_;
-  std::map<uint64_t, int64_t> buckets_;  // top bits of the double -> count
+  std::vector<std::unique_ptr<ExponentBuckets>> buckets_;  // by exponent (2,048 after a fold)
+  int64_t num_folded_ = 0;
   int64_t count_ = 0;
   double sum_ = 0, min_ = 0, max_ = 0;
 };
