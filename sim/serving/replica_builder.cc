@@ -192,6 +192,18 @@ std::unique_ptr<RoutingModel> ReplicaBuilder::make_routing(const RoutingSpec& sp
   return std::make_unique<SyntheticRoutingModel>(routing_shape_of(*sc_.model), spec, seed);
 }
 
+std::unique_ptr<RoutingModel> ReplicaBuilder::make_replica_routing(int32_t replica_idx,
+                                                                   uint64_t root_seed) const {
+  // Every replica sees the popularity replica 0 draws (one object: each layer's shares computed
+  // once for all of them) and draws its own routing per step.
+  const uint64_t popularity_seed = routing_seed(root_seed, 0);
+  if (!popularity_ || popularity_->seed() != popularity_seed) {
+    popularity_ = std::make_shared<SyntheticPopularity>(routing_shape_of(*sc_.model), sc_.routing,
+                                                        popularity_seed);
+  }
+  return std::make_unique<SyntheticRoutingModel>(popularity_, routing_seed(root_seed, replica_idx));
+}
+
 std::unique_ptr<StepModel> ReplicaBuilder::make_step_model(const ModelCard& card,
                                                            std::vector<GpuId> gpus,
                                                            const LayerPlacements* placements,
@@ -224,7 +236,7 @@ ReplicaParts ReplicaBuilder::build(int32_t replica_idx, uint64_t root_seed) cons
   ReplicaParts p;
   p.gpus = replica_gpus(replica_idx);
   if (num_moe_layers(*sc_.model) > 0) {
-    p.routing = make_routing(routing_seed(root_seed, replica_idx));
+    p.routing = make_replica_routing(replica_idx, root_seed);
     p.network = make_network();
     p.placements = static_placements(p.routing.get());
   }

@@ -11,8 +11,9 @@
 // built-in network models (SimGrid included when built with it).
 //
 // Naming rules the users share: replica r spans global GPUs [r * G, (r + 1) * G) for G GPUs
-// per replica; its routing is seeded by routing_seed(root seed, r), the first draw of the stream
-// "routing.replica.<r>" (the stream a Simulation with that root seed hands out).
+// per replica; its routing draws are seeded by routing_seed(root seed, r), the first draw of the
+// stream "routing.replica.<r>" (the stream a Simulation with that root seed hands out), on the
+// popularity every replica shares, drawn from routing_seed(root seed, 0) (make_replica_routing).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include "sim/placement/layer_placements.h"
 #include "sim/routing/routing_model.h"
 #include "sim/routing/routing_spec.h"
+#include "sim/routing/synthetic_routing.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/network_models.h"
 #include "sim/serving/step_model.h"
@@ -96,15 +98,21 @@ class ReplicaBuilder {
   std::unique_ptr<RoutingModel> make_routing(uint64_t seed) const;
   std::unique_ptr<RoutingModel> make_routing(const RoutingSpec& spec, uint64_t seed) const;
 
+  // Replica `replica_idx`'s synthetic routing under `root_seed`: its draws seeded by
+  // routing_seed(root_seed, replica_idx), on the popularity of routing_seed(root_seed, 0) that
+  // every replica shares (expert popularity is the model's and its traffic's, not a replica's:
+  // docs/routing.md, "Replicas"). Replica 0's routing is make_routing(routing_seed(root_seed, 0)).
+  std::unique_ptr<RoutingModel> make_replica_routing(int32_t replica_idx, uint64_t root_seed) const;
+
   // A step model of `card` on `gpus` with the builder's topology, deployment and cost model.
   // Pointers may be null for a model without MoE layers and must outlive the step model.
   std::unique_ptr<StepModel> make_step_model(const ModelCard& card, std::vector<GpuId> gpus,
                                              const LayerPlacements* placements,
                                              NetworkModel* network, RoutingModel* routing) const;
 
-  // Replica `replica_idx` of the scenario as the cluster runs it: its GPUs, synthetic routing
-  // seeded by routing_seed(root_seed, replica_idx), the static placements (EPLB: profiled from
-  // that routing), a network model and the step model over them.
+  // Replica `replica_idx` of the scenario as the cluster runs it: its GPUs, its synthetic routing
+  // (make_replica_routing), the static placements (EPLB: profiled from that routing), a network
+  // model and the step model over them.
   ReplicaParts build(int32_t replica_idx, uint64_t root_seed) const;
 
  private:
@@ -113,6 +121,8 @@ class ReplicaBuilder {
   std::unique_ptr<CostModel> cost_;
   // The scenario card's replicas' shared routed-expert memo (make_step_model).
   mutable std::shared_ptr<StepModel::ExpertMemoTable> expert_memo_;
+  // The replicas' shared popularity (make_replica_routing), for the last root seed asked.
+  mutable std::shared_ptr<SyntheticPopularity> popularity_;
   // The first network model make_network() made, kept when its kind shares (fresh_copy()): the
   // models returned are its fresh copies. Not thread-safe: a builder serves one run (or study)
   // at a time.

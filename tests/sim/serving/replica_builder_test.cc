@@ -21,6 +21,7 @@
 #include "sim/policy/pruned_routing.h"
 #include "sim/policy/pruning_study.h"
 #include "sim/routing/routing_trace.h"
+#include "sim/routing/synthetic_routing.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/layer_study.h"
 #include "sim/serving/run_outputs.h"
@@ -84,6 +85,40 @@ TEST(ReplicaBuilder, ReplicaGpusAndRoutingSeedFollowTheNamingRule) {
   EXPECT_EQ(gpus.front().value, 2 * g);
   EXPECT_EQ(ReplicaBuilder::routing_seed(5, 1), RngStream(5, "routing.replica.1").next_u64());
   EXPECT_NE(ReplicaBuilder::routing_seed(5, 1), ReplicaBuilder::routing_seed(5, 0));
+}
+
+// Every replica routes on the popularity replica 0 draws (one shared object) with draws of its
+// own seed: the same hot experts, their own routing per step; replica 0's routing is the plain
+// model of its seed. A builder asked for another root seed draws another popularity.
+TEST(ReplicaBuilder, ReplicasShareThePopularityAndDrawTheirOwnRouting) {
+  const Scenario sc = testing::test_scenario("tiny_synthetic");
+  ReplicaBuilder b(sc);
+  const std::unique_ptr<RoutingModel> r0 = b.make_replica_routing(0, 9);
+  const std::unique_ptr<RoutingModel> r1 = b.make_replica_routing(1, 9);
+  const std::unique_ptr<RoutingModel> plain0 = b.make_routing(ReplicaBuilder::routing_seed(9, 0));
+  const std::unique_ptr<RoutingModel> plain1 = b.make_routing(ReplicaBuilder::routing_seed(9, 1));
+  auto& s0 = dynamic_cast<SyntheticRoutingModel&>(*r0);
+  auto& s1 = dynamic_cast<SyntheticRoutingModel&>(*r1);
+  EXPECT_EQ(s0.shared_popularity(), s1.shared_popularity());
+  EXPECT_EQ(s0.shared_popularity()->seed(), ReplicaBuilder::routing_seed(9, 0));
+  auto shares = [](RoutingModel& m) {
+    const std::span<const double> s = m.expected_shares(0, 0);
+    return std::vector<double>(s.begin(), s.end());
+  };
+  EXPECT_EQ(shares(*r1), shares(*r0));
+  EXPECT_NE(shares(*plain1), shares(*r0));  // the old per-replica popularity: another hot set
+  const std::vector<int32_t> tokens(4, 50);
+  CountMatrix x0, x1, p0;
+  r0->route({3, 0, tokens, {}}, x0);
+  r1->route({3, 0, tokens, {}}, x1);
+  plain0->route({3, 0, tokens, {}}, p0);
+  EXPECT_EQ(x0, p0);
+  EXPECT_NE(x0, x1);
+  const std::unique_ptr<RoutingModel> other = b.make_replica_routing(1, 10);
+  EXPECT_NE(dynamic_cast<SyntheticRoutingModel&>(*other).shared_popularity()->seed(),
+            s0.shared_popularity()->seed());
+  EXPECT_EQ(dynamic_cast<SyntheticRoutingModel&>(*other).shared_popularity()->seed(),
+            ReplicaBuilder::routing_seed(10, 0));
 }
 
 TEST(ReplicaBuilder, TheClusterRunsTheBuildersReplica) {
