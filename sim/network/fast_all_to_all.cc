@@ -121,6 +121,19 @@ void FastAllToAll::group_participants() {
     }
   }
   for (auto* v : {&nv_out_, &nv_in_, &net_out_, &net_in_, &spine_out_, &spine_in_}) v->resize(p);
+  std::vector<std::vector<int32_t>> group_doms(num_leaf_rails_);
+  for (int32_t i = 0; i < p; ++i) group_doms[leaf_rail_[i]].push_back(dom_[i]);
+  std::map<std::vector<int32_t>, int32_t> distinct;
+  leaf_rail_distinct_.resize(num_leaf_rails_);
+  distinct_begin_.assign(1, 0);
+  for (int32_t lr = 0; lr < num_leaf_rails_; ++lr) {
+    auto [it, added] = distinct.try_emplace(group_doms[lr], static_cast<int32_t>(distinct.size()));
+    leaf_rail_distinct_[lr] = it->second;
+    if (!added) continue;
+    distinct_doms_.insert(distinct_doms_.end(), group_doms[lr].begin(), group_doms[lr].end());
+    distinct_begin_.push_back(static_cast<int32_t>(distinct_doms_.size()));
+  }
+  distinct_sums_.resize(distinct.size());
 }
 
 void FastAllToAll::load(std::span<const double> tokens, std::span<const double> reach) {
@@ -249,16 +262,26 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
   dom_local_.assign(num_doms_, 0.0);
   dom_reach_.assign(num_doms_, 0.0);
   node_reach_.assign(num_doms_, 1.0);  // prod of (1 - remote reach), then g = 1 - prod
-  leaf_rail_reach_.assign(num_leaf_rails_, 0.0);
+  leaf_rail_reach_.resize(num_leaf_rails_);
   // Per node, its participants in order (nodes are whole runs of consecutive participants,
   // checked): the same sums and product as accumulating per participant, kept in registers.
+  // One reach for both (load(tokens, reach)): the two sums are one.
+  const bool one_reach = local.data() == remote.data();
   for (int32_t i = 0; i < p;) {
     const int32_t dom = dom_[i];
     double sum_local = 0, sum_reach = 0, miss = 1.0;
-    for (; i < p && dom_[i] == dom; ++i) {
-      sum_local += local[i];
-      sum_reach += remote[i];
-      miss *= 1.0 - remote[i];
+    if (one_reach) {
+      for (; i < p && dom_[i] == dom; ++i) {
+        sum_reach += remote[i];
+        miss *= 1.0 - remote[i];
+      }
+      sum_local = sum_reach;
+    } else {
+      for (; i < p && dom_[i] == dom; ++i) {
+        sum_local += local[i];
+        sum_reach += remote[i];
+        miss *= 1.0 - remote[i];
+      }
     }
     dom_local_[dom] = sum_local;
     dom_reach_[dom] = sum_reach;
@@ -297,7 +320,18 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
       all_node_reach += g;
     }
   }
-  for (int32_t i = 0; i < p; ++i) leaf_rail_reach_[leaf_rail_[i]] += node_reach_[dom_[i]];
+  // Each (leaf, rail) group's node reaches summed in participant order: once per distinct
+  // sequence of nodes (the same additions from 0 as a pass over the participants).
+  for (size_t c = 0; c + 1 < distinct_begin_.size(); ++c) {
+    double sum = 0;
+    for (int32_t k = distinct_begin_[c]; k < distinct_begin_[c + 1]; ++k) {
+      sum += node_reach_[distinct_doms_[k]];
+    }
+    distinct_sums_[c] = sum;
+  }
+  for (int32_t lr = 0; lr < num_leaf_rails_; ++lr) {
+    leaf_rail_reach_[lr] = distinct_sums_[leaf_rail_distinct_[lr]];
+  }
   LoadSums sums;
   for (int32_t i = 0; i < p; ++i) {
     const int32_t dom = dom_[i];

@@ -132,6 +132,13 @@ class FastAllToAll {
   std::vector<int32_t> dom_, leaf_, leaf_dom_, rail_, leaf_rail_;
   int32_t num_doms_ = 0, num_leaves_ = 0, num_leaf_doms_ = 0, num_leaf_rails_ = 0;
   int32_t num_rails_ = 0;
+  // (leaf, rail) groups by the sequence of nodes (dense NVLink domains) of their participants, in
+  // participant order: groups with the same sequence sum the same node reaches in the same order,
+  // so one sum serves them all (a rail-optimised node has one GPU on each rail of its leaves).
+  // Group lr's sum is distinct_sums_[leaf_rail_distinct_[lr]]; distinct sequence c is
+  // distinct_doms_[distinct_begin_[c], distinct_begin_[c + 1]).
+  std::vector<int32_t> leaf_rail_distinct_, distinct_doms_, distinct_begin_;
+  std::vector<double> distinct_sums_;
   // Per dense leaf: its spine up / down links' inverse capacities (seconds per byte) and counts.
   std::vector<double> leaf_up_inv_cap_, leaf_down_inv_cap_;
   std::vector<int32_t> leaf_up_links_, leaf_down_links_;

@@ -411,6 +411,8 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance, const FastR
   const bool has_shared = m.num_shared_experts > 0;
   if (memo_allowed_) use_token_ops_spec(m);
   double max_sel = 0, sum_sel = 0, max_ffn = 0;
+  // The routed and shared parts apart: for micro-batch timelines only.
+  const bool split_parts = schedule_ != nullptr;
   for (int32_t g = 0; g < n; ++g) {
     const double sel = static_cast<double>(dst_selections_[g]);
     if (reach) fast_reach_[g] = reach->of(sel, reach_tokens);
@@ -434,8 +436,10 @@ void StepModel::price_experts(const MoeSpec& m, bool record_balance, const FastR
     }
     ffn_s_[g] = e + sh + cmb;
     max_ffn = std::max(max_ffn, ffn_s_[g]);
-    routed_s_[g] = e + cmb;
-    shared_s_[g] = sh;
+    if (split_parts) {
+      routed_s_[g] = e + cmb;
+      shared_s_[g] = sh;
+    }
   }
   max_ffn_s_ = max_ffn;
   if (!record_balance) return;
