@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <utility>
 
 namespace moesim::sim {
 namespace {
@@ -19,6 +20,26 @@ RoutingSpec zipf_spec(double s, SamplingMode mode) {
   spec.defaults.zipf_s = s;
   spec.sampling = mode;
   return spec;
+}
+
+// Two expert-to-GPU maps of kShape's experts over 8 GPUs: e mod 8 and 3e mod 8.
+std::pair<std::vector<int32_t>, std::vector<int32_t>> two_placements() {
+  std::vector<int32_t> a(kShape.num_experts), b(kShape.num_experts);
+  for (int32_t e = 0; e < kShape.num_experts; ++e) {
+    a[e] = e % 8;
+    b[e] = (e * 3) % 8;
+  }
+  return {a, b};
+}
+
+// Each source's tokens over two domains (a third, then the rest), source-major.
+std::vector<int32_t> two_domain_split(const std::vector<int32_t>& tokens) {
+  std::vector<int32_t> domains;
+  for (int32_t n : tokens) {
+    domains.push_back(n / 3);
+    domains.push_back(n - n / 3);
+  }
+  return domains;
 }
 
 void expect_top_k_rows(const CountMatrix& m, std::span<const int32_t> tokens, int32_t top_k) {
@@ -304,17 +325,9 @@ TEST(SyntheticRouting, DestinationTotalsWithCandidatesKeepTheSumAndTheHottestDes
 TEST(SyntheticRouting, DestinationTotalsDoNotDependOnThePlacementsOfEarlierCalls) {
   RoutingSpec spec = zipf_spec(1.3, SamplingMode::kMargins);
   spec.domains = {{"code", 1.0}, {"math", 2.0}};
-  std::vector<int32_t> a(kShape.num_experts), b(kShape.num_experts);
-  for (int32_t e = 0; e < kShape.num_experts; ++e) {
-    a[e] = e % 8;
-    b[e] = (e * 3) % 8;
-  }
+  const auto [a, b] = two_placements();
   const std::vector<int32_t> tokens = {30, 7, 120, 64, 0, 9, 10, 11};
-  std::vector<int32_t> domains;
-  for (int32_t n : tokens) {
-    domains.push_back(n / 3);
-    domains.push_back(n - n / 3);
-  }
+  const std::vector<int32_t> domains = two_domain_split(tokens);
   SyntheticRoutingModel history(kShape, spec, 5);
   struct Call {
     const std::vector<int32_t>* placement;
@@ -347,17 +360,9 @@ TEST(SyntheticRouting, ModelsSharingAPopularityDrawAsFreshModels) {
   spec.defaults.drift = {.enabled = true, .mean_epoch_steps = 3.0, .epoch_cv = 0.5};
   auto shared = std::make_shared<SyntheticPopularity>(kShape, spec, 11);
   SyntheticRoutingModel ahead(shared, 21), behind(shared, 22);
-  std::vector<int32_t> a(kShape.num_experts), b(kShape.num_experts);
-  for (int32_t e = 0; e < kShape.num_experts; ++e) {
-    a[e] = e % 8;
-    b[e] = (e * 3) % 8;
-  }
+  const auto [a, b] = two_placements();
   const std::vector<int32_t> tokens = {30, 2, 120, 64, 0, 9, 10, 11};
-  std::vector<int32_t> domains;
-  for (int32_t n : tokens) {
-    domains.push_back(n / 3);
-    domains.push_back(n - n / 3);
-  }
+  const std::vector<int32_t> domains = two_domain_split(tokens);
   auto same = [&](SyntheticRoutingModel& m, uint64_t draw_seed, int64_t step, int32_t layer,
                   const std::vector<int32_t>& placement) {
     SyntheticRoutingModel fresh(std::make_shared<SyntheticPopularity>(kShape, spec, 11), draw_seed);
