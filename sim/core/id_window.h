@@ -3,20 +3,20 @@
 // an entry, so memory follows the span of live ids, not the number ever handed out (the
 // cluster's sequence table: a run of a million requests holds only those in flight).
 //
-// Storage is chunks of 256 consecutive entries (each a vector reserved to its full size, so
-// appending never moves an entry and references to the others stay valid through push_back and
-// pop_front). Retiring from the front resets the entry to T{} (its own heap memory freed) and
-// frees the chunk once all of its entries are retired, so memory holds the window plus at most
-// one chunk; no ring is doubled, and so no capacity is touched beyond that. Indexing is O(1):
-// one lookup in a short list of chunks, then the entry, which sits next to its neighbours in id
-// (the per-sequence loops of a step walk ids in near order). Indexing an id outside the window
-// is a broken invariant.
+// Storage is chunks of 256 consecutive entries, chunk k holding ids [256 k, 256 (k + 1)) (each a
+// vector reserved to its full size, so appending never moves an entry and references to the
+// others stay valid through push_back and pop_front). Retiring from the front resets the entry
+// to T{} (its own heap memory freed) and frees the chunk once all of its entries are retired, so
+// memory holds the window plus at most one chunk (and an empty slot per freed chunk in the list
+// of chunks, dropped once they are half of it); no ring is doubled, and so no capacity is touched
+// beyond that. Indexing is O(1): the chunk's slot in the list is (id / 256) less the first slot's
+// chunk number, the entry id % 256 in it, next to its neighbours in id (the per-sequence loops of
+// a step walk ids in near order). Indexing an id outside the window is a broken invariant.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <utility>
 #include <vector>
 
@@ -29,68 +29,70 @@ class IdWindow {
  public:
   // Appends an entry; returns its id (the number of entries ever appended before it).
   int32_t push_back(T value) {
-    const int64_t id = end_id();
+    const int64_t id = end_;
     MOESIM_CHECK(id <= INT32_MAX, "id window: more than 2^31 ids");
-    const size_t pos = offset_ + static_cast<size_t>(count_);
-    if (pos / kChunk >= chunks_.size()) {
+    const auto slot = static_cast<size_t>((id >> kChunkBits) - first_chunk_);
+    if (slot == chunks_.size()) {
       chunks_.emplace_back();
       chunks_.back().reserve(kChunk);
     }
-    chunks_[pos / kChunk].push_back(std::move(value));
-    ++count_;
+    chunks_[slot].push_back(std::move(value));
+    ++end_;
     return static_cast<int32_t>(id);
   }
 
   T& operator[](int64_t id) {
-    MOESIM_CHECK(id >= begin_ && id < end_id(), "id window: id outside the live window");
-    return at(static_cast<size_t>(id - begin_));
+    MOESIM_CHECK(id >= begin_ && id < end_, "id window: id outside the live window");
+    return at(id);
   }
   const T& operator[](int64_t id) const {
-    MOESIM_CHECK(id >= begin_ && id < end_id(), "id window: id outside the live window");
-    return at(static_cast<size_t>(id - begin_));
+    MOESIM_CHECK(id >= begin_ && id < end_, "id window: id outside the live window");
+    return at(id);
   }
 
   // Hints the cache to fetch the first `bytes` of entry `id` (a no-op for an id outside the
   // window): loops over many sequences call it a few entries ahead, for the fields they read.
   void prefetch(int64_t id, size_t bytes = sizeof(T)) const {
-    if (id < begin_ || id >= end_id()) return;
-    const char* p = reinterpret_cast<const char*>(&at(static_cast<size_t>(id - begin_)));
+    if (id < begin_ || id >= end_) return;
+    const char* p = reinterpret_cast<const char*>(&at(id));
     for (size_t line = 0; line < std::min(bytes, sizeof(T)); line += 64) prefetch_line(p + line);
   }
 
   // Ids ever appended (the next id), the oldest live id, and whether the window is empty.
-  int64_t size() const { return end_id(); }
+  int64_t size() const { return end_; }
   int64_t front_id() const { return begin_; }
-  bool empty() const { return count_ == 0; }
+  bool empty() const { return begin_ == end_; }
   // Entries in the window (live and not yet retired).
-  int64_t window() const { return count_; }
+  int64_t window() const { return end_ - begin_; }
 
   T& front() { return (*this)[begin_]; }
   // Retires the oldest entry (reset to T{}, its heap memory freed; its chunk freed with the
   // chunk's last entry) and its id.
   void pop_front() {
     MOESIM_CHECK(!empty(), "id window: pop_front on an empty window");
-    chunks_.front()[offset_] = T{};
+    at(begin_) = T{};
     ++begin_;
-    --count_;
-    if (++offset_ == kChunk) {
-      chunks_.pop_front();
-      offset_ = 0;
+    if ((begin_ & (kChunk - 1)) != 0) return;
+    // The front chunk is retired: free it; drop the freed slots once they are half the list.
+    std::vector<T>().swap(chunks_[num_freed_++]);
+    if (num_freed_ >= 16 && 2 * num_freed_ >= chunks_.size()) {
+      chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<std::ptrdiff_t>(num_freed_));
+      first_chunk_ += static_cast<int64_t>(num_freed_);
+      num_freed_ = 0;
     }
   }
 
  private:
-  static constexpr size_t kChunk = 256;
+  static constexpr int kChunkBits = 8;
+  static constexpr int64_t kChunk = int64_t{1} << kChunkBits;
 
-  int64_t end_id() const { return begin_ + count_; }
-  // The entry `i` places after the oldest live one.
-  T& at(size_t i) {
-    const size_t pos = offset_ + i;
-    return chunks_[pos / kChunk][pos % kChunk];
+  T& at(int64_t id) {
+    return chunks_[static_cast<size_t>((id >> kChunkBits) - first_chunk_)]
+                  [static_cast<size_t>(id & (kChunk - 1))];
   }
-  const T& at(size_t i) const {
-    const size_t pos = offset_ + i;
-    return chunks_[pos / kChunk][pos % kChunk];
+  const T& at(int64_t id) const {
+    return chunks_[static_cast<size_t>((id >> kChunkBits) - first_chunk_)]
+                  [static_cast<size_t>(id & (kChunk - 1))];
   }
   // GCC 12 drops a __builtin_prefetch whose address comes from container indexing inside a
   // loop; on x86-64 the instruction is written out.
@@ -102,10 +104,12 @@ class IdWindow {
 #endif
   }
 
-  std::deque<std::vector<T>> chunks_;  // chunk k holds positions [k * kChunk, (k + 1) * kChunk)
-  size_t offset_ = 0;                  // position of the oldest live entry in chunks_.front()
-  int64_t count_ = 0;                  // live entries
-  int64_t begin_ = 0;                  // id of the oldest live entry
+  // chunks_[i] holds chunk first_chunk_ + i; the first num_freed_ of them are retired (empty).
+  std::vector<std::vector<T>> chunks_;
+  int64_t first_chunk_ = 0;
+  size_t num_freed_ = 0;
+  int64_t begin_ = 0;  // id of the oldest live entry
+  int64_t end_ = 0;    // the next id
 };
 
 }  // namespace moesim::sim
