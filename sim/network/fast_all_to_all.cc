@@ -124,16 +124,18 @@ void FastAllToAll::group_participants() {
   std::vector<std::vector<int32_t>> group_doms(num_leaf_rails_);
   for (int32_t i = 0; i < p; ++i) group_doms[leaf_rail_[i]].push_back(dom_[i]);
   std::map<std::vector<int32_t>, int32_t> distinct;
-  leaf_rail_distinct_.resize(num_leaf_rails_);
+  std::vector<int32_t> distinct_of_group(num_leaf_rails_);
   distinct_begin_.assign(1, 0);
   for (int32_t lr = 0; lr < num_leaf_rails_; ++lr) {
     auto [it, added] = distinct.try_emplace(group_doms[lr], static_cast<int32_t>(distinct.size()));
-    leaf_rail_distinct_[lr] = it->second;
+    distinct_of_group[lr] = it->second;
     if (!added) continue;
     distinct_doms_.insert(distinct_doms_.end(), group_doms[lr].begin(), group_doms[lr].end());
     distinct_begin_.push_back(static_cast<int32_t>(distinct_doms_.size()));
   }
   distinct_sums_.resize(distinct.size());
+  distinct_of_.resize(p);
+  for (int32_t i = 0; i < p; ++i) distinct_of_[i] = distinct_of_group[leaf_rail_[i]];
 }
 
 void FastAllToAll::load(std::span<const double> tokens, std::span<const double> reach) {
@@ -262,7 +264,6 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
   dom_local_.assign(num_doms_, 0.0);
   dom_reach_.assign(num_doms_, 0.0);
   node_reach_.assign(num_doms_, 1.0);  // prod of (1 - remote reach), then g = 1 - prod
-  leaf_rail_reach_.resize(num_leaf_rails_);
   // Per node, its participants in order (nodes are whole runs of consecutive participants,
   // checked): the same sums and product as accumulating per participant, kept in registers.
   // One reach for both (load(tokens, reach)): the two sums are one.
@@ -329,9 +330,6 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
     }
     distinct_sums_[c] = sum;
   }
-  for (int32_t lr = 0; lr < num_leaf_rails_; ++lr) {
-    leaf_rail_reach_[lr] = distinct_sums_[leaf_rail_distinct_[lr]];
-  }
   LoadSums sums;
   for (int32_t i = 0; i < p; ++i) {
     const int32_t dom = dom_[i];
@@ -343,7 +341,7 @@ void FastAllToAll::load_hierarchical(std::span<const double> tokens, std::span<c
         t * std::max(0.0, dom_local_[dom] - rl) + std::max(0.0, dom_reach_[dom] - rr) * rail_rest,
         // From the node's other GPUs' own tokens, and relayed by them for their rails.
         rl * node_rest_[i] + rr * other_rails_rest_[i], t * std::max(0.0, all_node_reach - g),
-        g * rail_rest, t * std::max(0.0, all_node_reach - leaf_rail_reach_[leaf_rail_[i]]),
+        g * rail_rest, t * std::max(0.0, all_node_reach - distinct_sums_[distinct_of_[i]]),
         g * rail_off_leaf_[i], sums);
   }
   total_tokens_ = sums.total;

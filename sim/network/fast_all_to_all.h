@@ -135,9 +135,9 @@ class FastAllToAll {
   // (leaf, rail) groups by the sequence of nodes (dense NVLink domains) of their participants, in
   // participant order: groups with the same sequence sum the same node reaches in the same order,
   // so one sum serves them all (a rail-optimised node has one GPU on each rail of its leaves).
-  // Group lr's sum is distinct_sums_[leaf_rail_distinct_[lr]]; distinct sequence c is
+  // Participant i's group sums to distinct_sums_[distinct_of_[i]]; distinct sequence c is
   // distinct_doms_[distinct_begin_[c], distinct_begin_[c + 1]).
-  std::vector<int32_t> leaf_rail_distinct_, distinct_doms_, distinct_begin_;
+  std::vector<int32_t> distinct_of_, distinct_doms_, distinct_begin_;
   std::vector<double> distinct_sums_;
   // Per dense leaf: its spine up / down links' inverse capacities (seconds per byte) and counts.
   std::vector<double> leaf_up_inv_cap_, leaf_down_inv_cap_;
@@ -151,8 +151,7 @@ class FastAllToAll {
 
   // Per-layer sums (tokens).
   std::vector<double> dom_local_, dom_reach_, dom_tokens_, leaf_reach_, leaf_tokens_,
-      leaf_dom_reach_, leaf_dom_tokens_, rail_tokens_, leaf_rail_reach_, leaf_rail_tokens_,
-      node_reach_;
+      leaf_dom_reach_, leaf_dom_tokens_, rail_tokens_, leaf_rail_tokens_, node_reach_;
   std::vector<double> nv_out_, nv_in_, net_out_, net_in_, spine_out_, spine_in_;
   std::vector<double> leaf_up_tokens_, leaf_down_tokens_;
   double total_tokens_ = 0;

@@ -39,7 +39,10 @@ std::vector<double> zipf_weights(size_t n, double s) {
 }
 
 void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out) {
-  draw_popularity(skew, rng, out, {});
+  const std::vector<double> zipf_table = skew.popularity == PopularityKind::kZipf
+                                             ? zipf_weights(out.size(), skew.zipf_s)
+                                             : std::vector<double>();
+  draw_popularity(skew, rng, out, zipf_table);
 }
 
 void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out,
@@ -53,12 +56,8 @@ void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double
     case PopularityKind::kZipf: {
       std::vector<int32_t> perm(n);
       random_permutation(rng, perm);
-      const std::vector<double> own =
-          zipf_table.empty() ? zipf_weights(n, skew.zipf_s) : std::vector<double>();
-      const std::span<const double> w =
-          zipf_table.empty() ? std::span<const double>(own) : zipf_table;
-      MOESIM_CHECK(w.size() == n, "one Zipf weight per expert");
-      for (size_t rank = 0; rank < n; ++rank) out[perm[rank]] = w[rank];
+      MOESIM_CHECK(zipf_table.size() == n, "one Zipf weight per expert");
+      for (size_t rank = 0; rank < n; ++rank) out[perm[rank]] = zipf_table[rank];
       break;
     }
     case PopularityKind::kDirichlet: {

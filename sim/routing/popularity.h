@@ -31,7 +31,8 @@ inline constexpr double kMinRelativePopularity = 1e-9;
 // or a symmetric Dirichlet(alpha) draw. Uses only `rng`.
 void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out);
 // The same, with the Zipf weights of ranks 0..n-1 given (zipf_weights(n, skew.zipf_s): a caller
-// drawing many vectors of one shape computes them once); the same vector from the same stream.
+// drawing many vectors of one shape computes them once; any span for other kinds); the same
+// vector from the same stream.
 void draw_popularity(const LayerSkewSpec& skew, RngStream& rng, std::span<double> out,
                      std::span<const double> zipf_table);
 // Zipf weights 1/(rank+1)^s of ranks 0..n-1, as draw_popularity computes them.

@@ -21,7 +21,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <span>
 #include <vector>
@@ -30,52 +29,10 @@
 #include "sim/core/rng.h"
 #include "sim/routing/routing_model.h"
 #include "sim/routing/routing_spec.h"
+#include "sim/routing/synthetic_popularity.h"
 #include "sim/routing/token_sampler.h"
 
 namespace moesim::sim {
-
-// The layers' skew, clusters, drift epochs and, per epoch, each domain's popularity and selection
-// shares (and the destination shares of each expert-to-GPU map in use, with their prepared
-// draws), all from `seed` alone. Models holding one share what they compute: a model with its own
-// copy from the same seed draws exactly the same routing (tests/sim/routing/
-// synthetic_routing_test.cc). Not thread-safe: the models sharing one run on one thread.
-class SyntheticPopularity {
- public:
-  // Preconditions: shape valid (validate_routing_shape) and spec valid for it
-  // (validate_routing_spec); both checked, as invariants.
-  SyntheticPopularity(const RoutingShape& shape, RoutingSpec spec, uint64_t seed);
-  ~SyntheticPopularity();
-  SyntheticPopularity(const SyntheticPopularity&) = delete;
-  SyntheticPopularity& operator=(const SyntheticPopularity&) = delete;
-
-  const RoutingShape& shape() const { return shape_; }
-  const RoutingSpec& spec() const { return spec_; }
-  uint64_t seed() const { return seed_; }
-
- private:
-  friend class SyntheticRoutingModel;
-  struct Epoch;
-  struct GpuShares;
-  struct Layer;
-
-  // The epoch of a step for a layer (0 without drift), and the first step of an epoch.
-  int64_t epoch_of(int32_t moe_layer_idx, int64_t step_idx);
-  int64_t epoch_start_step(int32_t moe_layer_idx, int64_t epoch_idx);
-  // The layer's shares in epoch `epoch_idx`: kept while a model holds them (and the last few
-  // others), drawn again from their streams otherwise.
-  std::shared_ptr<Epoch> epoch(int32_t moe_layer_idx, int64_t epoch_idx);
-  // The destination shares of `gpu_of_expert` over num_dst_gpus (num_rows: 1 for the domain mix,
-  // or one per domain) in `epoch`: one some model holds, or new.
-  std::shared_ptr<GpuShares> gpu_shares(Epoch& epoch, std::span<const int32_t> gpu_of_expert,
-                                        int32_t num_dst_gpus, int32_t num_rows);
-
-  RoutingShape shape_;
-  RoutingSpec spec_;
-  uint64_t seed_;
-  std::vector<double> domain_weights_;  // normalised
-  std::vector<std::unique_ptr<Layer>> layers_;
-  std::map<double, std::vector<double>> zipf_tables_;  // Zipf weights by rank, per exponent
-};
 
 class SyntheticRoutingModel final : public RoutingModel {
  public:
