@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/moesim/cli.h"
+#include "apps/moesim/huge_page_heap.h"
 #include "moesim_version.h"
 #include "sim/config/config_error.h"
 #include "sim/io/output_files.h"
@@ -64,6 +65,7 @@ void print_help() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  moesim::cli::reexec_with_huge_page_heap(argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_help();
