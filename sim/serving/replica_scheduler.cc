@@ -150,11 +150,13 @@ void ReplicaScheduler::add_prefill_chunks(SimTime now) {
 }
 
 void ReplicaScheduler::admit_waiting(SimTime now) {
+  admit_tree_built_ = false;  // the ranks changed since the last step's admissions
   while (!waiting_.empty() && num_in_flight_ < max_seqs_) {
     const int32_t sid = waiting_.front();
     if (!try_admit(sid, now)) break;
     waiting_.pop_front();
     const Seq& s = seqs_[sid];
+    const int32_t rank_idx = s.rank;
     if (s.prefilled >= s.prefill_target) {
       // KV arrived from a prefill replica: decode right away.
       const int64_t n = verify_tokens(s, INT64_MAX);
@@ -162,6 +164,8 @@ void ReplicaScheduler::admit_waiting(SimTime now) {
         push(sid, s.rank, SeqSlice{n, s.req.prompt_tokens + s.generated - 1, false});
       }
     }
+    // The admission (and a preemption it caused) changed this rank only.
+    if (admit_tree_built_) admit_tree_.update(rank_idx, admit_key(rank_idx));
   }
 }
 
@@ -232,29 +236,48 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
   const int64_t per_prefix = blocks_per_prefix();
   // Every rank's cache has the spec's block size (the constructor and reset_memory build them).
   const int64_t prompt_blocks = ranks_[0].kv->blocks_for_tokens(s.prefill_target);
-  for (int32_t k = 0; k < num_ranks(); ++k) {
-    if (budget(k) <= 0 && !s.decode_only) continue;
-    const Rank& rank = ranks_[k];
-    const int64_t hits = may_hit_hbm ? hits_on(rank, s) : 0;
-    // Prefix blocks a lower KV tier of the rank's node holds (0 without tiers): loaded into HBM.
-    const int64_t lower = may_hit ? lower_hits_on(k, s, hits) : 0;
-    const int64_t total = hits + lower;
-    const int64_t need = prompt_blocks - total * per_prefix + layout_.state_blocks_per_sequence;
-    // Pinning the HBM hits takes their blocks out of the evictable ones can_allocate counts.
-    const int64_t pinned_now =
-        hits > 0 ? rank.kv->unpinned_blocks(std::span<const uint64_t>(
-                       s.req.prefix_block_hashes.data(), static_cast<size_t>(hits)))
-                 : 0;
-    if (!rank.kv->can_allocate(need + lower * per_prefix + pinned_now)) continue;
-    const int64_t room = rank.kv->free_blocks() + rank.kv->evictable_blocks() -
-                         static_cast<int64_t>(rank.running.size()) * 4;
-    if (total > best_total || (total == best_total && room > best_room)) {
+  if (!may_hit && !s.decode_only && step_tokens_left_ > 0) {
+    // No rank can hit a prefix, so every rank needs the same blocks: the scan below would pick
+    // the first rank of most room among those whose budget takes tokens, if it can allocate
+    // them (a rank of less room is never chosen over it). admit_tree_ has that rank.
+    if (!admit_tree_built_) {
+      admit_tree_.build(num_ranks(), [this](int32_t k) { return admit_key(k); });
+      admit_tree_built_ = true;
+    }
+    const int32_t k = admit_tree_.first_max();
+    const int64_t need = prompt_blocks + layout_.state_blocks_per_sequence;
+    if (admit_tree_.key(k) != ArgMaxTree::kNone && ranks_[k].kv->can_allocate(need)) {
       best = k;
-      best_hits = hits;
-      best_lower = lower;
-      best_total = total;
-      best_room = room;
+      best_hits = best_lower = best_total = 0;
+      best_room = admit_tree_.key(k);
       best_need = need;
+    }
+  }
+  // Otherwise (or where that rank cannot allocate them) every rank is asked.
+  if (best < 0) {
+    for (int32_t k = 0; k < num_ranks(); ++k) {
+      if (budget(k) <= 0 && !s.decode_only) continue;
+      const Rank& rank = ranks_[k];
+      const int64_t hits = may_hit_hbm ? hits_on(rank, s) : 0;
+      // Prefix blocks a lower KV tier of the rank's node holds (0 without tiers): loaded into HBM.
+      const int64_t lower = may_hit ? lower_hits_on(k, s, hits) : 0;
+      const int64_t total = hits + lower;
+      const int64_t need = prompt_blocks - total * per_prefix + layout_.state_blocks_per_sequence;
+      // Pinning the HBM hits takes their blocks out of the evictable ones can_allocate counts.
+      const int64_t pinned_now =
+          hits > 0 ? rank.kv->unpinned_blocks(std::span<const uint64_t>(
+                         s.req.prefix_block_hashes.data(), static_cast<size_t>(hits)))
+                   : 0;
+      if (!rank.kv->can_allocate(need + lower * per_prefix + pinned_now)) continue;
+      const int64_t room = admit_room(rank);
+      if (total > best_total || (total == best_total && room > best_room)) {
+        best = k;
+        best_hits = hits;
+        best_lower = lower;
+        best_total = total;
+        best_room = room;
+        best_need = need;
+      }
     }
   }
   if (best < 0) return false;

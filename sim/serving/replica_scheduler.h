@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/core/argmax_tree.h"
 #include "sim/core/id_window.h"
 #include "sim/core/time.h"
 #include "sim/memory/kv_cache.h"
@@ -136,6 +137,16 @@ class ReplicaScheduler {
   void add_prefill_chunks(SimTime now);
   void admit_waiting(SimTime now);
   bool try_admit(int32_t sid, SimTime now);
+  // Admission's room of rank k: its free and evictable blocks less 4 per running sequence; the
+  // rank admit_tree_ ranks them by.
+  int64_t admit_room(const Rank& rank) const {
+    return rank.kv->free_blocks() + rank.kv->evictable_blocks() -
+           static_cast<int64_t>(rank.running.size()) * 4;
+  }
+  // admit_tree_'s key of rank k: its room where its budget takes tokens, else ArgMaxTree::kNone.
+  int64_t admit_key(int32_t k) const {
+    return budget_[k] > 0 ? admit_room(ranks_[k]) : ArgMaxTree::kNone;
+  }
   // KV for the sequence's context and its `verify_tokens` new tokens (allocating, else
   // preempting); false when the sequence itself was preempted.
   bool ensure_decode_capacity(int32_t rank_idx, int32_t sid, int64_t verify_tokens = 1);
@@ -191,6 +202,12 @@ class ReplicaScheduler {
   static constexpr size_t kPrefetchAhead = 6;  // sequences prefetched ahead in per-rank loops
   std::vector<int64_t> budget_;  // per rank, before the step cap: read through budget()
   int64_t step_tokens_left_ = 0;
+  // admit_waiting()'s ranks by admit_key(): built at its first admission that can use it (one
+  // that no prefix can hit and that takes a budget), then kept by re-keying the rank each
+  // admission changed (only that rank's cache, running list and budget change), so choosing the
+  // rank of most room costs log(ranks), not ranks. Valid while admit_tree_built_.
+  ArgMaxTree admit_tree_;
+  bool admit_tree_built_ = false;
   // Tokens rank k may still take this step: its budget, at most the step's tokens left.
   int64_t budget(int32_t k) const { return std::min(budget_[k], step_tokens_left_); }
 };
