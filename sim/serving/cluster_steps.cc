@@ -220,9 +220,9 @@ void ClusterSim::on_step_done(const Event& e) {
   r.busy = false;
   std::vector<int32_t> to_transfer;
   const ScheduledBatch& batch = r.scheduler->batch();
-  constexpr size_t kAhead = 6;  // sequences prefetched ahead: their hot fields (sequence.h)
+  constexpr size_t kAhead = 16;  // sequences prefetched ahead: their first line (sequence.h)
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
-    if (i + kAhead < batch.seqs.size()) seqs_.prefetch(batch.seqs[i + kAhead].first, 128);
+    if (i + kAhead < batch.seqs.size()) seqs_.prefetch(batch.seqs[i + kAhead].first, 64);
     const auto& [sid, sl] = batch.seqs[i];
     Seq& s = seqs_[sid];
     if (!s.running) continue;

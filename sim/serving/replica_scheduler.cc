@@ -109,7 +109,7 @@ void ReplicaScheduler::add_decode_tokens() {
     decode_snapshot_ = ranks_[k].running;
     for (size_t i = 0; i < decode_snapshot_.size(); ++i) {
       if (i + kPrefetchAhead < decode_snapshot_.size()) {
-        seqs_.prefetch(decode_snapshot_[i + kPrefetchAhead], 128);
+        seqs_.prefetch(decode_snapshot_[i + kPrefetchAhead], 64);
       }
       const int32_t sid = decode_snapshot_[i];
       const Seq& s = seqs_[sid];

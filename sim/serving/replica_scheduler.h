@@ -197,9 +197,9 @@ class ReplicaScheduler {
   SimTime now_ = 0;  // the last schedule()'s time: stamps demotions (allocations happen there)
   // Per step.
   ScheduledBatch batch_;
-  std::vector<int32_t> decode_snapshot_;       // add_decode_tokens' copy of a rank's running list
-  bool preempted_this_step_ = false;           // schedule() preempted a sequence
-  static constexpr size_t kPrefetchAhead = 6;  // sequences prefetched ahead in per-rank loops
+  std::vector<int32_t> decode_snapshot_;        // add_decode_tokens' copy of a rank's running list
+  bool preempted_this_step_ = false;            // schedule() preempted a sequence
+  static constexpr size_t kPrefetchAhead = 16;  // sequences prefetched ahead in per-rank loops
   std::vector<int64_t> budget_;  // per rank, before the step cap: read through budget()
   int64_t step_tokens_left_ = 0;
   // admit_waiting()'s ranks by admit_key(): built at its first admission that can use it (one

@@ -5,6 +5,7 @@
 // only the window from the oldest unfinished sequence on (IdWindow).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "sim/core/time.h"
@@ -12,11 +13,11 @@
 
 namespace moesim::sim {
 
-struct Seq {
-  // What every step reads and writes comes first, with the request's token counts right after,
-  // so that the per-sequence loops of a step touch the entry's first two cache lines only.
-  int32_t sid = -1;  // sequence id: the index in the cluster's table
-  int32_t replica = -1;
+struct alignas(64) Seq {
+  // What every step reads and writes fills the entry's first cache line (entries are aligned to
+  // it): the flags, the token counts and the KV capacity, then the request, whose own first
+  // fields are its prompt and output token counts (request.h). The per-sequence loops of a step
+  // touch that line only.
   int32_t rank = -1;
   bool running = false;
   bool first_admission_done = false;
@@ -24,12 +25,14 @@ struct Seq {
   int64_t prefill_target = 0;  // tokens whose KV must be computed before decoding
   int64_t prefilled = 0;
   int64_t generated = 0;
-  int64_t owned_blocks = 0;         // KV + state blocks owned exclusively
-  int64_t capacity_tokens = 0;      // tokens the sequence's KV blocks (owned + pinned) hold
+  int64_t capacity_tokens = 0;  // tokens the sequence's KV blocks (owned + pinned) hold
+  int64_t owned_blocks = 0;     // KV + state blocks owned exclusively
+  Request req;
+  int32_t sid = -1;  // sequence id: the index in the cluster's table
+  int32_t replica = -1;
   int64_t num_hit_blocks = 0;       // leading prefix blocks pinned from the cache
   int64_t num_inserted_blocks = 0;  // prompt prefix blocks this sequence inserted (pinned)
   uint64_t admit_order = 0;         // the scheduler's admission counter at the last admission
-  Request req;
   // Figures the request's record reports (the cluster copies them into it).
   SimTime first_scheduled_ns = -1;   // first admission, -1 before
   int64_t cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at admission
@@ -42,5 +45,7 @@ struct Seq {
   int64_t kv_load_id = -1;  // the load kv_ready_ns waits for (KvLoad::id); -1 none
   int64_t loaded_prompt_tokens = 0;
 };
+static_assert(offsetof(Seq, req) + offsetof(Request, output_tokens) + sizeof(int64_t) <= 64,
+              "the fields a step reads fit the entry's first cache line");
 
 }  // namespace moesim::sim

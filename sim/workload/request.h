@@ -35,14 +35,16 @@ LengthClass length_class(int64_t prompt_tokens);
 std::string_view length_class_name(LengthClass length_class);
 
 struct Request {
-  // Unique per generator, assigned 0, 1, 2, ... in the order requests are produced.
-  RequestId id;
-  // Absolute simulated arrival time.
-  SimTime arrival_ns = 0;
+  // The token counts come first: a sequence's entry (sequence.h) holds its request right after
+  // the fields every step reads, and these two are read with them.
   // Input tokens, >= 1, including any prefix re-used from earlier turns.
   int64_t prompt_tokens = 0;
   // Generated tokens, >= 1, including reasoning_tokens.
   int64_t output_tokens = 0;
+  // Unique per generator, assigned 0, 1, 2, ... in the order requests are produced.
+  RequestId id;
+  // Absolute simulated arrival time.
+  SimTime arrival_ns = 0;
   // "Thinking" tokens: the first reasoning_tokens of the output. 0 <= reasoning <= output.
   int64_t reasoning_tokens = 0;
   // Agent session this request belongs to; invalid (value -1) for independent requests.
