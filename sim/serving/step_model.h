@@ -373,7 +373,7 @@ class StepModel {
   // direct-mapped table, kept across steps (a pure function of the two while memo_allowed_),
   // possibly shared with other replicas (share_expert_memo).
   using ExpertMemo = ExpertMemoTable::Entry;
-  static constexpr int kExpertMemoBits = 12;
+  static constexpr int kExpertMemoBits = 14;
   static constexpr size_t kExpertMemoSize = size_t{1} << kExpertMemoBits;
   double expert_seconds(int64_t selections, int32_t slots, double log1p_inv_slots) {
     // One key for both (slots < 2^16, selections < 2^47, else not kept); consecutive selections
