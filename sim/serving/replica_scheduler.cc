@@ -358,11 +358,10 @@ bool ReplicaScheduler::ensure_decode_capacity(int32_t rank_idx, int32_t sid,
       s.capacity_tokens += spec_.kv_block_tokens;
       continue;
     }
-    // Out of blocks: preempt the most recently admitted sequence of this rank.
-    int32_t victim = rank.running.back();
-    for (int32_t v : rank.running) {
-      if (seqs_[v].admit_order > seqs_[victim].admit_order) victim = v;
-    }
+    // Out of blocks: preempt the most recently admitted sequence of this rank, the running
+    // list's last (it is in admission order: admission appends, release keeps the order).
+    const int32_t victim = rank.running.back();
+    MOESIM_CHECK(seqs_[victim].admit_order >= s.admit_order, "running list out of admission order");
     preempt(victim);
     if (victim == sid) return false;
   }
