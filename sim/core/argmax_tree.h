@@ -37,8 +37,9 @@ class ArgMaxTree {
   void update(int32_t i, int64_t key) {
     MOESIM_CHECK(i >= 0 && i < n_, "argmax tree index out of range");
     keys_[i] = key;
-    for (int32_t v = (size_ + i) / 2; v >= 1; v /= 2)
+    for (int32_t v = (size_ + i) / 2; v >= 1; v /= 2) {
       win_[v] = winner(win_[2 * v], win_[2 * v + 1]);
+    }
   }
 
   // The smallest index of the largest key (n >= 1, so one exists; its key may be kNone).

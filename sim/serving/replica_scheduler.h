@@ -137,8 +137,8 @@ class ReplicaScheduler {
   void add_prefill_chunks(SimTime now);
   void admit_waiting(SimTime now);
   bool try_admit(int32_t sid, SimTime now);
-  // Admission's room of rank k: its free and evictable blocks less 4 per running sequence; the
-  // rank admit_tree_ ranks them by.
+  // A rank's room for admission: its free and evictable blocks less 4 per running sequence (the
+  // larger wins, the first rank on a tie).
   int64_t admit_room(const Rank& rank) const {
     return rank.kv->free_blocks() + rank.kv->evictable_blocks() -
            static_cast<int64_t>(rank.running.size()) * 4;
