@@ -18,6 +18,14 @@ std::optional<std::string> huge_page_tunables(std::string_view thp_enabled, cons
   return next;
 }
 
+bool simulates(std::string_view command) {
+  for (const std::string_view c :
+       {"run", "sweep", "search", "compare", "validate", "layers", "prune"}) {
+    if (command == c) return true;
+  }
+  return false;
+}
+
 void reexec_with_huge_page_heap(char** argv) {
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   const std::string thp_enabled{std::istreambuf_iterator<char>(in),

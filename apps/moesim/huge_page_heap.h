@@ -22,6 +22,10 @@ namespace moesim::cli {
 // current GLIBC_TUNABLES (nullptr when unset).
 std::optional<std::string> huge_page_tunables(std::string_view thp_enabled, const char* tunables);
 
+// Whether `moesim COMMAND` simulates (run, sweep, search, compare, validate, layers, prune):
+// the commands whose heap is worth a second start.
+bool simulates(std::string_view command);
+
 // Re-executes this program (/proc/self/exe, the same argv and environment plus the tunable) when
 // huge_page_tunables() says so; returns when it does not or the exec fails (the run goes on
 // with the heap as it is). Call first in main(), before any output or thread.

@@ -30,5 +30,14 @@ TEST(HugePageHeap, DoesNothingWhereTheKernelDecides) {
   EXPECT_FALSE(huge_page_tunables("", nullptr));                          // not readable
 }
 
+TEST(HugePageHeap, OnlyTheCommandsThatSimulateStartTwice) {
+  for (const char* c : {"run", "sweep", "search", "compare", "validate", "layers", "prune"}) {
+    EXPECT_TRUE(simulates(c)) << c;
+  }
+  for (const char* c : {"--version", "--help", "model", "topo", "report", "engine", "runs", ""}) {
+    EXPECT_FALSE(simulates(c)) << c;
+  }
+}
+
 }  // namespace
 }  // namespace moesim::cli
