@@ -45,7 +45,6 @@ class ArgMaxTree {
   // The smallest index of the largest key (n >= 1, so one exists; its key may be kNone).
   int32_t first_max() const { return win_[1]; }
   int64_t key(int32_t i) const { return keys_[i]; }
-  int32_t size() const { return n_; }
 
  private:
   int32_t winner(int32_t a, int32_t b) const {

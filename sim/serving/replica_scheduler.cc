@@ -248,8 +248,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
     const int64_t need = prompt_blocks + layout_.state_blocks_per_sequence;
     if (admit_tree_.key(k) != ArgMaxTree::kNone && ranks_[k].kv->can_allocate(need)) {
       best = k;
-      best_hits = best_lower = best_total = 0;
-      best_room = admit_tree_.key(k);
+      best_hits = best_lower = 0;
       best_need = need;
     }
   }
