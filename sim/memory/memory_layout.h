@@ -49,6 +49,14 @@ struct GpuMemoryLayout {
   }
 };
 
+// KV blocks one sequence of `tokens` tokens holds in blocks of `block_tokens` tokens: its KV /
+// latent blocks and its recurrent state's. The one rule admission, the search's diagnosis and
+// the pruning study size a sequence by.
+inline int64_t blocks_for_sequence(const GpuMemoryLayout& layout, int64_t tokens,
+                                   int64_t block_tokens) {
+  return (tokens + block_tokens - 1) / block_tokens + layout.state_blocks_per_sequence;
+}
+
 // The layout, or an error message (empty on success) when it does not fit.
 GpuMemoryLayout compute_gpu_memory_layout(const ModelCard& card, const GpuMemoryInputs& in,
                                           std::string* error);

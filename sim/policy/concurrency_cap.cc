@@ -12,19 +12,20 @@ ConcurrencyCapPolicy::ConcurrencyCapPolicy(ConcurrencyCapParams params) : params
 }
 
 void ConcurrencyCapPolicy::on_start(PolicyContext& ctx) {
-  const int32_t num_replicas = ctx.num_replicas();
+  const int32_t num_replicas = ctx.view.num_replicas();
   for (int32_t r = 0; r < num_replicas; ++r) {
-    ctx.set_concurrency_limit(r, params_.max_seqs_per_replica, params_.max_step_tokens_per_replica);
-    ctx.count_action("cap_set");
+    ctx.actions.set_concurrency_limit(r, params_.max_seqs_per_replica,
+                                      params_.max_step_tokens_per_replica);
+    ctx.actions.count_action("cap_set");
   }
   if (params_.max_seqs_per_replica > 0) {
-    ctx.report_metric("concurrency_cap.max_seqs_per_replica", params_.max_seqs_per_replica);
-    ctx.report_metric("concurrency_cap.cluster_max_seqs",
-                      static_cast<double>(params_.max_seqs_per_replica) * num_replicas);
+    ctx.actions.report_metric("concurrency_cap.max_seqs_per_replica", params_.max_seqs_per_replica);
+    ctx.actions.report_metric("concurrency_cap.cluster_max_seqs",
+                              static_cast<double>(params_.max_seqs_per_replica) * num_replicas);
   }
   if (params_.max_step_tokens_per_replica > 0) {
-    ctx.report_metric("concurrency_cap.max_step_tokens_per_replica",
-                      static_cast<double>(params_.max_step_tokens_per_replica));
+    ctx.actions.report_metric("concurrency_cap.max_step_tokens_per_replica",
+                              static_cast<double>(params_.max_step_tokens_per_replica));
   }
 }
 

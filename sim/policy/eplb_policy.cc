@@ -42,8 +42,8 @@ class EplbPolicy final : public ServingPolicy {
   bool wants_expert_loads() const override { return true; }
 
   void on_start(PolicyContext& ctx) override {
-    for (int32_t r = 0; r < ctx.num_replicas(); ++r) {
-      const LayerPlacements* p = ctx.placements(r);
+    for (int32_t r = 0; r < ctx.view.num_replicas(); ++r) {
+      const LayerPlacements* p = ctx.view.placements(r);
       if (!p) continue;
       State s;
       s.rebalancer = std::make_unique<EplbRebalancer>(config_, num_moe_layers_, p->layer(0),
@@ -51,7 +51,8 @@ class EplbPolicy final : public ServingPolicy {
       s.initial = std::make_unique<LayerPlacements>(*p);
       states_.emplace(r, std::move(s));
     }
-    if (!states_.empty()) ctx.schedule_timer(this, from_seconds(config_.balance.period_s), 0);
+    if (!states_.empty())
+      ctx.actions.schedule_timer(this, from_seconds(config_.balance.period_s), 0);
   }
 
   void on_expert_loads(PolicyContext& ctx, int32_t replica, int32_t moe_layer_idx,
@@ -65,24 +66,24 @@ class EplbPolicy final : public ServingPolicy {
   void on_timer(PolicyContext& ctx, int64_t tag) override {
     for (auto& [r, s] : states_) {
       if (s.transfer_id >= 0) {
-        ctx.count_action("eplb_skip_busy");
+        ctx.actions.count_action("eplb_skip_busy");
         continue;
       }
-      ctx.count_action("eplb_rebalance");
-      const LayerPlacements& current = *ctx.placements(r);
+      ctx.actions.count_action("eplb_rebalance");
+      const LayerPlacements& current = *ctx.view.placements(r);
       std::vector<EplbPlan> apply_plans;
       int64_t num_copies = 0;
       for (int32_t l = 0; l < current.num_layers(); ++l) {
         EplbPlan plan = s.rebalancer->plan(l, current.layer(l));
         switch (plan.decision) {
           case EplbPlan::Decision::kNoLoad:
-            ctx.count_action("eplb_layer_skip_no_load");
+            ctx.actions.count_action("eplb_layer_skip_no_load");
             continue;
           case EplbPlan::Decision::kUnchanged:
-            ctx.count_action("eplb_layer_unchanged");
+            ctx.actions.count_action("eplb_layer_unchanged");
             continue;
           case EplbPlan::Decision::kNoGain:
-            ctx.count_action("eplb_layer_skip_no_gain");
+            ctx.actions.count_action("eplb_layer_skip_no_gain");
             continue;
           case EplbPlan::Decision::kApply:
             break;
@@ -95,14 +96,14 @@ class EplbPolicy final : public ServingPolicy {
         apply(ctx, r, apply_plans);
         continue;
       }
-      ctx.count_action("eplb_expert_copy", num_copies);
+      ctx.actions.count_action("eplb_expert_copy", num_copies);
       num_copies_ += num_copies;
       bytes_copied_ += slot_weight_bytes_ * static_cast<double>(num_copies);
       std::vector<double> traffic = s.rebalancer->transfer_traffic(apply_plans);
       s.pending = std::move(apply_plans);
-      s.transfer_id = ctx.start_weight_transfer(this, r, std::move(traffic));
+      s.transfer_id = ctx.actions.start_weight_transfer(this, r, std::move(traffic));
     }
-    ctx.schedule_timer(this, from_seconds(config_.balance.period_s), tag + 1);
+    ctx.actions.schedule_timer(this, from_seconds(config_.balance.period_s), tag + 1);
   }
 
   void on_transfer_done(PolicyContext& ctx, int64_t transfer_id) override {
@@ -124,7 +125,7 @@ class EplbPolicy final : public ServingPolicy {
     int64_t num_layers = 0;
     for (const auto& [r, s] : states_) {
       const ExpertLoadAverage& average = s.rebalancer->load_average();
-      const LayerPlacements& now = *ctx.placements(r);
+      const LayerPlacements& now = *ctx.view.placements(r);
       for (int32_t l = 0; l < average.num_layers(); ++l) {
         if (average.num_samples(l) == 0) continue;
         const std::vector<double> loads = average.average(l);
@@ -138,16 +139,17 @@ class EplbPolicy final : public ServingPolicy {
         ++num_layers;
       }
     }
-    ctx.report_metric("eplb.rebalances_applied", static_cast<double>(num_applied_));
-    ctx.report_metric("eplb.layer_placements_applied", static_cast<double>(num_layers_applied_));
-    ctx.report_metric("eplb.expert_copies", static_cast<double>(num_copies_));
-    ctx.report_metric("eplb.weight_bytes_copied", bytes_copied_);
+    ctx.actions.report_metric("eplb.rebalances_applied", static_cast<double>(num_applied_));
+    ctx.actions.report_metric("eplb.layer_placements_applied",
+                              static_cast<double>(num_layers_applied_));
+    ctx.actions.report_metric("eplb.expert_copies", static_cast<double>(num_copies_));
+    ctx.actions.report_metric("eplb.weight_bytes_copied", bytes_copied_);
     if (num_layers > 0) {
       const auto m = static_cast<double>(num_layers);
-      ctx.report_metric("eplb.predicted_gpu_imbalance_static", static_sum / m);
-      ctx.report_metric("eplb.predicted_gpu_imbalance_final", final_sum / m);
-      ctx.report_metric("eplb.predicted_gpu_balancedness_static", static_bal / m);
-      ctx.report_metric("eplb.predicted_gpu_balancedness_final", final_bal / m);
+      ctx.actions.report_metric("eplb.predicted_gpu_imbalance_static", static_sum / m);
+      ctx.actions.report_metric("eplb.predicted_gpu_imbalance_final", final_sum / m);
+      ctx.actions.report_metric("eplb.predicted_gpu_balancedness_static", static_bal / m);
+      ctx.actions.report_metric("eplb.predicted_gpu_balancedness_final", final_bal / m);
     }
   }
 
@@ -166,12 +168,12 @@ class EplbPolicy final : public ServingPolicy {
       layers.emplace_back(plan.moe_layer_idx, *plan.target);
       drops += static_cast<int64_t>(plan.drops.size());
     }
-    if (!ctx.set_layer_placements(replica, layers)) {
-      ctx.count_action("eplb_apply_no_memory");
+    if (!ctx.actions.set_layer_placements(replica, layers)) {
+      ctx.actions.count_action("eplb_apply_no_memory");
       return;
     }
-    ctx.count_action("eplb_apply");
-    if (drops > 0) ctx.count_action("eplb_expert_drop", drops);
+    ctx.actions.count_action("eplb_apply");
+    if (drops > 0) ctx.actions.count_action("eplb_expert_drop", drops);
     ++num_applied_;
     num_layers_applied_ += static_cast<int64_t>(plans.size());
   }

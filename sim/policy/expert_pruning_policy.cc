@@ -25,8 +25,8 @@ class ExpertPruningPolicy final : public ServingPolicy {
   std::string_view name() const override { return "expert_pruning"; }
 
   void on_start(PolicyContext& ctx) override {
-    if (ctx.num_replicas() == 0 || !ctx.placements(0)) return;
-    auto* sampler = dynamic_cast<SyntheticRoutingModel*>(ctx.routing_model(0));
+    if (ctx.view.num_replicas() == 0 || !ctx.view.placements(0)) return;
+    auto* sampler = dynamic_cast<SyntheticRoutingModel*>(ctx.actions.routing_model(0));
     MOESIM_CHECK(sampler != nullptr, "synthetic routing (checked by the factory)");
     const RoutingShape& shape = sampler->shape();
     if (!plan_) {
@@ -39,36 +39,37 @@ class ExpertPruningPolicy final : public ServingPolicy {
         held_out_reroute(*sampler, *plan_, config_.profile_steps, config_.profile_steps,
                          config_.tokens_per_step, kHeldOutSeed);
     const int32_t kept = plan_->num_kept_per_layer();
-    const ExpertPlacement& before = ctx.placements(0)->layer(0);
+    const ExpertPlacement& before = ctx.view.placements(0)->layer(0);
     const int32_t slots_before = before.max_slots_per_gpu();
     pruned_card_ = std::make_unique<ModelCard>(pruned_model_card(card_, kept));
     const ExpertPlacement placement = repacked_placement(
         kept, before.num_gpus(), before.gpus_per_node(), before.num_shared_experts());
-    for (int32_t r = 0; r < ctx.num_replicas(); ++r) {
-      auto* synth = dynamic_cast<SyntheticRoutingModel*>(ctx.routing_model(r));
+    for (int32_t r = 0; r < ctx.view.num_replicas(); ++r) {
+      auto* synth = dynamic_cast<SyntheticRoutingModel*>(ctx.actions.routing_model(r));
       MOESIM_CHECK(synth != nullptr, "synthetic routing on every replica");
       routings_.push_back(std::make_unique<PrunedRoutingModel>(*synth, *plan_));
-      ctx.replace_routed_experts(r, *pruned_card_, placement, routings_.back().get());
-      ctx.count_action("expert_pruning_apply");
+      ctx.actions.replace_routed_experts(r, *pruned_card_, placement, routings_.back().get());
+      ctx.actions.count_action("expert_pruning_apply");
     }
-    ctx.count_action("experts_pruned",
-                     static_cast<int64_t>(plan_->num_pruned_per_layer()) * plan_->num_moe_layers());
+    ctx.actions.count_action("experts_pruned", static_cast<int64_t>(plan_->num_pruned_per_layer()) *
+                                                   plan_->num_moe_layers());
     const MoeSpec* moe = nullptr;
     for (const LayerSpec& l : card_.layers) {
       if (l.ffn.is_moe && !moe) moe = &l.ffn.moe;
     }
     const int32_t slots_after = placement.max_slots_per_gpu();
-    ctx.report_metric("expert_pruning.experts_pruned_per_layer", plan_->num_pruned_per_layer());
-    ctx.report_metric("expert_pruning.experts_kept_per_layer", kept);
-    ctx.report_metric("expert_pruning.expert_slots_per_gpu_before", slots_before);
-    ctx.report_metric("expert_pruning.expert_slots_per_gpu_after", slots_after);
-    ctx.report_metric("expert_pruning.weight_bytes_freed_per_gpu",
-                      static_cast<double>(slots_before - slots_after) *
-                          expert_weight_bytes(card_, *moe) *
-                          static_cast<double>(plan_->num_moe_layers()));
-    ctx.report_metric("expert_pruning.mass_lost_held_out", held_out.mass_lost());
-    ctx.report_metric("expert_pruning.tokens_rerouted_held_out",
-                      held_out.tokens_affected_fraction());
+    ctx.actions.report_metric("expert_pruning.experts_pruned_per_layer",
+                              plan_->num_pruned_per_layer());
+    ctx.actions.report_metric("expert_pruning.experts_kept_per_layer", kept);
+    ctx.actions.report_metric("expert_pruning.expert_slots_per_gpu_before", slots_before);
+    ctx.actions.report_metric("expert_pruning.expert_slots_per_gpu_after", slots_after);
+    ctx.actions.report_metric("expert_pruning.weight_bytes_freed_per_gpu",
+                              static_cast<double>(slots_before - slots_after) *
+                                  expert_weight_bytes(card_, *moe) *
+                                  static_cast<double>(plan_->num_moe_layers()));
+    ctx.actions.report_metric("expert_pruning.mass_lost_held_out", held_out.mass_lost());
+    ctx.actions.report_metric("expert_pruning.tokens_rerouted_held_out",
+                              held_out.tokens_affected_fraction());
   }
 
   void on_finish(PolicyContext& ctx) override {
@@ -77,7 +78,7 @@ class ExpertPruningPolicy final : public ServingPolicy {
       selections += r->num_selections();
       rerouted += r->num_rerouted_selections();
     }
-    ctx.report_metric(
+    ctx.actions.report_metric(
         "expert_pruning.mass_lost_served",
         selections == 0 ? 0.0 : static_cast<double>(rerouted) / static_cast<double>(selections));
   }

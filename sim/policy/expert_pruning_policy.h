@@ -5,7 +5,7 @@
 // experts of every MoE layer (PruningPlan::least_activated), or takes the plan read from
 // plan_file (written by `moesim prune --write-plan`; read when the table is parsed, see
 // expert_pruning.h), and applies the plan to every
-// replica through PolicyContext::replace_routed_experts: the replicas serve a card of `kept`
+// replica through PolicyActions::replace_routed_experts: the replicas serve a card of `kept`
 // experts per MoE layer, re-packed over their GPUs (repacked_placement), so the freed weight
 // bytes join the KV pool; tokens that pick a pruned expert take their next choice
 // (PrunedRoutingModel, one per replica, wrapping the replica's synthetic routing).

@@ -22,8 +22,8 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
   bool wants_expert_loads() const override { return true; }
 
   void on_start(PolicyContext& ctx) override {
-    for (int32_t r = 0; r < ctx.num_replicas(); ++r) {
-      const LayerPlacements* p = ctx.placements(r);
+    for (int32_t r = 0; r < ctx.view.num_replicas(); ++r) {
+      const LayerPlacements* p = ctx.view.placements(r);
       if (!p) continue;
       State s;
       for (int32_t l = 0; l < p->num_layers(); ++l) {
@@ -33,31 +33,31 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
       }
       states_.emplace(r, std::move(s));
     }
-    if (!states_.empty()) ctx.schedule_timer(this, from_seconds(config_.period_s), 0);
+    if (!states_.empty()) ctx.actions.schedule_timer(this, from_seconds(config_.period_s), 0);
   }
 
   void on_expert_loads(PolicyContext& ctx, int32_t replica, int32_t moe_layer_idx,
                        std::span<const double> selections) override {
     auto it = states_.find(replica);
-    if (it != states_.end()) it->second.windows[moe_layer_idx].add(ctx.now(), selections);
+    if (it != states_.end()) it->second.windows[moe_layer_idx].add(ctx.view.now(), selections);
   }
 
   // Every period: each MoE layer's hot set from that layer's window, its replicas in that layer.
   void on_timer(PolicyContext& ctx, int64_t tag) override {
     for (auto& [r, s] : states_) {
       if (s.transfer_id >= 0) {
-        ctx.count_action("replication_skip_busy");
+        ctx.actions.count_action("replication_skip_busy");
         continue;
       }
-      ctx.count_action("replication_refresh");
-      const LayerPlacements& current = *ctx.placements(r);
+      ctx.actions.count_action("replication_refresh");
+      const LayerPlacements& current = *ctx.view.placements(r);
       std::vector<Addition> additions;
       std::vector<double> traffic;
       for (int32_t l = 0; l < current.num_layers(); ++l) {
         const ReplicationPlan plan =
-            s.layers[l]->plan(s.windows[l].loads(ctx.now()), current.layer(l));
+            s.layers[l]->plan(s.windows[l].loads(ctx.view.now()), current.layer(l));
         for (const ReplicaRemoval& rm : plan.removals) {
-          ctx.remove_expert_replica(r, l, rm.expert_idx, rm.gpu_idx);
+          ctx.actions.remove_expert_replica(r, l, rm.expert_idx, rm.gpu_idx);
           s.replicas_on_gpu[rm.gpu_idx]--;
         }
         if (plan.additions.empty()) continue;
@@ -69,9 +69,9 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
       if (additions.empty()) continue;
       for (double b : traffic) weight_bytes_copied_ += b;
       s.pending = std::move(additions);
-      s.transfer_id = ctx.start_weight_transfer(this, r, std::move(traffic));
+      s.transfer_id = ctx.actions.start_weight_transfer(this, r, std::move(traffic));
     }
-    ctx.schedule_timer(this, from_seconds(config_.period_s), tag + 1);
+    ctx.actions.schedule_timer(this, from_seconds(config_.period_s), tag + 1);
   }
 
   // What the policy cost: weight bytes sent by its transfers, and HBM its replicas hold at the end
@@ -80,16 +80,16 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
     int32_t max_replicas = 0, gpus = 0;
     int64_t total_replicas = 0;
     for (const auto& [r, s] : states_) {
-      gpus += ctx.placements(r)->num_gpus();
+      gpus += ctx.view.placements(r)->num_gpus();
       for (const auto& [gpu, n] : s.replicas_on_gpu) {
         max_replicas = std::max(max_replicas, n);
         total_replicas += n;
       }
     }
-    ctx.report_metric("hot_expert_replication.weight_bytes_copied", weight_bytes_copied_);
-    ctx.report_metric("hot_expert_replication.replica_hbm_bytes_max_gpu",
-                      max_replicas * replica_weight_bytes_);
-    ctx.report_metric(
+    ctx.actions.report_metric("hot_expert_replication.weight_bytes_copied", weight_bytes_copied_);
+    ctx.actions.report_metric("hot_expert_replication.replica_hbm_bytes_max_gpu",
+                              max_replicas * replica_weight_bytes_);
+    ctx.actions.report_metric(
         "hot_expert_replication.replica_hbm_bytes_mean_gpu",
         gpus > 0 ? static_cast<double>(total_replicas) * replica_weight_bytes_ / gpus : 0.0);
   }
@@ -98,8 +98,9 @@ class HotExpertReplicationPolicy final : public ServingPolicy {
     for (auto& [r, s] : states_) {
       if (s.transfer_id != transfer_id) continue;
       for (const Addition& a : s.pending) {
-        if (!ctx.add_expert_replica(r, a.moe_layer_idx, a.add.expert_idx, a.add.dst_gpu_idx)) {
-          ctx.count_action("replica_add_no_memory");
+        if (!ctx.actions.add_expert_replica(r, a.moe_layer_idx, a.add.expert_idx,
+                                            a.add.dst_gpu_idx)) {
+          ctx.actions.count_action("replica_add_no_memory");
         } else {
           s.replicas_on_gpu[a.add.dst_gpu_idx]++;
         }

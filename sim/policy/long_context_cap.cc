@@ -58,7 +58,7 @@ void LongContextCapPolicy::on_arrival(PolicyContext& ctx, Request& request,
     return;
   }
   ++num_over_;
-  ctx.count_action("long_context_over");
+  ctx.actions.count_action("long_context_over");
   switch (params_.action) {
     case LongContextAction::kReject:
       decision.reject = true;
@@ -76,7 +76,7 @@ void LongContextCapPolicy::on_arrival(PolicyContext& ctx, Request& request,
       decision.delay_ns = add_within_horizon(decision.delay_ns, read_ns, kDelayWhat);
       rewrite_prompt(request, params_.summary_tokens, 0, {}, 0, hashes_);
       if (!params_.short_pool.empty()) decision.pool = params_.short_pool;
-      ctx.count_action("long_context_summarize");
+      ctx.actions.count_action("long_context_summarize");
       pending_accuracy_[request.id.value] =
           expected_accuracy(static_cast<double>(request.prompt_tokens)) *
           params_.summary_accuracy_factor;
@@ -84,14 +84,15 @@ void LongContextCapPolicy::on_arrival(PolicyContext& ctx, Request& request,
     }
     case LongContextAction::kRoute:
       decision.pool = params_.pool;
-      ctx.count_action("long_context_route");
+      ctx.actions.count_action("long_context_route");
       break;
     case LongContextAction::kOffline: {
       const SimTime interval_ns = from_seconds(params_.batch_interval_s);
-      const SimTime release_ns = (ctx.now() / interval_ns + 1) * interval_ns;
+      const SimTime release_ns = (ctx.view.now() / interval_ns + 1) * interval_ns;
       decision.pool = params_.pool;
-      decision.delay_ns = add_within_horizon(decision.delay_ns, release_ns - ctx.now(), kDelayWhat);
-      ctx.count_action("long_context_offline");
+      decision.delay_ns =
+          add_within_horizon(decision.delay_ns, release_ns - ctx.view.now(), kDelayWhat);
+      ctx.actions.count_action("long_context_offline");
       break;
     }
   }
@@ -113,12 +114,12 @@ void LongContextCapPolicy::on_finish(PolicyContext& ctx) {
   double sum = 0;
   for (double a : sorted) sum += a;
   const std::string p = "long_context_cap.";
-  ctx.report_metric(p + "expected_accuracy_count", static_cast<double>(sorted.size()));
-  ctx.report_metric(p + "expected_accuracy_mean",
-                    sorted.empty() ? 0.0 : sum / static_cast<double>(sorted.size()));
-  ctx.report_metric(p + "expected_accuracy_p10", quantile(sorted, 0.10));
-  ctx.report_metric(p + "expected_accuracy_p50", quantile(sorted, 0.50));
-  ctx.report_metric(p + "requests_over_threshold", static_cast<double>(num_over_));
+  ctx.actions.report_metric(p + "expected_accuracy_count", static_cast<double>(sorted.size()));
+  ctx.actions.report_metric(p + "expected_accuracy_mean",
+                            sorted.empty() ? 0.0 : sum / static_cast<double>(sorted.size()));
+  ctx.actions.report_metric(p + "expected_accuracy_p10", quantile(sorted, 0.10));
+  ctx.actions.report_metric(p + "expected_accuracy_p50", quantile(sorted, 0.50));
+  ctx.actions.report_metric(p + "requests_over_threshold", static_cast<double>(num_over_));
 }
 
 std::unique_ptr<ServingPolicy> make_long_context_cap_policy(TomlTable& table,

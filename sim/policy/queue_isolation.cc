@@ -20,7 +20,7 @@ QueueIsolationPolicy::QueueIsolationPolicy(QueueIsolationParams params)
 void QueueIsolationPolicy::on_arrival(PolicyContext& ctx, Request& request,
                                       AdmissionDecision& decision) {
   const Class c = class_of(request.prompt_tokens);
-  ctx.count_action(c == kShort ? "class_short" : "class_long");
+  ctx.actions.count_action(c == kShort ? "class_short" : "class_long");
   if (params_.isolate) decision.pool = c == kShort ? params_.short_pool : params_.long_pool;
 }
 
@@ -34,9 +34,9 @@ void QueueIsolationPolicy::on_finish(PolicyContext& ctx) {
   for (int32_t c = 0; c < 2; ++c) {
     const std::string prefix = std::string("queue_isolation.") + kClassNames[c] + ".";
     const Percentiles p = percentiles(ttft_ms_[c]);
-    ctx.report_metric(prefix + "completed", static_cast<double>(p.count));
-    ctx.report_metric(prefix + "ttft_p50_ms", p.p50);
-    ctx.report_metric(prefix + "ttft_p99_ms", p.p99);
+    ctx.actions.report_metric(prefix + "completed", static_cast<double>(p.count));
+    ctx.actions.report_metric(prefix + "ttft_p50_ms", p.p50);
+    ctx.actions.report_metric(prefix + "ttft_p99_ms", p.p99);
   }
 }
 

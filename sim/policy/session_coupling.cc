@@ -67,9 +67,9 @@ void SessionCouplingPolicy::on_arrival(PolicyContext& ctx, Request& request,
   rho_max_ = std::max(rho_max_, c.rho);
   health_sum_ += c.health;
   health_min_ = std::min(health_min_, c.health);
-  ctx.count_action(c.zone == CouplingZone::kSafe      ? "coupling_safe"
-                   : c.zone == CouplingZone::kWarning ? "coupling_warning"
-                                                      : "coupling_critical");
+  ctx.actions.count_action(c.zone == CouplingZone::kSafe      ? "coupling_safe"
+                           : c.zone == CouplingZone::kWarning ? "coupling_warning"
+                                                              : "coupling_critical");
 
   int64_t prompt = prompt0, reused = reused0;
   int64_t changed_from = -1;  // first token whose content changes this turn (-1: none)
@@ -85,7 +85,7 @@ void SessionCouplingPolicy::on_arrival(PolicyContext& ctx, Request& request,
       s.removed_tokens += removed;
       s.think_history_tokens = kept;
       tokens_removed_damp_ += removed;
-      ctx.count_action("coupling_damp");
+      ctx.actions.count_action("coupling_damp");
     }
   } else if (c.zone == CouplingZone::kCritical) {
     const int64_t system = std::min(params_.system_prompt_tokens, prompt0 - new_tokens);
@@ -93,7 +93,7 @@ void SessionCouplingPolicy::on_arrival(PolicyContext& ctx, Request& request,
     if (!params_.rebuild || history <= 0) {
       decision.reject = true;
       decision.reject_reason = "coupling_critical";
-      ctx.count_action("coupling_reject");
+      ctx.actions.count_action("coupling_reject");
       sessions_.erase(request.session.value);
       return;
     }
@@ -115,7 +115,7 @@ void SessionCouplingPolicy::on_arrival(PolicyContext& ctx, Request& request,
         "raise summary_tokens_per_s");
     decision.delay_ns = add_within_horizon(
         decision.delay_ns, delay_ns, "policies.session_coupling: the request's admission delay");
-    ctx.count_action("coupling_fuse");
+    ctx.actions.count_action("coupling_fuse");
   }
   if (!s.rewritten && changed_from < 0) return;  // untouched so far: the generator's prompt
 
@@ -142,14 +142,14 @@ void SessionCouplingPolicy::on_arrival(PolicyContext& ctx, Request& request,
 void SessionCouplingPolicy::on_finish(PolicyContext& ctx) {
   const std::string p = "session_coupling.";
   const double n = static_cast<double>(std::max<int64_t>(num_checks_, 1));
-  ctx.report_metric(p + "checks", static_cast<double>(num_checks_));
-  ctx.report_metric(p + "rho_mean", rho_sum_ / n);
-  ctx.report_metric(p + "rho_max", rho_max_);
-  ctx.report_metric(p + "health_mean", num_checks_ > 0 ? health_sum_ / n : 1.0);
-  ctx.report_metric(p + "health_min", health_min_);
-  ctx.report_metric(p + "tokens_removed_damp", static_cast<double>(tokens_removed_damp_));
-  ctx.report_metric(p + "tokens_removed_fuse", static_cast<double>(tokens_removed_fuse_));
-  ctx.report_metric(p + "summary_delay_s", summary_delay_s_);
+  ctx.actions.report_metric(p + "checks", static_cast<double>(num_checks_));
+  ctx.actions.report_metric(p + "rho_mean", rho_sum_ / n);
+  ctx.actions.report_metric(p + "rho_max", rho_max_);
+  ctx.actions.report_metric(p + "health_mean", num_checks_ > 0 ? health_sum_ / n : 1.0);
+  ctx.actions.report_metric(p + "health_min", health_min_);
+  ctx.actions.report_metric(p + "tokens_removed_damp", static_cast<double>(tokens_removed_damp_));
+  ctx.actions.report_metric(p + "tokens_removed_fuse", static_cast<double>(tokens_removed_fuse_));
+  ctx.actions.report_metric(p + "summary_delay_s", summary_delay_s_);
 }
 
 std::unique_ptr<ServingPolicy> make_session_coupling_policy(TomlTable& table,

@@ -1,5 +1,6 @@
-// ClusterSim's construction (event kinds, replicas, schedulers, GPU records) and run(): the run
-// loop, the conservation check and the assembly of the RunOutput; run_scenario.
+// ClusterSim's construction (event kinds, replicas, GPU records, the policies' context, the step
+// watchers) and run(): the run loop, the conservation check and the assembly of the RunOutput;
+// run_scenario.
 #include "sim/serving/cluster.h"
 
 #include <string>
@@ -13,15 +14,6 @@
 namespace moesim::sim {
 namespace detail {
 
-ExpertGpus Replica::expert_gpus(int32_t moe_layer_idx) const {
-  const ExpertPlacement& p = parts.placements->layer(moe_layer_idx);
-  ExpertGpus out(static_cast<size_t>(p.num_experts()));
-  for (int32_t e = 0; e < p.num_experts(); ++e) {
-    for (int32_t g : p.replicas(e)) out[e].push_back(parts.gpus[g].value);
-  }
-  return out;
-}
-
 ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
                        std::vector<std::unique_ptr<ServingPolicy>> policies)
     : sc_(sc),
@@ -33,6 +25,48 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
       router_(sc.deployment, sc.scheduler.router),
       recorder_(opt),
       stats_(sc.slo.ttft_ms, sc.slo.tpot_ms) {
+  register_events();
+  for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
+  if (sc_.speculative.enabled) {
+    draft_acceptance_ =
+        std::make_unique<DraftAcceptance>(sc_.speculative, &sim_.rng("speculative.accept"));
+    draft_accounting_ = std::make_unique<DraftAccounting>(*draft_acceptance_, recorder_);
+  }
+  const Topology& topo = builder_.topology();
+  if (sc_.kv_tiers.enabled) {
+    kv_tiers_ = std::make_unique<KvTiers>(sc_.kv_tiers, topo.num_nodes(), topo.num_gpus());
+    kv_traffic_ = std::make_unique<KvTierTraffic>(*kv_tiers_, sim_, k_kv_load_, recorder_, seqs_,
+                                                  sc_.outputs.trace_replicas);
+  }
+  setup_.root_seed = sim_.root_seed();
+  setup_.report_expert_loads = any_wants_loads_;
+  setup_.check_tier = opt_.tier_check_every > 0;
+  setup_.kv_tiers = kv_tiers_.get();
+  setup_.seqs = &seqs_;
+  replicas_ = builder_.build_replicas(setup_);
+  for (const GpuRecord& rec : builder_.gpu_records(replicas_)) recorder_.add_gpu(rec);
+  if (sc_.deployment.prefill_replicas > 0) transfer_network_ = builder_.make_network();
+  if (opt_.tier_check_every > 0)
+    tier_checker_ = std::make_unique<TierChecker>(opt_.tier_check_every);
+  recording_ = std::make_unique<StepRecording>(recorder_, sim_, seqs_, sc_.outputs.trace_replicas);
+  policy_parts_.reset(new ClusterPolicyParts{sim_, recorder_, router_, replicas_, builder_, setup_,
+                                             policies_, k_timer_,
+                                             [this](Replica& r) { try_start_step(r); }});
+  policy_view_ = std::make_unique<ClusterPolicyView>(*policy_parts_);
+  policy_actions_ = std::make_unique<ClusterPolicyActions>(*policy_parts_);
+  policy_ctx_.emplace(PolicyContext{*policy_view_, *policy_actions_});
+  if (sc_.scheduler.router == RouterPolicy::kCacheAware) {
+    router_.set_cache_probe([this](int32_t ri, const Request& req) {
+      const ReplicaScheduler& sched = *replicas_[ri].scheduler;
+      return ClusterRouter::CacheView{sched.cached_prefix_blocks(req) * kPrefixBlockTokens,
+                                      sched.pending_prefill_tokens()};
+    });
+  }
+  workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
+  if (opt_.stop_on_certain_failure) start_slo_watch();
+}
+
+void ClusterSim::register_events() {
   k_arrival_ = sim_.register_kind("arrival", [this](const Event& e, Scheduler&) { on_arrival(e); });
   k_step_done_ =
       sim_.register_kind("step_done", [this](const Event& e, Scheduler&) { on_step_done(e); });
@@ -40,7 +74,7 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
                                    [this](const Event& e, Scheduler&) { on_transfer_done(e); });
   k_end_ = sim_.register_kind("end_of_run", [this](const Event&, Scheduler&) { sim_.stop(); });
   k_timer_ = sim_.register_kind("policy_timer", [this](const Event& e, Scheduler&) {
-    policies_[e.id0]->on_timer(*this, e.id1);
+    policies_[e.id0]->on_timer(*policy_ctx_, e.id1);
   });
   k_delayed_ = sim_.register_kind("delayed_admission", [this](const Event& e, Scheduler&) {
     auto it = delayed_.find(e.id0);
@@ -51,24 +85,11 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
   });
   // Registered only with tiers: a scenario without them keeps its event kinds (and digest).
   if (sc_.kv_tiers.enabled) {
-    k_kv_load_ = sim_.register_kind("kv_load_ready",
-                                    [this](const Event& e, Scheduler&) { on_kv_load_ready(e); });
-  }
-  for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
-  if (sc_.speculative.enabled) {
-    draft_acceptance_ =
-        std::make_unique<DraftAcceptance>(sc_.speculative, &sim_.rng("speculative.accept"));
-  }
-  build_replicas();
-  if (sc_.scheduler.router == RouterPolicy::kCacheAware) {
-    router_.set_cache_probe([this](int32_t ri, const Request& req) {
-      const ReplicaScheduler& sched = *replicas_[ri].scheduler;
-      return ClusterRouter::CacheView{sched.cached_prefix_blocks(req) * kPrefixBlockTokens,
-                                      sched.pending_prefill_tokens()};
+    k_kv_load_ = sim_.register_kind("kv_load_ready", [this](const Event& e, Scheduler&) {
+      Replica& r = replicas_[static_cast<size_t>(e.id0)];
+      if (kv_traffic_->on_load_ready(e, r)) try_start_step(r);
     });
   }
-  workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
-  if (opt_.stop_on_certain_failure) start_slo_watch();
 }
 
 void ClusterSim::start_slo_watch() {
@@ -86,103 +107,10 @@ void ClusterSim::start_slo_watch() {
   slo_watch_ = std::make_unique<SloWatch>(*opt_.stop_on_certain_failure, max_requests);
 }
 
-void ClusterSim::build_replicas() {
-  const DeploymentSpec& d = sc_.deployment;
-  const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
-  const Topology& topo = builder_.topology();
-  if (sc_.kv_tiers.enabled) {
-    kv_tiers_ = std::make_unique<KvTiers>(sc_.kv_tiers, topo.num_nodes(), topo.num_gpus());
-  }
-  GpuMemoryLayout layout;
-  for (int32_t ri = 0; ri < d.num_replicas; ++ri) {
-    Replica r;
-    r.idx = ri;
-    r.parts = builder_.build(ri, sim_.root_seed());
-    if (opt_.tier_check_every > 0 && r.placements()) {
-      // Synthetic routing depends on (seed, layer, step, tokens) only: the shadow shares it.
-      r.shadow.network = builder_.make_network();
-      r.shadow.step_model = builder_.make_step_model(card_, r.gpus(), r.placements(),
-                                                     r.shadow.network.get(), r.parts.routing.get());
-      r.shadow.step_model->set_fast_tier(sc_.run.tier != SimTier::kFast);
-    }
-    // Every replica holds the same slots per GPU (a static layout, or EPLB filling every GPU's
-    // slots evenly in every layer): the first replica's layout is every replica's.
-    if (ri == 0) {
-      layout = builder_.memory_layout(card_, r.placements(), "deployment",
-                                      card_.name + " on " + builder_.topology().gpu_spec().name +
-                                          " with " + std::to_string(d.gpus_per_replica) +
-                                          " GPUs per replica");
-      builder_.cap_kv_pool_for_draft_gpus(layout, d.gpus_per_replica / tp);
-    }
-    r.scheduler =
-        std::make_unique<ReplicaScheduler>(sc_.scheduler, d.gpus_per_replica / tp, layout, &seqs_);
-    if (sc_.speculative.enabled) {
-      const int32_t k = sc_.speculative.num_draft_tokens;
-      r.scheduler->set_draft_tokens(k);
-      const ModelCard* draft = sc_.speculative.draft_model.get();  // null: MTP
-      r.parts.step_model->set_draft_tokens(k);
-      r.parts.step_model->set_draft_model(draft);
-      r.draft_gpus = builder_.draft_gpus(ri);
-      r.parts.step_model->set_draft_gpus(r.draft_gpus);
-      if (r.shadow.step_model) {
-        r.shadow.step_model->set_draft_tokens(k);
-        r.shadow.step_model->set_draft_model(draft);
-        r.shadow.step_model->set_draft_gpus(r.draft_gpus);
-      }
-    }
-    if (kv_tiers_) {
-      std::vector<int32_t> nodes, gpus;
-      for (int32_t k = 0; k < r.scheduler->num_ranks(); ++k) {
-        const GpuId first = r.gpus()[k * tp];
-        nodes.push_back(topo.node_of(first).value);
-        gpus.push_back(first.value);
-      }
-      r.scheduler->set_kv_tiers(kv_tiers_.get(), std::move(nodes), std::move(gpus), tp);
-      r.parts.step_model->set_track_nic_bytes(true);
-    }
-    r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
-    r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
-    if (r.placements()) r.layout_total_slots = r.placements()->max_total_slots_per_gpu();
-    r.placement_extra_blocks.assign(r.scheduler->num_ranks(), 0);
-    for (GpuId g : r.gpus()) {
-      GpuRecord rec;
-      rec.gpu = g.value;
-      rec.replica = ri;
-      rec.weight_bytes = layout.weight_bytes();
-      rec.routed_expert_slots = r.layout_total_slots;
-      rec.num_moe_layers = r.placements() ? r.placements()->num_layers() : 0;
-      rec.routed_expert_weight_bytes = layout.routed_expert_weight_bytes;
-      rec.kv_pool_bytes = layout.kv_pool_bytes;
-      rec.num_kv_blocks = layout.num_kv_blocks;
-      rec.kv_block_bytes = layout.kv_block_bytes;
-      recorder_.add_gpu(rec);
-    }
-    replicas_.push_back(std::move(r));
-  }
-  // Draft GPUs of their own (SpeculativeSpec::draft_gpus) follow every replica's GPUs, in id order:
-  // each holds the whole draft model (its draft KV is what caps the replicas' KV pools).
-  for (int32_t ri = 0; ri < d.num_replicas && sc_.speculative.draft_gpus > 0; ++ri) {
-    for (GpuId g : builder_.draft_gpus(ri)) {
-      GpuRecord rec;
-      rec.gpu = g.value;
-      rec.replica = ri;
-      rec.weight_bytes = draft_model_memory(*sc_.speculative.draft_model).weight_bytes;
-      recorder_.add_gpu(rec);
-    }
-  }
-  // Pointers into replicas_ are taken only now that the vector is complete.
-  for (Replica& r : replicas_) {
-    r.parts.step_model->set_background(&r.transfers,
-                                       sc_.scheduler.weight_transfer_chunk_mib * 1048576.0);
-    r.parts.step_model->set_report_expert_loads(any_wants_loads_);
-  }
-  if (d.prefill_replicas > 0) transfer_network_ = builder_.make_network();
-}
-
 RunOutput ClusterSim::run() {
   const SimTime end = checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
   sim_.schedule_at(end, k_end_);
-  for (auto& p : policies_) p->on_start(*this);
+  for (auto& p : policies_) p->on_start(*policy_ctx_);
   // The placement at the start (what recorded steps start from): every replica's GPUs (disjoint
   // sets), MoE layer 0's; layers laid out otherwise are placement changes of the first step.
   for (const Replica& r : replicas_) {
@@ -192,12 +120,35 @@ RunOutput ClusterSim::run() {
   }
   schedule_next_open_loop();
   sim_.run(end);
-  for (auto& p : policies_) p->on_finish(*this);
+  for (auto& p : policies_) p->on_finish(*policy_ctx_);
   RunOutput out;
   if (slo_watch_ && slo_watch_->failed()) out.stopped_early = slo_watch_->failure();
   out.cancelled = cancelled_;
   out.end_ns = sim_.now();
   check_conservation(out);
+  collect_counters();
+  out.requests = std::move(kept_);
+  out.gpus = std::move(recorder_.gpus());
+  out.counters = recorder_.counters();
+  out.summary = summarize(stats_, out.gpus, out.counters, out.end_ns);
+  out.digest = sim_.digest().value();
+  out.digest_hex = sim_.digest().hex();
+  out.num_events = sim_.num_events_executed();
+  out.trace = std::move(recorder_.trace_slices());
+  out.steps = std::move(recorder_.steps());
+  out.step_series = std::move(recorder_.step_series());
+  out.expert_gpus = recorder_.initial_expert_gpus();
+  out.placement_changes = std::move(recorder_.placement_changes());
+  out.tier_checked = tier_checker_ != nullptr;
+  if (tier_checker_) {
+    out.tier_samples = std::move(tier_checker_->samples());
+    out.tier_samples_skipped = tier_checker_->skipped();
+  }
+  if (draft_acceptance_) out.speculative = draft_acceptance_->totals();
+  return out;
+}
+
+void ClusterSim::collect_counters() {
   RunCounters& counters = recorder_.counters();
   for (Replica& r : replicas_) {
     const ReplicaScheduler& sched = *r.scheduler;
@@ -219,23 +170,6 @@ RunOutput ClusterSim::run() {
   if (kv_tiers_) counters.kv_tiers = kv_tiers_->final_counters();
   const WorkloadStats& ws = workload_->stats();
   if (ws.num_rollbacks > 0) counters.actions["rollback"] = ws.num_rollbacks;
-  out.requests = std::move(kept_);
-  out.gpus = std::move(recorder_.gpus());
-  out.counters = counters;
-  out.summary = summarize(stats_, out.gpus, out.counters, out.end_ns);
-  out.digest = sim_.digest().value();
-  out.digest_hex = sim_.digest().hex();
-  out.num_events = sim_.num_events_executed();
-  out.trace = std::move(recorder_.trace_slices());
-  out.steps = std::move(recorder_.steps());
-  out.step_series = std::move(recorder_.step_series());
-  out.expert_gpus = recorder_.initial_expert_gpus();
-  out.placement_changes = std::move(recorder_.placement_changes());
-  out.tier_checked = opt_.tier_check_every > 0;
-  out.tier_samples = std::move(tier_samples_);
-  out.tier_samples_skipped = tier_samples_skipped_;
-  if (draft_acceptance_) out.speculative = draft_acceptance_->totals();
-  return out;
 }
 
 void ClusterSim::retire_finished(bool all) {

@@ -61,7 +61,7 @@ void ClusterSim::reject(int32_t sid, const std::string& reason) {
 void ClusterSim::admit_request(Request req) {
   AdmissionDecision decision;
   for (auto& p : policies_) {
-    p->on_arrival(*this, req, decision);
+    p->on_arrival(*policy_ctx_, req, decision);
     if (decision.reject) break;
   }
   retire_finished();
@@ -94,9 +94,7 @@ void ClusterSim::admit_request(Request req) {
   // A sequence that cannot fit in one rank's KV pool even alone is refused up front.
   const GpuMemoryLayout& lay = replicas_[0].scheduler->layout();
   const int64_t total = seqs_[sid].prefill_target + r.output_tokens;
-  const int64_t need = (total + sc_.scheduler.kv_block_tokens - 1) / sc_.scheduler.kv_block_tokens +
-                       lay.state_blocks_per_sequence;
-  if (need > lay.num_kv_blocks) {
+  if (blocks_for_sequence(lay, total, sc_.scheduler.kv_block_tokens) > lay.num_kv_blocks) {
     reject(sid, "kv_capacity");
     return;
   }
@@ -139,7 +137,7 @@ void ClusterSim::complete(Replica& r, int32_t sid) {
   if (next) r.scheduler->keep_for_next_turn(s, *next);
   r.scheduler->release(s);
   router_.add_outstanding(r.idx, -1);
-  for (auto& p : policies_) p->on_complete(*this, s.req, rec);
+  for (auto& p : policies_) p->on_complete(*policy_ctx_, s.req, rec);
   // Released: its blocks are unpinned, nothing reads its prefix again (the entry stays in the
   // window until every older sequence is final too).
   std::vector<uint64_t>().swap(s.req.prefix_block_hashes);

@@ -120,22 +120,20 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
   for (bool skewed : {true, false}) {
     const RoutingSpec spec = skewed ? sc.routing : routing_preset("uniform");
     for (int64_t n : seqs_per_gpu) {
-      const std::unique_ptr<RoutingModel> routing = builder.make_routing(spec, seed);
-      const std::unique_ptr<StepModel> model = builder.make_step_model(
-          card, builder.replica_gpus(0), placement.get(), network.get(), routing.get());
-      const int32_t tp = num_gpus / model->num_ranks();
-      std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(model->num_ranks()));
       // Speculative decoding ([speculative]): every decode sequence verifies 1 + k tokens and
       // the step runs its k draft passes, as a step of the cluster does while no sequence is
       // near its output length.
       const int32_t k = options.prefill_tokens == 0 && sc.speculative.enabled
                             ? sc.speculative.num_draft_tokens
                             : 0;
-      if (k > 0) {
-        model->set_draft_tokens(k);
-        model->set_draft_model(sc.speculative.draft_model.get());
-        model->set_draft_gpus(builder.draft_gpus(0));
-      }
+      StepModelUse use;
+      use.speculative = k > 0;
+      const std::unique_ptr<RoutingModel> routing = builder.make_routing(spec, seed);
+      const std::unique_ptr<StepModel> model =
+          builder.make_step_model(card, builder.replica_gpus(0), placement.get(), network.get(),
+                                  routing.get(), builder.step_model_options(card, use));
+      const int32_t tp = num_gpus / model->num_ranks();
+      std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(model->num_ranks()));
       const SeqSlice seq = options.prefill_tokens > 0
                                ? SeqSlice{options.prefill_tokens, context_tokens, true}
                                : SeqSlice{1 + k, context_tokens, false};

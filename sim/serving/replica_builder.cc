@@ -30,7 +30,8 @@ const MoeSpec* first_moe(const ModelCard& card) {
 ReplicaBuilder::ReplicaBuilder(const Scenario& scenario)
     : sc_(scenario),
       topology_(make_network_topology(scenario.cost, scenario.topology)),
-      cost_(make_cost_model(scenario.cost, topology_->gpu_spec())) {}
+      cost_(make_cost_model(scenario.cost, topology_->gpu_spec())),
+      expert_memo_(ExpertMemoTable::make(*scenario.model, *cost_)) {}
 
 std::vector<GpuId> ReplicaBuilder::replica_gpus(int32_t replica_idx) const {
   const int32_t n = sc_.deployment.gpus_per_replica;
@@ -167,6 +168,9 @@ GpuMemoryLayout ReplicaBuilder::memory_layout(const ModelCard& card,
   std::string error;
   GpuMemoryLayout layout = compute_gpu_memory_layout(card, memory_inputs(card, placements), &error);
   if (!error.empty()) throw ConfigError(sc_.source_file, 0, 0, key_path, what + " " + error);
+  const DeploymentSpec& d = sc_.deployment;
+  const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
+  cap_kv_pool_for_draft_gpus(layout, d.gpus_per_replica / tp);
   return layout;
 }
 
@@ -204,32 +208,47 @@ std::unique_ptr<RoutingModel> ReplicaBuilder::make_replica_routing(int32_t repli
   return std::make_unique<SyntheticRoutingModel>(popularity_, routing_seed(root_seed, replica_idx));
 }
 
+StepModelOptions ReplicaBuilder::step_model_options(const ModelCard& card,
+                                                    const StepModelUse& use) const {
+  StepModelOptions o;
+  const bool fast = sc_.run.tier == SimTier::kFast;
+  o.tier = fast != use.other_tier ? SimTier::kFast : SimTier::kExact;
+  if (sc_.deployment.dispatch == DispatchAlgorithm::kLowLatency &&
+      sc_.cost.kind == CostModelKind::kCalibrated && sc_.cost.profile) {
+    // The low-latency kernels' fixed cost from the profile's [[network.kernel]] fits.
+    const NetworkCalibration& net = sc_.cost.profile->network;
+    o.dispatch_kernel = kernel_cost(net, kLowLatencyDispatchKernel, LowLatencyTransport::kNvlink);
+    o.combine_kernel = kernel_cost(net, kLowLatencyCombineKernel, LowLatencyTransport::kNvlink);
+  }
+  if (use.speculative && sc_.speculative.enabled) {
+    o.speculative.num_draft_tokens = sc_.speculative.num_draft_tokens;
+    o.speculative.draft_model = sc_.speculative.draft_model.get();  // null: MTP
+    if (sc_.speculative.draft_gpus > 0) o.speculative.draft_gpus = draft_gpus(use.replica_idx);
+  }
+  o.report_expert_loads = use.report_expert_loads;
+  o.track_nic_bytes = use.track_nic_bytes;
+  o.background = use.background;
+  o.background_chunk_bytes =
+      use.background ? sc_.scheduler.weight_transfer_chunk_mib * 1048576.0 : 0.0;
+  // The replicas of the scenario's card share one routed-expert memo (one table warm in cache).
+  if (&card == sc_.model.get()) o.expert_memo = expert_memo_;
+  return o;
+}
+
+std::unique_ptr<StepModel> ReplicaBuilder::make_step_model(
+    const ModelCard& card, std::vector<GpuId> gpus, const LayerPlacements* placements,
+    NetworkModel* network, RoutingModel* routing, const StepModelOptions& options) const {
+  return std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus), placements,
+                                     *cost_, network, routing, options);
+}
+
 std::unique_ptr<StepModel> ReplicaBuilder::make_step_model(const ModelCard& card,
                                                            std::vector<GpuId> gpus,
                                                            const LayerPlacements* placements,
                                                            NetworkModel* network,
                                                            RoutingModel* routing) const {
-  auto model = std::make_unique<StepModel>(card, *topology_, sc_.deployment, std::move(gpus),
-                                           placements, *cost_, network, routing);
-  // The replicas of one card share their routed-expert memo (the same cost model: one table warm
-  // in cache, not one per replica).
-  if (std::shared_ptr<StepModel::ExpertMemoTable> memo = model->expert_memo()) {
-    if (expert_memo_ && expert_memo_->card == &card) {
-      model->share_expert_memo(expert_memo_);
-    } else if (&card == sc_.model.get()) {
-      expert_memo_ = std::move(memo);
-    }
-  }
-  if (sc_.run.tier == SimTier::kFast) model->set_fast_tier(true);
-  if (sc_.deployment.dispatch == DispatchAlgorithm::kLowLatency &&
-      sc_.cost.kind == CostModelKind::kCalibrated && sc_.cost.profile) {
-    // The low-latency kernels' fixed cost from the profile's [[network.kernel]] fits.
-    const NetworkCalibration& net = sc_.cost.profile->network;
-    model->set_kernel_costs(
-        kernel_cost(net, kLowLatencyDispatchKernel, LowLatencyTransport::kNvlink),
-        kernel_cost(net, kLowLatencyCombineKernel, LowLatencyTransport::kNvlink));
-  }
-  return model;
+  return make_step_model(card, std::move(gpus), placements, network, routing,
+                         step_model_options(card, {}));
 }
 
 ReplicaParts ReplicaBuilder::build(int32_t replica_idx, uint64_t root_seed) const {
@@ -243,6 +262,126 @@ ReplicaParts ReplicaBuilder::build(int32_t replica_idx, uint64_t root_seed) cons
   p.step_model =
       make_step_model(*sc_.model, p.gpus, p.placements.get(), p.network.get(), p.routing.get());
   return p;
+}
+
+void ReplicaBuilder::make_step_models(Replica& r, const ModelCard& card, RoutingModel* routing,
+                                      const ReplicaRunSetup& setup) const {
+  StepModelUse use;
+  use.replica_idx = r.idx;
+  use.speculative = true;
+  use.report_expert_loads = setup.report_expert_loads;
+  use.track_nic_bytes = setup.kv_tiers != nullptr;
+  use.background = r.transfers.get();
+  r.parts.step_model = make_step_model(card, r.gpus(), r.placements(), r.parts.network.get(),
+                                       routing, step_model_options(card, use));
+  if (!r.check.network) return;
+  // The check replica: the other tier over the same GPUs, placements and routing (synthetic
+  // routing depends on (seed, layer, step, tokens) only), reporting nothing.
+  StepModelUse check_use;
+  check_use.replica_idx = r.idx;
+  check_use.speculative = true;
+  check_use.other_tier = true;
+  r.check.step_model = make_step_model(card, r.gpus(), r.placements(), r.check.network.get(),
+                                       routing, step_model_options(card, check_use));
+}
+
+std::vector<Replica> ReplicaBuilder::build_replicas(const ReplicaRunSetup& setup) const {
+  const DeploymentSpec& d = sc_.deployment;
+  const ModelCard& card = *sc_.model;
+  const int32_t tp = d.attention == AttentionParallel::kTensor ? d.attention_tp : 1;
+  const int32_t num_ranks = d.gpus_per_replica / tp;
+  std::vector<Replica> replicas;
+  replicas.reserve(static_cast<size_t>(d.num_replicas));
+  for (int32_t ri = 0; ri < d.num_replicas; ++ri) {
+    Replica r;
+    r.idx = ri;
+    r.parts.gpus = replica_gpus(ri);
+    if (num_moe_layers(card) > 0) {
+      r.parts.routing = make_replica_routing(ri, setup.root_seed);
+      r.parts.network = make_network();
+      r.parts.placements = static_placements(r.parts.routing.get());
+      if (setup.check_tier) r.check.network = make_network();
+    }
+    // Every replica holds the same slots per GPU (a static layout, or EPLB filling every GPU's
+    // slots evenly in every layer): the first replica's layout is every replica's.
+    r.layout = ri == 0 ? memory_layout(card, r.placements(), "deployment",
+                                       card.name + " on " + topology_->gpu_spec().name + " with " +
+                                           std::to_string(d.gpus_per_replica) + " GPUs per replica")
+                       : replicas.front().layout;
+    if (sc_.speculative.enabled) r.draft_gpus = draft_gpus(ri);
+    make_step_models(r, card, r.parts.routing.get(), setup);
+    r.scheduler =
+        std::make_unique<ReplicaScheduler>(sc_.scheduler, num_ranks, r.layout, setup.seqs);
+    if (sc_.speculative.enabled) r.scheduler->set_draft_tokens(sc_.speculative.num_draft_tokens);
+    if (setup.kv_tiers) {
+      std::vector<int32_t> nodes, gpus;
+      for (int32_t k = 0; k < num_ranks; ++k) {
+        const GpuId first = r.gpus()[k * tp];
+        nodes.push_back(topology_->node_of(first).value);
+        gpus.push_back(first.value);
+      }
+      r.scheduler->set_kv_tiers(setup.kv_tiers, std::move(nodes), std::move(gpus), tp);
+    }
+    r.prefill_only = d.prefill_replicas > 0 && ri < d.prefill_replicas;
+    r.decode_only = d.prefill_replicas > 0 && ri >= d.prefill_replicas;
+    if (r.placements()) r.layout_total_slots = r.placements()->max_total_slots_per_gpu();
+    r.placement_extra_blocks.assign(static_cast<size_t>(num_ranks), 0);
+    replicas.push_back(std::move(r));
+  }
+  return replicas;
+}
+
+void ReplicaBuilder::fill_gpu_memory(const Replica& replica, GpuRecord& rec) {
+  const GpuMemoryLayout& layout = replica.layout;
+  rec.weight_bytes = layout.weight_bytes();
+  rec.routed_expert_slots = replica.layout_total_slots;
+  rec.num_moe_layers = replica.placements() ? replica.placements()->num_layers() : 0;
+  rec.routed_expert_weight_bytes = layout.routed_expert_weight_bytes;
+  rec.kv_pool_bytes = layout.kv_pool_bytes;
+  rec.num_kv_blocks = layout.num_kv_blocks;
+  rec.kv_block_bytes = layout.kv_block_bytes;
+}
+
+std::vector<GpuRecord> ReplicaBuilder::gpu_records(const std::vector<Replica>& replicas) const {
+  std::vector<GpuRecord> out;
+  for (const Replica& r : replicas) {
+    for (GpuId g : r.gpus()) {
+      GpuRecord rec;
+      rec.gpu = g.value;
+      rec.replica = r.idx;
+      fill_gpu_memory(r, rec);
+      out.push_back(rec);
+    }
+  }
+  // Draft GPUs of their own follow every replica's GPUs, in id order: each holds the whole draft
+  // model (its draft KV is what caps the replicas' KV pools).
+  for (const Replica& r : replicas) {
+    if (sc_.speculative.draft_gpus <= 0) break;
+    for (GpuId g : draft_gpus(r.idx)) {
+      GpuRecord rec;
+      rec.gpu = g.value;
+      rec.replica = r.idx;
+      rec.weight_bytes = draft_model_memory(*sc_.speculative.draft_model).weight_bytes;
+      out.push_back(rec);
+    }
+  }
+  return out;
+}
+
+void ReplicaBuilder::rebuild(Replica& r, const ModelCard& card, const ExpertPlacement& placement,
+                             RoutingModel* routing, const ReplicaRunSetup& setup) const {
+  MOESIM_CHECK(r.placements() != nullptr && routing != nullptr, "a replica with MoE layers");
+  MOESIM_CHECK(placement.num_gpus() == static_cast<int32_t>(r.gpus().size()), "the replica's GPUs");
+  LayerPlacements placements(static_cast<int32_t>(num_moe_layers(card)), placement);
+  r.layout = memory_layout(
+      card, &placements, "policies",
+      card.name + " with replaced routed experts on replica " + std::to_string(r.idx));
+  r.layout_total_slots = placements.max_total_slots_per_gpu();
+  *r.parts.placements = std::move(placements);
+  r.scheduler->reset_memory(r.layout);
+  ++r.placement_version;
+  std::fill(r.placement_extra_blocks.begin(), r.placement_extra_blocks.end(), 0);
+  make_step_models(r, card, routing, setup);
 }
 
 }  // namespace moesim::sim

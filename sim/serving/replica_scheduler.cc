@@ -245,7 +245,7 @@ bool ReplicaScheduler::try_admit(int32_t sid, SimTime now) {
       admit_tree_built_ = true;
     }
     const int32_t k = admit_tree_.first_max();
-    const int64_t need = prompt_blocks + layout_.state_blocks_per_sequence;
+    const int64_t need = blocks_for_sequence(layout_, s.prefill_target, spec_.kv_block_tokens);
     if (admit_tree_.key(k) != ArgMaxTree::kNone && ranks_[k].kv->can_allocate(need)) {
       best = k;
       best_hits = best_lower = 0;

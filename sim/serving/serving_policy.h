@@ -1,9 +1,10 @@
 // The interface between the serving loop and the policies under study (sim/policy/).
 //
 // A policy is a small object with its own TOML table ([policies.<name>]), created per run by the
-// policy registry. The serving loop calls its hooks; the policy acts only through the
-// PolicyContext, and every action it takes is counted (and shown in the Chrome trace) through
-// count_action(). Hooks run inside event handlers: they must not block or read clocks.
+// policy registry. The serving loop calls its hooks with a PolicyContext: a read-only view of the
+// cluster and the narrow set of actions a policy may take, every one counted (and shown in the
+// Chrome trace) through count_action(). Hooks run inside event handlers: they must not block or
+// read clocks.
 #pragma once
 
 #include <cstdint>
@@ -39,21 +40,28 @@ struct AdmissionDecision {
   int64_t extra_prefill_tokens = 0;
 };
 
-class PolicyContext {
+// The cluster as a policy may read it (read-only).
+class PolicyView {
  public:
-  virtual ~PolicyContext() = default;
+  virtual ~PolicyView() = default;
   virtual SimTime now() const = 0;
-  // Counts an action in the run summary and marks it in the Chrome trace.
-  virtual void count_action(const std::string& name, int64_t n = 1) = 0;
-  // Calls policy->on_timer(tag) after `delay_ns` (>= 0).
-  virtual void schedule_timer(ServingPolicy* policy, SimTime delay_ns, int64_t tag) = 0;
   // Names of the replica pools, in declaration order ("default" first when implicit).
   virtual std::vector<std::string> pool_names() const = 0;
   // Requests waiting or running in a pool (its load).
   virtual int64_t pool_outstanding(const std::string& pool) const = 0;
-  // Every MoE layer's routed-expert placement of a replica (read-only; null without MoE layers).
+  // Every MoE layer's routed-expert placement of a replica (null without MoE layers).
   virtual const LayerPlacements* placements(int32_t replica) const = 0;
   virtual int32_t num_replicas() const = 0;
+};
+
+// What a policy may do to the cluster. Every action is counted in the run summary.
+class PolicyActions {
+ public:
+  virtual ~PolicyActions() = default;
+  // Counts an action in the run summary and marks it in the Chrome trace.
+  virtual void count_action(const std::string& name, int64_t n = 1) = 0;
+  // Calls policy->on_timer(tag) after `delay_ns` (>= 0).
+  virtual void schedule_timer(ServingPolicy* policy, SimTime delay_ns, int64_t tag) = 0;
   // Starts copying expert weights between GPUs of a replica: bytes[src * P + dst] for the
   // replica's P GPUs. The bytes travel alongside the replica's dispatch collectives (competing
   // with serving traffic) until all are sent; then on_transfer_done(transfer_id) is called.
@@ -91,6 +99,12 @@ class PolicyContext {
   // Sets a named figure reported in the run summary under "policy_metrics" (e.g. an expected
   // accuracy); the last value set wins.
   virtual void report_metric(const std::string& name, double value) = 0;
+};
+
+// What a policy's hooks receive: the cluster to read and the actions to take.
+struct PolicyContext {
+  const PolicyView& view;
+  PolicyActions& actions;
 };
 
 class ServingPolicy {

@@ -86,3 +86,91 @@ void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,
 }
 
 }  // namespace moesim::sim::detail
+
+namespace moesim::sim::detail {
+
+bool traces_replica(const std::vector<int32_t>& traced, int32_t replica_idx) {
+  return traced.empty() || std::find(traced.begin(), traced.end(), replica_idx) != traced.end();
+}
+
+StepRecording::StepRecording(RunRecorder& recorder, Simulation& sim, const IdWindow<Seq>& seqs,
+                             const std::vector<int32_t>& traced)
+    : recorder_(recorder), sim_(sim), seqs_(seqs), traced_(traced) {}
+
+StepObserver* StepRecording::begin(const Replica& r) {
+  const bool in_window = recorder_.traces_step(sim_.now()) && traces_replica(traced_, r.idx);
+  record_ = recorder_.records_step();
+  tracer_.reset();
+  step_recorder_.reset();
+  if (in_window) tracer_.emplace(recorder_.trace(), r.idx, r.gpus(), sim_.now());
+  if (!record_) return in_window ? &*tracer_ : nullptr;
+  rec_ = StepRecord{};
+  rec_.step = r.step_idx;
+  rec_.replica = r.idx;
+  step_recorder_.emplace(&rec_, r.gpus(), r.placements(), r.parts.routing.get(),
+                         sim_.rng("record.split"));
+  step_recorder_->chained = in_window ? &*tracer_ : nullptr;
+  return &*step_recorder_;
+}
+
+void StepRecording::finish(Replica& r, const ScheduledBatch& batch, const StepResult& res) {
+  recorder_.on_step(StepUsage{r.gpus(), res.compute_ns, res.comm_ns, res.wait_ns, res});
+  if (recorder_.keeps_step_series()) add_series_row(r, batch, res);
+  if (record_) record_step(r, res.duration_ns);
+}
+
+void StepRecording::add_series_row(const Replica& r, const ScheduledBatch& batch,
+                                   const StepResult& res) {
+  StepSeriesRow row;
+  row.replica = r.idx;
+  row.step = r.step_idx;
+  row.start_ns = sim_.now();
+  row.duration_ns = res.duration_ns;
+  row.num_seqs = static_cast<int32_t>(batch.seqs.size());
+  for (const auto& [sid, sl] : batch.seqs) {
+    (sl.prefill ? row.prefill_tokens : row.decode_tokens) += sl.new_tokens;
+  }
+  const ReplicaScheduler& sched = *r.scheduler;
+  for (int32_t k = 0; k < sched.num_ranks(); ++k) {
+    const KvCache& kv = sched.kv(k);
+    row.kv_owned_blocks += kv.owned_blocks();
+    row.kv_cached_blocks += kv.cached_blocks();
+    row.kv_blocks += kv.num_blocks();
+    if (kv.num_blocks() > 0) {
+      row.kv_used_fraction_max = std::max(row.kv_used_fraction_max,
+                                          static_cast<double>(kv.num_blocks() - kv.free_blocks()) /
+                                              static_cast<double>(kv.num_blocks()));
+    }
+  }
+  const size_t n = res.wait_ns.size();
+  for (size_t g = 0; g < n; ++g) {
+    row.compute_ns_mean += static_cast<double>(res.compute_ns[g]);
+    row.comm_ns_mean += static_cast<double>(res.comm_ns[g]);
+    row.wait_ns_mean += static_cast<double>(res.wait_ns[g]);
+    row.wait_ns_max = std::max(row.wait_ns_max, res.wait_ns[g]);
+  }
+  if (n > 0) {
+    row.compute_ns_mean /= static_cast<double>(n);
+    row.comm_ns_mean /= static_cast<double>(n);
+    row.wait_ns_mean /= static_cast<double>(n);
+  }
+  recorder_.add_series_row(row);
+}
+
+void StepRecording::record_step(Replica& r, SimTime duration_ns) {
+  rec_.start_ns = sim_.now();
+  rec_.end_ns = sim_.now() + duration_ns;
+  for (const auto& [sid, sl] : r.scheduler->batch().seqs) {
+    rec_.seqs.push_back(StepRecord::Seq{seqs_[sid].req.id.value,
+                                        r.gpus()[seqs_[sid].rank * r.tp()].value, sl.prefill,
+                                        sl.new_tokens, sl.context_tokens});
+  }
+  std::vector<ExpertGpus> layers;
+  if (r.placements() && r.placement_version != r.recorded_placement_version) {
+    for (int32_t l = 0; l < r.placements()->num_layers(); ++l) layers.push_back(r.expert_gpus(l));
+    r.recorded_placement_version = r.placement_version;
+  }
+  recorder_.add_step(std::move(rec_), layers.empty() ? nullptr : &layers);
+}
+
+}  // namespace moesim::sim::detail

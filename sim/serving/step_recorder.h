@@ -1,18 +1,25 @@
-// Step observers used while recording (internal to sim/serving): TraceObserver appends a step's
-// GPU slices to the Chrome trace; RecordObserver fills a StepRecord's per-expert routing for the
-// step trace (docs/schemas/step_trace.md).
+// What the run records of a replica's steps (internal to sim/serving): TraceObserver appends a
+// step's GPU slices to the Chrome trace; RecordObserver fills a StepRecord's per-expert routing
+// for the step trace (docs/schemas/step_trace.md); StepRecording sets them up for a step and, once
+// it is timed, counts its usage and adds its step-series row and step record.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "sim/core/id_window.h"
 #include "sim/core/rng.h"
+#include "sim/core/simulation.h"
 #include "sim/core/time.h"
 #include "sim/metrics/run_recorder.h"
 #include "sim/placement/layer_placements.h"
 #include "sim/routing/count_matrix.h"
 #include "sim/routing/routing_model.h"
+#include "sim/serving/replica.h"
+#include "sim/serving/replica_scheduler.h"
+#include "sim/serving/sequence.h"
 #include "sim/serving/step_model.h"
 
 namespace moesim::sim::detail {
@@ -56,6 +63,35 @@ class RecordObserver final : public StepObserver {
   const LayerPlacements* placements_;
   RoutingModel* routing_;
   RngStream& rng_;
+};
+
+// Whether the Chrome trace shows replica `replica_idx` (`traced`: the scenario's
+// outputs.trace_replicas, empty: all).
+bool traces_replica(const std::vector<int32_t>& traced, int32_t replica_idx);
+
+class StepRecording {
+ public:
+  // References must outlive this object.
+  StepRecording(RunRecorder& recorder, Simulation& sim, const IdWindow<Seq>& seqs,
+                const std::vector<int32_t>& traced);
+
+  // The observer of r's step starting now (null: nothing observed), valid until finish().
+  StepObserver* begin(const Replica& r);
+  // After r's step was timed as `res` for `batch`: its usage, step-series row and step record.
+  void finish(Replica& r, const ScheduledBatch& batch, const StepResult& res);
+
+ private:
+  void add_series_row(const Replica& r, const ScheduledBatch& batch, const StepResult& res);
+  void record_step(Replica& r, SimTime duration_ns);
+
+  RunRecorder& recorder_;
+  Simulation& sim_;
+  const IdWindow<Seq>& seqs_;
+  const std::vector<int32_t>& traced_;
+  std::optional<TraceObserver> tracer_;
+  std::optional<RecordObserver> step_recorder_;
+  StepRecord rec_;
+  bool record_ = false;
 };
 
 }  // namespace moesim::sim::detail

@@ -1,5 +1,6 @@
-// A PolicyContext for unit tests of policies: records actions, limits and metrics, has a
-// settable clock and a fixed number of replicas; placement and transfers are not supported.
+// A policy view and actions for unit tests of policies: records actions, limits and metrics, has
+// a settable clock and a fixed number of replicas; placement and transfers are not supported.
+// Converts to the PolicyContext the hooks take.
 #pragma once
 
 #include <map>
@@ -12,10 +13,13 @@
 
 namespace moesim::sim::testing {
 
-class FakePolicyContext final : public PolicyContext {
+class FakePolicyContext final : public PolicyView, public PolicyActions {
  public:
   explicit FakePolicyContext(int32_t num_replicas = 1, std::vector<std::string> pools = {"default"})
       : num_replicas_(num_replicas), pools_(std::move(pools)) {}
+  FakePolicyContext(const FakePolicyContext&) = delete;
+  FakePolicyContext& operator=(const FakePolicyContext&) = delete;
+  operator PolicyContext&() { return ctx_; }  // NOLINT: the hooks' argument
 
   SimTime now() const override { return now_ns; }
   void count_action(const std::string& name, int64_t n = 1) override { actions[name] += n; }
@@ -60,6 +64,7 @@ class FakePolicyContext final : public PolicyContext {
  private:
   int32_t num_replicas_;
   std::vector<std::string> pools_;
+  PolicyContext ctx_{*this, *this};
 };
 
 }  // namespace moesim::sim::testing

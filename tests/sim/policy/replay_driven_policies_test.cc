@@ -49,8 +49,8 @@ class ReplayRouting final : public ServingPolicy {
   }
   std::string_view name() const override { return "replay_routing"; }
   void on_start(PolicyContext& ctx) override {
-    for (int32_t r = 0; r < ctx.num_replicas(); ++r) {
-      ctx.replace_routed_experts(r, *sc_.model, *placement_, routing_[r].get());
+    for (int32_t r = 0; r < ctx.view.num_replicas(); ++r) {
+      ctx.actions.replace_routed_experts(r, *sc_.model, *placement_, routing_[r].get());
     }
   }
 

@@ -152,8 +152,8 @@ TEST(LayerStudy, MicrobatchSchedulesShowTheirTimeline) {
 
 // With [speculative] (MTP, k = 1), the study's decode step verifies 1 + k tokens per sequence and
 // runs the draft pass: exactly the step a StepModel built as replica 0's runs on those slices with
-// set_draft_tokens(k). Without the table the same scenario's step is shorter (no draft pass, one
-// token per sequence).
+// the scenario's speculative decoding. Without the table the same scenario's step is shorter (no
+// draft pass, one token per sequence).
 TEST(LayerStudy, SpeculativeScenarioStepsVerifyAndDraft) {
   const Scenario sc =
       load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/speculative/dsv3-mtp.toml");
@@ -168,9 +168,12 @@ TEST(LayerStudy, SpeculativeScenarioStepsVerifyAndDraft) {
   const auto placement = builder.static_placements(builder.make_routing(sc.routing, 1).get());
   const auto network = builder.make_network();
   const auto routing = builder.make_routing(sc.routing, 1);
-  auto model = builder.make_step_model(*sc.model, builder.replica_gpus(0), placement.get(),
-                                       network.get(), routing.get());
-  model->set_draft_tokens(k);
+  StepModelUse use;
+  use.speculative = true;
+  auto model =
+      builder.make_step_model(*sc.model, builder.replica_gpus(0), placement.get(), network.get(),
+                              routing.get(), builder.step_model_options(*sc.model, use));
+  ASSERT_EQ(model->options().speculative.num_draft_tokens, k);
   std::vector<std::vector<SeqSlice>> ranks(static_cast<size_t>(model->num_ranks()));
   for (auto& r : ranks) r.assign(batch, SeqSlice{1 + k, context, false});
   const StepResult& res = model->run(0, ranks, nullptr);

@@ -17,6 +17,7 @@
 #include "sim/calibration/resimulate.h"
 #include "sim/calibration/step_trace_reader.h"
 #include "sim/config/config_error.h"
+#include "sim/model/model_card_parser.h"
 #include "sim/policy/expert_pruning_deployment.h"
 #include "sim/policy/pruned_routing.h"
 #include "sim/policy/pruning_study.h"
@@ -164,7 +165,10 @@ TEST(ReplicaBuilder, ReplicasOfOneCardShareTheirExpertMemo) {
       other_card, b.replica_gpus(0), r0.placements.get(), r0.network.get(), r0.routing.get());
   ASSERT_NE(other->expert_memo(), nullptr);
   EXPECT_NE(other->expert_memo(), r0.step_model->expert_memo());
-  EXPECT_DEATH(other->share_expert_memo(r0.step_model->expert_memo()), "different cards");
+  StepModelOptions shared = b.step_model_options(*sc.model, {});
+  EXPECT_DEATH(b.make_step_model(other_card, b.replica_gpus(0), r0.placements.get(),
+                                 r0.network.get(), r0.routing.get(), shared),
+               "different cards");
   // Replica 1 reading the entries replica 0 wrote times its step as a replica with a memo of
   // its own does (a fresh builder's only replica).
   ReplicaBuilder fresh(sc);
@@ -185,7 +189,7 @@ class SameExpertsPolicy final : public ServingPolicy {
         routing_(b.make_routing(ReplicaBuilder::routing_seed(sc.run.seed, 0))) {}
   std::string_view name() const override { return "same_experts"; }
   void on_start(PolicyContext& ctx) override {
-    ctx.replace_routed_experts(0, card_, *placement_, routing_.get());
+    ctx.actions.replace_routed_experts(0, card_, *placement_, routing_.get());
   }
 
  private:
@@ -193,6 +197,76 @@ class SameExpertsPolicy final : public ServingPolicy {
   std::unique_ptr<ExpertPlacement> placement_;
   std::unique_ptr<RoutingModel> routing_;
 };
+
+// The builder builds a run's replica whole and rebuilds it the same way: speculative decoding
+// with a draft model on two GPUs of its own, a check replica on the other tier, then the routed
+// experts pruned (as the expert-pruning policy does before the first step). The KV pool stays
+// capped by what the draft GPUs hold the draft KV of, before and after the rebuild: pruning frees
+// target HBM, which must not lift the pool above the draft GPUs' cap.
+TEST(ReplicaBuilder, BuildsAndRebuildsSpeculativeReplicasWithTheirCheckReplica) {
+  Scenario sc = testing::test_scenario("tiny_mtp");
+  sc.deployment.gpus_per_replica = 4;
+  sc.speculative.method = SpeculativeMethod::kDraftModel;
+  sc.speculative.draft_model = std::make_shared<const ModelCard>(
+      load_model_card(testing::kScenarioDir + "models/tiny-dense.toml"));
+  sc.speculative.draft_gpus = 2;
+  ReplicaBuilder b(sc);
+  IdWindow<Seq> seqs;
+  ReplicaRunSetup setup;
+  setup.root_seed = sc.run.seed;
+  setup.check_tier = true;
+  setup.seqs = &seqs;
+  std::vector<Replica> replicas = b.build_replicas(setup);
+  ASSERT_EQ(replicas.size(), 1u);
+  Replica& r = replicas[0];
+  // Every KV block of the 4 ranks needs its draft KV on one of the 2 draft GPUs.
+  const double draft_weights = total_weight_bytes(*sc.speculative.draft_model);
+  const double room = static_cast<double>(sc.topology->gpu_spec().hbm_bytes) *
+                          (1 - sc.scheduler.hbm_reserve_fraction) -
+                      sc.scheduler.workspace_gib * (1LL << 30) - draft_weights;
+  const double per_block = kv_bytes_per_token(*sc.speculative.draft_model) *
+                           static_cast<double>(sc.scheduler.kv_block_tokens) * 4 / 2;
+  const auto cap = static_cast<int64_t>(std::floor(room / per_block));
+  auto expect_whole = [&](const char* when) {
+    SCOPED_TRACE(when);
+    EXPECT_EQ(r.layout.num_kv_blocks, cap);
+    EXPECT_EQ(r.scheduler->layout().num_kv_blocks, cap);
+    const GpuId draft_gpus[] = {GpuId{4}, GpuId{5}};
+    for (const StepModel* m : {r.parts.step_model.get(), r.check.step_model.get()}) {
+      ASSERT_NE(m, nullptr);
+      EXPECT_EQ(m->options().speculative.num_draft_tokens, 2);
+      EXPECT_EQ(m->options().speculative.draft_model, sc.speculative.draft_model.get());
+      EXPECT_TRUE(std::equal(m->options().speculative.draft_gpus.begin(),
+                             m->options().speculative.draft_gpus.end(), std::begin(draft_gpus),
+                             std::end(draft_gpus)));
+    }
+    EXPECT_NE(r.check.step_model->fast_tier(), r.step_model().fast_tier());
+    EXPECT_EQ(r.step_model().options().background, r.transfers.get());
+    EXPECT_EQ(r.check.step_model->options().background, nullptr);
+  };
+  expect_whole("built");
+  // Pruned to top_k experts per MoE layer, re-packed over the 4 GPUs.
+  const auto moe_layer = std::find_if(sc.model->layers.begin(), sc.model->layers.end(),
+                                      [](const LayerSpec& l) { return l.ffn.is_moe; });
+  ASSERT_NE(moe_layer, sc.model->layers.end());
+  const MoeSpec& moe = moe_layer->ffn.moe;
+  const double expert_bytes_before = r.layout.routed_expert_weight_bytes;
+  const auto kept = static_cast<int32_t>(moe.top_k);
+  const ModelCard pruned = pruned_model_card(*sc.model, kept);
+  const ExpertPlacement placement =
+      repacked_placement(kept, 4, 4, static_cast<int32_t>(moe.num_shared_experts));
+  SyntheticRoutingModel routing(routing_shape_of(pruned), sc.routing, 1);
+  // Without the cap the pruned replica's pool would be larger: the test can tell.
+  LayerPlacements pruned_layers(static_cast<int32_t>(num_moe_layers(pruned)), placement);
+  std::string error;
+  ASSERT_GT(compute_gpu_memory_layout(pruned, b.memory_inputs(pruned, &pruned_layers), &error)
+                .num_kv_blocks,
+            cap);
+  b.rebuild(r, pruned, placement, &routing, setup);
+  expect_whole("rebuilt pruned");
+  EXPECT_EQ(r.placements()->layer(0).num_experts(), kept);
+  EXPECT_LT(r.layout.routed_expert_weight_bytes, expert_bytes_before);
+}
 
 TEST(ReplicaBuilder, ThePolicyContextRebuildsTheSameStepModel) {
   const Scenario& sc = calibrated_scenario();

@@ -124,9 +124,25 @@ struct Fixture {
       net = network.get();
       rt = routing.get();
     }
-    model = std::make_unique<StepModel>(card, topology, deployment, gpus, placement.get(),
-                                        cost_override ? *cost_override : cost, net, rt);
+    card_ = &card;
+    gpus_ = gpus;
+    cost_ = cost_override ? cost_override : &cost;
+    rebuild({});
   }
+  // The step model again, over the same routing, network and placement, with `options`.
+  void rebuild(StepModelOptions options) {
+    model = std::make_unique<StepModel>(*card_, topology, deployment, gpus_, placement.get(),
+                                        *cost_, network.get(), routing.get(), std::move(options));
+  }
+  // Options of the fast tier when `fast`, else the exact one.
+  static StepModelOptions tier(bool fast) {
+    StepModelOptions o;
+    o.tier = fast ? SimTier::kFast : SimTier::kExact;
+    return o;
+  }
+  const ModelCard* card_ = nullptr;
+  std::vector<GpuId> gpus_;
+  const CostModel* cost_ = nullptr;
   Topology topology;
   RooflineCostModel cost;
   DeploymentSpec deployment;
@@ -206,7 +222,10 @@ TEST(StepModelTest, KernelCostsAddAFixedTimeToEachCollective) {
   ll.dispatch = DispatchAlgorithm::kLowLatency;
   Fixture plain(tiny(), 8, ll);
   Fixture costed(tiny(), 8, ll);
-  costed.model->set_kernel_costs({20e-6}, {30e-6});
+  StepModelOptions with_costs;
+  with_costs.dispatch_kernel = {20e-6};
+  with_costs.combine_kernel = {30e-6};
+  costed.rebuild(with_costs);
   const StepResult a = plain.model->run(0, decode_batch(8, 64, 100), nullptr);
   const StepResult& b = costed.model->run(0, decode_batch(8, 64, 100), nullptr);
   const double layers = num_moe_layers(tiny());
@@ -304,7 +323,7 @@ TEST(StepModelTest, NodeLimitedTrafficChangesTheRelayRowsOnBothTiers) {
       d.dispatch = DispatchAlgorithm::kHierarchical;
       d.node_limited_traffic = limited;
       Fixture f(tiny(), testing::h800_sxm_cluster_spec(2, 2, 1, true), d);
-      f.model->set_fast_tier(fast);
+      f.rebuild(Fixture::tier(fast));
       bytes[limited] = f.model->run(0, ranks, nullptr).dispatch_bytes;
     }
     const double r = fast ? 1.0 - (15.0 / 16) * (15.0 / 16) : 8.0 / 64;
@@ -315,10 +334,10 @@ TEST(StepModelTest, NodeLimitedTrafficChangesTheRelayRowsOnBothTiers) {
   }
 }
 
-// Host-link contention (set_nic_slowdown, set_track_nic_bytes) on 2 nodes x 8: the NIC bytes each
-// GPU reports add up in and out, and agree between the tiers (balanced routing); slowing every
-// GPU's NIC lengthens the step on both tiers, the exact tier through the network model; clearing
-// the slowdown (or factors of 1) gives the unslowed step back bit for bit.
+// Host-link contention (StepInput's NIC slowdown, StepModelOptions::track_nic_bytes) on 2 nodes x
+// 8: the NIC bytes each GPU reports add up in and out, and agree between the tiers (balanced
+// routing); slowing every GPU's NIC lengthens the step on both tiers, the exact tier through the
+// network model; clearing the slowdown (or factors of 1) gives the unslowed step back bit for bit.
 TEST(StepModelTest, NicSlowdownLengthensTheStepAndNicBytesAddUp) {
   const std::vector<std::vector<SeqSlice>> ranks(16, std::vector<SeqSlice>{SeqSlice{64, 0, true}});
   double in_total[2] = {0, 0};
@@ -326,8 +345,9 @@ TEST(StepModelTest, NicSlowdownLengthensTheStepAndNicBytesAddUp) {
     SCOPED_TRACE(fast ? "fast" : "exact");
     DeploymentSpec d;
     Fixture f(tiny(), testing::h800_sxm_cluster_spec(2, 2, 1, true), d);
-    f.model->set_fast_tier(fast);
-    f.model->set_track_nic_bytes(true);
+    StepModelOptions o = Fixture::tier(fast);
+    o.track_nic_bytes = true;
+    f.rebuild(o);
     const StepResult base = f.model->run(0, ranks, nullptr);
     ASSERT_EQ(base.nic_in_bytes.size(), 16u);
     double in = 0, out = 0;
@@ -339,12 +359,13 @@ TEST(StepModelTest, NicSlowdownLengthensTheStepAndNicBytesAddUp) {
     EXPECT_NEAR(in, out, 1e-9 * in);
     in_total[fast] = in;
     const std::vector<double> twice(16, 2.0), once(16, 1.0);
-    f.model->set_nic_slowdown(twice, twice);
-    const SimTime slowed = f.model->run(0, ranks, nullptr).duration_ns;
+    const SimTime slowed = f.model->run(StepInput{0, &ranks, nullptr, twice, twice}).duration_ns;
     EXPECT_GT(slowed, base.duration_ns);
-    f.model->set_nic_slowdown(once, once);
-    EXPECT_EQ(f.model->run(0, ranks, nullptr).duration_ns, base.duration_ns);
-    f.model->set_nic_slowdown({}, {});
+    EXPECT_EQ(f.model->run(StepInput{0, &ranks, nullptr, once, once}).duration_ns,
+              base.duration_ns);
+    // The slowdown is the step's only: the next step without one is the unslowed step.
+    EXPECT_GT(f.model->run(StepInput{0, &ranks, nullptr, twice, twice}).duration_ns,
+              base.duration_ns);
     EXPECT_EQ(f.model->run(0, ranks, nullptr).duration_ns, base.duration_ns);
   }
   EXPECT_NEAR(in_total[1], in_total[0], 0.05 * in_total[0]);
@@ -438,24 +459,30 @@ TEST(StepModelTest, DenseOnlyModelNeedsNoRoutingOrNetwork) {
   EXPECT_EQ(f.model->run(0, decode_batch(1, 0, 0), nullptr).duration_ns, 0);
 }
 
-// A draft model on GPUs of its own (set_draft_gpus): with one draft GPU per target rank each does
-// what the co-located GPU did, so the draft passes take as long plus the token ids' round trip
-// (twice the route latency), on the draft GPUs instead of the target's, which wait; with half as
-// many draft GPUs each drafts for two sequences and the passes take longer.
+// A draft model on GPUs of its own (SpeculativeSetup::draft_gpus): with one draft GPU per target
+// rank each does what the co-located GPU did, so the draft passes take as long plus the token ids'
+// round trip (twice the route latency), on the draft GPUs instead of the target's, which wait; with
+// half as many draft GPUs each drafts for two sequences and the passes take longer.
 TEST(StepModelTest, DraftModelOnItsOwnGpusTakesTheDraftsOffTheTarget) {
   const Topology topo = build_topology(testing::nvlink_node_spec("h200-sxm", 8, 360e9));
   const RooflineCostModel cost(topo.gpu_spec(), RooflineParams::defaults());
   DeploymentSpec d;
   d.gpus_per_replica = 4;
   const std::vector<GpuId> gpus = {GpuId{0}, GpuId{1}, GpuId{2}, GpuId{3}};
-  StepModel m(tiny_dense(), topo, d, gpus, nullptr, cost, nullptr, nullptr);
-  m.set_draft_tokens(1);
-  m.set_draft_model(&tiny_dense());
+  // A step model drafting with tiny_dense on `draft_gpus` (empty: co-located).
+  auto with_drafts = [&](std::vector<GpuId> draft_gpus) {
+    StepModelOptions o;
+    o.speculative.num_draft_tokens = 1;
+    o.speculative.draft_model = &tiny_dense();
+    o.speculative.draft_gpus = std::move(draft_gpus);
+    return std::make_unique<StepModel>(tiny_dense(), topo, d, gpus, nullptr, cost, nullptr, nullptr,
+                                       o);
+  };
   const std::vector<std::vector<SeqSlice>> ranks(4, {SeqSlice{2, 100, false}});
-  const StepResult colocated = m.run(0, ranks, nullptr);
+  const StepResult colocated = with_drafts({})->run(0, ranks, nullptr);
   ASSERT_GT(colocated.draft_ns, 0);
-  m.set_draft_gpus({GpuId{4}, GpuId{5}, GpuId{6}, GpuId{7}});
-  const StepResult own = m.run(0, ranks, nullptr);
+  const StepResult own =
+      with_drafts({GpuId{4}, GpuId{5}, GpuId{6}, GpuId{7}})->run(0, ranks, nullptr);
   const SimTime round_trip = 2 * topo.route_latency_ns(GpuId{0}, GpuId{4});
   EXPECT_NEAR(static_cast<double>(own.draft_ns),
               static_cast<double>(colocated.draft_ns + round_trip), 2.0);
@@ -466,8 +493,7 @@ TEST(StepModelTest, DraftModelOnItsOwnGpusTakesTheDraftsOffTheTarget) {
     EXPECT_LT(own.compute_ns[j], colocated.compute_ns[j]);  // the drafts left the target
     EXPECT_GT(own.wait_ns[j], colocated.wait_ns[j]);
   }
-  m.set_draft_gpus({GpuId{4}, GpuId{5}});
-  const StepResult two = m.run(0, ranks, nullptr);
+  const StepResult two = with_drafts({GpuId{4}, GpuId{5}})->run(0, ranks, nullptr);
   EXPECT_GT(two.draft_ns, own.draft_ns);
   EXPECT_EQ(two.draft_gpu_busy_ns.size(), 2u);
   EXPECT_EQ(two.draft_gpu_busy_ns[0], two.draft_gpu_busy_ns[1]);
@@ -676,7 +702,7 @@ TEST(StepModelHorizon, AnOpPastTheHorizonNamesTheOp) {
 TEST(StepModelHorizon, ALinkOfAlmostNoBandwidthIsACollectiveErrorOnBothTiers) {
   for (bool fast : {false, true}) {
     Fixture f(tiny(), testing::nvlink_node_spec("h200-sxm", 8, 1e-300 * 1e9), DeploymentSpec{});
-    f.model->set_fast_tier(fast);
+    f.rebuild(Fixture::tier(fast));
     ASSERT_EQ(f.model->fast_tier_refusal(), "");
     const std::string message = horizon_error_of(f, decode_batch(8, 4, 1000));
     SCOPED_TRACE(message);
@@ -853,7 +879,7 @@ TEST(StepModelTest, MicrobatchSchedulesAgreeAcrossTiers) {
     d.overlap = mode;
     Fixture exact(tiny(), 8, d);
     Fixture fast(tiny(), 8, d);
-    fast.model->set_fast_tier(true);
+    fast.rebuild(Fixture::tier(true));
     const auto batch = decode_batch(8, 64, 700);
     const StepResult a = exact.model->run(0, batch, nullptr);
     const StepResult b = fast.model->run(0, batch, nullptr);
