@@ -45,7 +45,9 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
   setup_.seqs = &seqs_;
   replicas_ = builder_.build_replicas(setup_);
   for (const GpuRecord& rec : builder_.gpu_records(replicas_)) recorder_.add_gpu(rec);
-  if (sc_.deployment.prefill_replicas > 0) transfer_network_ = builder_.make_network();
+  if (sc_.deployment.prefill_replicas > 0) {
+    pd_transfer_ = std::make_unique<PdTransfer>(builder_.make_network());
+  }
   if (opt_.tier_check_every > 0)
     tier_checker_ = std::make_unique<TierChecker>(opt_.tier_check_every);
   recording_ = std::make_unique<StepRecording>(recorder_, sim_, seqs_, sc_.outputs.trace_replicas);
@@ -94,17 +96,10 @@ void ClusterSim::register_events() {
 
 void ClusterSim::start_slo_watch() {
   if (sc_.workload.kind == WorkloadKind::kAgent) return;  // later turns depend on the run
-  // The open-loop sequence does not depend on the serving layer (workload_generator.h): a second
-  // generator on a copy of the stream sees the same arrivals.
   const SimTime end = checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
-  RngStream rng(sim_.root_seed(), "workload");
-  WorkloadGenerator gen(sc_.workload, rng);
-  int64_t max_requests = 0;
-  while (std::optional<Request> r = gen.next()) {
-    if (r->arrival_ns > end) break;
-    ++max_requests;
-  }
-  slo_watch_ = std::make_unique<SloWatch>(*opt_.stop_on_certain_failure, max_requests);
+  slo_watch_ = std::make_unique<SloWatch>(
+      *opt_.stop_on_certain_failure,
+      count_open_loop_arrivals(sc_.workload, sim_.root_seed(), "workload", end));
 }
 
 RunOutput ClusterSim::run() {
@@ -126,10 +121,15 @@ RunOutput ClusterSim::run() {
   out.cancelled = cancelled_;
   out.end_ns = sim_.now();
   check_conservation(out);
-  collect_counters();
+  RunCounters& counters = recorder_.counters();
+  for (const Replica& r : replicas_) add_replica_totals(r, recorder_);
+  counters.cost_out_of_range_queries = builder_.cost().num_out_of_range_queries();
+  if (kv_tiers_) counters.kv_tiers = kv_tiers_->final_counters();
+  const WorkloadStats& ws = workload_->stats();
+  if (ws.num_rollbacks > 0) counters.actions["rollback"] = ws.num_rollbacks;
   out.requests = std::move(kept_);
   out.gpus = std::move(recorder_.gpus());
-  out.counters = recorder_.counters();
+  out.counters = counters;
   out.summary = summarize(stats_, out.gpus, out.counters, out.end_ns);
   out.digest = sim_.digest().value();
   out.digest_hex = sim_.digest().hex();
@@ -146,30 +146,6 @@ RunOutput ClusterSim::run() {
   }
   if (draft_acceptance_) out.speculative = draft_acceptance_->totals();
   return out;
-}
-
-void ClusterSim::collect_counters() {
-  RunCounters& counters = recorder_.counters();
-  for (Replica& r : replicas_) {
-    const ReplicaScheduler& sched = *r.scheduler;
-    for (int32_t k = 0; k < sched.num_ranks(); ++k) {
-      for (int32_t j = 0; j < r.tp(); ++j) {
-        recorder_.gpu(r.gpus()[k * r.tp() + j].value).kv_high_water_blocks =
-            sched.kv(k).high_water_blocks();
-      }
-      counters.kv_evictions += sched.kv(k).num_evictions();
-    }
-    counters.prompt_tokens_total += sched.totals().prompt_tokens_total;
-    counters.prompt_tokens_cached += sched.totals().prompt_tokens_cached;
-    counters.num_preemptions += sched.totals().num_preemptions;
-    if (sched.totals().num_preemptions > 0) {
-      counters.actions["preempt"] += sched.totals().num_preemptions;
-    }
-  }
-  counters.cost_out_of_range_queries = builder_.cost().num_out_of_range_queries();
-  if (kv_tiers_) counters.kv_tiers = kv_tiers_->final_counters();
-  const WorkloadStats& ws = workload_->stats();
-  if (ws.num_rollbacks > 0) counters.actions["rollback"] = ws.num_rollbacks;
 }
 
 void ClusterSim::retire_finished(bool all) {
@@ -189,7 +165,7 @@ void ClusterSim::check_conservation(RunOutput& out) {
   // Every arrived request is completed, rejected or in flight, once: the records still in the
   // window are retired now, in flight ones with what they generated so far.
   for (int64_t i = records_.front_id(); i < records_.size(); ++i) {
-    sync_record(static_cast<int32_t>(i));
+    sync_record(seqs_[i], records_[i]);
     RequestRecord& rec = records_[i];
     if (rec.outcome == RequestOutcome::kInFlight) rec.generated_tokens = seqs_[i].generated;
   }

@@ -33,16 +33,6 @@ void ClusterSim::on_arrival(const Event& e) {
   check_cancel();
 }
 
-void ClusterSim::sync_record(int32_t sid) {
-  const Seq& s = seqs_[sid];
-  RequestRecord& rec = records_[sid];
-  rec.first_scheduled_ns = s.first_scheduled_ns;
-  rec.cached_prompt_tokens = s.cached_prompt_tokens;
-  rec.num_preemptions = s.num_preemptions;
-  rec.kv_load_ns = s.kv_load_ns;
-  rec.loaded_prompt_tokens = s.loaded_prompt_tokens;
-}
-
 void ClusterSim::reject(int32_t sid, const std::string& reason) {
   RequestRecord& rec = records_[sid];
   rec.outcome = RequestOutcome::kRejected;
@@ -71,17 +61,8 @@ void ClusterSim::admit_request(Request req) {
   s.req = std::move(req);
   s.prefill_target = s.req.prompt_tokens + decision.extra_prefill_tokens;
   seqs_.push_back(std::move(s));
-  RequestRecord rec;
   const Request& r = seqs_[sid].req;
-  rec.request_id = r.id.value;
-  rec.session_id = r.session.valid() ? r.session.value : -1;
-  rec.turn_idx = r.turn_idx;
-  rec.attempt_idx = r.attempt_idx;
-  rec.domain = std::string(domain_name(r.domain));
-  rec.arrival_ns = sim_.now();
-  rec.prompt_tokens = r.prompt_tokens;
-  rec.output_tokens = r.output_tokens;
-  records_.push_back(rec);
+  records_.push_back(arrival_record(r, sim_.now()));
   if (r.attempt_idx > 0) recorder_.counters().actions["rollback_reissue"]++;
   if (decision.reject) {
     reject(sid, decision.reject_reason);
@@ -126,7 +107,7 @@ void ClusterSim::complete(Replica& r, int32_t sid) {
   rec.outcome = RequestOutcome::kCompleted;
   rec.done_ns = sim_.now();
   rec.generated_tokens = s.generated;
-  sync_record(sid);
+  sync_record(seqs_[sid], records_[sid]);
   if (slo_watch_) {
     slo_watch_->on_complete(rec, sim_.now());
     check_slo_watch();

@@ -29,6 +29,7 @@
 #include "sim/serving/cluster_router.h"
 #include "sim/serving/draft_accounting.h"
 #include "sim/serving/kv_tier_traffic.h"
+#include "sim/serving/pd_transfer.h"
 #include "sim/serving/replica.h"
 #include "sim/serving/replica_builder.h"
 #include "sim/serving/sequence.h"
@@ -52,8 +53,6 @@ class ClusterSim {
   // cluster.cc
   void register_events();
   void check_conservation(RunOutput& out);
-  // Per-replica and per-run figures into the recorder's counters and GPU records at the end.
-  void collect_counters();
   // RunOptions::stop_on_certain_failure: the watch, with the open-loop requests arriving by the
   // run's end counted from a second generator on the same stream (nothing for agent sessions).
   void start_slo_watch();
@@ -76,7 +75,6 @@ class ClusterSim {
   void reject(int32_t sid, const std::string& reason);
   void route_seq(int32_t sid, const std::string& pool);
   void complete(Replica& r, int32_t sid);
-  void sync_record(int32_t sid);
   // Retires the final records at the front of the window (all of them with `all`, at the end).
   void retire_finished(bool all = false);
   // cluster_steps.cc
@@ -115,11 +113,8 @@ class ClusterSim {
   std::unique_ptr<DraftAcceptance> draft_acceptance_;  // [speculative]: acceptance draws
   std::unique_ptr<DraftAccounting> draft_accounting_;
   std::unique_ptr<StepRecording> recording_;
-  std::map<int64_t, std::string> delayed_;  // seq id -> pool, while delayed by a policy
-  // Prices P/D KV transfers between replicas (the scenario's network model, whole topology).
-  std::unique_ptr<NetworkModel> transfer_network_;
-  TrafficMatrix transfer_traffic_;
-  CollectiveResult transfer_result_;
+  std::map<int64_t, std::string> delayed_;   // seq id -> pool, while delayed by a policy
+  std::unique_ptr<PdTransfer> pd_transfer_;  // with P/D pools
   std::unique_ptr<WorkloadGenerator> workload_;
   std::map<int64_t, Request> pending_;  // arrivals scheduled but not yet happened
   int64_t next_pending_key_ = 0;

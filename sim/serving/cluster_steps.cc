@@ -85,34 +85,19 @@ bool ClusterSim::advance_sequence(Replica& r, int32_t sid, const SeqSlice& sl) {
 }
 
 void ClusterSim::transfer_kv(Replica& r, int32_t sid) {
-  // P/D: move the KV to a decode replica over the network, then free it here. The transfer is
-  // one flow from the sequence's rank to the decode replica's GPU of the same rank index, timed
-  // by the scenario's network model.
+  // P/D: move the KV to a decode replica over the network, then free it here.
   Seq& s = seqs_[sid];
   const int32_t dst = router_.pick(s.req, true);
-  const GpuId src_gpu = r.gpus()[s.rank * r.tp()];
-  Replica& dr = replicas_[dst];
-  const GpuId dst_gpu = dr.gpus()[s.rank % dr.gpus().size()];
-  const GpuMemoryLayout& lay = r.scheduler->layout();
-  const double bytes =
-      lay.kv_bytes_per_token * static_cast<double>(s.req.prompt_tokens + s.generated - 1) +
-      lay.state_bytes_per_sequence;
-  const GpuId pair[2] = {src_gpu, dst_gpu};
-  transfer_traffic_.reset(pair);
-  transfer_traffic_.set_bytes(0, 1, bytes);
-  transfer_network_->run(transfer_traffic_, transfer_result_);
+  const SimTime duration_ns = pd_transfer_->price(r, replicas_[dst], s, recorder_.counters());
   r.scheduler->release(s);
   router_.add_outstanding(r.idx, -1);
-  RunCounters& counters = recorder_.counters();
-  counters.kv_transfers++;
-  counters.kv_transfer_bytes += bytes;
   router_.add_outstanding(dst, 1);
   s.replica = dst;
   s.decode_only = true;
   s.prefilled = s.prefill_target;
   s.rank = -1;
   records_[sid].replica = dst;
-  sim_.schedule_after(transfer_result_.duration_ns, k_transfer_, sid, dst);
+  sim_.schedule_after(duration_ns, k_transfer_, sid, dst);
 }
 
 void ClusterSim::on_transfer_done(const Event& e) {

@@ -74,4 +74,8 @@ struct Replica {
   ExpertGpus expert_gpus(int32_t moe_layer_idx) const;
 };
 
+// Adds r's scheduler totals (prompt tokens, cache hits, preemptions, evictions) to the recorder's
+// counters and each rank's KV high water to its GPUs' records, at the end of a run.
+void add_replica_totals(const Replica& r, RunRecorder& recorder);
+
 }  // namespace moesim::sim

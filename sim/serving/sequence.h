@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "sim/core/time.h"
+#include "sim/metrics/run_metrics.h"
 #include "sim/workload/request.h"
 
 namespace moesim::sim {
@@ -47,5 +48,11 @@ struct alignas(64) Seq {
 };
 static_assert(offsetof(Seq, req) + offsetof(Request, output_tokens) + sizeof(int64_t) <= 64,
               "the fields a step reads fit the entry's first cache line");
+
+// The record of request `r` arriving at `now_ns` (in flight).
+RequestRecord arrival_record(const Request& r, SimTime now_ns);
+// Copies what `s` measured so far (first scheduling, cached and loaded prompt tokens,
+// preemptions, KV load time) into its record.
+void sync_record(const Seq& s, RequestRecord& record);
 
 }  // namespace moesim::sim

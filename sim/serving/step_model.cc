@@ -107,7 +107,12 @@ const StepResult& StepModel::run(const StepInput& input) {
   run_layers(input.step_idx, input.observer);
   run_lm_head(ranks, input.observer);
   if (draft_) draft_->run(input.step_idx, ranks, input.observer, *this, state_);
-  finish_step();
+  if (!state_.finish()) [[unlikely]] {
+    state_.throw_beyond_horizon("step model: a step of " + std::to_string(state_.step_tokens) +
+                                    " tokens on " + std::to_string(num_gpus()) + " GPUs over " +
+                                    std::to_string(layers_.size()) + " layers",
+                                cost_.describe_inputs());
+  }
   return state_.result;
 }
 
@@ -198,10 +203,11 @@ void StepModel::run_moe_layer(int64_t step_idx, int32_t layer_idx, int32_t sourc
   state_.result.dispatch_bytes += t.dispatch_bytes;
   state_.result.combine_bytes += t.combine_bytes;
   if (deployment_.overlap == OverlapMode::kSimple) {
-    advance_overlapped(layer_idx, dispatch_s, combine_s, observer);
+    state_.advance_overlapped(layer_idx, experts_.ffn_s(), dispatch_s, combine_s, observer);
   } else {
-    advance_with_barriers(layer_idx, dispatch_s, combine_s,
-                          router_run ? ready_s_ : state_.latest_clock_s(), observer);
+    state_.advance_with_barriers(layer_idx, experts_.ffn_s(), experts_.max_ffn_s(), dispatch_s,
+                                 combine_s, router_run ? ready_s_ : state_.latest_clock_s(),
+                                 observer);
   }
 }
 
@@ -213,69 +219,6 @@ void StepModel::run_dense_ffn(int32_t layer_idx, const FfnSpec& ffn, StepObserve
     const double f = cost_.checked_seconds(dense_ffn_work(
         t, card_.hidden_size, ffn.intermediate_size, tp_, card_.precision.dense_ffn));
     state_.advance_compute(g, "dense_ffn", layer_idx, f, observer);
-  }
-}
-
-void StepModel::advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s,
-                                      double ready, StepObserver* observer) {
-  const int32_t n = num_gpus();
-  const std::span<const double> ffn_s = experts_.ffn_s();
-  StepState& s = state_;
-  if (!observer) {
-    // The loops below in one pass: every GPU leaves the dispatch at `start`, and the latest one
-    // to finish its experts is the one with the most expert seconds (rounding is monotone, so
-    // max(start + f) = start + max(f) exactly). The same sums in the same order per GPU.
-    const double start = ready + dispatch_s;
-    const double ready2 = start + experts_.max_ffn_s();
-    const double end = ready2 + combine_s;
-    for (int32_t g = 0; g < n; ++g) {
-      s.wait_s[g] += ready - s.clock_s[g];
-      s.comm_s[g] += dispatch_s;
-      s.compute_s[g] += ffn_s[g];
-      s.wait_s[g] += ready2 - (start + ffn_s[g]);
-      s.comm_s[g] += combine_s;
-      s.clock_s[g] = end;
-    }
-    return;
-  }
-  for (int32_t g = 0; g < n; ++g) {
-    const double w = ready - s.clock_s[g];
-    trace_span(observer, g, "wait", layer_idx, s.clock_s[g], w);
-    trace_span(observer, g, "dispatch", layer_idx, ready, dispatch_s);
-    s.wait_s[g] += w;
-    s.comm_s[g] += dispatch_s;
-    s.clock_s[g] = ready + dispatch_s;
-    s.advance_compute(g, "experts", layer_idx, ffn_s[g], observer);
-  }
-  const double ready2 = s.latest_clock_s();
-  for (int32_t g = 0; g < n; ++g) {
-    const double w = ready2 - s.clock_s[g];
-    trace_span(observer, g, "wait", layer_idx, s.clock_s[g], w);
-    trace_span(observer, g, "combine", layer_idx, ready2, combine_s);
-    s.wait_s[g] += w;
-    s.comm_s[g] += combine_s;
-    s.clock_s[g] = ready2 + combine_s;
-  }
-}
-
-void StepModel::advance_overlapped(int32_t layer_idx, double dispatch_s, double combine_s,
-                                   StepObserver* observer) {
-  // Two half micro-batches: max(C, D) + min(C, D) / 2 from the layer's start barrier.
-  StepState& s = state_;
-  const std::span<const double> ffn_s = experts_.ffn_s();
-  const double start = *std::min_element(s.clock_s.begin(), s.clock_s.end());
-  double c = 0;
-  for (int32_t g = 0; g < num_gpus(); ++g) c = std::max(c, s.clock_s[g] - start + ffn_s[g]);
-  const double d = dispatch_s + combine_s;
-  const double end = start + std::max(c, d) + std::min(c, d) / 2.0;
-  for (int32_t g = 0; g < num_gpus(); ++g) {
-    const double busy = ffn_s[g];
-    trace_span(observer, g, "experts", layer_idx, s.clock_s[g], busy);
-    trace_span(observer, g, "dispatch+combine (overlapped)", layer_idx, start, d);
-    s.compute_s[g] += busy;
-    s.comm_s[g] += d;
-    s.wait_s[g] += std::max(0.0, end - s.clock_s[g] - busy - d);
-    s.clock_s[g] = end;
   }
 }
 
@@ -307,35 +250,6 @@ void StepModel::apply_nic_slowdown(std::span<const double> in, std::span<const d
   if (!nic_) nic_ = std::make_unique<NicLinks>(topology_, gpus_);
   MOESIM_CHECK(network_->set_link_slowdown(nic_->link_slowdown(in, out)),
                "the network model does not support host-link contention");
-}
-
-void StepModel::finish_step() {
-  const double end = state_.latest_clock_s();
-  // Every op and collective was checked on its own; their sums are checked here. Each GPU's
-  // compute, communication and wait sums are at most its clock, so `end` bounds them all.
-  if (!within_horizon_s(end)) [[unlikely]] {
-    throw_step_beyond_horizon(end);
-  }
-  StepResult& result = state_.result;
-  result.duration_ns = std::max<SimTime>(1, from_seconds(end));
-  for (int32_t g = 0; g < num_gpus(); ++g) {
-    state_.wait_s[g] += end - state_.clock_s[g];
-    result.compute_ns[g] = from_seconds(state_.compute_s[g]);
-    result.comm_ns[g] = from_seconds(state_.comm_s[g]);
-    result.wait_ns[g] = from_seconds(state_.wait_s[g]);
-  }
-}
-
-void StepModel::throw_step_beyond_horizon(double end_s) const {
-  const auto slowest = static_cast<size_t>(
-      std::max_element(state_.clock_s.begin(), state_.clock_s.end()) - state_.clock_s.begin());
-  throw_bad_duration(
-      "step model: a step of " + std::to_string(state_.step_tokens) + " tokens on " +
-          std::to_string(num_gpus()) + " GPUs over " + std::to_string(layers_.size()) + " layers",
-      end_s,
-      "its slowest GPU computes for " + format_number(state_.compute_s[slowest]) +
-          " s and spends " + format_number(state_.comm_s[slowest]) +
-          " s in all-to-alls; check the topology's bandwidths and " + cost_.describe_inputs());
 }
 
 }  // namespace moesim::sim

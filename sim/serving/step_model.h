@@ -93,16 +93,8 @@ class StepModel final : private DraftLayerRunner {
   // the pricer's memo; the clocks as the two loops leave them, their latest into ready_s_.
   void run_attention_and_router(int32_t attn_class, const MoeSpec& moe);
   void run_router(int32_t layer_idx, const MoeSpec& moe, StepObserver* observer);
-  // `ready`: the latest clock, which the caller may know already.
-  void advance_with_barriers(int32_t layer_idx, double dispatch_s, double combine_s, double ready,
-                             StepObserver* observer);
-  void advance_overlapped(int32_t layer_idx, double dispatch_s, double combine_s,
-                          StepObserver* observer);
   void run_lm_head(const std::vector<std::vector<SeqSlice>>& ranks, StepObserver* observer);
   void apply_nic_slowdown(std::span<const double> in, std::span<const double> out);
-  // Rounds the step's clocks and sums into the result; a HorizonError past the horizon.
-  void finish_step();
-  [[noreturn]] void throw_step_beyond_horizon(double end_s) const;
   // DraftLayerRunner.
   void run_draft_moe_layer(int64_t step_idx, int32_t trace_layer_idx, int32_t source_layer_idx,
                            StepObserver* observer) override;

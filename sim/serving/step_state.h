@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "sim/serving/step_result.h"
@@ -45,6 +47,24 @@ struct StepState {
   }
   // The latest clock.
   double latest_clock_s() const;
+
+  // The barriers of a MoE layer: every GPU waits for the latest clock `ready` (which the caller
+  // may know already), the dispatch takes dispatch_s, each GPU computes its ffn_s[g], all wait
+  // for the slowest (max_ffn_s is the largest of ffn_s), then the combine takes combine_s.
+  void advance_with_barriers(int32_t layer_idx, std::span<const double> ffn_s, double max_ffn_s,
+                             double dispatch_s, double combine_s, double ready,
+                             StepObserver* observer);
+  // The simple overlap of two half micro-batches: max(C, D) + min(C, D) / 2 from the layer's
+  // start barrier, C the compute after it (ffn_s included) and D the two collectives.
+  void advance_overlapped(int32_t layer_idx, std::span<const double> ffn_s, double dispatch_s,
+                          double combine_s, StepObserver* observer);
+  // Rounds the clocks and sums into the result (its duration the latest clock, at least 1 ns);
+  // false, changing nothing, when the step ends past the horizon.
+  bool finish();
+  // The HorizonError of a step finish() refused: `what` describes the step and `cost_inputs`
+  // what priced it (CostModel::describe_inputs).
+  [[noreturn]] void throw_beyond_horizon(const std::string& what,
+                                         const std::string& cost_inputs) const;
 };
 
 }  // namespace moesim::sim

@@ -240,4 +240,16 @@ std::optional<Request> WorkloadGenerator::next_trace_row() {
   return r;
 }
 
+int64_t count_open_loop_arrivals(const WorkloadSpec& spec, uint64_t root_seed,
+                                 std::string_view stream, SimTime end_ns) {
+  RngStream rng(root_seed, stream);
+  WorkloadGenerator gen(spec, rng);
+  int64_t count = 0;
+  while (std::optional<Request> r = gen.next()) {
+    if (r->arrival_ns > end_ns) break;
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace moesim::sim

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/distributions.h"
@@ -108,5 +109,11 @@ class WorkloadGenerator {
   uint64_t next_block_hash_ = 0;
   WorkloadStats stats_;
 };
+
+// The open-loop requests of `spec` arriving by `end_ns` on a generator over a fresh copy of the
+// stream `stream` of `root_seed` (the same arrivals a run's generator on that stream sees, the
+// open-loop sequence not depending on the serving layer; for agents, first turns only).
+int64_t count_open_loop_arrivals(const WorkloadSpec& spec, uint64_t root_seed,
+                                 std::string_view stream, SimTime end_ns);
 
 }  // namespace moesim::sim
