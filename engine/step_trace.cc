@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/json_depth.h"
 #include "engine/input_error.h"
-#include "sim/core/json_depth.h"
 
 namespace moesim::engine {
 

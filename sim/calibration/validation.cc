@@ -7,8 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "base/check.h"
 #include "sim/calibration/calibrate.h"
-#include "sim/core/check.h"
 
 namespace moesim::sim {
 namespace {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/distributions.h"
 
 namespace moesim::sim {

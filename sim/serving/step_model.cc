@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/cost/op_formulas.h"
 
 namespace moesim::sim {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/cost/op_formulas.h"
 #include "sim/serving/step_model.h"
 

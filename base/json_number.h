@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/core/checked_number.h"
+#include "base/checked_number.h"
 
 namespace moesim {
 
