@@ -6,9 +6,11 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "base/json_depth.h"
+#include "base/json_number.h"
 #include "engine/input_error.h"
 
 namespace moesim::engine {
@@ -98,8 +100,11 @@ std::string describe(const json& v) {
 
 int64_t as_int(const Where& w, const json& v, const std::string& field, int64_t min_value,
                int64_t max_value = std::numeric_limits<int64_t>::max()) {
-  if (!v.is_number_integer()) w.fail(field, "expected an integer, got " + describe(v));
-  const int64_t x = v.get<int64_t>();
+  // Through json_integer: get<int64_t>() would wrap an unsigned value above INT64_MAX
+  // (18446744073709551615 read as -1).
+  const std::optional<int64_t> parsed = json_integer(v);
+  if (!parsed) w.fail(field, std::string(json_integer_problem(v)) + ", got " + describe(v));
+  const int64_t x = *parsed;
   if (x < min_value) {
     w.fail(field, "must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
   }
