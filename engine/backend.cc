@@ -6,7 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "engine/check.h"
+#include "base/check.h"
 
 namespace moesim::engine {
 
@@ -41,8 +41,8 @@ int64_t AttentionBatch::token_row_offset(int64_t s) const {
 
 DeviceTensor upload_floats(Backend& backend, const std::vector<float>& values, DType dtype,
                            const Shape& shape, std::string_view what_for) {
-  MOESIM_ENGINE_CHECK(static_cast<int64_t>(values.size()) == shape_num_elements(shape),
-                      "upload_floats: value count does not match the shape");
+  MOESIM_CHECK(static_cast<int64_t>(values.size()) == shape_num_elements(shape),
+               "upload_floats: value count does not match the shape");
   DeviceTensor t = backend.allocate(dtype, shape, what_for);
   switch (dtype) {
     case DType::kF32:
@@ -61,15 +61,15 @@ DeviceTensor upload_floats(Backend& backend, const std::vector<float>& values, D
       break;
     }
     case DType::kI32:
-      MOESIM_ENGINE_CHECK(false, "upload_floats: I32 is not a float dtype");
+      MOESIM_CHECK(false, "upload_floats: I32 is not a float dtype");
   }
   return t;
 }
 
 DeviceTensor upload_ints(Backend& backend, const std::vector<int32_t>& values, const Shape& shape,
                          std::string_view what_for) {
-  MOESIM_ENGINE_CHECK(static_cast<int64_t>(values.size()) == shape_num_elements(shape),
-                      "upload_ints: value count does not match the shape");
+  MOESIM_CHECK(static_cast<int64_t>(values.size()) == shape_num_elements(shape),
+               "upload_ints: value count does not match the shape");
   DeviceTensor t = backend.allocate(DType::kI32, shape, what_for);
   backend.upload(values.data(), t.view);
   return t;
@@ -95,13 +95,13 @@ std::vector<float> download_floats(Backend& backend, const Tensor& src) {
       break;
     }
     case DType::kI32:
-      MOESIM_ENGINE_CHECK(false, "download_floats: I32 is not a float dtype");
+      MOESIM_CHECK(false, "download_floats: I32 is not a float dtype");
   }
   return out;
 }
 
 std::vector<int32_t> download_ints(Backend& backend, const Tensor& src) {
-  MOESIM_ENGINE_CHECK(src.dtype == DType::kI32, "download_ints: tensor is not I32");
+  MOESIM_CHECK(src.dtype == DType::kI32, "download_ints: tensor is not I32");
   std::vector<int32_t> out(src.num_elements());
   backend.download(src, out.data());
   return out;

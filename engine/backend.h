@@ -15,7 +15,7 @@
 //     amax(row) / 448 (W8A8, FP32 accumulate). The CPU emulates this rounding exactly.
 //   - Outputs never alias inputs unless stated. Operations are asynchronous on devices that
 //     queue work: call synchronize() (or use a Timer) before reading results on the host.
-//   - Errors: bad shapes or dtypes are bugs (MOESIM_ENGINE_CHECK aborts); allocation failure
+//   - Errors: bad shapes or dtypes are bugs (MOESIM_CHECK aborts); allocation failure
 //     throws OutOfMemoryError; device/library failures use the backend's check macros.
 //
 // Attention batches (AttentionBatch): the rows of `x` are the new tokens of sequence 0, then of

@@ -69,6 +69,180 @@ std::string peak(const std::optional<double>& v, double scale) {
 
 }  // namespace
 
+namespace {
+
+// What every bench point reads: the backend, the options and writers, the layers' weights and
+// the buffers the points reuse (allocated once by run_bench).
+struct BenchContext {
+  Backend& backend;
+  const BenchOptions& o;
+  std::ostream& table;
+  std::ostream* jsonl;
+  const BenchModel& m;
+  const ReplayDtypes& d;
+  const LayerWeights& mla;
+  const LayerWeights& gqa;
+  const LayerWeights& kda;
+  const LayerWeights& dense;
+  const LayerWeights& moe;
+  const DeviceTensor& x;
+  const DeviceTensor& y;
+  const DeviceTensor& state;
+  const DeviceTensor& ids;
+  const DeviceTensor& weights;
+  const DeviceTensor& cache;
+  int64_t cache_rows = 0;  // rows of `cache`
+  int64_t row_bytes = 0;   // bytes of one cache row
+};
+
+Tensor view(const DeviceTensor& t, const Shape& shape) {
+  return Tensor{t.view.data, t.view.dtype, shape};
+}
+
+// The table's header lines, and the JSONL measurement header when writing one.
+void write_headers(const BenchContext& b) {
+  const DevicePeaks& p = b.o.peaks;
+  b.table << "backend " << b.backend.name() << " (" << b.backend.device_name() << "), shapes "
+          << b.o.shapes << ", peaks: bf16 " << peak(p.bf16_flops_per_s, 1e12) << " TFLOP/s, fp8 "
+          << peak(p.fp8_flops_per_s, 1e12) << " TFLOP/s, memory " << peak(p.memory_bytes_per_s, 1e9)
+          << " GB/s\n";
+  b.table << "op                 tokens  context      time_us   TFLOP/s      GB/s  peak_TFLOP/s  "
+             "peak_GB/s\n";
+  if (b.jsonl != nullptr) {
+    MeasurementHeader header;
+    header.mode = "bench";
+    header.backend = b.backend.name();
+    header.device = b.backend.device_name();
+    header.peaks = p;
+    header.engine_version = b.o.engine_version;
+    header.model = b.o.shapes;
+    header.warmup = b.o.warmup;
+    header.repeats = b.o.repeats;
+    MeasurementWriter(*b.jsonl).write_header(header);
+  }
+}
+
+// Times `fn` and writes its table line (and JSONL record).
+void point(const BenchContext& b, OpKind op, int64_t tokens, int64_t context, const OpCost& cost,
+           const std::function<void()>& fn) {
+  const DevicePeaks& p = b.o.peaks;
+  const TimingStats t = time_op(b.backend, b.o.warmup, b.o.repeats, fn);
+  const double s = static_cast<double>(std::max<int64_t>(t.median_ns, 1)) * 1e-9;
+  char line[160];
+  std::snprintf(line, sizeof(line), "%-18s %7lld %8lld %12.1f %9s %9s %13s %10s\n",
+                std::string(op_kind_name(op)).c_str(), static_cast<long long>(tokens),
+                static_cast<long long>(context), t.median_ns * 1e-3,
+                rate(cost.flops / s, 1e12).c_str(), rate(cost.total_bytes() / s, 1e9).c_str(),
+                peak(p.bf16_flops_per_s, 1e12).c_str(), peak(p.memory_bytes_per_s, 1e9).c_str());
+  b.table << line;
+  if (b.jsonl != nullptr) {
+    nlohmann::ordered_json j = {{"record", "bench"},
+                                {"op", op_kind_name(op)},
+                                {"tokens", tokens},
+                                {"context_tokens", context},
+                                {"flops", cost.flops},
+                                {"bytes", cost.total_bytes()},
+                                {"measured_ns", t.median_ns},
+                                {"min_ns", t.min_ns},
+                                {"max_ns", t.max_ns},
+                                {"flops_per_s", cost.flops / s},
+                                {"bytes_per_s", cost.total_bytes() / s}};
+    *b.jsonl << j.dump() << '\n';
+  }
+}
+
+// MLA and GQA prefill and decode of t tokens after c cached ones (a line saying so when the
+// cache cannot hold them).
+void mla_gqa_points(const BenchContext& b, int64_t t, int64_t c, const AttentionBatch& batch,
+                    bool is_prefill, const Tensor& in, const Tensor& out) {
+  const ReplayDtypes& d = b.d;
+  const int64_t rows = batch.total_cache_rows();
+  if (rows > b.cache_rows) {
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "%-18s %7lld %8lld  skipped: needs %.1f GB of cache, %.1f GB fit\n",
+                  is_prefill ? "attn_*_prefill" : "attn_*_decode", static_cast<long long>(t),
+                  static_cast<long long>(c), static_cast<double>(rows * b.row_bytes) * 1e-9,
+                  static_cast<double>(b.cache_rows * b.row_bytes) * 1e-9);
+    b.table << line;
+    return;
+  }
+  const MlaShape& ms = b.m.mla.mla;
+  const MlaForm form = is_prefill ? MlaForm::kNaive : MlaForm::kAbsorbed;
+  const Tensor mla_cache = view(b.cache, {rows, ms.kv_lora_rank + ms.qk_rope_head_dim});
+  point(b, is_prefill ? OpKind::kAttnMlaPrefill : OpKind::kAttnMlaDecode, t, c,
+        mla_cost(ms, batch, form, d.attention, d.kv_cache, d.activations),
+        [&] { b.backend.mla_attention(b.mla.mla, batch, form, in, mla_cache, out); });
+  const GqaShape& gs = b.m.gqa.gqa;
+  const Tensor kc = view(b.cache, {rows, gs.num_kv_heads * gs.head_dim});
+  const Tensor vc{static_cast<char*>(b.cache.view.data) + kc.size_bytes(),
+                  d.kv_cache,
+                  {rows, gs.num_kv_heads * gs.head_dim}};
+  point(b, is_prefill ? OpKind::kAttnGqaPrefill : OpKind::kAttnGqaDecode, t, c,
+        gqa_cost(gs, batch, d.attention, d.kv_cache, d.activations),
+        [&] { b.backend.gqa_attention(b.gqa.gqa, batch, in, kc, vc, out); });
+}
+
+// Attention of t tokens: MLA and GQA at every context, KDA (which does not depend on the
+// context length) at the first.
+void attention_points(const BenchContext& b, int64_t t, const Tensor& in, const Tensor& out) {
+  const KdaShape& ks = b.m.kda.kda;
+  for (int64_t c : b.o.contexts) {
+    // Prefill: one sequence of t new tokens after c cached ones. Decode: t sequences.
+    const AttentionBatch prefill{{t}, {c}};
+    const AttentionBatch decode{std::vector<int64_t>(t, 1), std::vector<int64_t>(t, c)};
+    mla_gqa_points(b, t, c, prefill, true, in, out);
+    mla_gqa_points(b, t, c, decode, false, in, out);
+    if (c != b.o.contexts.front()) continue;  // KDA does not depend on the context length
+    for (const AttentionBatch* batch : {&prefill, &decode}) {
+      const int64_t seqs = batch->num_sequences();
+      const Tensor rec = view(b.state, {seqs, ks.num_heads, ks.head_dim_k, ks.head_dim_v});
+      const Tensor conv{
+          static_cast<char*>(b.state.view.data) + rec.size_bytes(),
+          DType::kF32,
+          {seqs, ks.short_conv_kernel - 1, ks.num_heads * (2 * ks.head_dim_k + ks.head_dim_v)}};
+      point(b, batch == &prefill ? OpKind::kAttnKdaPrefill : OpKind::kAttnKdaDecode, t, c,
+            kda_cost(ks, *batch, b.d.attention, b.d.activations), [&] {
+              b.backend.kda_attention(b.kda.kda, *batch, in, KdaState{rec, conv}, out);
+            });
+    }
+  }
+}
+
+// The FFN side of t tokens: dense FFN, router, permute, expert FFN and combine (t x top_k token
+// copies spread evenly over the local experts).
+void ffn_points(const BenchContext& b, int64_t t, const Tensor& in, const Tensor& out) {
+  const ReplayDtypes& d = b.d;
+  const BenchModel& m = b.m;
+  const int64_t h = m.hidden;
+  const int64_t k = m.moe.top_k;
+  point(b, OpKind::kDenseFfn, t, 0,
+        ffn_cost({t}, h, m.dense.intermediate_size, d.dense_ffn, d.activations),
+        [&] { b.backend.expert_ffn(in, {t}, b.dense.dense, out); });
+  const RouterConfig config{m.moe.num_routed_experts, k, m.moe.scoring, true, 1.0f};
+  point(b, OpKind::kRouter, t, 0,
+        router_cost(t, h, m.moe.num_routed_experts, k, d.activations, d.activations), [&] {
+          b.backend.router(in, b.moe.router, config, view(b.ids, {t, k}), view(b.weights, {t, k}));
+        });
+  std::vector<int32_t> expert_ids(t * k);
+  for (int64_t i = 0; i < t * k; ++i) expert_ids[i] = static_cast<int32_t>(i % m.local_experts);
+  const Permutation perm = make_permutation(expert_ids, k, m.local_experts);
+  DeviceTensor gather = upload_ints(b.backend, perm.gather_rows, {t * k}, "bench gather");
+  const Tensor copies = view(b.y, {t * k, h});
+  point(b, OpKind::kPermute, t * k, 0, permute_cost(t * k, h, d.activations),
+        [&] { b.backend.permute(in, gather.view, copies); });
+  const Tensor expert_in = view(b.x, {t * k, h});
+  point(
+      b, OpKind::kExpertFfn, t * k, 0,
+      ffn_cost(perm.tokens_per_expert, h, m.moe.expert_intermediate_size, d.experts, d.activations),
+      [&] { b.backend.expert_ffn(expert_in, perm.tokens_per_expert, b.moe.experts, copies); });
+  point(b, OpKind::kCombine, t, 0, combine_cost(t, k, h, false, d.activations), [&] {
+    b.backend.weighted_combine(view(b.x, {t, k, h}), view(b.weights, {t, k}), Tensor{}, out);
+  });
+}
+
+}  // namespace
+
 void run_bench(Backend& backend, const BenchOptions& o, std::ostream& table, std::ostream* jsonl) {
   if (o.tokens.empty() || o.contexts.empty())
     throw InputError("bench: empty token or context list");
@@ -123,130 +297,33 @@ void run_bench(Backend& backend, const BenchOptions& o, std::ostream& table, std
   backend.fill_synthetic(state.view, 3, 0.1f);
   backend.fill_synthetic(weights.view, 4, 0.5f);
 
-  const DevicePeaks& p = o.peaks;
-  table << "backend " << backend.name() << " (" << backend.device_name() << "), shapes " << o.shapes
-        << ", peaks: bf16 " << peak(p.bf16_flops_per_s, 1e12) << " TFLOP/s, fp8 "
-        << peak(p.fp8_flops_per_s, 1e12) << " TFLOP/s, memory " << peak(p.memory_bytes_per_s, 1e9)
-        << " GB/s\n";
-  table << "op                 tokens  context      time_us   TFLOP/s      GB/s  peak_TFLOP/s  "
-           "peak_GB/s\n";
-  if (jsonl != nullptr) {
-    MeasurementHeader header;
-    header.mode = "bench";
-    header.backend = backend.name();
-    header.device = backend.device_name();
-    header.peaks = p;
-    header.engine_version = o.engine_version;
-    header.model = o.shapes;
-    header.warmup = o.warmup;
-    header.repeats = o.repeats;
-    MeasurementWriter(*jsonl).write_header(header);
-  }
-  auto view = [](const DeviceTensor& t, const Shape& shape) {
-    return Tensor{t.view.data, t.view.dtype, shape};
-  };
-  auto point = [&](OpKind op, int64_t tokens, int64_t context, const OpCost& cost,
-                   const std::function<void()>& fn) {
-    const TimingStats t = time_op(backend, o.warmup, o.repeats, fn);
-    const double s = static_cast<double>(std::max<int64_t>(t.median_ns, 1)) * 1e-9;
-    char line[160];
-    std::snprintf(line, sizeof(line), "%-18s %7lld %8lld %12.1f %9s %9s %13s %10s\n",
-                  std::string(op_kind_name(op)).c_str(), static_cast<long long>(tokens),
-                  static_cast<long long>(context), t.median_ns * 1e-3,
-                  rate(cost.flops / s, 1e12).c_str(), rate(cost.total_bytes() / s, 1e9).c_str(),
-                  peak(p.bf16_flops_per_s, 1e12).c_str(), peak(p.memory_bytes_per_s, 1e9).c_str());
-    table << line;
-    if (jsonl != nullptr) {
-      nlohmann::ordered_json j = {{"record", "bench"},
-                                  {"op", op_kind_name(op)},
-                                  {"tokens", tokens},
-                                  {"context_tokens", context},
-                                  {"flops", cost.flops},
-                                  {"bytes", cost.total_bytes()},
-                                  {"measured_ns", t.median_ns},
-                                  {"min_ns", t.min_ns},
-                                  {"max_ns", t.max_ns},
-                                  {"flops_per_s", cost.flops / s},
-                                  {"bytes_per_s", cost.total_bytes() / s}};
-      *jsonl << j.dump() << '\n';
-    }
-  };
-
+  const BenchContext b{.backend = backend,
+                       .o = o,
+                       .table = table,
+                       .jsonl = jsonl,
+                       .m = m,
+                       .d = d,
+                       .mla = mla,
+                       .gqa = gqa,
+                       .kda = kda,
+                       .dense = dense,
+                       .moe = moe,
+                       .x = x,
+                       .y = y,
+                       .state = state,
+                       .ids = ids,
+                       .weights = weights,
+                       .cache = cache,
+                       .cache_rows = cache_rows,
+                       .row_bytes = row_bytes};
+  write_headers(b);
   for (int64_t t : o.tokens) {
     const Tensor in = view(x, {t, h});
     const Tensor out = view(y, {t, h});
-    point(OpKind::kRmsnorm, t, 0, rmsnorm_cost(t, h, 1, d.activations),
+    point(b, OpKind::kRmsnorm, t, 0, rmsnorm_cost(t, h, 1, d.activations),
           [&] { backend.rmsnorm(in, mla.attn_norm, 1e-6f, out); });
-    for (int64_t c : o.contexts) {
-      // Prefill: one sequence of t new tokens after c cached ones. Decode: t sequences.
-      const AttentionBatch prefill{{t}, {c}};
-      const AttentionBatch decode{std::vector<int64_t>(t, 1), std::vector<int64_t>(t, c)};
-      for (const AttentionBatch* b : {&prefill, &decode}) {
-        const bool is_prefill = b == &prefill;
-        const int64_t rows = b->total_cache_rows();
-        if (rows > cache_rows) {
-          char line[200];
-          std::snprintf(line, sizeof(line),
-                        "%-18s %7lld %8lld  skipped: needs %.1f GB of cache, %.1f GB fit\n",
-                        is_prefill ? "attn_*_prefill" : "attn_*_decode", static_cast<long long>(t),
-                        static_cast<long long>(c), static_cast<double>(rows * row_bytes) * 1e-9,
-                        static_cast<double>(cache_rows * row_bytes) * 1e-9);
-          table << line;
-          continue;
-        }
-        const MlaShape& ms = m.mla.mla;
-        const MlaForm form = is_prefill ? MlaForm::kNaive : MlaForm::kAbsorbed;
-        const Tensor mla_cache = view(cache, {rows, ms.kv_lora_rank + ms.qk_rope_head_dim});
-        point(is_prefill ? OpKind::kAttnMlaPrefill : OpKind::kAttnMlaDecode, t, c,
-              mla_cost(ms, *b, form, d.attention, d.kv_cache, d.activations),
-              [&] { backend.mla_attention(mla.mla, *b, form, in, mla_cache, out); });
-        const GqaShape& gs = m.gqa.gqa;
-        const Tensor kc = view(cache, {rows, gs.num_kv_heads * gs.head_dim});
-        const Tensor vc{static_cast<char*>(cache.view.data) + kc.size_bytes(),
-                        d.kv_cache,
-                        {rows, gs.num_kv_heads * gs.head_dim}};
-        point(is_prefill ? OpKind::kAttnGqaPrefill : OpKind::kAttnGqaDecode, t, c,
-              gqa_cost(gs, *b, d.attention, d.kv_cache, d.activations),
-              [&] { backend.gqa_attention(gqa.gqa, *b, in, kc, vc, out); });
-      }
-      if (c != o.contexts.front()) continue;  // KDA does not depend on the context length
-      for (const AttentionBatch* b : {&prefill, &decode}) {
-        const int64_t seqs = b->num_sequences();
-        const Tensor rec = view(state, {seqs, ks.num_heads, ks.head_dim_k, ks.head_dim_v});
-        const Tensor conv{
-            static_cast<char*>(state.view.data) + rec.size_bytes(),
-            DType::kF32,
-            {seqs, ks.short_conv_kernel - 1, ks.num_heads * (2 * ks.head_dim_k + ks.head_dim_v)}};
-        point(b == &prefill ? OpKind::kAttnKdaPrefill : OpKind::kAttnKdaDecode, t, c,
-              kda_cost(ks, *b, d.attention, d.activations), [&] {
-                backend.kda_attention(kda.kda, *b, in, KdaState{rec, conv}, out);
-              });
-      }
-    }
-    point(OpKind::kDenseFfn, t, 0,
-          ffn_cost({t}, h, m.dense.intermediate_size, d.dense_ffn, d.activations),
-          [&] { backend.expert_ffn(in, {t}, dense.dense, out); });
-    const RouterConfig config{m.moe.num_routed_experts, k, m.moe.scoring, true, 1.0f};
-    point(OpKind::kRouter, t, 0,
-          router_cost(t, h, m.moe.num_routed_experts, k, d.activations, d.activations), [&] {
-            backend.router(in, moe.router, config, view(ids, {t, k}), view(weights, {t, k}));
-          });
-    // t * k token copies spread evenly over the local experts.
-    std::vector<int32_t> expert_ids(t * k);
-    for (int64_t i = 0; i < t * k; ++i) expert_ids[i] = static_cast<int32_t>(i % m.local_experts);
-    const Permutation perm = make_permutation(expert_ids, k, m.local_experts);
-    DeviceTensor gather = upload_ints(backend, perm.gather_rows, {t * k}, "bench gather");
-    const Tensor copies = view(y, {t * k, h});
-    point(OpKind::kPermute, t * k, 0, permute_cost(t * k, h, d.activations),
-          [&] { backend.permute(in, gather.view, copies); });
-    const Tensor expert_in = view(x, {t * k, h});
-    point(OpKind::kExpertFfn, t * k, 0,
-          ffn_cost(perm.tokens_per_expert, h, m.moe.expert_intermediate_size, d.experts,
-                   d.activations),
-          [&] { backend.expert_ffn(expert_in, perm.tokens_per_expert, moe.experts, copies); });
-    point(OpKind::kCombine, t, 0, combine_cost(t, k, h, false, d.activations), [&] {
-      backend.weighted_combine(view(x, {t, k, h}), view(weights, {t, k}), Tensor{}, out);
-    });
+    attention_points(b, t, in, out);
+    ffn_points(b, t, in, out);
   }
 }
 

@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cpu/thread_communicator.h"
 
 namespace moesim::engine {
@@ -48,7 +48,7 @@ void run_rank(int rank, const StepTrace& trace, const ReplayOptions& options,
 ReplaySummary replay_trace_in_process(const StepTrace& trace, const ReplayOptions& options,
                                       int num_ranks, const RankBackendFactory& make_rank_backend,
                                       MeasurementWriter& writer) {
-  MOESIM_ENGINE_CHECK(num_ranks >= 2, "replay_trace_in_process: num_ranks >= 2");
+  MOESIM_CHECK(num_ranks >= 2, "replay_trace_in_process: num_ranks >= 2");
   const std::vector<std::shared_ptr<Communicator>> communicators =
       cpu::make_thread_communicators(num_ranks);
   std::vector<RankResult> results(num_ranks);
@@ -63,7 +63,7 @@ ReplaySummary replay_trace_in_process(const StepTrace& trace, const ReplayOption
     if (r.error) std::rethrow_exception(r.error);
   }
   for (const RankResult& r : results) {
-    MOESIM_ENGINE_CHECK(!r.aborted, "a rank was aborted although no rank failed");
+    MOESIM_CHECK(!r.aborted, "a rank was aborted although no rank failed");
   }
 
   ReplaySummary merged = results[0].summary;
@@ -81,7 +81,7 @@ ReplaySummary replay_trace_in_process(const StepTrace& trace, const ReplayOption
   for (const RankResult& r : results) {
     const std::string text = r.records.str();
     const size_t header_end = text.find('\n');
-    MOESIM_ENGINE_CHECK(header_end != std::string::npos, "a rank wrote no header");
+    MOESIM_CHECK(header_end != std::string::npos, "a rank wrote no header");
     writer.append_records(std::string_view(text).substr(header_end + 1));
   }
   return merged;

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/synthetic.h"
 
 namespace moesim::engine {
@@ -148,8 +148,8 @@ LayerWeights build_layer_weights(Backend& backend, const TraceLayer& l, int64_t 
                        l.num_shared_experts * l.shared_intermediate_size, "shared_experts");
     }
   }
-  MOESIM_ENGINE_CHECK(w.allocated_bytes == layer_weight_bytes(l, local_experts, d),
-                      "layer weights differ from the memory plan");
+  MOESIM_CHECK(w.allocated_bytes == layer_weight_bytes(l, local_experts, d),
+               "layer weights differ from the memory plan");
   return w;
 }
 

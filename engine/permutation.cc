@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "engine/check.h"
+#include "base/check.h"
 
 namespace moesim::engine {
 
@@ -20,29 +20,29 @@ ForcedRouting assign_forced_routing(int64_t num_tokens, int64_t top_k,
   std::map<int32_t, int64_t> per_expert;
   int64_t j = 0;
   for (const ExpertSelectionCount& c : counts) {
-    MOESIM_ENGINE_CHECK(c.count >= 0, "forced routing: negative count");
+    MOESIM_CHECK(c.count >= 0, "forced routing: negative count");
     per_expert[c.expert] += c.count;
-    MOESIM_ENGINE_CHECK(per_expert[c.expert] <= num_tokens,
-                        "forced routing: an expert is chosen more often than there are tokens");
+    MOESIM_CHECK(per_expert[c.expert] <= num_tokens,
+                 "forced routing: an expert is chosen more often than there are tokens");
     for (int64_t i = 0; i < c.count; ++i, ++j) {
-      MOESIM_ENGINE_CHECK(j < num_tokens * top_k, "forced routing: too many selections");
+      MOESIM_CHECK(j < num_tokens * top_k, "forced routing: too many selections");
       const int64_t slot = (j % num_tokens) * top_k + j / num_tokens;
       routing.expert_ids[slot] = c.expert;
       routing.dst_gpus[slot] = c.dst_gpu;
     }
   }
-  MOESIM_ENGINE_CHECK(j == num_tokens * top_k, "forced routing: too few selections");
+  MOESIM_CHECK(j == num_tokens * top_k, "forced routing: too few selections");
   return routing;
 }
 
 Permutation make_permutation(const std::vector<int32_t>& expert_ids, int64_t top_k,
                              int64_t num_experts) {
   const int64_t num_slots = static_cast<int64_t>(expert_ids.size());
-  MOESIM_ENGINE_CHECK(top_k >= 1 && num_slots % top_k == 0, "permutation: slots per token");
+  MOESIM_CHECK(top_k >= 1 && num_slots % top_k == 0, "permutation: slots per token");
   Permutation p;
   p.tokens_per_expert.assign(num_experts, 0);
   for (int32_t e : expert_ids) {
-    MOESIM_ENGINE_CHECK(e >= 0 && e < num_experts, "permutation: expert id out of range");
+    MOESIM_CHECK(e >= 0 && e < num_experts, "permutation: expert id out of range");
     ++p.tokens_per_expert[e];
   }
   std::vector<int64_t> next_row(num_experts, 0);

@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/input_error.h"
 #include "engine/layer_weights.h"
 #include "engine/permutation.h"
@@ -21,8 +21,8 @@ namespace {
 // A [num_rows, cols] view starting at row `row_begin` of a buffer holding rows of `cols`.
 Tensor rows_view(const Tensor& buffer, int64_t row_begin, int64_t num_rows, int64_t cols) {
   const int64_t row_bytes = cols * dtype_size_bytes(buffer.dtype);
-  MOESIM_ENGINE_CHECK((row_begin + num_rows) * row_bytes <= buffer.size_bytes(),
-                      "replay buffer too small for the step (memory plan out of date)");
+  MOESIM_CHECK((row_begin + num_rows) * row_bytes <= buffer.size_bytes(),
+               "replay buffer too small for the step (memory plan out of date)");
   return Tensor{
       static_cast<char*>(buffer.data) + row_begin * row_bytes, buffer.dtype, {num_rows, cols}};
 }
@@ -30,7 +30,7 @@ Tensor rows_view(const Tensor& buffer, int64_t row_begin, int64_t num_rows, int6
 // The same bytes with another shape (no larger than the buffer).
 Tensor reshaped(const Tensor& buffer, const Shape& shape) {
   const Tensor t{buffer.data, buffer.dtype, shape};
-  MOESIM_ENGINE_CHECK(t.size_bytes() <= buffer.size_bytes(), "replay buffer too small");
+  MOESIM_CHECK(t.size_bytes() <= buffer.size_bytes(), "replay buffer too small");
   return t;
 }
 
@@ -240,7 +240,7 @@ class GpuReplay {
     for (const TraceReplica& r : trace_.replicas) {
       if (r.replica_idx == step.replica_idx) replica = &r;
     }
-    MOESIM_ENGINE_CHECK(replica != nullptr, "step replica validated by the reader");
+    MOESIM_CHECK(replica != nullptr, "step replica validated by the reader");
     return *replica;
   }
 
@@ -354,7 +354,7 @@ class GpuReplay {
         const Tensor k_cache = reshaped(buf, {rows, width});
         const Tensor v_cache{
             static_cast<char*>(buf.data) + k_cache.size_bytes(), buf.dtype, {rows, width}};
-        MOESIM_ENGINE_CHECK(2 * k_cache.size_bytes() <= buf.size_bytes(), "KV cache too small");
+        MOESIM_CHECK(2 * k_cache.size_bytes() <= buf.size_bytes(), "KV cache too small");
         time(prefill ? OpKind::kAttnGqaPrefill : OpKind::kAttnGqaDecode, n, batch,
              gqa_cost(l.gqa, batch, a, dtypes_.kv_cache, act), a, trace_dtype,
              [&] { backend_.gqa_attention(w.gqa, batch, in, k_cache, v_cache, out); });
@@ -369,8 +369,8 @@ class GpuReplay {
             static_cast<char*>(buf.data) + recurrent.size_bytes(),
             DType::kF32,
             {seqs, k.short_conv_kernel - 1, k.num_heads * (2 * k.head_dim_k + k.head_dim_v)}};
-        MOESIM_ENGINE_CHECK(recurrent.size_bytes() + conv.size_bytes() <= buf.size_bytes(),
-                            "KDA state too small");
+        MOESIM_CHECK(recurrent.size_bytes() + conv.size_bytes() <= buf.size_bytes(),
+                     "KDA state too small");
         const KdaState state{recurrent, conv};
         time(prefill ? OpKind::kAttnKdaPrefill : OpKind::kAttnKdaDecode, n, batch,
              kda_cost(k, batch, a, act), a, trace_dtype,

@@ -6,10 +6,12 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
+#include "base/json_depth.h"
+#include "base/json_number.h"
 #include "engine/input_error.h"
-#include "sim/core/json_depth.h"
 
 namespace moesim::engine {
 
@@ -98,8 +100,11 @@ std::string describe(const json& v) {
 
 int64_t as_int(const Where& w, const json& v, const std::string& field, int64_t min_value,
                int64_t max_value = std::numeric_limits<int64_t>::max()) {
-  if (!v.is_number_integer()) w.fail(field, "expected an integer, got " + describe(v));
-  const int64_t x = v.get<int64_t>();
+  // Through json_integer: get<int64_t>() would wrap an unsigned value above INT64_MAX
+  // (18446744073709551615 read as -1).
+  const std::optional<int64_t> parsed = json_integer(v);
+  if (!parsed) w.fail(field, std::string(json_integer_problem(v)) + ", got " + describe(v));
+  const int64_t x = *parsed;
   if (x < min_value) {
     w.fail(field, "must be >= " + std::to_string(min_value) + ", got " + std::to_string(x));
   }
@@ -373,6 +378,92 @@ void parse_header(const Where& w, const json& j, StepTrace& trace) {
   }
 }
 
+// Whether GPU g belongs to `replica`.
+bool is_gpu_of(const TraceReplica& replica, int64_t g) {
+  for (int32_t r : replica.gpus) {
+    if (r == g) return true;
+  }
+  return false;
+}
+
+// One entry of a step's "layers" (path `lp`): a MoE layer's routing, checked against the model,
+// the placement in force at the step and the step's tokens per GPU of `replica`.
+TraceMoeLayer parse_moe_layer(const Where& w, const json& j, const std::string& lp,
+                              const StepTrace& trace, const TraceStep& step,
+                              const TraceReplica& replica) {
+  auto on_replica = [&](int64_t g) { return is_gpu_of(replica, g); };
+  const int64_t num_gpus = trace.topology.num_gpus;
+  TraceMoeLayer ml;
+  ml.layer_idx = int_field(w, j, lp, "layer", 0);
+  if (ml.layer_idx >= static_cast<int64_t>(trace.model.layers.size()) ||
+      !trace.model.layers[ml.layer_idx].is_moe) {
+    w.fail(join(lp, "layer"), "layer " + std::to_string(ml.layer_idx) + " is not a MoE layer");
+  }
+  if (step.moe_layer(ml.layer_idx) != nullptr) {
+    w.fail(join(lp, "layer"), "layer " + std::to_string(ml.layer_idx) + " listed twice");
+  }
+  const TraceLayer& spec = trace.model.layers[ml.layer_idx];
+  const TracePlacement& placement =
+      trace.placement_at(step.replica_idx, step.step_idx, ml.layer_idx);
+  ml.dispatch_bytes = int_field_or(w, j, lp, "dispatch_bytes", 0, 0);
+  ml.combine_bytes = int_field_or(w, j, lp, "combine_bytes", 0, 0);
+  const json& routing = array_field(w, j, lp, "routing");
+  const std::string rp = join(lp, "routing");
+  std::map<int32_t, int64_t> selections_from;
+  std::map<std::pair<int32_t, int32_t>, int64_t> per_src_expert;
+  for (size_t k = 0; k < routing.size(); ++k) {
+    const std::string ep = index(rp, k);
+    if (!routing[k].is_array() || routing[k].size() != 4) {
+      w.fail(ep, "expected [src_gpu, expert, dst_gpu, count]");
+    }
+    RoutingEntry e;
+    const int64_t src = as_int(w, routing[k][0], index(ep, 0), 0);
+    const int64_t expert = as_int(w, routing[k][1], index(ep, 1), 0);
+    const int64_t dst = as_int(w, routing[k][2], index(ep, 2), 0);
+    e.count = as_int(w, routing[k][3], index(ep, 3), 1);
+    if (src >= num_gpus) w.fail(index(ep, 0), "GPU " + std::to_string(src) + " out of range");
+    if (dst >= num_gpus) w.fail(index(ep, 2), "GPU " + std::to_string(dst) + " out of range");
+    if (!on_replica(src) || !on_replica(dst)) {
+      w.fail(index(ep, on_replica(src) ? 2 : 0),
+             "GPU " + std::to_string(on_replica(src) ? dst : src) + " is not a GPU of replica " +
+                 std::to_string(step.replica_idx) + " (tokens move within a replica)");
+    }
+    if (expert >= spec.num_routed_experts) {
+      w.fail(index(ep, 1), "expert " + std::to_string(expert) + " out of range (" +
+                               std::to_string(spec.num_routed_experts) + " routed experts)");
+    }
+    e.src_gpu = static_cast<int32_t>(src);
+    e.expert = static_cast<int32_t>(expert);
+    e.dst_gpu = static_cast<int32_t>(dst);
+    bool hosted = false;
+    for (int32_t g : placement.expert_gpus[expert]) hosted = hosted || g == e.dst_gpu;
+    if (!hosted) {
+      w.fail(index(ep, 2), "GPU " + std::to_string(dst) + " holds no replica of expert " +
+                               std::to_string(expert) + " at step " +
+                               std::to_string(step.step_idx));
+    }
+    selections_from[e.src_gpu] += e.count;
+    per_src_expert[{e.src_gpu, e.expert}] += e.count;
+    ml.routing.push_back(e);
+  }
+  for (const auto& [key, count] : per_src_expert) {
+    if (count > step.tokens_on_gpu(key.first)) {
+      w.fail(rp, "expert " + std::to_string(key.second) + " is chosen " + std::to_string(count) +
+                     " times by GPU " + std::to_string(key.first) + ", which has only " +
+                     std::to_string(step.tokens_on_gpu(key.first)) + " tokens");
+    }
+  }
+  for (int32_t g : replica.gpus) {
+    const int64_t expected = spec.top_k * step.tokens_on_gpu(g);
+    const int64_t got = selections_from.count(g) ? selections_from[g] : 0;
+    if (got != expected) {
+      w.fail(rp, "selections from GPU " + std::to_string(g) + " sum to " + std::to_string(got) +
+                     ", expected top_k * tokens = " + std::to_string(expected));
+    }
+  }
+  return ml;
+}
+
 void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep& step) {
   step.line = w.line;
   step.step_idx = int_field(w, j, "", "step", 0);
@@ -388,19 +479,13 @@ void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep
   step.end_ns = int_field_or(w, j, "", "end_ns", step.start_ns, step.start_ns);
   if (j.contains("sim")) step.sim_step_ns = int_field_or(w, j["sim"], "sim", "step_ns", 0, 0);
 
-  auto on_replica = [&](int64_t g) {
-    for (int32_t r : replica->gpus) {
-      if (r == g) return true;
-    }
-    return false;
-  };
   const json& seqs = array_field(w, j, "", "sequences");
   for (size_t i = 0; i < seqs.size(); ++i) {
     const std::string sp = index("sequences", i);
     TraceSequence s;
     s.request_id = int_field(w, seqs[i], sp, "request", 0);
     const int64_t g = int_field(w, seqs[i], sp, "gpu", 0);
-    if (!on_replica(g)) {
+    if (!is_gpu_of(*replica, g)) {
       w.fail(join(sp, "gpu"), "GPU " + std::to_string(g) + " is not a GPU of replica " +
                                   std::to_string(step.replica_idx));
     }
@@ -419,78 +504,9 @@ void parse_step(const Where& w, const json& j, const StepTrace& trace, TraceStep
   }
 
   const json& layers = array_field(w, j, "", "layers");
-  const int64_t num_gpus = trace.topology.num_gpus;
   for (size_t i = 0; i < layers.size(); ++i) {
     const std::string lp = index("layers", i);
-    TraceMoeLayer ml;
-    ml.layer_idx = int_field(w, layers[i], lp, "layer", 0);
-    if (ml.layer_idx >= static_cast<int64_t>(trace.model.layers.size()) ||
-        !trace.model.layers[ml.layer_idx].is_moe) {
-      w.fail(join(lp, "layer"), "layer " + std::to_string(ml.layer_idx) + " is not a MoE layer");
-    }
-    if (step.moe_layer(ml.layer_idx) != nullptr) {
-      w.fail(join(lp, "layer"), "layer " + std::to_string(ml.layer_idx) + " listed twice");
-    }
-    const TraceLayer& spec = trace.model.layers[ml.layer_idx];
-    const TracePlacement& placement =
-        trace.placement_at(step.replica_idx, step.step_idx, ml.layer_idx);
-    ml.dispatch_bytes = int_field_or(w, layers[i], lp, "dispatch_bytes", 0, 0);
-    ml.combine_bytes = int_field_or(w, layers[i], lp, "combine_bytes", 0, 0);
-    const json& routing = array_field(w, layers[i], lp, "routing");
-    const std::string rp = join(lp, "routing");
-    std::map<int32_t, int64_t> selections_from;
-    std::map<std::pair<int32_t, int32_t>, int64_t> per_src_expert;
-    for (size_t k = 0; k < routing.size(); ++k) {
-      const std::string ep = index(rp, k);
-      if (!routing[k].is_array() || routing[k].size() != 4) {
-        w.fail(ep, "expected [src_gpu, expert, dst_gpu, count]");
-      }
-      RoutingEntry e;
-      const int64_t src = as_int(w, routing[k][0], index(ep, 0), 0);
-      const int64_t expert = as_int(w, routing[k][1], index(ep, 1), 0);
-      const int64_t dst = as_int(w, routing[k][2], index(ep, 2), 0);
-      e.count = as_int(w, routing[k][3], index(ep, 3), 1);
-      if (src >= num_gpus) w.fail(index(ep, 0), "GPU " + std::to_string(src) + " out of range");
-      if (dst >= num_gpus) w.fail(index(ep, 2), "GPU " + std::to_string(dst) + " out of range");
-      if (!on_replica(src) || !on_replica(dst)) {
-        w.fail(index(ep, on_replica(src) ? 2 : 0),
-               "GPU " + std::to_string(on_replica(src) ? dst : src) + " is not a GPU of replica " +
-                   std::to_string(step.replica_idx) + " (tokens move within a replica)");
-      }
-      if (expert >= spec.num_routed_experts) {
-        w.fail(index(ep, 1), "expert " + std::to_string(expert) + " out of range (" +
-                                 std::to_string(spec.num_routed_experts) + " routed experts)");
-      }
-      e.src_gpu = static_cast<int32_t>(src);
-      e.expert = static_cast<int32_t>(expert);
-      e.dst_gpu = static_cast<int32_t>(dst);
-      bool hosted = false;
-      for (int32_t g : placement.expert_gpus[expert]) hosted = hosted || g == e.dst_gpu;
-      if (!hosted) {
-        w.fail(index(ep, 2), "GPU " + std::to_string(dst) + " holds no replica of expert " +
-                                 std::to_string(expert) + " at step " +
-                                 std::to_string(step.step_idx));
-      }
-      selections_from[e.src_gpu] += e.count;
-      per_src_expert[{e.src_gpu, e.expert}] += e.count;
-      ml.routing.push_back(e);
-    }
-    for (const auto& [key, count] : per_src_expert) {
-      if (count > step.tokens_on_gpu(key.first)) {
-        w.fail(rp, "expert " + std::to_string(key.second) + " is chosen " + std::to_string(count) +
-                       " times by GPU " + std::to_string(key.first) + ", which has only " +
-                       std::to_string(step.tokens_on_gpu(key.first)) + " tokens");
-      }
-    }
-    for (int32_t g : replica->gpus) {
-      const int64_t expected = spec.top_k * step.tokens_on_gpu(g);
-      const int64_t got = selections_from.count(g) ? selections_from[g] : 0;
-      if (got != expected) {
-        w.fail(rp, "selections from GPU " + std::to_string(g) + " sum to " + std::to_string(got) +
-                       ", expected top_k * tokens = " + std::to_string(expected));
-      }
-    }
-    step.moe_layers.push_back(std::move(ml));
+    step.moe_layers.push_back(parse_moe_layer(w, layers[i], lp, trace, step, *replica));
   }
   int64_t total_tokens = 0;
   for (const TraceSequence& s : step.sequences) total_tokens += s.new_tokens;

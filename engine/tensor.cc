@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "engine/check.h"
+#include "base/check.h"
 
 namespace moesim::engine {
 
@@ -36,7 +36,7 @@ std::string shape_to_string(const Shape& shape) {
 int64_t Tensor::dim(int dim_idx) const {
   const int n = static_cast<int>(shape.size());
   const int i = dim_idx < 0 ? n + dim_idx : dim_idx;
-  MOESIM_ENGINE_CHECK(i >= 0 && i < n, "tensor dimension index out of range");
+  MOESIM_CHECK(i >= 0 && i < n, "tensor dimension index out of range");
   return shape[i];
 }
 

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "engine/check.h"
+#include "base/check.h"
 
 namespace moesim::engine {
 
 int64_t median_ns(std::vector<int64_t> samples) {
-  MOESIM_ENGINE_CHECK(!samples.empty(), "median of no samples");
+  MOESIM_CHECK(!samples.empty(), "median of no samples");
   const size_t mid = (samples.size() - 1) / 2;
   std::nth_element(samples.begin(), samples.begin() + mid, samples.end());
   return samples[mid];
@@ -15,7 +15,7 @@ int64_t median_ns(std::vector<int64_t> samples) {
 
 TimingStats time_op(Backend& backend, int warmup_runs, int repeats,
                     const std::function<void()>& op) {
-  MOESIM_ENGINE_CHECK(repeats >= 1 && warmup_runs >= 0, "time_op: repeats >= 1, warmup >= 0");
+  MOESIM_CHECK(repeats >= 1 && warmup_runs >= 0, "time_op: repeats >= 1, warmup >= 0");
   for (int i = 0; i < warmup_runs; ++i) op();
   backend.synchronize();
   std::unique_ptr<Timer> timer = backend.make_timer();

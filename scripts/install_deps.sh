@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every Debian package moesim needs (build, tests, benchmarks, notebooks; clang-14 and
-# its compiler-rt, which ships libFuzzer, for the sanitizer build and make fuzz).
+# its compiler-rt, which ships libFuzzer, for the sanitizer build and make fuzz; universal-ctags
+# for the structure test).
 # Idempotent: when all packages are present it changes nothing and installs nothing.
 # CUDA 13 (nvcc, cuBLAS, NCCL) is expected from the machine image, not from apt.
 set -euo pipefail
@@ -10,7 +11,7 @@ packages=(
   libsimgrid-dev libeigen3-dev libboost-graph-dev libtomlplusplus-dev nlohmann-json3-dev
   libgtest-dev googletest libbenchmark-dev libopenmpi-dev openmpi-bin
   jupyter-nbconvert python3-ipykernel python3-nbclient python3-matplotlib python3-pandas
-  chromium python3-dev pybind11-dev python3-pytest
+  chromium python3-dev pybind11-dev python3-pytest universal-ctags
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -13,7 +13,7 @@
 #include <numeric>
 #include <string>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cpu/host_matrix.h"
 #include "engine/cpu/reference.h"
 #include "engine/synthetic.h"
@@ -69,8 +69,8 @@ class ThreadCpuTimer : public Timer {
  private:
   static int64_t now_ns() {
     timespec ts{};
-    MOESIM_ENGINE_CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0,
-                        "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    MOESIM_CHECK(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0,
+                 "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
     return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
   }
   int64_t start_ns_ = 0;
@@ -132,7 +132,7 @@ class CpuBackend : public Backend {
     std::memcpy(host_dst, src.data, src.size_bytes());
   }
   void fill_synthetic(const Tensor& dst, uint64_t seed, float scale) override {
-    MOESIM_ENGINE_CHECK(dst.dtype != DType::kI32, "fill_synthetic: float tensors only");
+    MOESIM_CHECK(dst.dtype != DType::kI32, "fill_synthetic: float tensors only");
     const int64_t n = dst.num_elements();
     for (int64_t i = 0; i < n; ++i) {
       store_element(dst, i, synthetic_value(seed, static_cast<uint64_t>(i)) * scale);
@@ -175,9 +175,9 @@ class CpuBackend : public Backend {
 
   void init_distributed(const DistributedConfig& config) override {
     if (config.communicator != nullptr) {
-      MOESIM_ENGINE_CHECK(config.communicator->rank() == config.rank &&
-                              config.communicator->world_size() == config.world_size,
-                          "DistributedConfig: communicator disagrees with rank / world_size");
+      MOESIM_CHECK(config.communicator->rank() == config.rank &&
+                       config.communicator->world_size() == config.world_size,
+                   "DistributedConfig: communicator disagrees with rank / world_size");
       communicator_ = config.communicator;
       return;
     }
@@ -194,13 +194,13 @@ class CpuBackend : public Backend {
   bool all_to_all(const Tensor& send, const std::vector<int64_t>& send_rows_per_rank,
                   const Tensor& recv, const std::vector<int64_t>& recv_rows_per_rank) override {
     if (communicator_ == nullptr || communicator_->world_size() < 2) return false;
-    MOESIM_ENGINE_CHECK(send.dtype == recv.dtype && send.cols() == recv.cols(),
-                        "all_to_all: send and recv rows differ");
+    MOESIM_CHECK(send.dtype == recv.dtype && send.cols() == recv.cols(),
+                 "all_to_all: send and recv rows differ");
     const int64_t row_bytes = dtype_size_bytes(send.dtype) * send.cols();
     std::vector<int64_t> send_bytes, recv_bytes;
     for (int64_t rows : send_rows_per_rank) send_bytes.push_back(rows * row_bytes);
     for (int64_t rows : recv_rows_per_rank) recv_bytes.push_back(rows * row_bytes);
-    MOESIM_ENGINE_CHECK(
+    MOESIM_CHECK(
         std::accumulate(send_bytes.begin(), send_bytes.end(), int64_t{0}) <= send.size_bytes() &&
             std::accumulate(recv_bytes.begin(), recv_bytes.end(), int64_t{0}) <= recv.size_bytes(),
         "all_to_all: row counts exceed the buffers");

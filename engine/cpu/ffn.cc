@@ -1,7 +1,7 @@
 // Grouped SwiGLU FFN reference, BF16 or FP8 (W8A8 with per-row activation scales) weights.
 #include <cmath>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cpu/host_matrix.h"
 #include "engine/cpu/reference.h"
 
@@ -30,20 +30,19 @@ void expert_ffn(const Tensor& x, const std::vector<int64_t>& tokens_per_expert, 
                 const Tensor& out) {
   const int64_t hidden = w.hidden_size;
   const int64_t inter = w.intermediate_size;
-  MOESIM_ENGINE_CHECK(static_cast<int64_t>(tokens_per_expert.size()) == w.num_experts,
-                      "expert_ffn: one count per expert");
-  MOESIM_ENGINE_CHECK(w.gate_up.shape == (Shape{w.num_experts, hidden, 2 * inter}),
-                      "expert_ffn: gate_up shape");
-  MOESIM_ENGINE_CHECK(w.down.shape == (Shape{w.num_experts, inter, hidden}),
-                      "expert_ffn: down shape");
-  MOESIM_ENGINE_CHECK(x.cols() == hidden && out.shape == x.shape, "expert_ffn: x/out shape");
+  MOESIM_CHECK(static_cast<int64_t>(tokens_per_expert.size()) == w.num_experts,
+               "expert_ffn: one count per expert");
+  MOESIM_CHECK(w.gate_up.shape == (Shape{w.num_experts, hidden, 2 * inter}),
+               "expert_ffn: gate_up shape");
+  MOESIM_CHECK(w.down.shape == (Shape{w.num_experts, inter, hidden}), "expert_ffn: down shape");
+  MOESIM_CHECK(x.cols() == hidden && out.shape == x.shape, "expert_ffn: x/out shape");
   const bool fp8 = w.gate_up.dtype == DType::kFP8E4M3;
-  MOESIM_ENGINE_CHECK(!fp8 || (!w.gate_up_scale.empty() && !w.down_scale.empty()),
-                      "expert_ffn: FP8 weights need scales");
+  MOESIM_CHECK(!fp8 || (!w.gate_up_scale.empty() && !w.down_scale.empty()),
+               "expert_ffn: FP8 weights need scales");
   int64_t row0 = 0;
   for (int64_t e = 0; e < w.num_experts; ++e) {
     const int64_t n = tokens_per_expert[e];
-    MOESIM_ENGINE_CHECK(n >= 0 && row0 + n <= x.rows(), "expert_ffn: counts exceed rows");
+    MOESIM_CHECK(n >= 0 && row0 + n <= x.rows(), "expert_ffn: counts exceed rows");
     if (n == 0) continue;
     MatF xe = load_rows(x, row0, n);
     MatF gate_up = load_slice(w.gate_up, e);
@@ -67,7 +66,7 @@ void expert_ffn(const Tensor& x, const std::vector<int64_t>& tokens_per_expert, 
     store_rows(act * down, out, row0);
     row0 += n;
   }
-  MOESIM_ENGINE_CHECK(row0 == x.rows(), "expert_ffn: counts must cover every row");
+  MOESIM_CHECK(row0 == x.rows(), "expert_ffn: counts must cover every row");
 }
 
 }  // namespace moesim::engine::cpu

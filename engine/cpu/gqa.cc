@@ -1,7 +1,7 @@
 // GQA reference (MHA when num_kv_heads == num_heads).
 #include <cmath>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cpu/attend.h"
 #include "engine/cpu/reference.h"
 
@@ -12,13 +12,13 @@ void gqa_attention(const GqaWeights& w, const AttentionBatch& batch, const Tenso
   const GqaShape& s = w.shape;
   const int64_t d = s.head_dim;
   const int64_t num_tokens = batch.total_new_tokens();
-  MOESIM_ENGINE_CHECK(s.num_kv_heads > 0 && s.num_heads % s.num_kv_heads == 0,
-                      "gqa: heads must be a multiple of kv heads");
-  MOESIM_ENGINE_CHECK(x.rows() == num_tokens && x.cols() == s.hidden_size, "gqa: x shape");
-  MOESIM_ENGINE_CHECK(out.rows() == num_tokens && out.cols() == s.hidden_size, "gqa: out shape");
-  MOESIM_ENGINE_CHECK(k_cache.rows() == batch.total_cache_rows() &&
-                          k_cache.cols() == s.num_kv_heads * d && v_cache.shape == k_cache.shape,
-                      "gqa: cache shape");
+  MOESIM_CHECK(s.num_kv_heads > 0 && s.num_heads % s.num_kv_heads == 0,
+               "gqa: heads must be a multiple of kv heads");
+  MOESIM_CHECK(x.rows() == num_tokens && x.cols() == s.hidden_size, "gqa: x shape");
+  MOESIM_CHECK(out.rows() == num_tokens && out.cols() == s.hidden_size, "gqa: out shape");
+  MOESIM_CHECK(k_cache.rows() == batch.total_cache_rows() && k_cache.cols() == s.num_kv_heads * d &&
+                   v_cache.shape == k_cache.shape,
+               "gqa: cache shape");
 
   const MatF xm = load_matrix(x);
   MatF q = xm * load_matrix(w.w_q);

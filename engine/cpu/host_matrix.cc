@@ -1,6 +1,6 @@
 #include "engine/cpu/host_matrix.h"
 
-#include "engine/check.h"
+#include "base/check.h"
 
 namespace moesim::engine::cpu {
 
@@ -15,7 +15,7 @@ float load_element(const Tensor& t, int64_t i) {
     case DType::kI32:
       break;
   }
-  MOESIM_ENGINE_CHECK(false, "load_element: not a float tensor");
+  MOESIM_CHECK(false, "load_element: not a float tensor");
   return 0.0f;
 }
 
@@ -33,13 +33,13 @@ void store_element(const Tensor& t, int64_t i, float value) {
     case DType::kI32:
       break;
   }
-  MOESIM_ENGINE_CHECK(false, "store_element: not a float tensor");
+  MOESIM_CHECK(false, "store_element: not a float tensor");
 }
 
 namespace {
 
 void load_range(const Tensor& t, int64_t begin, int64_t count, float* dst) {
-  MOESIM_ENGINE_CHECK(t.data != nullptr, "load from an empty tensor");
+  MOESIM_CHECK(t.data != nullptr, "load from an empty tensor");
   switch (t.dtype) {
     case DType::kF32: {
       const float* src = static_cast<const float*>(t.data) + begin;
@@ -59,7 +59,7 @@ void load_range(const Tensor& t, int64_t begin, int64_t count, float* dst) {
     case DType::kI32:
       break;
   }
-  MOESIM_ENGINE_CHECK(false, "load: not a float tensor");
+  MOESIM_CHECK(false, "load: not a float tensor");
 }
 
 void store_range(const float* src, int64_t count, const Tensor& t, int64_t begin) {
@@ -71,14 +71,14 @@ void store_range(const float* src, int64_t count, const Tensor& t, int64_t begin
 MatF load_matrix(const Tensor& t) { return load_rows(t, 0, t.rows()); }
 
 MatF load_rows(const Tensor& t, int64_t row_begin, int64_t num_rows) {
-  MOESIM_ENGINE_CHECK(row_begin >= 0 && row_begin + num_rows <= t.rows(), "row range");
+  MOESIM_CHECK(row_begin >= 0 && row_begin + num_rows <= t.rows(), "row range");
   MatF m(num_rows, t.cols());
   load_range(t, row_begin * t.cols(), num_rows * t.cols(), m.data());
   return m;
 }
 
 MatF load_slice(const Tensor& t, int64_t slice_idx) {
-  MOESIM_ENGINE_CHECK(t.shape.size() == 3, "load_slice needs a 3-d tensor");
+  MOESIM_CHECK(t.shape.size() == 3, "load_slice needs a 3-d tensor");
   const int64_t rows = t.shape[1];
   const int64_t cols = t.shape[2];
   MatF m(rows, cols);
@@ -93,12 +93,12 @@ VecF load_vector(const Tensor& t) {
 }
 
 void store_matrix(const MatF& m, const Tensor& t) {
-  MOESIM_ENGINE_CHECK(m.rows() == t.rows() && m.cols() == t.cols(), "store_matrix shape");
+  MOESIM_CHECK(m.rows() == t.rows() && m.cols() == t.cols(), "store_matrix shape");
   store_range(m.data(), m.size(), t, 0);
 }
 
 void store_rows(const MatF& m, const Tensor& t, int64_t row_begin) {
-  MOESIM_ENGINE_CHECK(m.cols() == t.cols() && row_begin + m.rows() <= t.rows(), "store_rows");
+  MOESIM_CHECK(m.cols() == t.cols() && row_begin + m.rows() <= t.rows(), "store_rows");
   store_range(m.data(), m.size(), t, row_begin * t.cols());
 }
 

@@ -2,7 +2,7 @@
 // delta-rule recurrence (see KdaWeights in engine/backend.h).
 #include <cmath>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cpu/attend.h"
 #include "engine/cpu/reference.h"
 
@@ -49,15 +49,15 @@ void kda_attention(const KdaWeights& w, const AttentionBatch& batch, const Tenso
   const int64_t channels = heads * (2 * dk + dv);
   const int64_t num_tokens = batch.total_new_tokens();
   const int64_t num_seqs = batch.num_sequences();
-  MOESIM_ENGINE_CHECK(taps >= 1, "kda: short_conv_kernel must be >= 1");
-  MOESIM_ENGINE_CHECK(x.rows() == num_tokens && x.cols() == s.hidden_size, "kda: x shape");
-  MOESIM_ENGINE_CHECK(out.rows() == num_tokens && out.cols() == s.hidden_size, "kda: out shape");
-  MOESIM_ENGINE_CHECK(state.recurrent.dtype == DType::kF32 &&
-                          state.recurrent.num_elements() == num_seqs * heads * dk * dv,
-                      "kda: recurrent state shape");
-  MOESIM_ENGINE_CHECK(state.conv.dtype == DType::kF32 &&
-                          state.conv.num_elements() == num_seqs * (taps - 1) * channels,
-                      "kda: conv state shape");
+  MOESIM_CHECK(taps >= 1, "kda: short_conv_kernel must be >= 1");
+  MOESIM_CHECK(x.rows() == num_tokens && x.cols() == s.hidden_size, "kda: x shape");
+  MOESIM_CHECK(out.rows() == num_tokens && out.cols() == s.hidden_size, "kda: out shape");
+  MOESIM_CHECK(state.recurrent.dtype == DType::kF32 &&
+                   state.recurrent.num_elements() == num_seqs * heads * dk * dv,
+               "kda: recurrent state shape");
+  MOESIM_CHECK(state.conv.dtype == DType::kF32 &&
+                   state.conv.num_elements() == num_seqs * (taps - 1) * channels,
+               "kda: conv state shape");
 
   const MatF xm = load_matrix(x);
   // Projected inputs, q | k | v channels side by side: [T, channels].

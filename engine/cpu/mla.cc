@@ -1,7 +1,7 @@
 // MLA reference, naive and absorbed forms (see MlaForm in engine/backend.h).
 #include <cmath>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cpu/attend.h"
 #include "engine/cpu/reference.h"
 
@@ -15,9 +15,9 @@ void mla_attention(const MlaWeights& w, const AttentionBatch& batch, MlaForm for
   const int64_t rope = s.qk_rope_head_dim;
   const int64_t nope = s.qk_nope_head_dim;
   const int64_t qk_dim = nope + rope;
-  MOESIM_ENGINE_CHECK(x.rows() == num_tokens && x.cols() == s.hidden_size, "mla: x shape");
-  MOESIM_ENGINE_CHECK(out.rows() == num_tokens && out.cols() == s.hidden_size, "mla: out shape");
-  MOESIM_ENGINE_CHECK(
+  MOESIM_CHECK(x.rows() == num_tokens && x.cols() == s.hidden_size, "mla: x shape");
+  MOESIM_CHECK(out.rows() == num_tokens && out.cols() == s.hidden_size, "mla: out shape");
+  MOESIM_CHECK(
       latent_cache.rows() == batch.total_cache_rows() && latent_cache.cols() == lora + rope,
       "mla: latent cache shape");
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cpu/host_matrix.h"
 #include "engine/cpu/reference.h"
 
@@ -14,15 +14,13 @@ void router(const Tensor& x, const RouterWeights& w, const RouterConfig& config,
   const int64_t num_tokens = x.rows();
   const int64_t num_experts = config.num_experts;
   const int64_t top_k = config.top_k;
-  MOESIM_ENGINE_CHECK(top_k >= 1 && top_k <= num_experts, "router: top_k out of range");
-  MOESIM_ENGINE_CHECK(w.w_gate.rows() == x.cols() && w.w_gate.cols() == num_experts,
-                      "router: gate shape");
-  MOESIM_ENGINE_CHECK(expert_ids.dtype == DType::kI32 && expert_ids.rows() == num_tokens &&
-                          expert_ids.cols() == top_k,
-                      "router: expert_ids shape");
-  MOESIM_ENGINE_CHECK(
-      expert_weights.dtype == DType::kF32 && expert_weights.shape == expert_ids.shape,
-      "router: expert_weights shape");
+  MOESIM_CHECK(top_k >= 1 && top_k <= num_experts, "router: top_k out of range");
+  MOESIM_CHECK(w.w_gate.rows() == x.cols() && w.w_gate.cols() == num_experts, "router: gate shape");
+  MOESIM_CHECK(expert_ids.dtype == DType::kI32 && expert_ids.rows() == num_tokens &&
+                   expert_ids.cols() == top_k,
+               "router: expert_ids shape");
+  MOESIM_CHECK(expert_weights.dtype == DType::kF32 && expert_weights.shape == expert_ids.shape,
+               "router: expert_weights shape");
   const MatF logits = load_matrix(x) * load_matrix(w.w_gate);
   const bool has_bias = !w.bias.empty();
   const VecF bias = has_bias ? load_vector(w.bias) : VecF::Zero(num_experts);

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <string>
 
-#include "engine/check.h"
+#include "base/check.h"
 
 namespace moesim::engine::cpu {
 namespace {
@@ -70,9 +70,9 @@ class ThreadCommunicator : public Communicator {
   void all_to_all_bytes(const void* send, const std::vector<int64_t>& send_bytes_per_rank,
                         void* recv, const std::vector<int64_t>& recv_bytes_per_rank) override {
     const int n = group_->world_size();
-    MOESIM_ENGINE_CHECK(static_cast<int>(send_bytes_per_rank.size()) == n &&
-                            static_cast<int>(recv_bytes_per_rank.size()) == n,
-                        "all_to_all_bytes: one count per rank");
+    MOESIM_CHECK(static_cast<int>(send_bytes_per_rank.size()) == n &&
+                     static_cast<int>(recv_bytes_per_rank.size()) == n,
+                 "all_to_all_bytes: one count per rank");
     SendSlot& mine = group_->slot(rank_);
     mine.data = static_cast<const char*>(send);
     mine.bytes_per_rank = send_bytes_per_rank;
@@ -81,11 +81,11 @@ class ThreadCommunicator : public Communicator {
     for (int peer = 0; peer < n; ++peer) {
       const SendSlot& theirs = group_->slot(peer);
       const int64_t bytes = theirs.bytes_per_rank[rank_];
-      MOESIM_ENGINE_CHECK(bytes == recv_bytes_per_rank[peer],
-                          ("all_to_all_bytes: rank " + std::to_string(peer) + " sends " +
-                           std::to_string(bytes) + " bytes to rank " + std::to_string(rank_) +
-                           ", which expects " + std::to_string(recv_bytes_per_rank[peer]))
-                              .c_str());
+      MOESIM_CHECK(bytes == recv_bytes_per_rank[peer],
+                   ("all_to_all_bytes: rank " + std::to_string(peer) + " sends " +
+                    std::to_string(bytes) + " bytes to rank " + std::to_string(rank_) +
+                    ", which expects " + std::to_string(recv_bytes_per_rank[peer]))
+                       .c_str());
       const int64_t offset = std::accumulate(theirs.bytes_per_rank.begin(),
                                              theirs.bytes_per_rank.begin() + rank_, int64_t{0});
       if (bytes > 0) std::memcpy(out, theirs.data + offset, static_cast<size_t>(bytes));
@@ -104,7 +104,7 @@ class ThreadCommunicator : public Communicator {
 }  // namespace
 
 std::vector<std::shared_ptr<Communicator>> make_thread_communicators(int world_size) {
-  MOESIM_ENGINE_CHECK(world_size >= 1, "make_thread_communicators: world_size >= 1");
+  MOESIM_CHECK(world_size >= 1, "make_thread_communicators: world_size >= 1");
   auto group = std::make_shared<ThreadGroup>(world_size);
   std::vector<std::shared_ptr<Communicator>> communicators;
   for (int r = 0; r < world_size; ++r) {
@@ -115,8 +115,8 @@ std::vector<std::shared_ptr<Communicator>> make_thread_communicators(int world_s
 
 void abort_thread_group(Communicator& communicator) {
   auto* thread_communicator = dynamic_cast<ThreadCommunicator*>(&communicator);
-  MOESIM_ENGINE_CHECK(thread_communicator != nullptr,
-                      "abort_thread_group: not an in-process communicator");
+  MOESIM_CHECK(thread_communicator != nullptr,
+               "abort_thread_group: not an in-process communicator");
   thread_communicator->group().abort();
 }
 

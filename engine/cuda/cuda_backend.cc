@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/check.h"
+#include "base/check.h"
 #include "engine/cuda/check.h"
 #include "engine/cuda/expert_gemm.h"
 #include "engine/cuda/launchers.h"
@@ -29,15 +29,15 @@ constexpr float kInnerNormEps = 1e-6f;  // matches engine/cpu/attend.h
 // Typed views: a tensor of another dtype (e.g. an FP32 attention dtype, which the CPU backend
 // accepts) is reported, not reinterpreted.
 bf16* as_bf16(const Tensor& t) {
-  MOESIM_ENGINE_CHECK(t.empty() || t.dtype == DType::kBF16, "cuda backend: tensor must be BF16");
+  MOESIM_CHECK(t.empty() || t.dtype == DType::kBF16, "cuda backend: tensor must be BF16");
   return static_cast<bf16*>(t.data);
 }
 float* as_f32(const Tensor& t) {
-  MOESIM_ENGINE_CHECK(t.empty() || t.dtype == DType::kF32, "cuda backend: tensor must be FP32");
+  MOESIM_CHECK(t.empty() || t.dtype == DType::kF32, "cuda backend: tensor must be FP32");
   return static_cast<float*>(t.data);
 }
 int as_int(int64_t v) {
-  MOESIM_ENGINE_CHECK(v >= 0 && v <= 0x7fffffff, "dimension does not fit in int");
+  MOESIM_CHECK(v >= 0 && v <= 0x7fffffff, "dimension does not fit in int");
   return static_cast<int>(v);
 }
 
@@ -161,14 +161,13 @@ class CudaBackend : public Backend {
         code = 2;
         break;
       case DType::kI32:
-        MOESIM_ENGINE_CHECK(false, "fill_synthetic: I32 is not a float dtype");
+        MOESIM_CHECK(false, "fill_synthetic: I32 is not a float dtype");
     }
     launch_fill_synthetic(dst.data, code, dst.num_elements(), seed, scale, stream_);
   }
 
   void rmsnorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override {
-    MOESIM_ENGINE_CHECK(x.shape == out.shape && weight.num_elements() == x.cols(),
-                        "rmsnorm: shapes");
+    MOESIM_CHECK(x.shape == out.shape && weight.num_elements() == x.cols(), "rmsnorm: shapes");
     launch_rmsnorm(as_bf16(x), x.cols(), as_bf16(weight), as_bf16(out), out.cols(), x.rows(),
                    as_int(x.cols()), eps, stream_);
   }
@@ -398,7 +397,7 @@ void CudaBackend::mla_attention(const MlaWeights& w, const AttentionBatch& batch
   const int vdim = as_int(s.v_head_dim);
   const int qk_dim = nope + rope;
   const int cache_width = lora + rope;
-  MOESIM_ENGINE_CHECK(x.rows() == tokens && latent_cache.cols() == cache_width, "mla: shapes");
+  MOESIM_CHECK(x.rows() == tokens && latent_cache.cols() == cache_width, "mla: shapes");
   const BatchMeta meta = upload_batch(batch);
 
   // Queries [T, heads * (nope + rope)].
@@ -466,7 +465,7 @@ void CudaBackend::gqa_attention(const GqaWeights& w, const AttentionBatch& batch
   const int heads = as_int(s.num_heads);
   const int kv_heads = as_int(s.num_kv_heads);
   const int d = as_int(s.head_dim);
-  MOESIM_ENGINE_CHECK(kv_heads > 0 && heads % kv_heads == 0 && x.rows() == tokens, "gqa: shapes");
+  MOESIM_CHECK(kv_heads > 0 && heads % kv_heads == 0 && x.rows() == tokens, "gqa: shapes");
   const BatchMeta meta = upload_batch(batch);
   DeviceBuffer q = scratch(tokens * heads * d * 2, "gqa q");
   DeviceBuffer k = scratch(tokens * kv_heads * d * 2, "gqa k");
@@ -524,7 +523,7 @@ void CudaBackend::kda_attention(const KdaWeights& w, const AttentionBatch& batch
   const int taps = as_int(s.short_conv_kernel);
   const int channels = heads * (2 * dk + dv);
   const int num_seqs = as_int(batch.num_sequences());
-  MOESIM_ENGINE_CHECK(x.rows() == tokens, "kda: x shape");
+  MOESIM_CHECK(x.rows() == tokens, "kda: x shape");
   const BatchMeta meta = upload_batch(batch);
 
   // Projections, short convolutions + SiLU (q, k, v share one conv state row of `channels`).
@@ -601,8 +600,8 @@ void CudaBackend::expert_ffn(const Tensor& x, const std::vector<int64_t>& tokens
   const int64_t rows = x.rows();
   const int hidden = as_int(w.hidden_size);
   const int inter = as_int(w.intermediate_size);
-  MOESIM_ENGINE_CHECK(static_cast<int64_t>(tokens_per_expert.size()) == w.num_experts,
-                      "expert_ffn: one count per expert");
+  MOESIM_CHECK(static_cast<int64_t>(tokens_per_expert.size()) == w.num_experts,
+               "expert_ffn: one count per expert");
   if (rows == 0) return;
   DeviceBuffer h = scratch(rows * 2 * inter * 2, "expert gate_up output");
   DeviceBuffer act = scratch(rows * inter * 2, "expert activation");
@@ -616,7 +615,7 @@ void CudaBackend::expert_ffn(const Tensor& x, const std::vector<int64_t>& tokens
                                hidden, stream_);
     return;
   }
-  MOESIM_ENGINE_CHECK(
+  MOESIM_CHECK(
       w.gate_up.dtype == DType::kFP8E4M3 && !w.gate_up_scale.empty() && !w.down_scale.empty(),
       "expert_ffn: weights must be BF16, or FP8 with scales");
   if (!supports_expert_dtype(DType::kFP8E4M3)) {

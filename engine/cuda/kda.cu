@@ -64,140 +64,174 @@ struct KdaParams {
   int num_heads, dk, dv;
 };
 
+// The shared-memory buffers of one chunked block (KdaChunkSmem's offsets into `smem`).
+struct KdaChunkView {
+  KdaChunkSmem L;
+  int dk, dv;
+  float *S, *Q, *K, *G, *V, *U, *A, *T, *QK, *beta, *g_last;
+
+  __device__ KdaChunkView(float* smem, int dk_, int dv_) : L(dk_, dv_), dk(dk_), dv(dv_) {
+    S = smem + L.s;
+    Q = smem + L.q;
+    K = smem + L.k;
+    G = smem + L.g;
+    V = smem + L.v;
+    U = smem + L.u;
+    A = smem + L.a;
+    T = smem + L.t;
+    QK = smem + L.qk;
+    beta = smem + L.beta;
+    g_last = smem + L.g_last;
+  }
+};
+
+// Loads the chunk's n tokens from token `first + t0` on: Q, K, log decays G, V and beta.
+__device__ __forceinline__ void kda_load_chunk(const KdaParams& p, const KdaChunkView& c,
+                                               int64_t first, int t0, int n, int head) {
+  const int dk = c.dk;
+  const int dv = c.dv;
+  const int ld = c.L.qk_ld;
+  for (int idx = threadIdx.x; idx < n * dk; idx += blockDim.x) {
+    const int r = idx / dk;
+    const int i = idx % dk;
+    const int64_t src = ((first + t0 + r) * p.num_heads + head) * dk + i;
+    c.Q[r * ld + i] = __bfloat162float(p.q[src]);
+    c.K[r * ld + i] = __bfloat162float(p.k[src]);
+    c.G[r * ld + i] = p.log_alpha[src];
+  }
+  for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
+    const int r = idx / dv;
+    c.V[idx] = __bfloat162float(p.v[((first + t0 + r) * p.num_heads + head) * dv + idx % dv]);
+  }
+  if (threadIdx.x < n)
+    c.beta[threadIdx.x] = p.beta[(first + t0 + threadIdx.x) * p.num_heads + head];
+}
+
+// Cumulative log decays, the pairwise decayed products A (strictly lower, scaled by beta_r) and
+// QK (lower, diagonal included), then the decayed copies Q <- e^G q, G <- e^G k (K~),
+// K <- e^{G_last - G} k.
+__device__ __forceinline__ void kda_decay_chunk(const KdaChunkView& c, int n) {
+  const int dk = c.dk;
+  const int ld = c.L.qk_ld;
+  const int c_ld = c.L.c_ld;
+  for (int i = threadIdx.x; i < dk; i += blockDim.x) {
+    for (int r = 1; r < n; ++r) c.G[r * ld + i] += c.G[(r - 1) * ld + i];
+    c.g_last[i] = c.G[(n - 1) * ld + i];
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < n * n; idx += blockDim.x) {
+    const int r = idx / n;
+    const int s = idx % n;
+    float kk = 0.0f;
+    float qk = 0.0f;
+    if (s <= r) {
+      for (int i = 0; i < dk; ++i) {
+        const float decay = expf(c.G[r * ld + i] - c.G[s * ld + i]);
+        const float ks = c.K[s * ld + i] * decay;
+        kk += c.K[r * ld + i] * ks;
+        qk += c.Q[r * ld + i] * ks;
+      }
+    }
+    c.A[r * c_ld + s] = s < r ? c.beta[r] * kk : 0.0f;
+    c.QK[r * c_ld + s] = qk;
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < n * dk; idx += blockDim.x) {
+    const int r = idx / dk;
+    const int i = idx % dk;
+    const int at = r * ld + i;
+    const float g = c.G[at];
+    const float k = c.K[at];
+    c.Q[at] *= expf(g);
+    c.G[at] = k * expf(g);
+    c.K[at] = k * expf(c.g_last[i] - g);
+  }
+}
+
+// U = T B with B = Diag(beta) (V - K~ S) (in place over V) and the UT transform T = (I + A)^{-1}
+// by forward substitution, one row per step.
+__device__ __forceinline__ void kda_solve_chunk(const KdaChunkView& c, int n) {
+  const int dk = c.dk;
+  const int dv = c.dv;
+  const int ld = c.L.qk_ld;
+  const int c_ld = c.L.c_ld;
+  for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
+    const int r = idx / dv;
+    const int j = idx % dv;
+    float acc = 0.0f;
+    for (int i = 0; i < dk; ++i) acc += c.G[r * ld + i] * c.S[i * dv + j];
+    c.V[idx] = c.beta[r] * (c.V[idx] - acc);
+  }
+  for (int r = 0; r < n; ++r) {
+    if (threadIdx.x < n) {
+      const int col = threadIdx.x;
+      float value = r == col ? 1.0f : 0.0f;
+      for (int s = col; s < r; ++s) value -= c.A[r * c_ld + s] * c.T[s * c_ld + col];
+      c.T[r * c_ld + col] = col <= r ? value : 0.0f;
+    }
+    __syncthreads();
+  }
+  for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
+    const int r = idx / dv;
+    const int j = idx % dv;
+    float acc = 0.0f;
+    for (int s = 0; s <= r; ++s) acc += c.T[r * c_ld + s] * c.V[s * dv + j];
+    c.U[idx] = acc;
+  }
+}
+
+// The chunk's outputs (state before the chunk plus the intra-chunk part), then the state carried
+// to the chunk's end.
+__device__ __forceinline__ void kda_finish_chunk(const KdaParams& p, const KdaChunkView& c,
+                                                 int64_t first, int t0, int n, int head) {
+  const int dk = c.dk;
+  const int dv = c.dv;
+  const int ld = c.L.qk_ld;
+  const int c_ld = c.L.c_ld;
+  for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
+    const int r = idx / dv;
+    const int j = idx % dv;
+    float acc = 0.0f;
+    for (int i = 0; i < dk; ++i) acc += c.Q[r * ld + i] * c.S[i * dv + j];
+    for (int s = 0; s <= r; ++s) acc += c.QK[r * c_ld + s] * c.U[s * dv + j];
+    p.out[((first + t0 + r) * p.num_heads + head) * dv + j] = __float2bfloat16(acc);
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < dk * dv; idx += blockDim.x) {
+    const int i = idx / dv;
+    const int j = idx % dv;
+    float acc = expf(c.g_last[i]) * c.S[idx];
+    for (int s = 0; s < n; ++s) acc += c.K[s * ld + i] * c.U[s * dv + j];
+    c.S[idx] = acc;
+  }
+}
+
 __global__ void __launch_bounds__(kChunkThreads) kda_chunked_kernel(KdaParams p) {
   const int seq = blockIdx.y;
   const int head = blockIdx.x;
   const int dk = p.dk;
   const int dv = p.dv;
-  const KdaChunkSmem L(dk, dv);
   extern __shared__ float smem[];
-  float* S = smem + L.s;
-  float* Q = smem + L.q;
-  float* K = smem + L.k;
-  float* G = smem + L.g;
-  float* V = smem + L.v;
-  float* U = smem + L.u;
-  float* A = smem + L.a;
-  float* T = smem + L.t;
-  float* QK = smem + L.qk;
-  float* beta = smem + L.beta;
-  float* g_last = smem + L.g_last;
+  const KdaChunkView c(smem, dk, dv);
 
   float* state = p.state + (static_cast<int64_t>(seq) * p.num_heads + head) * dk * dv;
-  for (int idx = threadIdx.x; idx < dk * dv; idx += blockDim.x) S[idx] = state[idx];
+  for (int idx = threadIdx.x; idx < dk * dv; idx += blockDim.x) c.S[idx] = state[idx];
 
   const int64_t first = p.seq_start[seq];
   const int len = p.seq_len[seq];
   for (int t0 = 0; t0 < len; t0 += kC) {
     const int n = min(kC, len - t0);
     __syncthreads();  // previous chunk done with every buffer
-    for (int idx = threadIdx.x; idx < n * dk; idx += blockDim.x) {
-      const int r = idx / dk;
-      const int i = idx % dk;
-      const int64_t src = ((first + t0 + r) * p.num_heads + head) * dk + i;
-      Q[r * L.qk_ld + i] = __bfloat162float(p.q[src]);
-      K[r * L.qk_ld + i] = __bfloat162float(p.k[src]);
-      G[r * L.qk_ld + i] = p.log_alpha[src];
-    }
-    for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
-      const int r = idx / dv;
-      V[idx] = __bfloat162float(p.v[((first + t0 + r) * p.num_heads + head) * dv + idx % dv]);
-    }
-    if (threadIdx.x < n)
-      beta[threadIdx.x] = p.beta[(first + t0 + threadIdx.x) * p.num_heads + head];
+    kda_load_chunk(p, c, first, t0, n, head);
     __syncthreads();
-
-    // Cumulative log decay per channel.
-    for (int i = threadIdx.x; i < dk; i += blockDim.x) {
-      for (int r = 1; r < n; ++r) G[r * L.qk_ld + i] += G[(r - 1) * L.qk_ld + i];
-      g_last[i] = G[(n - 1) * L.qk_ld + i];
-    }
+    kda_decay_chunk(c, n);
     __syncthreads();
-
-    // Pairwise decayed products: A (strictly lower, scaled by beta_r) and QK (lower, diagonal
-    // included).
-    for (int idx = threadIdx.x; idx < n * n; idx += blockDim.x) {
-      const int r = idx / n;
-      const int s = idx % n;
-      float kk = 0.0f;
-      float qk = 0.0f;
-      if (s <= r) {
-        for (int i = 0; i < dk; ++i) {
-          const float decay = expf(G[r * L.qk_ld + i] - G[s * L.qk_ld + i]);
-          const float ks = K[s * L.qk_ld + i] * decay;
-          kk += K[r * L.qk_ld + i] * ks;
-          qk += Q[r * L.qk_ld + i] * ks;
-        }
-      }
-      A[r * L.c_ld + s] = s < r ? beta[r] * kk : 0.0f;
-      QK[r * L.c_ld + s] = qk;
-    }
+    kda_solve_chunk(c, n);
     __syncthreads();
-
-    // Decayed copies: Q <- e^G q, G <- e^G k (K~), K <- e^{G_last - G} k.
-    for (int idx = threadIdx.x; idx < n * dk; idx += blockDim.x) {
-      const int r = idx / dk;
-      const int i = idx % dk;
-      const int at = r * L.qk_ld + i;
-      const float g = G[at];
-      const float k = K[at];
-      Q[at] *= expf(g);
-      G[at] = k * expf(g);
-      K[at] = k * expf(g_last[i] - g);
-    }
-    __syncthreads();
-
-    // B = Diag(beta) (V - K~ S), in place over V.
-    for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
-      const int r = idx / dv;
-      const int j = idx % dv;
-      float acc = 0.0f;
-      for (int i = 0; i < dk; ++i) acc += G[r * L.qk_ld + i] * S[i * dv + j];
-      V[idx] = beta[r] * (V[idx] - acc);
-    }
-    // UT transform: T = (I + A)^{-1} by forward substitution, one row per step.
-    for (int r = 0; r < n; ++r) {
-      if (threadIdx.x < n) {
-        const int c = threadIdx.x;
-        float value = r == c ? 1.0f : 0.0f;
-        for (int s = c; s < r; ++s) value -= A[r * L.c_ld + s] * T[s * L.c_ld + c];
-        T[r * L.c_ld + c] = c <= r ? value : 0.0f;
-      }
-      __syncthreads();
-    }
-
-    // U = T B.
-    for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
-      const int r = idx / dv;
-      const int j = idx % dv;
-      float acc = 0.0f;
-      for (int s = 0; s <= r; ++s) acc += T[r * L.c_ld + s] * V[s * dv + j];
-      U[idx] = acc;
-    }
-    __syncthreads();
-
-    // Outputs (state before the chunk plus the intra-chunk part).
-    for (int idx = threadIdx.x; idx < n * dv; idx += blockDim.x) {
-      const int r = idx / dv;
-      const int j = idx % dv;
-      float acc = 0.0f;
-      for (int i = 0; i < dk; ++i) acc += Q[r * L.qk_ld + i] * S[i * dv + j];
-      for (int s = 0; s <= r; ++s) acc += QK[r * L.c_ld + s] * U[s * dv + j];
-      p.out[((first + t0 + r) * p.num_heads + head) * dv + j] = __float2bfloat16(acc);
-    }
-    __syncthreads();
-
-    // Carry the state to the chunk's end.
-    for (int idx = threadIdx.x; idx < dk * dv; idx += blockDim.x) {
-      const int i = idx / dv;
-      const int j = idx % dv;
-      float acc = expf(g_last[i]) * S[idx];
-      for (int s = 0; s < n; ++s) acc += K[s * L.qk_ld + i] * U[s * dv + j];
-      S[idx] = acc;
-    }
+    kda_finish_chunk(p, c, first, t0, n, head);
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < dk * dv; idx += blockDim.x) state[idx] = S[idx];
+  for (int idx = threadIdx.x; idx < dk * dv; idx += blockDim.x) state[idx] = c.S[idx];
 }
 
 __global__ void __launch_bounds__(kDecodeThreads) kda_decode_kernel(KdaParams p) {

@@ -70,31 +70,36 @@ struct MlaParams {
   float* partial_lse2;  // [num_queries, num_splits, num_heads]
 };
 
-__global__ void __launch_bounds__(kThreads) mla_decode_kernel(MlaParams p) {
-  const int head0 = blockIdx.x * kHeads;
-  const int split = blockIdx.y;
-  const int row = blockIdx.z;
-  const int num_heads_here = min(kHeads, p.num_heads - head0);
+// The shared-memory tiles of one block (SmemLayout's offsets into `smem`).
+struct MlaTiles {
+  SmemLayout layout;
+  bf16* q_s;
+  bf16* k_s;
+  float* s_s;
+  bf16* p_s;
+  float* o_s;
+  float* row_max;
+  float* row_sum;
+  float* row_rescale;
+
+  __device__ MlaTiles(unsigned char* smem, int lora, int rope) : layout(lora, rope) {
+    q_s = reinterpret_cast<bf16*>(smem + layout.q_offset);
+    k_s = reinterpret_cast<bf16*>(smem + layout.k_offset);
+    s_s = reinterpret_cast<float*>(smem + layout.s_offset);
+    p_s = reinterpret_cast<bf16*>(smem + layout.p_offset);
+    o_s = reinterpret_cast<float*>(smem + layout.o_offset);
+    row_max = reinterpret_cast<float*>(smem + layout.stats_offset);
+    row_sum = row_max + kHeads;
+    row_rescale = row_sum + kHeads;
+  }
+};
+
+// The Q tile [q_lat | q_rope] per head (rows past the last head zero), O zeroed, the softmax
+// statistics initialised.
+__device__ __forceinline__ void mla_load_queries(const MlaParams& p, const MlaTiles& t, int row,
+                                                 int head0, int num_heads_here) {
   const int lora = p.lora;
   const int d = lora + p.rope;
-  const SmemLayout layout(lora, p.rope);
-
-  extern __shared__ __align__(128) unsigned char smem[];
-  bf16* q_s = reinterpret_cast<bf16*>(smem + layout.q_offset);
-  bf16* k_s = reinterpret_cast<bf16*>(smem + layout.k_offset);
-  float* s_s = reinterpret_cast<float*>(smem + layout.s_offset);
-  bf16* p_s = reinterpret_cast<bf16*>(smem + layout.p_offset);
-  float* o_s = reinterpret_cast<float*>(smem + layout.o_offset);
-  float* row_max = reinterpret_cast<float*>(smem + layout.stats_offset);
-  float* row_sum = row_max + kHeads;
-  float* row_rescale = row_sum + kHeads;
-
-  const int kv_len = p.kv_len[row];
-  const int split_len = static_cast<int>(ceil_div(kv_len, p.num_splits));
-  const int key_begin = min(kv_len, split * split_len);
-  const int key_end = min(kv_len, key_begin + split_len);
-
-  // Q tile: [q_lat | q_rope] per head; rows past the last head are zero.
   const int64_t q_row_stride = static_cast<int64_t>(p.num_heads) * (p.nope + p.rope);
   for (int idx = threadIdx.x; idx < kHeads * d; idx += blockDim.x) {
     const int h = idx / d;
@@ -105,98 +110,129 @@ __global__ void __launch_bounds__(kThreads) mla_decode_kernel(MlaParams p) {
       value = c < lora ? p.q_lat[(row * static_cast<int64_t>(p.num_heads) + head) * lora + c]
                        : p.q[row * q_row_stride + head * (p.nope + p.rope) + p.nope + (c - lora)];
     }
-    q_s[h * layout.qk_ld + c] = value;
+    t.q_s[h * t.layout.qk_ld + c] = value;
   }
   for (int idx = threadIdx.x; idx < kHeads * lora; idx += blockDim.x) {
-    o_s[(idx / lora) * layout.o_ld + idx % lora] = 0.0f;
+    t.o_s[(idx / lora) * t.layout.o_ld + idx % lora] = 0.0f;
   }
   if (threadIdx.x < kHeads) {
-    row_max[threadIdx.x] = -INFINITY;
-    row_sum[threadIdx.x] = 0.0f;
+    t.row_max[threadIdx.x] = -INFINITY;
+    t.row_sum[threadIdx.x] = 0.0f;
   }
+}
+
+// The cache tile of keys [key0, key0 + rows) in 16-byte vectors; rows past `rows` zero.
+__device__ __forceinline__ void mla_load_keys(const MlaTiles& t, const bf16* cache_base, int key0,
+                                              int rows, int d) {
+  const int vectors_per_row = d / 8;  // 16-byte vectors of 8 BF16
+  for (int idx = threadIdx.x; idx < kTokens * vectors_per_row; idx += blockDim.x) {
+    const int r = idx / vectors_per_row;
+    const int v = idx % vectors_per_row;
+    uint4 value = make_uint4(0, 0, 0, 0);
+    if (r < rows) {
+      value = reinterpret_cast<const uint4*>(cache_base + static_cast<int64_t>(key0 + r) * d)[v];
+    }
+    *reinterpret_cast<uint4*>(t.k_s + r * t.layout.qk_ld + v * 8) = value;
+  }
+}
+
+// Scores S = Q K^T: warp w < 2 computes tokens [16 w, 16 w + 16).
+__device__ __forceinline__ void mla_scores(const MlaTiles& t, int warp, int d) {
+  if (warp >= kTokens / kFrag) return;
+  wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
+  wmma::fill_fragment(acc, 0.0f);
+  for (int kk = 0; kk < d / kFrag; ++kk) {
+    wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, bf16, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, bf16, wmma::col_major> b;
+    wmma::load_matrix_sync(a, t.q_s + kk * kFrag, t.layout.qk_ld);
+    wmma::load_matrix_sync(b, t.k_s + warp * kFrag * t.layout.qk_ld + kk * kFrag, t.layout.qk_ld);
+    wmma::mma_sync(acc, a, b, acc);
+  }
+  wmma::store_matrix_sync(t.s_s + warp * kFrag, acc, t.layout.s_ld, wmma::mem_row_major);
+}
+
+// Online softmax of the tile's scores (log2 domain): half-warp per head row, two tokens per lane;
+// P in BF16, and each row's running max, sum and the rescale of its O.
+__device__ __forceinline__ void mla_online_softmax(const MlaParams& p, const MlaTiles& t, int warp,
+                                                   int lane, int rows) {
+  const int r = warp * 2 + lane / 16;
+  const int c = lane % 16;
+  const float s0 = c < rows ? t.s_s[r * t.layout.s_ld + c] * p.scale_log2 : -INFINITY;
+  const float s1 = c + 16 < rows ? t.s_s[r * t.layout.s_ld + c + 16] * p.scale_log2 : -INFINITY;
+  float tile_max = fmaxf(s0, s1);
+  for (int offset = 8; offset > 0; offset /= 2) {
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
+  }
+  const float old_max = t.row_max[r];
+  const float new_max = fmaxf(old_max, tile_max);
+  const float p0 = exp2f(s0 - new_max);
+  const float p1 = exp2f(s1 - new_max);
+  float tile_sum = p0 + p1;
+  for (int offset = 8; offset > 0; offset /= 2) {
+    tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, offset);
+  }
+  t.p_s[r * t.layout.p_ld + c] = __float2bfloat16(p0);
+  t.p_s[r * t.layout.p_ld + c + 16] = __float2bfloat16(p1);
+  __syncwarp();
+  if (c == 0) {
+    const float rescale = exp2f(old_max - new_max);
+    t.row_sum[r] = t.row_sum[r] * rescale + tile_sum;
+    t.row_max[r] = new_max;
+    t.row_rescale[r] = rescale;
+  }
+}
+
+// O[16, lora] += P[16, 32] K[32, 0:lora]; warp w owns column tiles w, w + 8, ...
+__device__ __forceinline__ void mla_accumulate(const MlaTiles& t, int warp, int lora) {
+  for (int n = warp; n < lora / kFrag; n += kWarps) {
+    wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
+    wmma::load_matrix_sync(acc, t.o_s + n * kFrag, t.layout.o_ld, wmma::mem_row_major);
+#pragma unroll
+    for (int kk = 0; kk < kTokens / kFrag; ++kk) {
+      wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, bf16, wmma::row_major> a;
+      wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, bf16, wmma::row_major> b;
+      wmma::load_matrix_sync(a, t.p_s + kk * kFrag, t.layout.p_ld);
+      wmma::load_matrix_sync(b, t.k_s + kk * kFrag * t.layout.qk_ld + n * kFrag, t.layout.qk_ld);
+      wmma::mma_sync(acc, a, b, acc);
+    }
+    wmma::store_matrix_sync(t.o_s + n * kFrag, acc, t.layout.o_ld, wmma::mem_row_major);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) mla_decode_kernel(MlaParams p) {
+  const int head0 = blockIdx.x * kHeads;
+  const int split = blockIdx.y;
+  const int row = blockIdx.z;
+  const int num_heads_here = min(kHeads, p.num_heads - head0);
+  const int lora = p.lora;
+  const int d = lora + p.rope;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const MlaTiles t(smem, lora, p.rope);
+
+  const int kv_len = p.kv_len[row];
+  const int split_len = static_cast<int>(ceil_div(kv_len, p.num_splits));
+  const int key_begin = min(kv_len, split * split_len);
+  const int key_end = min(kv_len, key_begin + split_len);
+  mla_load_queries(p, t, row, head0, num_heads_here);
 
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
-  const int vectors_per_row = d / 8;  // 16-byte vectors of 8 BF16
   const bf16* cache_base = p.cache + static_cast<int64_t>(p.cache_start[row]) * d;
   for (int key0 = key_begin; key0 < key_end; key0 += kTokens) {
     const int rows = min(kTokens, key_end - key0);
     __syncthreads();  // previous tile consumed; initialisation visible
-    for (int idx = threadIdx.x; idx < kTokens * vectors_per_row; idx += blockDim.x) {
-      const int r = idx / vectors_per_row;
-      const int v = idx % vectors_per_row;
-      uint4 value = make_uint4(0, 0, 0, 0);
-      if (r < rows) {
-        value = reinterpret_cast<const uint4*>(cache_base + static_cast<int64_t>(key0 + r) * d)[v];
-      }
-      *reinterpret_cast<uint4*>(k_s + r * layout.qk_ld + v * 8) = value;
-    }
+    mla_load_keys(t, cache_base, key0, rows, d);
     __syncthreads();
-
-    // Scores: warp w < 2 computes tokens [16 w, 16 w + 16).
-    if (warp < kTokens / kFrag) {
-      wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
-      wmma::fill_fragment(acc, 0.0f);
-      for (int kk = 0; kk < d / kFrag; ++kk) {
-        wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, bf16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, bf16, wmma::col_major> b;
-        wmma::load_matrix_sync(a, q_s + kk * kFrag, layout.qk_ld);
-        wmma::load_matrix_sync(b, k_s + warp * kFrag * layout.qk_ld + kk * kFrag, layout.qk_ld);
-        wmma::mma_sync(acc, a, b, acc);
-      }
-      wmma::store_matrix_sync(s_s + warp * kFrag, acc, layout.s_ld, wmma::mem_row_major);
-    }
+    mla_scores(t, warp, d);
     __syncthreads();
-
-    // Online softmax: half-warp per head row, two tokens per lane.
-    {
-      const int r = warp * 2 + lane / 16;
-      const int c = lane % 16;
-      const float s0 = c < rows ? s_s[r * layout.s_ld + c] * p.scale_log2 : -INFINITY;
-      const float s1 = c + 16 < rows ? s_s[r * layout.s_ld + c + 16] * p.scale_log2 : -INFINITY;
-      float tile_max = fmaxf(s0, s1);
-      for (int offset = 8; offset > 0; offset /= 2) {
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
-      }
-      const float old_max = row_max[r];
-      const float new_max = fmaxf(old_max, tile_max);
-      const float p0 = exp2f(s0 - new_max);
-      const float p1 = exp2f(s1 - new_max);
-      float tile_sum = p0 + p1;
-      for (int offset = 8; offset > 0; offset /= 2) {
-        tile_sum += __shfl_xor_sync(0xffffffffu, tile_sum, offset);
-      }
-      p_s[r * layout.p_ld + c] = __float2bfloat16(p0);
-      p_s[r * layout.p_ld + c + 16] = __float2bfloat16(p1);
-      __syncwarp();
-      if (c == 0) {
-        const float rescale = exp2f(old_max - new_max);
-        row_sum[r] = row_sum[r] * rescale + tile_sum;
-        row_max[r] = new_max;
-        row_rescale[r] = rescale;
-      }
-    }
+    mla_online_softmax(p, t, warp, lane, rows);
     __syncthreads();
     for (int idx = threadIdx.x; idx < kHeads * lora; idx += blockDim.x) {
       const int r = idx / lora;
-      o_s[r * layout.o_ld + idx % lora] *= row_rescale[r];
+      t.o_s[r * t.layout.o_ld + idx % lora] *= t.row_rescale[r];
     }
     __syncthreads();
-
-    // O[16, lora] += P[16, 32] K[32, 0:lora]; warp w owns column tiles w, w + 8, ...
-    for (int n = warp; n < lora / kFrag; n += kWarps) {
-      wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
-      wmma::load_matrix_sync(acc, o_s + n * kFrag, layout.o_ld, wmma::mem_row_major);
-#pragma unroll
-      for (int kk = 0; kk < kTokens / kFrag; ++kk) {
-        wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, bf16, wmma::row_major> a;
-        wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, bf16, wmma::row_major> b;
-        wmma::load_matrix_sync(a, p_s + kk * kFrag, layout.p_ld);
-        wmma::load_matrix_sync(b, k_s + kk * kFrag * layout.qk_ld + n * kFrag, layout.qk_ld);
-        wmma::mma_sync(acc, a, b, acc);
-      }
-      wmma::store_matrix_sync(o_s + n * kFrag, acc, layout.o_ld, wmma::mem_row_major);
-    }
+    mla_accumulate(t, warp, lora);
   }
   __syncthreads();
 
@@ -207,11 +243,11 @@ __global__ void __launch_bounds__(kThreads) mla_decode_kernel(MlaParams p) {
     const int h = idx / lora;
     const int c = idx % lora;
     p.partial_out[(first_out + h) * lora + c] =
-        empty ? 0.0f : o_s[h * layout.o_ld + c] / row_sum[h];
+        empty ? 0.0f : t.o_s[h * t.layout.o_ld + c] / t.row_sum[h];
   }
   if (threadIdx.x < num_heads_here) {
     p.partial_lse2[first_out + threadIdx.x] =
-        empty ? -INFINITY : row_max[threadIdx.x] + log2f(row_sum[threadIdx.x]);
+        empty ? -INFINITY : t.row_max[threadIdx.x] + log2f(t.row_sum[threadIdx.x]);
   }
 }
 

@@ -58,15 +58,25 @@ double fit_bytes_of(const OpSample& sample) {
   return sample.op == "lm_head" ? sample.weight_bytes : sample.bytes;
 }
 
-CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
-                          const CalibrateOptions& options) {
-  CalibrateReport report;
-  CalibrationProfile& p = report.profile;
-  p.moesim_version = MOESIM_VERSION;
-  // (kind, dtype) -> samples and the engine ops seen; ordered maps keep the profile stable.
+namespace {
+
+// The measured op records by what they fit. Ordered maps keep the profile stable.
+struct GatheredSamples {
+  // (kind, dtype) -> samples and the engine ops seen.
   std::map<std::pair<std::string, std::string>, std::vector<FitSample>> groups;
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> engine_ops;
-  std::map<std::string, std::vector<FitSample>> collectives;
+  std::map<std::string, std::vector<FitSample>> collectives;  // engine op -> samples
+};
+
+// Every usable op record of `sets` as a fit sample (the record counters, the skipped notes, and
+// the profile's measurement files, backend and device in report).
+GatheredSamples gather_samples(const std::vector<MeasurementSet>& sets,
+                               const CalibrateOptions& options, CalibrateReport& report) {
+  CalibrationProfile& p = report.profile;
+  GatheredSamples g;
+  auto& groups = g.groups;
+  auto& engine_ops = g.engine_ops;
+  auto& collectives = g.collectives;
   for (const MeasurementSet& m : sets) {
     // File names only: a profile is shipped and must not name the machine's scratch paths.
     p.measurement_files.push_back(std::filesystem::path(m.file).filename().string());
@@ -103,6 +113,20 @@ CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
       ++report.num_used;
     }
   }
+  return g;
+}
+
+}  // namespace
+
+CalibrateReport calibrate(const std::vector<MeasurementSet>& sets,
+                          const CalibrateOptions& options) {
+  CalibrateReport report;
+  CalibrationProfile& p = report.profile;
+  p.moesim_version = MOESIM_VERSION;
+  GatheredSamples gathered = gather_samples(sets, options, report);
+  auto& groups = gathered.groups;
+  auto& engine_ops = gathered.engine_ops;
+  auto& collectives = gathered.collectives;
   if (!options.name.empty()) {
     p.name = options.name;
   } else {

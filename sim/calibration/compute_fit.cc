@@ -66,14 +66,41 @@ double profile_dtype_peak(const GpuSpec& gpu, const std::string& dtype) {
   return 0;
 }
 
-ComputeFitReport fit_compute(const std::vector<GemmSample>& gemms,
-                             const std::vector<AttentionCoreSample>& cores, const GpuSpec& gpu) {
-  ComputeFitReport report;
+namespace {
+
+// The non-negative least-squares solution of a x = b over the best subset of a's columns
+// (every subset tried; the others' coefficients 0): the smallest residual, earlier subsets on
+// ties within 1e-12. Empty when no subset has a finite non-negative solution.
+Eigen::VectorXd best_nonnegative_fit(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
+  const auto rows = static_cast<int>(a.rows());
+  const auto nf = static_cast<int>(a.cols());
+  Eigen::VectorXd best;
+  double best_sse = std::numeric_limits<double>::infinity();
+  for (int mask = 1; mask < (1 << nf); ++mask) {
+    std::vector<int> cols;
+    for (int f = 0; f < nf; ++f) {
+      if (mask & (1 << f)) cols.push_back(f);
+    }
+    if (static_cast<int>(cols.size()) > rows) continue;
+    Eigen::MatrixXd sub(rows, static_cast<int>(cols.size()));
+    for (size_t j = 0; j < cols.size(); ++j) sub.col(static_cast<int>(j)) = a.col(cols[j]);
+    Eigen::VectorXd x = sub.colPivHouseholderQr().solve(b);
+    if ((x.array() < 0).any() || !x.allFinite()) continue;
+    const double sse = (sub * x - b).squaredNorm();
+    if (sse < best_sse * (1.0 - 1e-12)) {
+      best_sse = sse;
+      best = Eigen::VectorXd::Zero(nf);
+      for (size_t j = 0; j < cols.size(); ++j) best(cols[j]) = x(static_cast<int>(j));
+    }
+  }
+  return best;
+}
+
+// GEMMs, per dtype: features F/P per layout, I/B per layout, O/B shared (report.calibration.gemms,
+// one report row per sample).
+void fit_gemms(const std::vector<GemmSample>& gemms, const GpuSpec& gpu, ComputeFitReport& report) {
   ComputeCalibration& c = report.calibration;
-  c.gpu = gpu.name;
   const double hbm = gpu.hbm_bytes_per_s;
-  if (!(hbm > 0)) throw std::invalid_argument("GPU '" + gpu.name + "' has no HBM bandwidth");
-  // GEMMs, per dtype: features F/P per layout, I/B per layout, O/B shared.
   std::map<std::string, std::vector<size_t>> by_dtype;
   for (size_t i = 0; i < gemms.size(); ++i) by_dtype[gemms[i].dtype].push_back(i);
   std::vector<double> gemm_fitted(gemms.size(), 0.0);
@@ -103,25 +130,7 @@ ComputeFitReport fit_compute(const std::vector<GemmSample>& gemms,
       a(r, nl + l) = g.input_bytes() / hbm / s.measured_s;
       a(r, 2 * nl) = g.output_bytes() / hbm / s.measured_s;
     }
-    Eigen::VectorXd best;
-    double best_sse = std::numeric_limits<double>::infinity();
-    for (int mask = 1; mask < (1 << nf); ++mask) {
-      std::vector<int> cols;
-      for (int f = 0; f < nf; ++f) {
-        if (mask & (1 << f)) cols.push_back(f);
-      }
-      if (static_cast<int>(cols.size()) > rows) continue;
-      Eigen::MatrixXd sub(rows, static_cast<int>(cols.size()));
-      for (size_t j = 0; j < cols.size(); ++j) sub.col(static_cast<int>(j)) = a.col(cols[j]);
-      Eigen::VectorXd x = sub.colPivHouseholderQr().solve(b);
-      if ((x.array() < 0).any() || !x.allFinite()) continue;
-      const double sse = (sub * x - b).squaredNorm();
-      if (sse < best_sse * (1.0 - 1e-12)) {
-        best_sse = sse;
-        best = Eigen::VectorXd::Zero(nf);
-        for (size_t j = 0; j < cols.size(); ++j) best(cols[j]) = x(static_cast<int>(j));
-      }
-    }
+    const Eigen::VectorXd best = best_nonnegative_fit(a, b);
     if (best.size() == 0) {
       report.skipped.push_back("gemm/" + dtype + ": no non-negative fit");
       continue;
@@ -154,7 +163,14 @@ ComputeFitReport fit_compute(const std::vector<GemmSample>& gemms,
   for (size_t i = 0; i < gemms.size(); ++i) {
     report.rows.push_back({describe(gemms[i]), gemms[i].measured_s, gemm_fitted[i]});
   }
-  // Attention cores.
+}
+
+// Attention cores, per (kind, dtype): efficiencies averaged over the compute-bound and the
+// memory-bound samples (report.calibration.attention, one report row per sample).
+void fit_attention_cores(const std::vector<AttentionCoreSample>& cores, const GpuSpec& gpu,
+                         ComputeFitReport& report) {
+  ComputeCalibration& c = report.calibration;
+  const double hbm = gpu.hbm_bytes_per_s;
   std::map<std::pair<std::string, std::string>, std::vector<const AttentionCoreSample*>> groups;
   for (const AttentionCoreSample& s : cores) groups[{s.op, s.dtype}].push_back(&s);
   for (const auto& [key, samples] : groups) {
@@ -204,6 +220,19 @@ ComputeFitReport fit_compute(const std::vector<GemmSample>& gemms,
     report.rows.push_back({s.op + " " + s.dtype + " " + s.bound + "-bound", s.measured_s,
                            f->seconds(s.flops, s.bytes, profile_dtype_peak(gpu, s.dtype), hbm)});
   }
+}
+
+}  // namespace
+
+ComputeFitReport fit_compute(const std::vector<GemmSample>& gemms,
+                             const std::vector<AttentionCoreSample>& cores, const GpuSpec& gpu) {
+  ComputeFitReport report;
+  report.calibration.gpu = gpu.name;
+  if (!(gpu.hbm_bytes_per_s > 0)) {
+    throw std::invalid_argument("GPU '" + gpu.name + "' has no HBM bandwidth");
+  }
+  fit_gemms(gemms, gpu, report);
+  fit_attention_cores(cores, gpu, report);
   return report;
 }
 

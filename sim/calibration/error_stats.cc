@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

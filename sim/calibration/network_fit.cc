@@ -57,15 +57,23 @@ NominalCollective nominal_collective(const Topology& topology, int32_t ep_size,
   return run_uniform(zero, *model, ep_size, bytes_per_gpu);
 }
 
-NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const Topology& topology,
-                             int32_t min_samples) {
-  NetworkFitReport report;
-  report.calibration.topology = topology.name();
+namespace {
+
+// The samples by what they fit: per link class (nominal transfer time on the zero-latency,
+// line-rate topology in the FLOP column) and per kernel/transport (nominal time set later).
+struct GroupedSamples {
+  std::map<std::string, std::vector<size_t>> by_class;
+  std::map<std::string, std::vector<size_t>> by_kernel;  // "kernel/transport"
+  std::vector<FitSample> fit_samples;                    // one per sample
+};
+
+// Checks every sample against `topology` (ConfigError naming the sample), groups them and adds
+// one report row each.
+GroupedSamples group_samples(const std::vector<CollectiveSample>& samples, const Topology& topology,
+                             NetworkFitReport& report) {
   const Topology zero(without_latencies(topology.spec()));
   auto model = NetworkModelRegistry().make("bottleneck", zero);
-  std::map<std::string, std::vector<size_t>> by_class;
-  std::map<std::string, std::vector<size_t>> by_kernel;
-  std::vector<FitSample> fit_samples;
+  GroupedSamples g;
   for (size_t i = 0; i < samples.size(); ++i) {
     const CollectiveSample& s = samples[i];
     const std::string where = s.source + " sample " + std::to_string(i + 1);
@@ -85,24 +93,30 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
                           "unknown kernel '" + s.kernel + "' (valid: " + kLowLatencyDispatchKernel +
                               ", " + kLowLatencyCombineKernel + ")");
       }
-      fit_samples.push_back({0.0, 0.0, s.bytes_per_gpu, s.measured_s});
+      g.fit_samples.push_back({0.0, 0.0, s.bytes_per_gpu, s.measured_s});
       report.rows.push_back({s.kernel, 0.0, 0.0, s.measured_s});
-      by_kernel[s.kernel + (s.rdma ? "/rdma" : "/nvlink")].push_back(i);
+      g.by_kernel[s.kernel + (s.rdma ? "/rdma" : "/nvlink")].push_back(i);
       continue;
     }
     const NominalCollective n = run_uniform(zero, *model, s.ep_size, s.bytes_per_gpu);
     // The nominal transfer time stands in the FLOP column of the one-feature fit.
-    fit_samples.push_back({n.transfer_s, 0.0, s.bytes_per_gpu, s.measured_s});
+    g.fit_samples.push_back({n.transfer_s, 0.0, s.bytes_per_gpu, s.measured_s});
     report.rows.push_back({n.link_class, n.transfer_s, 0.0, s.measured_s});
-    by_class[n.link_class].push_back(i);
+    g.by_class[n.link_class].push_back(i);
   }
+  return g;
+}
+
+// Efficiency and latency per link class (report.calibration.link_classes), one regime each.
+void fit_link_classes(const std::vector<CollectiveSample>& samples, const GroupedSamples& g,
+                      int32_t min_samples, NetworkFitReport& report) {
   FitOptions one_regime;
   one_regime.max_segments = 1;
   for (const char* cls : {"nvlink", "network"}) {
-    auto it = by_class.find(cls);
-    if (it == by_class.end()) continue;
+    auto it = g.by_class.find(cls);
+    if (it == g.by_class.end()) continue;
     std::vector<FitSample> mine;
-    for (size_t i : it->second) mine.push_back(fit_samples[i]);
+    for (size_t i : it->second) mine.push_back(g.fit_samples[i]);
     if (static_cast<int32_t>(mine.size()) < min_samples) {
       report.skipped.push_back(std::string(cls) + ": " + std::to_string(mine.size()) +
                                " samples (< " + std::to_string(min_samples) + ")");
@@ -126,13 +140,43 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
     for (size_t i : it->second) {
       f.ep_size_min = std::min(f.ep_size_min, samples[i].ep_size);
       f.ep_size_max = std::max(f.ep_size_max, samples[i].ep_size);
-      report.rows[i].predicted_s = f.latency_s + fit_samples[i].flops / f.efficiency;
+      report.rows[i].predicted_s = f.latency_s + g.fit_samples[i].flops / f.efficiency;
     }
     f.quality = fit.quality;
     report.calibration.link_classes.push_back(f);
   }
-  if (by_kernel.empty()) return report;
-  // Kernels: x on the calibrated topology (fitted classes applied, every latency zero).
+}
+
+// measured = fixed + x (x the nominal time in the FLOP column), least squares on relative error:
+// minimising sum ((fixed + x_i) / m_i - 1)^2 gives fixed = sum (m_i - x_i) / m_i^2 / sum 1 / m_i^2,
+// clamped at 0 (a kernel is never faster than its traffic). The law with the samples' ranges.
+OpFit fixed_cost_law(const std::vector<FitSample>& mine) {
+  double num = 0, den = 0;
+  for (const FitSample& f : mine) {
+    num += (f.seconds - f.flops) / (f.seconds * f.seconds);
+    den += 1.0 / (f.seconds * f.seconds);
+  }
+  OpFit law;
+  law.features = {FitFeature::kFlops};
+  law.segments.resize(1);
+  law.segments[0].intercept_s = std::max(0.0, num / den);
+  law.segments[0].s_per_flop = 1.0;
+  law.range.flops_min = law.range.flops_max = mine.front().flops;
+  law.range.tokens_min = law.range.tokens_max = mine.front().tokens;
+  for (const FitSample& f : mine) {
+    law.range.flops_min = std::min(law.range.flops_min, f.flops);
+    law.range.flops_max = std::max(law.range.flops_max, f.flops);
+    law.range.tokens_min = std::min(law.range.tokens_min, f.tokens);
+    law.range.tokens_max = std::max(law.range.tokens_max, f.tokens);
+  }
+  return law;
+}
+
+// Fixed cost per low-latency kernel and transport (report.calibration.kernels), over the
+// nominal time on the calibrated topology (the link classes fitted so far applied, every latency
+// zero; RDMA samples on a topology where every GPU is its own node).
+void fit_kernels(const std::vector<CollectiveSample>& samples, const Topology& topology,
+                 GroupedSamples& g, int32_t min_samples, NetworkFitReport& report) {
   const Topology calibrated(
       zero_latencies(apply_network_calibration(topology.spec(), report.calibration)));
   auto calibrated_model = NetworkModelRegistry().make("bottleneck", calibrated);
@@ -142,8 +186,8 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
   for (const char* kernel : {kLowLatencyDispatchKernel, kLowLatencyCombineKernel}) {
     for (const char* transport : {"nvlink", "rdma"}) {
       const bool is_rdma = std::string_view(transport) == "rdma";
-      auto it = by_kernel.find(std::string(kernel) + "/" + transport);
-      if (it == by_kernel.end()) continue;
+      auto it = g.by_kernel.find(std::string(kernel) + "/" + transport);
+      if (it == g.by_kernel.end()) continue;
       const std::string name = std::string(kernel) + " over " + transport;
       std::vector<FitSample> mine;
       for (size_t i : it->second) {
@@ -160,36 +204,16 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
         const NominalCollective n =
             is_rdma ? run_uniform(*rdma, *rdma_model, s.ep_size, s.bytes_per_gpu)
                     : run_uniform(calibrated, *calibrated_model, s.ep_size, s.bytes_per_gpu);
-        fit_samples[i].flops = n.transfer_s;
+        g.fit_samples[i].flops = n.transfer_s;
         report.rows[i].nominal_s = n.transfer_s;
-        mine.push_back(fit_samples[i]);
+        mine.push_back(g.fit_samples[i]);
       }
       if (static_cast<int32_t>(mine.size()) < min_samples) {
         report.skipped.push_back(name + ": " + std::to_string(mine.size()) + " samples (< " +
                                  std::to_string(min_samples) + ")");
         continue;
       }
-      // measured = fixed + x, least squares on relative error: minimising
-      // sum ((fixed + x_i) / m_i - 1)^2 gives fixed = sum (m_i - x_i) / m_i^2 / sum 1 / m_i^2,
-      // clamped at 0 (a kernel is never faster than its traffic).
-      double num = 0, den = 0;
-      for (const FitSample& f : mine) {
-        num += (f.seconds - f.flops) / (f.seconds * f.seconds);
-        den += 1.0 / (f.seconds * f.seconds);
-      }
-      OpFit law;
-      law.features = {FitFeature::kFlops};
-      law.segments.resize(1);
-      law.segments[0].intercept_s = std::max(0.0, num / den);
-      law.segments[0].s_per_flop = 1.0;
-      law.range.flops_min = law.range.flops_max = mine.front().flops;
-      law.range.tokens_min = law.range.tokens_max = mine.front().tokens;
-      for (const FitSample& f : mine) {
-        law.range.flops_min = std::min(law.range.flops_min, f.flops);
-        law.range.flops_max = std::max(law.range.flops_max, f.flops);
-        law.range.tokens_min = std::min(law.range.tokens_min, f.tokens);
-        law.range.tokens_max = std::max(law.range.tokens_max, f.tokens);
-      }
+      const OpFit law = fixed_cost_law(mine);
       KernelFit k;
       k.kernel = kernel;
       k.transport = transport;
@@ -199,12 +223,23 @@ NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const
       for (size_t i : it->second) {
         k.ep_size_min = std::min(k.ep_size_min, samples[i].ep_size);
         k.ep_size_max = std::max(k.ep_size_max, samples[i].ep_size);
-        report.rows[i].predicted_s = k.fixed_s + fit_samples[i].flops;
+        report.rows[i].predicted_s = k.fixed_s + g.fit_samples[i].flops;
       }
       k.quality = evaluate_fit(law, mine);
       report.calibration.kernels.push_back(k);
     }
   }
+}
+
+}  // namespace
+
+NetworkFitReport fit_network(const std::vector<CollectiveSample>& samples, const Topology& topology,
+                             int32_t min_samples) {
+  NetworkFitReport report;
+  report.calibration.topology = topology.name();
+  GroupedSamples g = group_samples(samples, topology, report);
+  fit_link_classes(samples, g, min_samples, report);
+  if (!g.by_kernel.empty()) fit_kernels(samples, topology, g, min_samples, report);
   return report;
 }
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "base/check.h"
+#include "base/checked_number.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
-#include "sim/core/checked_number.h"
 
 namespace moesim::sim {
 

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
+#include "base/json_number.h"
 #include "sim/config/config_error.h"
-#include "sim/core/json_depth.h"
-#include "sim/core/json_number.h"
 
 namespace moesim::sim {
 namespace {

@@ -7,8 +7,8 @@
 #include <set>
 #include <tuple>
 
+#include "base/check.h"
 #include "sim/calibration/calibrate.h"
-#include "sim/core/check.h"
 
 namespace moesim::sim {
 namespace {
@@ -180,33 +180,29 @@ bool phase_of_engine_op(const std::string& op, Phase* phase) {
   return true;
 }
 
-ValidationReport validate(const ValidationInput& in) {
-  MOESIM_CHECK(in.measurements && in.profile && in.trace, "validate: null input");
-  const MeasurementSet& m = *in.measurements;
-  ValidationReport r;
-  // File names only: reports are shipped beside profiles and must not name scratch paths.
-  r.measurement_file = std::filesystem::path(m.file).filename().string();
-  r.profile_name = in.profile->name;
-  r.trace_file = std::filesystem::path(in.trace->file).filename().string();
-  r.num_out_of_range_queries = in.num_out_of_range_queries;
-  r.num_proxy_queries = in.num_proxy_queries;
-  r.num_moe_layers_checked = in.num_moe_layers_checked;
-  r.num_routing_mismatches = in.num_routing_mismatches;
+namespace {
 
-  // Per op kind: the profile's fit on the record's own work.
+// What the engine measured, indexed for the step comparisons.
+struct MeasuredIndex {
+  std::map<Key, std::array<double, kNumPhases>> phase;
+  std::set<std::pair<int64_t, int32_t>> step_gpus;          // (step, gpu) with a phase measured
+  std::map<std::pair<int64_t, int32_t>, double> lm_head_s;  // (step, gpu) -> seconds
+};
+
+// Per op kind: the profile's fit on the record's own work (r.ops, r.by_op and the op counters);
+// returns the measurements indexed by (step, gpu, layer) and phase.
+MeasuredIndex compare_ops(const ValidationInput& in, ValidationReport& r) {
+  MeasuredIndex measured;
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> per_op;
-  std::map<Key, std::array<double, kNumPhases>> measured_phase;
-  std::set<std::pair<int64_t, int32_t>> measured_step_gpu;
-  std::map<std::pair<int64_t, int32_t>, double> measured_lm_head;  // (step, gpu) -> seconds
-  for (const OpSample& s : m.ops) {
+  for (const OpSample& s : in.measurements->ops) {
     if (!s.measured || s.step < 0) continue;
     const double measured_s = 1e-9 * static_cast<double>(s.measured_ns);
     Phase ph;
     if (s.op == "lm_head") {
-      measured_lm_head[{s.step, s.sim_gpu}] += measured_s;
+      measured.lm_head_s[{s.step, s.sim_gpu}] += measured_s;
     } else if (phase_of_engine_op(s.op, &ph)) {
-      measured_phase[{s.step, s.sim_gpu, s.layer_idx}][static_cast<int>(ph)] += measured_s;
-      measured_step_gpu.insert({s.step, s.sim_gpu});
+      measured.phase[{s.step, s.sim_gpu, s.layer_idx}][static_cast<int>(ph)] += measured_s;
+      measured.step_gpus.insert({s.step, s.sim_gpu});
     }
     const OpFit* fit = in.profile->find(cost_kind_of_engine_op(s.op), s.dtype, fit_bytes_of(s));
     if (!fit) {
@@ -231,25 +227,29 @@ ValidationReport validate(const ValidationInput& in) {
     r.ops.push_back(std::move(c));
   }
   for (const auto& [op, v] : per_op) r.by_op[op] = compute_error_stats(v.first, v.second);
+  return measured;
+}
 
-  for (const ResimulatedStep& s : in.steps) {
-    if (s.overlap == OverlapMode::kNone) continue;
-    r.overlap_note = std::string("steps re-simulated and composed with the trace's overlap = \"") +
-                     overlap_mode_name(s.overlap) +
-                     "\"; the engine replayed every layer's ops in sequence, without overlap";
-    break;
-  }
+// The composed step durations of the fully measured steps, per replica in step order.
+struct ComposedSteps {
+  bool all_gpus_measured = true;
+  std::vector<double> measured_s, simulated_s;  // every replica's, in re-simulation order
+  std::map<int32_t, std::vector<const TraceStep*>> trace_steps;  // replica -> steps
+  std::map<int32_t, std::vector<double>> measured_by_replica_s, simulated_by_replica_s;
+};
 
-  // Per phase and per step, and the composed step durations.
+// Per phase, per (step, GPU) and per step: r.phases, r.steps, r.step_durations, their error
+// statistics and the composition error. Returns the composed durations for the end-to-end
+// comparison.
+ComposedSteps compare_steps(const ValidationInput& in, const MeasuredIndex& measured_index,
+                            ValidationReport& r) {
   const size_t num_layers = in.measured_layer_of_layer.size();
   MOESIM_CHECK(in.is_moe_layer.size() == num_layers, "validate: is_moe_layer size");
-  std::vector<double> step_meas, step_sim, dur_meas, dur_sim;
+  ComposedSteps out;
+  std::vector<double> step_meas, step_sim;
   std::array<std::pair<std::vector<double>, std::vector<double>>, kNumPhases> phase_v;
-  std::map<int32_t, std::vector<const TraceStep*>> trace_steps;  // replica -> steps
   std::map<std::pair<int32_t, int64_t>, const TraceStep*> trace_by_step;
   for (const TraceStep& t : in.trace->steps) trace_by_step[{t.replica, t.step}] = &t;
-  std::map<int32_t, std::vector<double>> meas_durations, sim_durations;
-  bool all_gpus_measured = true;
   for (const ResimulatedStep& s : in.steps) {
     MOESIM_CHECK(s.phase_s.size() == s.gpus.size(), "validate: phase table size");
     const std::vector<bool>& is_moe = in.is_moe_layer;
@@ -260,13 +260,13 @@ ValidationReport validate(const ValidationInput& in) {
     std::vector<double> lm_head_meas = s.lm_head_s;
     for (size_t g = 0; g < s.gpus.size(); ++g) {
       const int32_t gpu = s.gpus[g];
-      if (!measured_step_gpu.count({s.step, gpu})) {
+      if (!measured_index.step_gpus.count({s.step, gpu})) {
         complete = false;
         continue;
       }
       double meas_total = 0, sim_total = 0;
-      auto lm = measured_lm_head.find({s.step, gpu});
-      if (lm != measured_lm_head.end()) {
+      auto lm = measured_index.lm_head_s.find({s.step, gpu});
+      if (lm != measured_index.lm_head_s.end()) {
         lm_head_meas[g] = lm->second;
         meas_total += lm->second;
         sim_total += s.lm_head_s[g];
@@ -274,9 +274,10 @@ ValidationReport validate(const ValidationInput& in) {
       }
       for (size_t l = 0; l < num_layers; ++l) {
         int32_t ml = in.measured_layer_of_layer[l];
-        auto it = ml >= 0 ? measured_phase.find({s.step, gpu, ml}) : measured_phase.end();
+        auto it =
+            ml >= 0 ? measured_index.phase.find({s.step, gpu, ml}) : measured_index.phase.end();
         std::array<double, kNumPhases> mp{};
-        if (it != measured_phase.end()) mp = it->second;
+        if (it != measured_index.phase.end()) mp = it->second;
         measured[g][l] = mp;
         for (int p = 0; p < kNumPhases; ++p) {
           const double sp = s.phase_s[g][l][p];
@@ -298,36 +299,37 @@ ValidationReport validate(const ValidationInput& in) {
     r.max_composition_error_s =
         std::max(r.max_composition_error_s, std::abs(composed_sim - s.duration_s));
     if (!complete) {
-      all_gpus_measured = false;
+      out.all_gpus_measured = false;
       continue;
     }
     double composed_meas = compose_step_s(s, measured, lm_head_meas, is_moe);
     r.step_durations.push_back({static_cast<double>(s.step), composed_meas, composed_sim});
-    dur_meas.push_back(composed_meas);
-    dur_sim.push_back(composed_sim);
+    out.measured_s.push_back(composed_meas);
+    out.simulated_s.push_back(composed_sim);
     auto t = trace_by_step.find({s.replica, s.step});
     MOESIM_CHECK(t != trace_by_step.end(), "validate: re-simulated step not in the trace");
-    trace_steps[s.replica].push_back(t->second);
-    meas_durations[s.replica].push_back(composed_meas);
-    sim_durations[s.replica].push_back(composed_sim);
+    out.trace_steps[s.replica].push_back(t->second);
+    out.measured_by_replica_s[s.replica].push_back(composed_meas);
+    out.simulated_by_replica_s[s.replica].push_back(composed_sim);
   }
   for (int p = 0; p < kNumPhases; ++p) {
     r.by_phase[p] = compute_error_stats(phase_v[p].first, phase_v[p].second);
   }
   r.per_step = compute_error_stats(step_meas, step_sim);
-  r.step_duration = compute_error_stats(dur_meas, dur_sim);
+  r.step_duration = compute_error_stats(out.measured_s, out.simulated_s);
+  return out;
+}
 
-  // End to end.
-  if (!all_gpus_measured) {
-    r.end_to_end_note =
-        "the engine did not play every GPU of the replica: end-to-end metrics need all of them";
-    return r;
-  }
+// End to end (r.end_to_end): request latencies and throughput of the trace's requests on the
+// composed step durations, simulated and measured.
+void compare_end_to_end(ComposedSteps& composed, ValidationReport& r) {
   RequestTimes sim_t, meas_t;
   double sim_span = 0, meas_span = 0;
-  for (const auto& [replica, steps] : trace_steps) {
-    RequestTimes a = request_times(steps, make_timeline(steps, sim_durations[replica]));
-    RequestTimes b = request_times(steps, make_timeline(steps, meas_durations[replica]));
+  for (const auto& [replica, steps] : composed.trace_steps) {
+    RequestTimes a =
+        request_times(steps, make_timeline(steps, composed.simulated_by_replica_s[replica]));
+    RequestTimes b =
+        request_times(steps, make_timeline(steps, composed.measured_by_replica_s[replica]));
     sim_t.ttft_s.insert(sim_t.ttft_s.end(), a.ttft_s.begin(), a.ttft_s.end());
     sim_t.tpot_s.insert(sim_t.tpot_s.end(), a.tpot_s.begin(), a.tpot_s.end());
     meas_t.ttft_s.insert(meas_t.ttft_s.end(), b.ttft_s.begin(), b.ttft_s.end());
@@ -340,6 +342,8 @@ ValidationReport validate(const ValidationInput& in) {
   auto add = [&](const char* name, double sim, double meas) {
     r.end_to_end.push_back({name, sim, meas});
   };
+  const std::vector<double>& dur_sim = composed.simulated_s;
+  const std::vector<double>& dur_meas = composed.measured_s;
   add("ttft_p50_ms", 1e3 * quantile(sim_t.ttft_s, 0.5), 1e3 * quantile(meas_t.ttft_s, 0.5));
   add("ttft_p99_ms", 1e3 * quantile(sim_t.ttft_s, 0.99), 1e3 * quantile(meas_t.ttft_s, 0.99));
   add("tpot_p50_ms", 1e3 * quantile(sim_t.tpot_s, 0.5), 1e3 * quantile(meas_t.tpot_s, 0.5));
@@ -348,6 +352,38 @@ ValidationReport validate(const ValidationInput& in) {
       meas_span > 0 ? meas_t.output_tokens / meas_span : 0.0);
   add("mean_step_ms", dur_sim.empty() ? 0.0 : 1e3 * r.step_duration.simulated_sum / dur_sim.size(),
       dur_meas.empty() ? 0.0 : 1e3 * r.step_duration.measured_sum / dur_meas.size());
+}
+
+}  // namespace
+
+ValidationReport validate(const ValidationInput& in) {
+  MOESIM_CHECK(in.measurements && in.profile && in.trace, "validate: null input");
+  const MeasurementSet& m = *in.measurements;
+  ValidationReport r;
+  // File names only: reports are shipped beside profiles and must not name scratch paths.
+  r.measurement_file = std::filesystem::path(m.file).filename().string();
+  r.profile_name = in.profile->name;
+  r.trace_file = std::filesystem::path(in.trace->file).filename().string();
+  r.num_out_of_range_queries = in.num_out_of_range_queries;
+  r.num_proxy_queries = in.num_proxy_queries;
+  r.num_moe_layers_checked = in.num_moe_layers_checked;
+  r.num_routing_mismatches = in.num_routing_mismatches;
+
+  const MeasuredIndex measured = compare_ops(in, r);
+  for (const ResimulatedStep& s : in.steps) {
+    if (s.overlap == OverlapMode::kNone) continue;
+    r.overlap_note = std::string("steps re-simulated and composed with the trace's overlap = \"") +
+                     overlap_mode_name(s.overlap) +
+                     "\"; the engine replayed every layer's ops in sequence, without overlap";
+    break;
+  }
+  ComposedSteps composed = compare_steps(in, measured, r);
+  if (!composed.all_gpus_measured) {
+    r.end_to_end_note =
+        "the engine did not play every GPU of the replica: end-to-end metrics need all of them";
+    return r;
+  }
+  compare_end_to_end(composed, r);
   return r;
 }
 

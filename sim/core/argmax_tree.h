@@ -9,7 +9,7 @@
 #include <limits>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

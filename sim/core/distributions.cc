@@ -12,7 +12,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

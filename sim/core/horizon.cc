@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

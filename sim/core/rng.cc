@@ -2,7 +2,7 @@
 // FNV-1a-64 hash of the stream name. Integers in a range use Lemire's multiply-and-reject method.
 #include "sim/core/rng.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 namespace {

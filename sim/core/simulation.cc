@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/horizon.h"
 
 namespace moesim::sim {

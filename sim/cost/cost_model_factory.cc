@@ -1,6 +1,6 @@
 #include "sim/cost/cost_model_factory.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/cost/calibrated_cost_model.h"
 #include "sim/cost/roofline.h"
 

@@ -209,6 +209,157 @@ void write_profile(std::ostream& os, const CalibrationProfile& p) {
   os << root << "\n";
 }
 
+namespace {
+
+// One [[op]] fit; `earlier` are the fits read before it (size groups of one kind and dtype must
+// ascend).
+OpFit read_op_fit(TomlTable& t, const std::vector<OpFit>& earlier) {
+  OpFit f;
+  f.kind = t.get_string("kind");
+  f.dtype = t.get_string("dtype");
+  if (t.has("engine_ops")) f.engine_ops = t.get_string_array("engine_ops");
+  for (const std::string& x : t.get_string_array("features")) {
+    f.features.push_back(parse_feature(t, x));
+  }
+  TomlTable r = t.get_table("range");
+  read_pair(r, "flops", f.range.flops_min, f.range.flops_max);
+  read_pair(r, "bytes", f.range.bytes_min, f.range.bytes_max);
+  read_pair(r, "tokens", f.range.tokens_min, f.range.tokens_max);
+  r.finish();
+  f.quality = read_quality(t.get_table("quality"));
+  double prev = -std::numeric_limits<double>::infinity();
+  std::vector<TomlTable> segs = t.get_table_array("segment");
+  for (size_t i = 0; i < segs.size(); ++i) {
+    TomlTable& s = segs[i];
+    FitSegment seg;
+    if (i + 1 < segs.size()) {
+      seg.tokens_max = s.get_double("tokens_max");
+      if (!(seg.tokens_max > prev)) s.fail("tokens_max", "segments must ascend in tokens_max");
+      prev = seg.tokens_max;
+    } else if (s.has("tokens_max")) {
+      s.fail("tokens_max", "the last segment is unbounded and takes no tokens_max");
+    }
+    constexpr double kMax = std::numeric_limits<double>::max();
+    seg.intercept_s = s.get_double_in("intercept_s", 0, kMax);
+    seg.s_per_flop = s.get_double_in("s_per_flop", 0, kMax);
+    seg.s_per_byte = s.get_double_in("s_per_byte", 0, kMax);
+    seg.s_per_token = s.get_double_in("s_per_token", 0, kMax);
+    check_segment(s, seg);
+    s.finish();
+    f.segments.push_back(seg);
+  }
+  if (f.segments.empty()) t.fail("segment", "at least one segment is required");
+  // Several fits of one (kind, dtype) are size groups: ascending, disjoint byte ranges.
+  for (const OpFit& g : earlier) {
+    if (g.kind == f.kind && g.dtype == f.dtype && !(g.range.bytes_max < f.range.bytes_min)) {
+      t.fail("range", "fits of " + f.kind + "/" + f.dtype +
+                          " must have ascending, disjoint byte ranges (size groups)");
+    }
+  }
+  t.finish();
+  return f;
+}
+
+// One [[collective]] fit.
+CollectiveFit read_collective_fit(TomlTable& t) {
+  CollectiveFit c;
+  c.op = t.get_enum("op", {"dispatch_a2a", "combine_a2a"});
+  c.link_class = t.get_enum("link_class", {"local", "network"});
+  c.latency_s = t.get_double_in("latency_s", 0, 1e3);
+  c.bytes_per_s = t.get_double_in("bytes_per_s", 0, std::numeric_limits<double>::max());
+  if (!(c.bytes_per_s >= 1)) t.fail("bytes_per_s", "must be at least 1 (1 byte/s)");
+  TomlTable r = t.get_table("range");
+  read_pair(r, "bytes", c.range.bytes_min, c.range.bytes_max);
+  r.finish();
+  c.quality = read_quality(t.get_table("quality"));
+  t.finish();
+  return c;
+}
+
+// An ep_size = [min, max] range, 2 <= min <= max <= 2^20.
+void read_ep_range(TomlTable& t, int32_t& min, int32_t& max) {
+  std::vector<int64_t> ep = t.get_int_array("ep_size");
+  if (ep.size() != 2 || ep[0] < 2 || ep[0] > ep[1] || ep[1] > (1 << 20)) {
+    t.fail("ep_size", "must be [min, max] with 2 <= min <= max");
+  }
+  min = static_cast<int32_t>(ep[0]);
+  max = static_cast<int32_t>(ep[1]);
+}
+
+// The [network] table: per-link-class and low-latency kernel fits.
+NetworkCalibration read_network(TomlTable& net) {
+  NetworkCalibration network;
+  network.topology = net.get_string_or("topology", "");
+  for (TomlTable& t : net.get_table_array("link_class", false)) {
+    LinkClassFit f;
+    f.link_class = t.get_enum("link_class", {"nvlink", "network"});
+    if (network.find(f.link_class)) t.fail("link_class", "duplicate " + f.link_class + " fit");
+    f.efficiency = t.get_double_in("efficiency", 1e-9, 1e3);
+    f.latency_s = t.get_double_in("latency_s", 0, 1e3);
+    read_pair(t, "bytes_per_gpu", f.bytes_per_gpu_min, f.bytes_per_gpu_max);
+    read_ep_range(t, f.ep_size_min, f.ep_size_max);
+    f.quality = read_quality(t.get_table("quality"));
+    t.finish();
+    network.link_classes.push_back(std::move(f));
+  }
+  for (TomlTable& t : net.get_table_array("kernel", false)) {
+    KernelFit k;
+    k.kernel = t.get_enum("kernel", {kLowLatencyDispatchKernel, kLowLatencyCombineKernel});
+    k.transport = t.get_enum("transport", {"nvlink", "rdma"});
+    if (network.find_kernel(k.kernel, k.transport)) {
+      t.fail("kernel", "duplicate " + k.kernel + " fit over " + k.transport);
+    }
+    k.fixed_s = t.get_double_in("fixed_s", 0, 1e3);
+    read_ep_range(t, k.ep_size_min, k.ep_size_max);
+    k.quality = read_quality(t.get_table("quality"));
+    t.finish();
+    network.kernels.push_back(std::move(k));
+  }
+  if (network.empty()) net.fail_table("needs a link_class or a kernel fit");
+  net.finish();
+  return network;
+}
+
+// The [compute] table: GEMM and attention-core efficiencies of one GPU.
+ComputeCalibration read_compute(TomlTable& compute) {
+  ComputeCalibration calibration;
+  calibration.gpu = compute.get_string("gpu");
+  for (TomlTable& t : compute.get_table_array("gemm", false)) {
+    GemmFit g;
+    const std::string layout =
+        t.get_enum("layout", {"contiguous_grouped", "masked_grouped", "dense"});
+    g.layout = *gemm_layout_from_name(layout);
+    g.dtype = t.get_enum("dtype", {"fp32", "bf16", "fp8"});
+    if (calibration.find_gemm(g.layout, g.dtype)) {
+      t.fail("layout", "duplicate " + layout + "/" + g.dtype + " GEMM fit");
+    }
+    g.compute_efficiency = t.get_double_in("compute_efficiency", 1e-6, 1e3);
+    g.input_bandwidth_efficiency = t.get_double_in("input_bandwidth_efficiency", 1e-6, 1e3);
+    g.output_bandwidth_efficiency = t.get_double_in("output_bandwidth_efficiency", 1e-6, 1e3);
+    read_pair(t, "m_per_group", g.m_per_group_min, g.m_per_group_max);
+    g.quality = read_quality(t.get_table("quality"));
+    t.finish();
+    calibration.gemms.push_back(std::move(g));
+  }
+  for (TomlTable& t : compute.get_table_array("attention_core", false)) {
+    AttentionCoreFit a;
+    a.kind = t.get_enum("kind", {"attn_mla_decode", "attn_mla_prefill", "attn_gqa_decode",
+                                 "attn_gqa_prefill", "attn_kda_decode", "attn_kda_prefill"});
+    a.dtype = t.get_enum("dtype", {"fp32", "bf16", "fp8"});
+    if (calibration.find_attention(a.kind, a.dtype)) {
+      t.fail("kind", "duplicate " + a.kind + "/" + a.dtype + " attention-core fit");
+    }
+    a.compute_efficiency = t.get_double_in("compute_efficiency", 1e-6, 1e3);
+    a.bandwidth_efficiency = t.get_double_in("bandwidth_efficiency", 1e-6, 1e3);
+    t.finish();
+    calibration.attention.push_back(std::move(a));
+  }
+  compute.finish();
+  return calibration;
+}
+
+}  // namespace
+
 CalibrationProfile parse_profile(std::string_view text, const std::string& name) {
   TomlDocument doc = TomlDocument::parse_string(text, name);
   TomlTable root = doc.root();
@@ -228,140 +379,12 @@ CalibrationProfile parse_profile(std::string_view text, const std::string& name)
               "derived_from and derivation go together (a derived profile names its source and "
               "how it was derived)");
   }
-  for (TomlTable& t : root.get_table_array("op", false)) {
-    OpFit f;
-    f.kind = t.get_string("kind");
-    f.dtype = t.get_string("dtype");
-    if (t.has("engine_ops")) f.engine_ops = t.get_string_array("engine_ops");
-    for (const std::string& x : t.get_string_array("features")) {
-      f.features.push_back(parse_feature(t, x));
-    }
-    TomlTable r = t.get_table("range");
-    read_pair(r, "flops", f.range.flops_min, f.range.flops_max);
-    read_pair(r, "bytes", f.range.bytes_min, f.range.bytes_max);
-    read_pair(r, "tokens", f.range.tokens_min, f.range.tokens_max);
-    r.finish();
-    f.quality = read_quality(t.get_table("quality"));
-    double prev = -std::numeric_limits<double>::infinity();
-    std::vector<TomlTable> segs = t.get_table_array("segment");
-    for (size_t i = 0; i < segs.size(); ++i) {
-      TomlTable& s = segs[i];
-      FitSegment seg;
-      if (i + 1 < segs.size()) {
-        seg.tokens_max = s.get_double("tokens_max");
-        if (!(seg.tokens_max > prev)) s.fail("tokens_max", "segments must ascend in tokens_max");
-        prev = seg.tokens_max;
-      } else if (s.has("tokens_max")) {
-        s.fail("tokens_max", "the last segment is unbounded and takes no tokens_max");
-      }
-      constexpr double kMax = std::numeric_limits<double>::max();
-      seg.intercept_s = s.get_double_in("intercept_s", 0, kMax);
-      seg.s_per_flop = s.get_double_in("s_per_flop", 0, kMax);
-      seg.s_per_byte = s.get_double_in("s_per_byte", 0, kMax);
-      seg.s_per_token = s.get_double_in("s_per_token", 0, kMax);
-      check_segment(s, seg);
-      s.finish();
-      f.segments.push_back(seg);
-    }
-    if (f.segments.empty()) t.fail("segment", "at least one segment is required");
-    // Several fits of one (kind, dtype) are size groups: ascending, disjoint byte ranges.
-    for (const OpFit& g : p.ops) {
-      if (g.kind == f.kind && g.dtype == f.dtype && !(g.range.bytes_max < f.range.bytes_min)) {
-        t.fail("range", "fits of " + f.kind + "/" + f.dtype +
-                            " must have ascending, disjoint byte ranges (size groups)");
-      }
-    }
-    t.finish();
-    p.ops.push_back(std::move(f));
-  }
+  for (TomlTable& t : root.get_table_array("op", false)) p.ops.push_back(read_op_fit(t, p.ops));
   for (TomlTable& t : root.get_table_array("collective", false)) {
-    CollectiveFit c;
-    c.op = t.get_enum("op", {"dispatch_a2a", "combine_a2a"});
-    c.link_class = t.get_enum("link_class", {"local", "network"});
-    c.latency_s = t.get_double_in("latency_s", 0, 1e3);
-    c.bytes_per_s = t.get_double_in("bytes_per_s", 0, std::numeric_limits<double>::max());
-    if (!(c.bytes_per_s >= 1)) t.fail("bytes_per_s", "must be at least 1 (1 byte/s)");
-    TomlTable r = t.get_table("range");
-    read_pair(r, "bytes", c.range.bytes_min, c.range.bytes_max);
-    r.finish();
-    c.quality = read_quality(t.get_table("quality"));
-    t.finish();
-    p.collectives.push_back(std::move(c));
+    p.collectives.push_back(read_collective_fit(t));
   }
-  if (auto net = root.find_table("network")) {
-    p.network.topology = net->get_string_or("topology", "");
-    for (TomlTable& t : net->get_table_array("link_class", false)) {
-      LinkClassFit f;
-      f.link_class = t.get_enum("link_class", {"nvlink", "network"});
-      if (p.network.find(f.link_class)) t.fail("link_class", "duplicate " + f.link_class + " fit");
-      f.efficiency = t.get_double_in("efficiency", 1e-9, 1e3);
-      f.latency_s = t.get_double_in("latency_s", 0, 1e3);
-      read_pair(t, "bytes_per_gpu", f.bytes_per_gpu_min, f.bytes_per_gpu_max);
-      std::vector<int64_t> ep = t.get_int_array("ep_size");
-      if (ep.size() != 2 || ep[0] < 2 || ep[0] > ep[1] || ep[1] > (1 << 20)) {
-        t.fail("ep_size", "must be [min, max] with 2 <= min <= max");
-      }
-      f.ep_size_min = static_cast<int32_t>(ep[0]);
-      f.ep_size_max = static_cast<int32_t>(ep[1]);
-      f.quality = read_quality(t.get_table("quality"));
-      t.finish();
-      p.network.link_classes.push_back(std::move(f));
-    }
-    for (TomlTable& t : net->get_table_array("kernel", false)) {
-      KernelFit k;
-      k.kernel = t.get_enum("kernel", {kLowLatencyDispatchKernel, kLowLatencyCombineKernel});
-      k.transport = t.get_enum("transport", {"nvlink", "rdma"});
-      if (p.network.find_kernel(k.kernel, k.transport)) {
-        t.fail("kernel", "duplicate " + k.kernel + " fit over " + k.transport);
-      }
-      k.fixed_s = t.get_double_in("fixed_s", 0, 1e3);
-      std::vector<int64_t> ep = t.get_int_array("ep_size");
-      if (ep.size() != 2 || ep[0] < 2 || ep[0] > ep[1] || ep[1] > (1 << 20)) {
-        t.fail("ep_size", "must be [min, max] with 2 <= min <= max");
-      }
-      k.ep_size_min = static_cast<int32_t>(ep[0]);
-      k.ep_size_max = static_cast<int32_t>(ep[1]);
-      k.quality = read_quality(t.get_table("quality"));
-      t.finish();
-      p.network.kernels.push_back(std::move(k));
-    }
-    if (p.network.empty()) net->fail_table("needs a link_class or a kernel fit");
-    net->finish();
-  }
-  if (auto compute = root.find_table("compute")) {
-    p.compute.gpu = compute->get_string("gpu");
-    for (TomlTable& t : compute->get_table_array("gemm", false)) {
-      GemmFit g;
-      const std::string layout =
-          t.get_enum("layout", {"contiguous_grouped", "masked_grouped", "dense"});
-      g.layout = *gemm_layout_from_name(layout);
-      g.dtype = t.get_enum("dtype", {"fp32", "bf16", "fp8"});
-      if (p.compute.find_gemm(g.layout, g.dtype)) {
-        t.fail("layout", "duplicate " + layout + "/" + g.dtype + " GEMM fit");
-      }
-      g.compute_efficiency = t.get_double_in("compute_efficiency", 1e-6, 1e3);
-      g.input_bandwidth_efficiency = t.get_double_in("input_bandwidth_efficiency", 1e-6, 1e3);
-      g.output_bandwidth_efficiency = t.get_double_in("output_bandwidth_efficiency", 1e-6, 1e3);
-      read_pair(t, "m_per_group", g.m_per_group_min, g.m_per_group_max);
-      g.quality = read_quality(t.get_table("quality"));
-      t.finish();
-      p.compute.gemms.push_back(std::move(g));
-    }
-    for (TomlTable& t : compute->get_table_array("attention_core", false)) {
-      AttentionCoreFit a;
-      a.kind = t.get_enum("kind", {"attn_mla_decode", "attn_mla_prefill", "attn_gqa_decode",
-                                   "attn_gqa_prefill", "attn_kda_decode", "attn_kda_prefill"});
-      a.dtype = t.get_enum("dtype", {"fp32", "bf16", "fp8"});
-      if (p.compute.find_attention(a.kind, a.dtype)) {
-        t.fail("kind", "duplicate " + a.kind + "/" + a.dtype + " attention-core fit");
-      }
-      a.compute_efficiency = t.get_double_in("compute_efficiency", 1e-6, 1e3);
-      a.bandwidth_efficiency = t.get_double_in("bandwidth_efficiency", 1e-6, 1e3);
-      t.finish();
-      p.compute.attention.push_back(std::move(a));
-    }
-    compute->finish();
-  }
+  if (auto net = root.find_table("network")) p.network = read_network(*net);
+  if (auto compute = root.find_table("compute")) p.compute = read_compute(*compute);
   root.finish();
   return p;
 }

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 namespace {

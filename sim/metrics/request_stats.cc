@@ -4,7 +4,7 @@
 #include <bit>
 #include <cmath>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

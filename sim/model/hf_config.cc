@@ -18,8 +18,8 @@
 #include <optional>
 #include <set>
 
+#include "base/json_depth.h"
 #include "sim/config/config_error.h"
-#include "sim/core/json_depth.h"
 #include "sim/model/hf_quantization.h"
 
 namespace moesim::sim {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/distributions.h"
 #include "sim/network/hierarchical_traffic.h"
 

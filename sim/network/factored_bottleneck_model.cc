@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/fat_tree_routes.h"
 

@@ -4,7 +4,7 @@
 #include <map>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/network/fat_tree_routes.h"
 
 namespace moesim::sim {

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/network/traffic_matrix.h"
 
 namespace moesim::sim {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

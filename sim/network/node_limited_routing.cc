@@ -1,6 +1,6 @@
 #include "sim/network/node_limited_routing.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

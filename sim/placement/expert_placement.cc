@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
+#include "base/check.h"
 #include "sim/config/config_error.h"
 #include "sim/config/toml_source.h"
-#include "sim/core/check.h"
 
 namespace moesim::sim {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/state_version.h"
 
 namespace moesim::sim {

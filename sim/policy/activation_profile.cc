@@ -3,7 +3,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

@@ -1,6 +1,6 @@
 #include "sim/policy/concurrency_cap.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/check.h"
 #include "sim/config/toml_source.h"
-#include "sim/core/check.h"
 
 namespace moesim::sim {
 namespace {

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/placement/expert_placement.h"
 #include "sim/placement/layer_placements.h"
 #include "sim/policy/activation_profile.h"

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/policy/concurrency_cap.h"
 #include "sim/policy/eplb_policy.h"
 #include "sim/policy/expert_pruning_policy.h"

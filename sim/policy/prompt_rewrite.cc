@@ -1,6 +1,6 @@
 #include "sim/policy/prompt_rewrite.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <string>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/distributions.h"
 #include "sim/policy/activation_profile.h"
 

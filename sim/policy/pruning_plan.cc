@@ -6,9 +6,9 @@
 #include <numeric>
 #include <span>
 
+#include "base/check.h"
+#include "base/json_depth.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
-#include "sim/core/json_depth.h"
 
 namespace moesim::sim {
 

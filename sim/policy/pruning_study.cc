@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <span>
 
+#include "base/check.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
 #include "sim/core/time.h"
 #include "sim/placement/expert_placement.h"
 #include "sim/placement/layer_placements.h"

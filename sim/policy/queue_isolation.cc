@@ -1,6 +1,6 @@
 #include "sim/policy/queue_isolation.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/metrics/run_metrics.h"
 
 namespace moesim::sim {

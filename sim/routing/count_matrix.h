@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

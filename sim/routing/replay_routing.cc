@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "base/check.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
 
 namespace moesim::sim {
 namespace {

@@ -1,6 +1,6 @@
 #include "sim/routing/routing_model.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

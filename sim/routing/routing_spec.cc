@@ -3,9 +3,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "base/check.h"
 #include "sim/config/config_error.h"
 #include "sim/config/toml_source.h"
-#include "sim/core/check.h"
 #include "sim/model/model_card.h"
 
 namespace moesim::sim {

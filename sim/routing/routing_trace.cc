@@ -5,10 +5,10 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
+#include "base/check.h"
+#include "base/json_depth.h"
+#include "base/json_number.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
-#include "sim/core/json_depth.h"
-#include "sim/core/json_number.h"
 
 namespace moesim::sim {
 namespace {

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/state_version.h"
 #include "sim/routing/popularity.h"
 

@@ -8,8 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/distributions.h"
+#include "sim/routing/count_draws.h"
 
 namespace moesim::sim {
 
@@ -109,73 +110,11 @@ bool SyntheticRoutingModel::margins_for(int32_t num_tokens) const {
   return num_tokens > 0 && !per_token_for(num_tokens) && spec_.sampling != SamplingMode::kCounts;
 }
 
-void SyntheticRoutingModel::capped_multinomial(RngStream& rng, int64_t num_tokens,
-                                               std::span<const double> pi) {
-  const size_t num_experts = pi.size();
-  counts_scratch_.resize(num_experts);
-  extra_scratch_.resize(num_experts);
-  probs_scratch_.resize(num_experts);
-  multinomial(rng, num_tokens * shape_.top_k, pi, counts_scratch_);
-  while (true) {
-    int64_t excess = 0;
-    for (int64_t& c : counts_scratch_) {
-      if (c > num_tokens) {
-        excess += c - num_tokens;
-        c = num_tokens;
-      }
-    }
-    if (excess == 0) break;
-    double open_weight = 0.0;
-    for (size_t e = 0; e < num_experts; ++e) {
-      probs_scratch_[e] = counts_scratch_[e] < num_tokens ? pi[e] : 0.0;
-      open_weight += probs_scratch_[e];
-    }
-    if (!(open_weight > 0.0)) {
-      for (size_t e = 0; e < num_experts; ++e) {
-        probs_scratch_[e] = counts_scratch_[e] < num_tokens ? 1.0 : 0.0;
-      }
-    }
-    multinomial(rng, excess, probs_scratch_, extra_scratch_);
-    for (size_t e = 0; e < num_experts; ++e) counts_scratch_[e] += extra_scratch_[e];
-  }
-}
-
 void SyntheticRoutingModel::draw_counts(RngStream& rng, int32_t n, std::span<const double> pi,
                                         std::span<int32_t> row) {
   if (n == 0) return;
-  capped_multinomial(rng, n, pi);
+  capped_multinomial(rng, n, shape_.top_k, pi, counts_scratch_, capped_scratch_);
   for (size_t e = 0; e < pi.size(); ++e) row[e] += static_cast<int32_t>(counts_scratch_[e]);
-}
-
-void SyntheticRoutingModel::systematic_add(RngStream& rng, int64_t num_selections,
-                                           std::span<const double> shares, std::span<int32_t> row) {
-  // Cell d gets floor(u + cum_d) - floor(u + cum_{d-1}) with cum_d the running sum of
-  // num_selections * shares; the last non-empty cell takes the remainder so that rounding
-  // error in the running sum can never change the row's total.
-  const double total = static_cast<double>(num_selections);
-  double cum = rng.uniform01();
-  int64_t assigned = 0;
-  size_t last = 0;
-  // cum >= 0, so truncation is floor (without the libm call).
-  for (size_t d = 0; d < shares.size(); ++d) {
-    if (shares[d] <= 0.0) continue;
-    last = d;
-    cum += total * shares[d];
-    const auto upto = std::min<int64_t>(num_selections, static_cast<int64_t>(cum));
-    row[d] += static_cast<int32_t>(upto - assigned);
-    assigned = upto;
-  }
-  row[last] += static_cast<int32_t>(num_selections - assigned);
-}
-
-void SyntheticRoutingModel::draw_row_totals(RngStream& rng, int64_t num_tokens,
-                                            std::span<const double> shares, bool cap_per_column,
-                                            const PreparedMultinomial* prepared) {
-  if (cap_per_column) {
-    capped_multinomial(rng, num_tokens, shares);
-  } else {
-    draw_multinomial(rng, num_tokens * shape_.top_k, shares, prepared);
-  }
 }
 
 void SyntheticRoutingModel::draw_multinomial(RngStream& rng, int64_t n,
@@ -186,43 +125,6 @@ void SyntheticRoutingModel::draw_multinomial(RngStream& rng, int64_t n,
     prepared->draw(rng, n, counts_scratch_);
   } else {
     multinomial(rng, n, shares, counts_scratch_);
-  }
-}
-
-void SyntheticRoutingModel::margins_pass(RngStream& rng, const RoutingQuery& query,
-                                         int32_t num_rows, std::span<const double> shares,
-                                         bool cap_per_column,
-                                         std::span<const PreparedMultinomial> prepared,
-                                         CountMatrix& out) {
-  // Row r of `shares` (num_rows x num_cols) is the domain mix (num_rows == 1, no split) or
-  // domain r.
-  const int32_t num_cols = out.num_cols();
-  const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
-  const bool split = !query.tokens_per_src_domain.empty();
-  for (int32_t r = 0; r < num_rows; ++r) {
-    auto tokens_of = [&](int32_t s) -> int64_t {
-      return split ? query.tokens_per_src_domain[static_cast<size_t>(s) * num_rows + r]
-                   : query.tokens_per_src[s];
-    };
-    int64_t num_tokens = 0;
-    for (int32_t s = 0; s < num_src; ++s) {
-      if (margins_for(query.tokens_per_src[s])) num_tokens += tokens_of(s);
-    }
-    if (num_tokens == 0) continue;
-    const std::span<const double> row_shares =
-        shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
-    draw_row_totals(rng, num_tokens, row_shares, cap_per_column,
-                    prepared.empty() ? nullptr : &prepared[r]);
-    column_shares_.resize(num_cols);
-    const double total = static_cast<double>(num_tokens * shape_.top_k);
-    for (int32_t c = 0; c < num_cols; ++c) {
-      column_shares_[c] = static_cast<double>(counts_scratch_[c]) / total;
-    }
-    for (int32_t s = 0; s < num_src; ++s) {
-      if (!margins_for(query.tokens_per_src[s])) continue;
-      const int64_t n = tokens_of(s);
-      if (n > 0) systematic_add(rng, n * shape_.top_k, column_shares_, out.row(s));
-    }
   }
 }
 
@@ -462,37 +364,6 @@ bool SyntheticRoutingModel::route_expert_totals(const RoutingQuery& query,
   }
   draw_totals(rng, query, num_domains, gpu_shares_scratch_, true, {}, totals);
   return true;
-}
-
-void SyntheticRoutingModel::draw_totals(RngStream& rng, const RoutingQuery& query, int32_t num_rows,
-                                        std::span<const double> shares, bool cap_per_column,
-                                        std::span<const PreparedMultinomial> prepared,
-                                        std::vector<int64_t>& totals) {
-  const auto num_cols = static_cast<int32_t>(shares.size() / num_rows);
-  totals.assign(num_cols, 0);
-  const auto num_src = static_cast<int32_t>(query.tokens_per_src.size());
-  const bool split = !query.tokens_per_src_domain.empty();
-  for (int32_t r = 0; r < num_rows; ++r) {
-    int64_t num_tokens = 0;
-    int32_t num_splits = 0;  // the margins pass's systematic_add calls for this row
-    for (int32_t s = 0; s < num_src; ++s) {
-      const int64_t n = split ? query.tokens_per_src_domain[static_cast<size_t>(s) * num_rows + r]
-                              : query.tokens_per_src[s];
-      num_tokens += n;
-      num_splits += static_cast<int32_t>(n > 0);
-    }
-    if (num_tokens == 0) continue;
-    const std::span<const double> row_shares =
-        shares.subspan(static_cast<size_t>(r) * num_cols, num_cols);
-    draw_row_totals(rng, num_tokens, row_shares, cap_per_column,
-                    prepared.empty() ? nullptr : &prepared[r]);
-    for (int32_t c = 0; c < num_cols; ++c) totals[c] += counts_scratch_[c];
-    // Keep the stream where the margins pass has it for the next row's totals (one uniform per
-    // source split).
-    if (r + 1 < num_rows) {
-      for (int32_t k = 0; k < num_splits; ++k) rng.uniform01();
-    }
-  }
 }
 
 void SyntheticRoutingModel::sample_token_experts(int64_t step_idx, int32_t moe_layer_idx,

@@ -27,6 +27,7 @@
 
 #include "sim/core/distributions.h"
 #include "sim/core/rng.h"
+#include "sim/routing/count_draws.h"
 #include "sim/routing/routing_model.h"
 #include "sim/routing/routing_spec.h"
 #include "sim/routing/synthetic_popularity.h"
@@ -97,14 +98,8 @@ class SyntheticRoutingModel final : public RoutingModel {
   bool per_token_for(int32_t num_tokens) const;
   // Whether a source with num_tokens tokens is drawn by the margins pass.
   bool margins_for(int32_t num_tokens) const;
-  // Multinomial(num_tokens * top_k, pi) into counts_scratch_, no expert above num_tokens (the
-  // excess redistributed over the others until none exceeds).
-  void capped_multinomial(RngStream& rng, int64_t num_tokens, std::span<const double> pi);
   // Adds n tokens' counts drawn from shares pi (sum top_k) to row: kCounts's per-source draw.
   void draw_counts(RngStream& rng, int32_t n, std::span<const double> pi, std::span<int32_t> row);
-  // Adds num_selections spread over shares (sum 1) by systematic rounding to row.
-  void systematic_add(RngStream& rng, int64_t num_selections, std::span<const double> shares,
-                      std::span<int32_t> row);
   // One row's totals into counts_scratch_: num_tokens x top_k selections over `shares`, no
   // column above num_tokens when cap_per_column (capped_multinomial); uncapped rows draw from
   // `prepared` (the same draws) when given.
@@ -144,8 +139,7 @@ class SyntheticRoutingModel final : public RoutingModel {
   std::vector<LayerState> layers_;
   // Hot-path scratch.
   std::vector<int64_t> counts_scratch_;
-  std::vector<int64_t> extra_scratch_;
-  std::vector<double> probs_scratch_;
+  CappedMultinomialScratch capped_scratch_;
   std::vector<double> gpu_shares_scratch_;
   std::vector<double> column_shares_;
   std::vector<int32_t> token_scratch_;

@@ -1,6 +1,6 @@
 #include "sim/routing/token_sampler.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 namespace {

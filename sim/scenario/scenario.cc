@@ -331,6 +331,79 @@ Scenario parse_scenario_text(std::string_view text, const std::string& name,
 }
 
 namespace {
+
+// [routing] of a model with MoE layers (defaults when absent), checked against the deployment's
+// expert slots, node-limited traffic and EPLB loads; an error for a model without MoE layers.
+void parse_moe_routing(TomlTable& root, TomlTable& dep, const std::string& path,
+                       const std::string& base_dir, Scenario& s) {
+  if (num_moe_layers(*s.model) > 0) {
+    RoutingShape shape = routing_shape_of(*s.model);
+    if (auto t = root.find_table("routing")) {
+      s.routing = parse_routing(*t, shape);
+    } else {
+      TomlDocument empty = TomlDocument::parse_string("", path);
+      TomlTable e = empty.root();
+      s.routing = parse_routing(e, shape);
+    }
+    check_expert_slots(s, shape, dep);
+    if (s.deployment.node_limited_traffic && shape.topk_groups >= shape.num_groups) {
+      dep.fail("node_limited_traffic",
+               "the model's routing is not group-limited (topk_groups = num_expert_groups = " +
+                   std::to_string(shape.num_groups) + ")");
+    }
+    if (!s.deployment.eplb_loads_path.empty()) read_eplb_loads(s, shape, dep, base_dir);
+  } else if (root.has("routing")) {
+    root.fail("routing", "the model has no MoE layer");
+  } else if (s.deployment.node_limited_traffic) {
+    dep.fail("node_limited_traffic", "the model has no MoE layer");
+  }
+}
+
+// [cost]: the cost model, and for "calibrated" its profile.
+void parse_cost(TomlTable& t, const std::string& base_dir, Scenario& s) {
+  std::string kind = t.get_enum_or("model", {"roofline", "calibrated"}, "roofline");
+  s.cost.kind = kind == "roofline" ? CostModelKind::kRoofline : CostModelKind::kCalibrated;
+  if (s.cost.kind == CostModelKind::kCalibrated) {
+    s.cost.profile_path = resolve(base_dir, t.get_string("profile"));
+    if (!std::filesystem::exists(s.cost.profile_path)) {
+      t.fail("profile", "file not found: " + s.cost.profile_path);
+    }
+    // Read once, here: every run, sweep point and replica shares the parsed profile.
+    s.cost.profile = std::make_shared<const CalibrationProfile>(load_profile(s.cost.profile_path));
+  }
+  if (auto r = t.find_table("roofline")) s.cost.roofline = parse_roofline_params(*r);
+  t.finish();
+}
+
+// [outputs]: which files a run writes, and the trace's window and replicas.
+void parse_outputs(TomlTable& t, const DeploymentSpec& deployment, OutputSpec& o) {
+  o.requests_csv = t.get_bool_or("requests_csv", o.requests_csv);
+  o.steps_csv = t.get_bool_or("steps_csv", o.steps_csv);
+  o.summary_json = t.get_bool_or("summary_json", o.summary_json);
+  o.chrome_trace = t.get_bool_or("chrome_trace", o.chrome_trace);
+  o.trace_start_s = t.get_double_in_or("trace_start_s", 0.0, 1e7, o.trace_start_s);
+  o.trace_end_s = t.get_double_in_or("trace_end_s", 0.0, 1e7, o.trace_end_s);
+  if (o.trace_end_s < o.trace_start_s) t.fail("trace_end_s", "must be >= trace_start_s");
+  if (auto replicas = t.find_int_array("trace_replicas")) {
+    if (replicas->empty()) {
+      t.fail("trace_replicas", "names no replica (leave it out to trace every replica)");
+    }
+    for (int64_t r : *replicas) {
+      if (r < 0 || r >= deployment.num_replicas) {
+        t.fail("trace_replicas", "replica " + std::to_string(r) + " is not in [0, " +
+                                     std::to_string(deployment.num_replicas - 1) + "]");
+      }
+      if (std::find(o.trace_replicas.begin(), o.trace_replicas.end(), r) !=
+          o.trace_replicas.end()) {
+        t.fail("trace_replicas", "replica " + std::to_string(r) + " given twice");
+      }
+      o.trace_replicas.push_back(static_cast<int32_t>(r));
+    }
+  }
+  o.record_max_steps = t.get_int_in_or("record_max_steps", 1, INT64_MAX, o.record_max_steps);
+  t.finish();
+}
+
 Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::string& path,
                         const std::string& base_dir) {
   TomlTable root = doc->root();
@@ -357,27 +430,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   TomlTable wl = root.get_table("workload");
   s.workload = parse_workload(wl, base_dir);
 
-  if (num_moe_layers(*s.model) > 0) {
-    RoutingShape shape = routing_shape_of(*s.model);
-    if (auto t = root.find_table("routing")) {
-      s.routing = parse_routing(*t, shape);
-    } else {
-      TomlDocument empty = TomlDocument::parse_string("", path);
-      TomlTable e = empty.root();
-      s.routing = parse_routing(e, shape);
-    }
-    check_expert_slots(s, shape, dep);
-    if (s.deployment.node_limited_traffic && shape.topk_groups >= shape.num_groups) {
-      dep.fail("node_limited_traffic",
-               "the model's routing is not group-limited (topk_groups = num_expert_groups = " +
-                   std::to_string(shape.num_groups) + ")");
-    }
-    if (!s.deployment.eplb_loads_path.empty()) read_eplb_loads(s, shape, dep, base_dir);
-  } else if (root.has("routing")) {
-    root.fail("routing", "the model has no MoE layer");
-  } else if (s.deployment.node_limited_traffic) {
-    dep.fail("node_limited_traffic", "the model has no MoE layer");
-  }
+  parse_moe_routing(root, dep, path, base_dir, s);
 
   if (auto t = root.find_table("speculative")) {
     s.speculative = parse_speculative(*t, *s.model, base_dir);
@@ -404,21 +457,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
     }
     t->finish();
   }
-  if (auto t = root.find_table("cost")) {
-    std::string kind = t->get_enum_or("model", {"roofline", "calibrated"}, "roofline");
-    s.cost.kind = kind == "roofline" ? CostModelKind::kRoofline : CostModelKind::kCalibrated;
-    if (s.cost.kind == CostModelKind::kCalibrated) {
-      s.cost.profile_path = resolve(base_dir, t->get_string("profile"));
-      if (!std::filesystem::exists(s.cost.profile_path)) {
-        t->fail("profile", "file not found: " + s.cost.profile_path);
-      }
-      // Read once, here: every run, sweep point and replica shares the parsed profile.
-      s.cost.profile =
-          std::make_shared<const CalibrationProfile>(load_profile(s.cost.profile_path));
-    }
-    if (auto r = t->find_table("roofline")) s.cost.roofline = parse_roofline_params(*r);
-    t->finish();
-  }
+  if (auto t = root.find_table("cost")) parse_cost(*t, base_dir, s);
   if (auto t = root.find_table("slo")) {
     s.slo.ttft_ms = t->get_double_in_or("ttft_ms", 1e-3, 1e9, s.slo.ttft_ms);
     s.slo.tpot_ms = t->get_double_in_or("tpot_ms", 1e-3, 1e9, s.slo.tpot_ms);
@@ -436,34 +475,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
     }
     t->finish();
   }
-  if (auto t = root.find_table("outputs")) {
-    OutputSpec& o = s.outputs;
-    o.requests_csv = t->get_bool_or("requests_csv", o.requests_csv);
-    o.steps_csv = t->get_bool_or("steps_csv", o.steps_csv);
-    o.summary_json = t->get_bool_or("summary_json", o.summary_json);
-    o.chrome_trace = t->get_bool_or("chrome_trace", o.chrome_trace);
-    o.trace_start_s = t->get_double_in_or("trace_start_s", 0.0, 1e7, o.trace_start_s);
-    o.trace_end_s = t->get_double_in_or("trace_end_s", 0.0, 1e7, o.trace_end_s);
-    if (o.trace_end_s < o.trace_start_s) t->fail("trace_end_s", "must be >= trace_start_s");
-    if (auto replicas = t->find_int_array("trace_replicas")) {
-      if (replicas->empty()) {
-        t->fail("trace_replicas", "names no replica (leave it out to trace every replica)");
-      }
-      for (int64_t r : *replicas) {
-        if (r < 0 || r >= s.deployment.num_replicas) {
-          t->fail("trace_replicas", "replica " + std::to_string(r) + " is not in [0, " +
-                                        std::to_string(s.deployment.num_replicas - 1) + "]");
-        }
-        if (std::find(o.trace_replicas.begin(), o.trace_replicas.end(), r) !=
-            o.trace_replicas.end()) {
-          t->fail("trace_replicas", "replica " + std::to_string(r) + " given twice");
-        }
-        o.trace_replicas.push_back(static_cast<int32_t>(r));
-      }
-    }
-    o.record_max_steps = t->get_int_in_or("record_max_steps", 1, INT64_MAX, o.record_max_steps);
-    t->finish();
-  }
+  if (auto t = root.find_table("outputs")) parse_outputs(*t, s.deployment, s.outputs);
   if (auto t = root.find_table("policies")) {
     for (const std::string& name : t->keys()) {
       s.policies.push_back(PolicyConfig{name, doc, t->get_table(name)});

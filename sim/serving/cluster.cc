@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "base/check.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
 #include "sim/core/horizon.h"
 #include "sim/serving/cluster_sim.h"
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim::detail {
 

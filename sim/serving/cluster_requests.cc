@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/serving/cluster_sim.h"
 
 namespace moesim::sim::detail {

@@ -1,6 +1,6 @@
 #include "sim/serving/cluster_router.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

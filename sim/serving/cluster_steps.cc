@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/serving/cluster_sim.h"
 
 namespace moesim::sim::detail {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/cost/op_formulas.h"
 
 namespace moesim::sim {

@@ -1,6 +1,6 @@
 #include "sim/serving/nic_links.h"
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

@@ -5,7 +5,7 @@
 #include <span>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/serving/speculative.h"
 
 namespace moesim::sim {

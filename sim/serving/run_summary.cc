@@ -7,8 +7,8 @@
 #include <map>
 #include <optional>
 
+#include "base/checked_number.h"
 #include "moesim_version.h"
-#include "sim/core/checked_number.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/workload/request.h"
 

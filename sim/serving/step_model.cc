@@ -4,7 +4,7 @@
 #include <limits>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/horizon.h"
 #include "sim/cost/op_formulas.h"
 #include "sim/serving/exact_moe_layer.h"

@@ -6,7 +6,7 @@
 #include <set>
 #include <utility>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/simulate.h"
 

@@ -12,7 +12,7 @@
 #include <system_error>
 #include <thread>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/simulate.h"

@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/study/csv.h"

@@ -4,8 +4,8 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 
+#include "base/check.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
 
 namespace moesim::sim {
 namespace {

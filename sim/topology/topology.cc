@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/check.h"
 #include "sim/config/config_error.h"
-#include "sim/core/check.h"
 
 namespace moesim::sim {
 namespace {

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <fstream>
 
+#include "base/checked_number.h"
 #include "sim/config/config_error.h"
-#include "sim/core/checked_number.h"
 
 namespace moesim::sim {
 namespace {

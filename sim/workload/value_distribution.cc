@@ -3,7 +3,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 namespace {

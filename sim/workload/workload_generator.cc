@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/core/horizon.h"
 
 namespace moesim::sim {

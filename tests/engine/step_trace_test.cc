@@ -100,6 +100,16 @@ TEST(StepTrace, RejectsModelDimensionsBeyondTheirBounds) {
             "bad.jsonl:1: model.vocab_size: must be <= 4194304, got 10000000");
 }
 
+TEST(StepTrace, IntegersBeyondInt64AreRefusedAsWritten) {
+  // Unsigned JSON integers above INT64_MAX are out of range, not wrapped to negative values.
+  EXPECT_EQ(error_of(with("\"seed\": 1", "\"seed\": 18446744073709551615")),
+            "bad.jsonl:1: seed: integer out of range, got 18446744073709551615");
+  EXPECT_EQ(error_of(with("\"hidden_size\": 256", "\"hidden_size\": 9223372036854775808")),
+            "bad.jsonl:1: model.hidden_size: integer out of range, got 9223372036854775808");
+  EXPECT_EQ(error_of(with("\"hidden_size\": 256", "\"hidden_size\": 256.5")),
+            "bad.jsonl:1: model.hidden_size: expected an integer, got 256.5");
+}
+
 TEST(StepTrace, ShapeSizesSaturateInsteadOfWrapping) {
   EXPECT_EQ(shape_num_elements({int64_t{1} << 40, int64_t{1} << 40}),
             std::numeric_limits<int64_t>::max());

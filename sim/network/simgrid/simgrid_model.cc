@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 #include "sim/serving/serving_policy.h"
 
 namespace moesim::sim::testing {

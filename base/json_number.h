@@ -1,7 +1,7 @@
-// Integers of parsed JSON values, checked (sim/core/checked_number.h; issue 19). nlohmann keeps
+// Integers of parsed JSON values, checked (base/checked_number.h; issue 19). nlohmann keeps
 // integers above INT64_MAX as unsigned and get<int64_t>() wraps them (18446744073709551615 reads
 // as -1); these return std::nullopt instead, so a reader can refuse the value with its own
-// ConfigError. Header-only, nlohmann only (the engine may use it).
+// ConfigError. Header-only, nlohmann only (shared by sim/ and engine/).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/core/checked_number.h"
+#include "base/checked_number.h"
 
 namespace moesim {
 

@@ -1,8 +1,8 @@
 // JSON with a nesting limit: every reader of the project's JSON and JSONL inputs parses through
 // parse_json(), which refuses objects and arrays nested more than kMaxJsonDepth deep with
 // JsonDepthError before any recursive walk of the value (dumping it into an error message,
-// describing it) could exhaust the stack (docs/reliability.md). Header-only, nlohmann only: the
-// engine, which links nothing of sim/, uses it too.
+// describing it) could exhaust the stack (docs/reliability.md). Header-only, nlohmann only: shared
+// by sim/ and engine/.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // type (an unsigned JSON integer above INT64_MAX, 1e30 for an int64 field, a timestamp whose
 // nanoseconds overflow) is refused as bad input instead of wrapping, saturating or being
 // undefined behaviour. Each returns std::nullopt when the value does not fit; the reader turns
-// that into its ConfigError (file, line, key, reason). Header-only: the engine may use it too.
+// that into its ConfigError (file, line, key, reason). Header-only, shared by sim/ and engine/.
 #pragma once
 
 #include <cmath>

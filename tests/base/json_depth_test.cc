@@ -1,4 +1,4 @@
-#include "sim/core/json_depth.h"
+#include "base/json_depth.h"
 
 #include <gtest/gtest.h>
 

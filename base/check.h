@@ -1,5 +1,6 @@
-// Broken invariants are bugs: MOESIM_CHECK aborts with file:line and the failed condition.
-// User input errors are never checked this way (they raise ConfigError at the edge).
+// Broken invariants are bugs: MOESIM_CHECK aborts with file:line and the failed condition. One
+// macro for sim/ and engine/. User input errors are never checked this way: they raise ConfigError
+// (sim/core/config_error.h) or InputError (engine/input_error.h) at the edge.
 #pragma once
 
 #include <cstdio>

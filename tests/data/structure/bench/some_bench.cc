@@ -1,0 +1,2 @@
+// Fixture: bench/ including apps/ (a violation).
+#include "apps/moesim/cli.h"
