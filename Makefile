@@ -1,13 +1,24 @@
-# moesim quick start: `make demo` runs the main job, `make test` runs every test.
-# Both install the Debian packages they need first (scripts/install_deps.sh is idempotent).
+# moesim quick start: `make demo` builds the simulator alone and runs the main job, `make test`
+# builds everything and runs every test. Both install the Debian packages they need first
+# (scripts/install_deps.sh is idempotent).
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+# The demo's own build directory: only the `moesim` target, without tests, benchmarks, the Python
+# module or CUDA kernels (none of which the demo runs).
+DEMO_BUILD ?= build-demo
+DEMO_CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release -DMOESIM_WITH_CUDA=OFF -DMOESIM_BUILD_TESTS=OFF \
+  -DMOESIM_BENCHMARKS=OFF -DMOESIM_PYTHON=OFF
+# ccache keys on paths relative to the repository, so $(BUILD) reuses what $(DEMO_BUILD) compiled.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: deps configure build demo test sanitize bench clean format
+.PHONY: deps demo-deps configure build demo test sanitize bench clean format
 
 deps:
 	./scripts/install_deps.sh
+
+demo-deps:
+	./scripts/install_deps.sh demo
 
 configure: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -15,8 +26,10 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: build
-	./scripts/demo.sh $(BUILD)
+demo: demo-deps
+	cmake -S . -B $(DEMO_BUILD) $(DEMO_CMAKE_FLAGS)
+	cmake --build $(DEMO_BUILD) -j $(JOBS) --target moesim
+	./scripts/demo.sh $(DEMO_BUILD)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -55,7 +68,7 @@ format:
 	clang-format -i $$(git ls-files '*.h' '*.cc' '*.cu' '*.cuh')
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(DEMO_BUILD)
 
 # Record -> CPU replay -> calibrate -> validate on the tiny model and a reduced DeepSeek-V3 slice
 # (docs/calibration.md); writes profiles/cpu-<machine>.toml and its validation reports.

@@ -2,30 +2,11 @@
 //
 // Backends: "cpu" (engine/cpu/, Eigen, the reference every kernel is tested against) and "cuda"
 // (engine/cuda/, kernels + cuBLAS + NCCL; registered only when compiled). make_backend() picks
-// one by name.
-//
-// Conventions for every operation below:
-//   - Tensors are row-major and contiguous; "[T, H]" means T rows of H elements.
-//   - Weights are stored [in, out]: a projection computes y = x W (x is [T, in], W [in, out]).
-//   - Activations and weights are BF16 unless stated; accumulation is FP32; outputs are rounded
-//     once to their tensor's dtype. The CPU reference keeps op-internal intermediates in FP32;
-//     a GPU kernel may round them to BF16 (compare with a BF16-scaled tolerance).
-//   - Routed experts may be FP8 E4M3 with one FP32 scale per expert and matrix (real value =
-//     fp8 value * scale); their activations are then quantised per row to FP8 with scale
-//     amax(row) / 448 (W8A8, FP32 accumulate). The CPU emulates this rounding exactly.
-//   - Outputs never alias inputs unless stated. Operations are asynchronous on devices that
-//     queue work: call synchronize() (or use a Timer) before reading results on the host.
-//   - Errors: bad shapes or dtypes are bugs (MOESIM_CHECK aborts); allocation failure
-//     throws OutOfMemoryError; device/library failures use the backend's check macros.
-//
-// Attention batches (AttentionBatch): the rows of `x` are the new tokens of sequence 0, then of
-// sequence 1, ... The per-sequence caches are contiguous in the same order: sequence s owns
-// cache rows [cache_row_offset(s), cache_row_offset(s) + context_tokens[s] + new_tokens[s]).
-// Rows [offset, offset + context) hold the cached context; the operation writes the new tokens'
-// entries at rows [offset + context, offset + context + new) and then attends over all of them,
-// causally within the new tokens (token i of the chunk sees context + i + 1 keys). Positions for
-// RoPE are context + i. RoPE is the half-split ("NeoX") form with base 10000 on the rotary
-// dimensions: pairs (j, j + d/2), angle pos * 10000^(-2j/d).
+// one by name. Every operation follows one set of conventions: row-major contiguous tensors,
+// weights stored [in, out], BF16 with FP32 accumulation unless stated, optional FP8 E4M3 routed
+// experts (W8A8), asynchronous execution until synchronize(), shape errors as bugs and allocation
+// failure as OutOfMemoryError. docs/engine.md ("Backends") states them in full, with the
+// attention batches' cache layout and the RoPE form.
 #pragma once
 
 #include <cstdint>

@@ -1,17 +1,11 @@
 // Replay of a step trace on one backend: for each selected simulated GPU, build that GPU's
 // weights for the selected layers, then play every step's share of that GPU ("What a rank
 // replays" in docs/schemas/step_trace.md) with routing forced from the trace, timing each
-// operation and writing measurement records (docs/schemas/measurement.md).
-//
-// A GPU plays only the steps of the replica it belongs to.
-//
-// Multi-rank backends: when backend.world_size() > 1 each rank plays the GPU at index rank() of
-// one replica (ReplayOptions::replica_idx, default the first; it must have exactly world_size()
-// GPUs) and the all-to-alls are real collectives, measured. Every rank enters every all-to-all
-// of a layer in which any two GPUs of the replica exchange tokens (a collective), and writes a
-// record only when it sends or receives remote rows itself, so N ranks write the same records
-// as N single-rank replays of one GPU each, the all-to-alls then measured. With one rank the
-// all-to-alls are skipped and recorded as not measured.
+// operation and writing measurement records (docs/schemas/measurement.md). A GPU plays only the
+// steps of its own replica. With several ranks each plays one GPU of one replica and the
+// all-to-alls are real, measured collectives, so N ranks write the records of N single-rank
+// replays; with one rank they are recorded as not measured. docs/engine.md ("Multi-rank
+// replays").
 #pragma once
 
 #include <cstdint>

@@ -1,16 +1,8 @@
 // What a replay will run, decided before anything is allocated: the layers (replay profile),
 // the simulated GPUs, the dtypes, and the device memory it needs. Every refusal is an
 // InputError naming the mismatch (or an OutOfMemoryError with bytes requested and available).
-//
-// Replay profiles (--layers):
-//   all        every layer, scale 1.
-//   sample     one representative per distinct layer signature (attention kind and shapes,
-//              FFN kind and shapes), the first layer with it, scaled by the number of layers
-//              sharing it. E.g. a model with 1 dense MLA layer and 60 MoE MLA layers runs 2
-//              layers, scales 1 and 60.
-//   every:N    layers 0, N, 2N, ...; each scaled by the number of layers it stands for (N, or
-//              fewer for the last).
-//   I,J,K      the listed layers, scale 1 each.
+// Replay profiles (--layers: all, sample, every:N, a list) scale each layer run by the number of
+// layers it stands for; docs/engine.md ("Replay profiles") has the table.
 #pragma once
 
 #include <cstdint>

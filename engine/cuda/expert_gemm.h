@@ -1,18 +1,10 @@
 // GEMMs of the CUDA backend through cuBLAS / cuBLASLt, in the engine's weight layout
-// (engine/backend.h: weights [in, out], y = x W, row-major).
-//
-// - linear(): one BF16 GEMM (cublasGemmEx, FP32 accumulate), BF16 or FP32 output.
-// - grouped_linear_bf16(): the routed experts' GEMMs in one call to cublasGemmGroupedBatchedEx
-//   (present in the installed cuBLAS 13 header; BF16 inputs, FP32 compute), one group per expert
-//   with tokens, so each group has its own row count. If cuBLAS answers NOT_SUPPORTED for the
-//   configuration, the same GEMMs run as a loop of cublasGemmEx on the stream (identical
-//   results up to algorithm choice); used_grouped_api() says which path ran last.
-// - fp8_linear(): W8A8 FP8 E4M3 through cuBLASLt (sm_89 and newer; checked at run time by the
-//   backend). cuBLASLt's FP8 kernels need the "TN" operand layout, i.e. weights [out, in]; the
-//   engine stores [in, out], so the caller passes a transposed copy (launch_transpose_bytes).
-//   Activations are quantised per row (launch_quantize_fp8_rows); cuBLASLt returns FP32 and
-//   launch_dequantize_rows applies row scale x weight scale, matching the CPU reference's
-//   per-row activation / per-expert weight scaling.
+// (engine/backend.h: weights [in, out], y = x W, row-major): one BF16 GEMM (cublasGemmEx), the
+// routed experts' BF16 GEMMs in one grouped call (cublasGemmGroupedBatchedEx, falling back to a
+// loop of cublasGemmEx where cuBLAS does not support the configuration; used_grouped_api() says
+// which ran), and W8A8 FP8 E4M3 through cuBLASLt (sm_89 and newer), which needs the weights
+// transposed to [out, in] and whose FP32 output is scaled per row and per expert as the CPU
+// reference does. docs/cuda.md ("GEMMs").
 #pragma once
 
 #include <cublasLt.h>

@@ -1,19 +1,11 @@
 // KDA (Kimi Delta Attention): the gated delta rule with per-channel decay,
 //   S_t = (I - beta_t k_t k_t^T) Diag(alpha_t) S_{t-1} + beta_t k_t v_t^T,   o_t = S_t^T q_t.
 //
-// Chunked form (one block per sequence and head, chunks in order, S kept in shared memory).
-// Within a chunk of n tokens, with G_r = sum_{s<=r} log alpha_s (per channel, from the chunk
-// start) and S the state before the chunk, unrolling the recurrence gives
-//   S_r = Diag(e^{G_r}) S + sum_{s<=r} (e^{G_r - G_s} * k_s) u_s^T,
-//   u_r = beta_r (v_r - S^T (e^{G_r} * k_r)) - sum_{s<r} A_rs u_s,
-//   A_rs = beta_r sum_i k_ri k_si e^{G_ri - G_si}   (s < r).
-// So U = T B with the UT transform T = (I + A)^{-1} (unit lower triangular, by forward
-// substitution) and B = Diag(beta) (V - K~ S): the WY representation. Then
-//   o_r = S^T (e^{G_r} * q_r) + sum_{s<=r} (sum_i q_ri k_si e^{G_ri - G_si}) u_s,
-//   S_next = Diag(e^{G_{n-1}}) S + sum_s (e^{G_{n-1} - G_s} * k_s) u_s^T.
-// Every exponent used is <= 0 (the cumulative log-decay only decreases), so nothing overflows.
-//
-// Recurrent form (decode): one block per sequence and head, one thread per value column.
+// Chunked form for prefill (one block per sequence and head, chunks in order, the state in
+// shared memory): the recurrence unrolled within a chunk, solved with the UT transform (the WY
+// representation); every exponent is a difference of cumulative log-decays and <= 0, so nothing
+// overflows. Recurrent form for decode: one block per sequence and head, one thread per value
+// column. docs/cuda.md ("Kernel notes") has the derivation.
 #include <cuda_bf16.h>
 
 #include "engine/cuda/check.h"

@@ -1,17 +1,10 @@
 // NCCL communicator of the CUDA backend and the row all-to-all of MoE dispatch / combine.
 //
-// Bootstrap (docs/cuda.md):
-//   - shared file: rank 0 calls ncclGetUniqueId and writes the id to `path` atomically (write
-//     `path.tmp.<pid>`, then rename); the other ranks poll for the file every 50 ms until it
-//     appears or `timeout_s` passes (then CudaError). The file must be removed before the next
-//     job uses the same path (rank 0 overwrites it; stale ids make other ranks hang in init).
-//   - MPI (only when built with MOESIM_HAVE_MPI): rank 0's id is broadcast with MPI_Bcast over
-//     MPI_COMM_WORLD; MPI must already be initialised by the program.
-// The all-to-all is grouped point-to-point: ncclGroupStart, one ncclSend and one ncclRecv per
-// peer with a non-zero count, ncclGroupEnd — per-peer counts may differ (skewed routing).
-// NcclCommunicator implements the engine's Communicator interface (engine/communicator.h), the
-// one the CPU backend's in-process group implements too; the interface's all_to_all_bytes runs
-// on the stream given to set_stream (default: the legacy default stream).
+// Bootstrap by a shared file (rank 0 writes the unique id atomically, the others poll for it) or,
+// when built with MPI, by MPI_Bcast. The all-to-all is grouped point-to-point (one ncclSend and
+// one ncclRecv per peer with rows), so per-peer counts may differ under skewed routing. It
+// implements the engine's Communicator interface (engine/communicator.h), as the CPU backend's
+// in-process group does. docs/cuda.md ("NCCL all-to-all and bootstrap").
 #pragma once
 
 #include <cuda_runtime.h>

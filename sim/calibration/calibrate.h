@@ -1,19 +1,12 @@
 // From engine measurements to a calibration profile.
 //
-// Engine op names map to cost-model kinds (sim/cost/op_work.h) as follows; where the two
-// vocabularies or their FLOP/byte conventions differ, the calibrated cost model adapts the
-// simulator's query (calibrated_cost_model.h) so that both sides mean the same work:
-//   rmsnorm                         -> rmsnorm (the engine times both norms of a layer together)
-//   attn_{mla,gqa,kda}_{prefill,decode} -> the same names
-//   router, permute, expert_ffn, shared_expert, dense_ffn, combine, lm_head -> the same names
-//   unpermute                       -> "unpermute" (no simulator kind: priced with permute)
-//   dispatch_a2a, combine_a2a       -> collective fits (latency + bytes / bandwidth), measured
-//                                      records only (multi-rank NCCL replays)
-// Features per kind are those on which both conventions agree (docs/calibration.md):
-// rmsnorm, permute, unpermute: bytes; every other kind: flops and bytes. lm_head's bytes are the
-// record's weight bytes only (fit_bytes_of): the simulator counts the output head's weights and
-// not its activations, whose traffic grows with the rows like the FLOPs.
-// Measured all-to-alls also feed the network fit (network_fit.h) when a topology is given.
+// Engine op names map to cost-model kinds (sim/cost/op_work.h) one to one, except that the
+// engine's `unpermute` is priced with permute and the measured all-to-alls become collective
+// fits (and feed network_fit.h when a topology is given). Each kind is fitted on the features
+// both FLOP/byte conventions agree on: bytes for rmsnorm, permute and unpermute, FLOPs and bytes
+// otherwise, and only the weight bytes for lm_head. Where the conventions differ the calibrated
+// cost model adapts the simulator's query (calibrated_cost_model.h). docs/calibration.md
+// ("Fits", "Vocabulary and FLOP/byte conventions") has the table.
 #pragma once
 
 #include <functional>

@@ -1,16 +1,10 @@
 // Measured all-to-alls for the network fit (network_fit.h), from the two forms a cluster produces:
-//  - nccl-tests `alltoall_perf` output: one sample per size line. nccl-tests' `size` is the bytes
-//    each rank's send buffer holds, of which it sends size / nranks to every rank including
-//    itself, so bytes_per_gpu = size (nranks - 1) / nranks; time is the out-of-place column (us).
-//    nranks is counted from the "#  Rank N ..." lines unless given;
-//  - the measured dispatch_a2a / combine_a2a op records of a multi-rank engine replay (one
-//    measurement file per rank, docs/engine.md): the records of one (trace, replica, step,
-//    layer, op) over all ranks form one sample, ep_size = the GPUs the files played for that
-//    trace, bytes_per_gpu = the records' bytes (sent + received) summed / (2 ep_size), and
-//    measured = the slowest rank's time. A skewed all-to-all is thereby read as a uniform one of
-//    the same mean volume (which makes its efficiency look lower): replay traces recorded with
-//    uniform routing for the network calibration (docs/calibration.md).
-// `collective` records of measurement files are read by measurement_reader.h.
+// nccl-tests `alltoall_perf` output (one sample per size line; each rank sends (n - 1) / n of
+// its `size` to the others; the out-of-place time) and the measured dispatch / combine records
+// of a multi-rank engine replay (one sample per (trace, replica, step, layer, op) over all
+// ranks: mean volume per GPU, the slowest rank's time; a skewed exchange is read as a uniform
+// one, so record such traces with uniform routing). `collective` records of measurement files
+// are read by measurement_reader.h. docs/calibration.md ("Network calibration").
 #pragma once
 
 #include <cstdint>

@@ -1,20 +1,12 @@
 // The compute fit of kernel benchmarks (`gemm` and `attention_core` measurement records) into a
 // profile's [compute] section (sim/cost/compute_calibration.h), relative to one GPU's peaks.
 //
-// GEMMs: seconds = F / (P c_l) + I / (B i_l) + O / (B o), F the FLOPs, I and O the input and
-// output bytes (DeepGEMM's definitions), P the dtype's peak, B the HBM bandwidth; per layout l a
-// compute and an input efficiency, one output efficiency shared by the layouts (the contiguous
-// rows alone cannot tell an output-write cost from a fixed cost: both grow with M N / (M N K)
-// alike). Linear in 1 / efficiency, so it is solved by least squares on relative error with
-// non-negative coefficients, every subset of the features tried, the best non-negative one kept
-// (as op_fit.h). A coefficient the data does not need is 0: its efficiency is stored as 1e3 (the
-// profile reader's bound), i.e. that term costs next to nothing.
-// Attention cores: per (op, dtype), the efficiency of the limit each record names: a memory-bound
-// record gives bandwidth_efficiency = bytes / (seconds B), a compute-bound one
-// compute_efficiency = flops / (seconds P); the mean when several name the same limit. A core
-// without a memory-bound record takes the bandwidth efficiency of another dtype's core of the same
-// kind (the cache is read over the same HBM); a limit without any record stays at 1e3 (never
-// binding). Both are reported in `skipped`.
+// GEMMs: seconds as FLOPs over the dtype's peak and input and output bytes over HBM, each divided
+// by an efficiency (per layout for compute and input, one shared for output), solved by
+// non-negative least squares on relative error as in op_fit.h. Attention cores: per (op, dtype),
+// the efficiency of the limit each record names (memory- or compute-bound). Unneeded terms are
+// stored at the reader's bound of 1e3 (never binding) and reported. docs/calibration.md ("Public
+// profile: compute") has the formulas and why the output efficiency is shared.
 #pragma once
 
 #include <string>

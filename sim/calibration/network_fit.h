@@ -1,26 +1,13 @@
-// Network calibration: per link class, the efficiency (achieved / nominal bandwidth) and the fixed
-// latency of measured all-to-alls, fitted against the simulator's own network model on the
+// Network calibration: per link class, the efficiency (achieved / nominal bandwidth) and the
+// fixed latency of measured all-to-alls, fitted against the simulator's own network model on the
 // cluster's topology, and applied back to that topology's link capacities and latencies.
 //
-// A sample is one all-to-all over the first ep_size GPUs of the topology in which every GPU sends
-// bytes_per_gpu to the other participants, split evenly (what NCCL's alltoall and nccl-tests'
-// alltoall_perf run); measured_s is its duration. For each sample the "bottleneck" network model
-// (sim/network, the one `moesim collective` and the simulator use) runs the same traffic on the
-// nominal topology with every latency set to zero: its duration is the nominal transfer time x,
-// its bottleneck link gives the sample's class. Per class,
-//   measured_s = latency_s + x / efficiency
-// is fitted by least squares on relative error with non-negative coefficients (op_fit.h's solver,
-// one regime, x in the FLOP column). Classes: "nvlink" (the scale-up ports) and "network" (NICs
-// and leaf-spine links together: the topology derives leaf-spine capacities from the NIC
-// bandwidth, so one efficiency scales both).
-//
-// Applied (apply_network_calibration), a class's link capacities are multiplied by its efficiency
-// and its latency becomes the whole route latency of any GPU pair of that class: the GPU's
-// attachment links (NVLink port, NIC) get latency_s / 2 each and the switch traversals and
-// leaf-spine links of the class get 0. The fixed cost of an NCCL all-to-all is software (launch,
-// synchronisation, protocol), not per-hop wire latency, so it is placed where every route of the
-// class pays it exactly once. The bottleneck model then reproduces the fitted law for the
-// samples' traffic: duration = latency_s + x / efficiency.
+// Each sample's nominal transfer time x is the "bottleneck" model's duration of the same uniform
+// all-to-all with every latency zero, and its bottleneck link gives the class ("nvlink" or
+// "network"); per class, measured = latency + x / efficiency is fitted with op_fit.h's solver.
+// Applied, the latency sits where every route of the class pays it once (half on each GPU's
+// attachment link), since an NCCL all-to-all's fixed cost is software, not per-hop wire latency.
+// docs/calibration.md ("Network calibration") has the inputs, the profile section and the test.
 #pragma once
 
 #include <cstdint>

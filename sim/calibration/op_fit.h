@@ -1,17 +1,12 @@
 // Least-squares fit of one operation kind's duration against its work, with regimes.
 //
-// Model, per regime (a range of tokens): seconds = intercept_s + s_per_flop * flops +
-// s_per_byte * bytes + s_per_token * tokens, using only the features the kind was asked to fit
-// on. Coefficients are non-negative (a negative cost per FLOP is not physical and extrapolates
-// badly): every subset of the features is solved and the best non-negative one kept. The fit
-// minimises relative error (rows weighted by 1 / measured), because the report is in relative
-// terms and op times span orders of magnitude.
-//
-// Regimes: the samples sorted by tokens are split at the breakpoint that most reduces the
-// relative error, recursively up to `max_segments`, while each part keeps `min_samples_per_segment`
-// samples and the split cuts the relative RMS error by at least `min_split_gain` (a fraction).
-// This finds e.g. the small-batch latency floor of a GEMM or the change of grouped-GEMM
-// efficiency with tokens per expert.
+// Per regime (a range of tokens): seconds = intercept + per-FLOP + per-byte + per-token terms,
+// only the features asked for. Coefficients are non-negative (a negative cost per FLOP is not
+// physical and extrapolates badly): every feature subset is solved and the best non-negative one
+// kept. Rows are weighted by 1 / measured, since op times span orders of magnitude and the report
+// is relative. Regimes split the samples, sorted by tokens, where that most cuts the relative
+// error (a GEMM's small-batch latency floor, grouped-GEMM efficiency changing with tokens per
+// expert). docs/calibration.md ("Fits") has the split rules.
 #pragma once
 
 #include <cstdint>

@@ -1,25 +1,12 @@
 // Validation: simulated against engine-measured times, per op kind, per phase, per step and end
 // to end, for one measurement file and the re-simulation of the steps it replayed.
 //
-// Three levels (docs/calibration.md):
-//  - per op kind (cost-model error): every measured op record priced by the profile's fit of its
-//    kind from the record's own FLOPs and bytes (engine conventions);
-//  - per phase and per step (simulator error): the StepModel re-simulates the recorded steps with
-//    the calibrated cost model (simulator conventions); its per-GPU, per-layer phases
-//    (attention + norms, dense FFN, router + permute, experts = routed + shared + combine +
-//    unpermute) and per-GPU step compute are compared with the sums of the measured ops;
-//  - end to end: each recorded step's duration is composed from per-GPU, per-layer compute with
-//    the step model's barriers (layer start -> dispatch barrier -> experts -> combine barrier, or
-//    the recorded overlap schedule: ResimulatedStep::overlap),
-//    once with simulated and once with measured compute; the collectives, which a single-rank
-//    engine replay does not time, come from the simulation on both sides; the output head
-//    (lm_head, once per step after the last layer) is measured where the replay ran it (and
-//    then also counted in the per-step compute of both sides), else simulated on both sides.
-//    TTFT (from a request's first scheduled step to the end of its last prefill step), TPOT
-//    and output throughput follow from those two timelines.
-//
-// The re-simulation that fills a ValidationInput is resimulate.h; the report's writers are
-// validation_writers.h.
+// Per op kind the profile's fit prices each measured record from its own work (the cost model's
+// error); per phase and step the StepModel's re-simulation with the calibrated model is compared
+// with the sums of the measured ops (the simulator's error); end to end each step is composed
+// with the step model's barriers or the recorded overlap schedule from simulated and from
+// measured compute, the collectives simulated on both sides. The re-simulation is resimulate.h,
+// the writers validation_writers.h; docs/calibration.md ("Validation") has the levels.
 #pragma once
 
 #include <array>

@@ -1,18 +1,11 @@
-// The simulation horizon (issue 19): the longest duration a model may compute and the latest time
-// an event may be scheduled at, 100 Julian years (3.15576e9 s). Durations are computed in double
-// seconds and become SimTime (int64 ns) once; past about 292 years that conversion would wrap,
-// and a wrapped duration is negative or tiny (a run that looks faster than the baseline). So
-// every duration computed from inputs (collectives from bandwidths and latencies, ops from a cost
-// model's coefficients, steps, policy delays, waits drawn from a workload) goes through
-// checked_duration_ns() or an equivalent check, and the kernel refuses events past the horizon.
-//
-// Why 100 years: far beyond anything a study simulates (run.duration_s is at most 1e7 s, about
-// 116 days), a round figure for messages, and less than half of int64 nanoseconds, so the sum of
-// two times within the horizon (now + a checked duration) never overflows and one comparison
-// with kHorizonNs checks it.
-//
-// Past the horizon is bad input, reported as a HorizonError (a ConfigError: one line, exit 2)
-// that says what was computed, how long it came to and which inputs to check.
+// The simulation horizon: the longest duration a model may compute and the latest time an event
+// may be scheduled at, 100 Julian years (3.15576e9 s). Durations are computed in double seconds
+// and become SimTime (int64 ns) once; past about 292 years that would wrap into a negative or
+// tiny duration, a run that looks faster than the baseline. So every duration computed from
+// inputs goes through checked_duration_ns() (or an equivalent check), the kernel refuses events
+// past the horizon, and past it is bad input (HorizonError, a ConfigError naming what was
+// computed and which inputs to check). 100 years is under half of int64 nanoseconds, so now + a
+// checked duration never overflows. docs/reliability.md ("Durations and the horizon").
 #pragma once
 
 #include <string>

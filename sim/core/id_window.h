@@ -1,17 +1,10 @@
 // A table indexed by dense ids handed out in order (0, 1, 2, ...) that keeps only a window of
-// them: the ids from the oldest one not yet retired to the newest. Retiring from the front frees
-// an entry, so memory follows the span of live ids, not the number ever handed out (the
-// cluster's sequence table: a run of a million requests holds only those in flight).
-//
-// Storage is chunks of 256 consecutive entries, chunk k holding ids [256 k, 256 (k + 1)) (each a
-// vector reserved to its full size, so appending never moves an entry and references to the
-// others stay valid through push_back and pop_front). Retiring from the front resets the entry
-// to T{} (its own heap memory freed) and frees the chunk once all of its entries are retired, so
-// memory holds the window plus at most one chunk (and an empty slot per freed chunk in the list
-// of chunks, dropped once they are half of it); no ring is doubled, and so no capacity is touched
-// beyond that. Indexing is O(1): the chunk's slot in the list is (id / 256) less the first slot's
-// chunk number, the entry id % 256 in it, next to its neighbours in id (the per-sequence loops of
-// a step walk ids in near order). Indexing an id outside the window is a broken invariant.
+// them: the ids from the oldest one not yet retired to the newest, so memory follows the span of
+// live ids, not the number ever handed out (the cluster's sequence table holds only the requests
+// in flight). Storage is chunks of 256 consecutive entries that never move (references stay
+// valid through push_back and pop_front), each freed once all its entries are retired; indexing
+// is O(1), and neighbours in id are neighbours in memory. Indexing outside the window is a broken
+// invariant. docs/reliability.md ("Memory and overload").
 #pragma once
 
 #include <algorithm>

@@ -1,32 +1,12 @@
 // The calibrated cost model: op durations from a calibration profile (profile.h).
 //
-// A simulator query (OpWork) is priced by the profile's fit of its kind and dtype, after adapting
-// the query to the engine's conventions where the two differ (docs/calibration.md):
-//   rmsnorm       the simulator asks once per norm (bytes 4 T H) and doubles the answer; the
-//                 profile timed both norms together, so the query is priced as both norms
-//                 (bytes x 2) and halved.
-//   permute       the simulator's permute stands for the engine's permute and unpermute:
-//                 the two fits are summed (same rows, same bytes).
-//   lm_head       priced by the lm_head fit (fitted on FLOPs and weight bytes, which is what the
-//                 simulator counts). A profile without one (fitted before the engine ran the
-//                 output head) prices it with the dense_ffn fit of the same dtype (a GEMM of the
-//                 same form), counted by num_proxy_queries() and as out of range.
-// Kernel-level fits ([compute], compute_calibration.h) price, for a kind the profile has no op fit
-// for, relative to the GPU's own peaks (`gpu`):
-//   expert_ffn    two grouped GEMMs (gate/up n = 2 I, k = H; down n = H, k = I) over the active
-//                 experts with tokens / active rows each, in the grouped layout whose fitted rows
-//                 per group are nearest (contiguous for prefill-sized groups, masked for decode).
-//   shared_expert, dense_ffn   the same two GEMMs, dense.
-//   attention     the projections as one dense GEMM of the attention dtype (FLOPs flops -
-//                 core_flops; output 2 T hidden bytes, input the rest of bytes - core_bytes)
-//                 plus the core by the kind's attention-core fit at core_dtype. Kinds without
-//                 an attention-core fit are priced whole by the fallback.
-// A GEMM whose rows per group lie outside the fit's, or whose dtype the profile lacks (the
-// fitted dtype's efficiencies then apply to the query dtype's peak), counts as out of range.
-// A query is counted by num_out_of_range_queries() when its fitted features fall outside the
-// ranges the fit saw, when the profile lacks its dtype (another dtype's fit of the kind is used)
-// or when the profile lacks its kind entirely (the fallback model prices it). Counting is
-// thread-safe; the counts never influence results.
+// A simulator query (OpWork) is priced by the profile's fit of its kind and dtype, after
+// adapting the query to the engine's conventions where the two differ (rmsnorm priced as both
+// norms and halved, permute as permute + unpermute); kinds with no op fit are priced by the
+// profile's kernel-level [compute] fits relative to the GPU's peaks, else by the roofline
+// fallback. Every query outside the fitted ranges, or of a dtype or kind the profile lacks, is
+// counted (num_out_of_range_queries(), thread-safe); counts never influence results.
+// docs/calibration.md ("The calibrated cost model", "Public profile: compute") has the rules.
 #pragma once
 
 #include <array>

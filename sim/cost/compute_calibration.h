@@ -1,17 +1,11 @@
-// Kernel-level compute calibration of a profile ([compute], docs/calibration.md "Public profile:
-// compute"): GEMM time by layout and attention-core rates, as efficiencies relative to the GPU's
-// peaks, so that one fit prices any GPU of the same kernels through its own peaks.
+// Kernel-level compute calibration of a profile ([compute]): GEMM time by layout and
+// attention-core rates, as efficiencies relative to the GPU's peaks, so that one fit prices any
+// GPU of the same kernels through its own peaks.
 //
-// GEMM (DeepGEMM's definitions): C[M, N] = A[M, K] B[K, N] per group; M = num_groups x
-// m_per_group rows; FLOPs 2 M N K; input bytes A + B = M K a + G N K w (a, w the activation and
-// weight bytes per element; G = num_groups for the grouped layouts, 1 for dense); output bytes
-// 2 M N (BF16).
-//   seconds = flops / (peak(dtype) compute_efficiency)
-//           + input bytes / (hbm input_bandwidth_efficiency)
-//           + output bytes / (hbm output_bandwidth_efficiency)
-// Attention core of one op kind (e.g. attn_mla_decode, FlashMLA):
-//   seconds = max(core flops / (peak(dtype) compute_efficiency),
-//                 core bytes / (hbm bandwidth_efficiency))
+// A GEMM (DeepGEMM's definitions of FLOPs and bytes) costs its FLOPs over the dtype's peak plus
+// its input and output bytes over HBM, each term divided by its efficiency; an attention core
+// the larger of its FLOPs and bytes terms. docs/calibration.md ("Public profile: compute") has
+// the formulas.
 #pragma once
 
 #include <cstdint>

@@ -1,18 +1,12 @@
 // The work of every op the simulator prices, one function per op kind: shape in, OpWork out.
 //
-// These are the simulator's FLOP and byte formulas, written once; the step model
-// (sim/serving/step_model.cc) only asks them and schedules the answers. They follow the engine's
-// conventions (engine/op_cost.h, docs/schemas/measurement.md) wherever the simulator knows the
-// same quantities, so that calibrated fits of engine measurements price simulator queries of the
-// same work; tests/sim/cost/op_work_parity_test.cc checks both sides against each other and
-// spells out where they differ on purpose (docs/calibration.md, "Vocabulary and FLOP/byte
-// conventions"). FLOPs are 2 per multiply-accumulate; bytes are HBM bytes read + written once by
-// an ideal kernel. Activations are BF16 (2 bytes per element) throughout.
-//
-// Every floating-point expression here is the one the step model evaluated before the formulas
-// moved out of it, operand for operand: golden event digests depend on the exact bits, so a
-// rewrite that is equal in exact arithmetic (a reordered sum, a factored product) is a digest
-// change, not a refactor.
+// The simulator's FLOP and byte formulas, written once; the step model only asks them. They
+// follow the engine's conventions (engine/op_cost.h) wherever the simulator knows the same
+// quantities, so that fits of engine measurements price simulator queries of the same work
+// (tests/sim/cost/op_work_parity_test.cc; docs/calibration.md, "Vocabulary and FLOP/byte
+// conventions"). FLOPs are 2 per multiply-accumulate, bytes an ideal kernel's HBM traffic,
+// activations BF16. Golden digests depend on the exact bits of every expression here: a rewrite
+// equal in exact arithmetic (a reordered sum, a factored product) is a digest change.
 #pragma once
 
 #include <cstdint>

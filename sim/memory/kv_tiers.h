@@ -1,41 +1,13 @@
-// The tiers of KV cache below HBM: per node, host DRAM and local NVMe SSD, each an exclusive
-// least-recently-used store of prefix entries (one 512-token prefix block of one attention rank,
-// keyed by its content hash). The HBM tier is each rank's KvCache (kv_cache.h).
+// The tiers of KV cache below HBM: per node (or pooled over the cluster), host DRAM and local
+// NVMe SSD, each a least-recently-used store of prefix entries (one 512-token prefix block of one
+// attention rank, keyed by its content hash). The HBM tier is each rank's KvCache (kv_cache.h).
 //
-// Movement (without write-through every block is in exactly one place: a rank's HBM, one tier of
-// one node, or gone):
-// - write-through (optional, Mooncake's store): a prefilled prompt's new prefix entries are also
-//   copied to the node's DRAM at once, and loads copy entries instead of taking them: the lower
-//   tiers then hold copies of what HBM holds (inclusive), and a demotion of an entry they hold
-//   moves no bytes. Without it the hierarchy is exclusive, as follows.
-// - demotion: an entry the HBM cache evicts goes to its node's DRAM; an entry DRAM evicts goes to
-//   the node's SSD; an entry SSD evicts is dropped. A missing tier is skipped (HBM -> SSD when
-//   there is no DRAM tier). When the node already holds the key in a lower tier (another rank
-//   computed the same prefix), that copy is refreshed and the demoted one dropped. A demotion's
-//   copy (each of the rank's GPUs sends its share) occupies the GPU's host path out (below);
-//   the HBM blocks are free at once (the copy is staged) and the entry is in its tier at once.
-// - load (promotion): a prefix hit in a lower tier is taken out of it and copied into HBM before
-//   the sequence's prefill; the other sequences keep running (copy engines) and the loading one
-//   starts its prefill when its load is ready. Each of the rank's GPUs receives its share over
-//   its host path in: DRAM -> HBM at pcie_bytes_per_s (+ pcie latency); SSD -> HBM first reads
-//   the node's NVMe (nvme_bytes_per_s shared by the node's GPUs, a FIFO clock, + latency) into
-//   host memory, then crosses the same path.
-// The host path of a GPU (HostPathQueue), one per direction, is its PCIe link: a FIFO of copies.
-// GPUDirect RDMA traffic to and from the GPU's NIC crosses the same PCIe link, so the copies
-// contend with the expert-parallel all-to-all's inter-node traffic (docs/serving.md, "Host-link
-// contention"): the cluster asks for the share of a step the GPU's copies are in flight
-// (busy_share) and slows the step's network traffic into / out of that GPU by the fair share it
-// then gets (nic_in_slowdown / nic_out_slowdown), then delays the copies by the bytes the step's
-// all-to-all moved through that GPU's NIC during them (contend).
-// Scope "cluster" (Mooncake's distributed KV store): the DRAM tiers of all nodes form one pool,
-// and so do the SSD tiers (capacity: per node x nodes; where in the pool an entry lies is not
-// modelled beyond its home node, the node that demoted it). An entry whose home is the loading
-// rank's node loads as above; one from another node crosses the network (GPUDirect RDMA through
-// the GPU's NIC, then its PCIe link: one copy at min(nic, pcie) bytes/s + nic latency on the
-// same host path in); remote SSD entries read the home node's NVMe first.
-// Nothing here reads clocks: `now` is passed in; recency is an internal insertion counter (an
-// entry in a lower tier is never used in place, only taken out, so its LRU order is the order of
-// demotion).
+// Entries are demoted from HBM to DRAM to SSD and loaded back before a prefill, exclusively or,
+// with write-through (Mooncake's store), as copies. Every copy queues on its GPU's PCIe link
+// (HostPathQueue, a FIFO per direction), which the all-to-all's GPUDirect RDMA traffic also
+// crosses, so copies and collectives slow each other. Nothing here reads clocks: `now` is passed
+// in, and recency is an insertion counter. docs/serving.md ("Tiered KV cache and cache-aware
+// routing") has the movement rules, the cluster-wide store and the contention model.
 #pragma once
 
 #include <cstdint>

@@ -1,17 +1,10 @@
 // Early verdicts: decides, while a run goes on, that its SLO verdict (a capacity search's probe,
 // sim/study/search.h) fails whatever the rest of the run does, so that the probe may stop there.
-// docs/sweeps.md, "Early verdicts", has the rules; in short:
-//  - every sample a percentile is taken over (TTFT at the first token, TPOT and end to end at
-//    completion) is final when it is taken, and the run takes at most `max_requests` of each;
-//  - a percentile q over n samples (percentiles(): position q (n - 1), interpolated) is above
-//    the limit once at least n - floor(q (n - 1)) samples are, and that count only grows with n:
-//    at max_requests it holds for every n the run can end with;
-//  - a request whose first token came after the per-request TTFT limit, one completed beyond the
-//    TPOT limit and one rejected are missed for good; the attainment met / decided is below the
-//    minimum for every end of the run once missed / max_requests exceeds 1 - minimum.
-// Only limits whose final figure is computed exactly are watched: percentiles while
-// max_requests fits PercentileSketch's exact samples (beyond it the sketch's buckets could put
-// the percentile on either side of the limit). Queueing percentiles are not watched.
+// Samples are final when taken and a run takes at most max_requests of each, so a percentile is
+// above its limit for good once enough samples are, and the attainment once enough requests are
+// missed for good. Only limits whose final figure is computed exactly are watched (percentiles
+// while max_requests fits the sketch's exact samples; never queueing). docs/sweeps.md ("Early
+// verdicts") has the rules.
 #pragma once
 
 #include <cstdint>

@@ -1,49 +1,12 @@
 // "bottleneck": the link-load bound, the network model of the simulator's hot path.
 //
-// For a collective with flows f (source, destination, bytes b_f, topology route R_f, route
-// latency lat_f = Topology::route_latency_ns):
-//   load_l   = sum of b_f over flows f with l in R_f          (every directed link counted)
-//   t_l      = load_l / capacity_l
-//   finish_f = lat_f + max over l in R_f of t_l
-//   duration = max over f of finish_f = max over l of (t_l + max lat_f of the flows over l)
-//   send_done(g) = max finish_f over flows from g; recv_done(g) = max over flows into g.
-// It is a lower bound on any work-conserving schedule's transfer time plus the latency of the
-// flow that determines it: each flow finishes when the busiest link on its route has drained.
-// Counting every link in both directions matters: under skew the bottleneck is the receiving
-// NIC (or NVLink port) of the popular GPU, not the senders'.
-//
-// Three implementations of the same arithmetic, bit for bit, tested against each other:
-//  - run_reference(): per flow, walks its route (Topology::route(), computed per pair) and adds
-//    its bytes to every link, in (source, destination) order; then per flow, the maximum link
-//    time on its route. O(P^2 x hops), no table.
-//  - run() (the hot path), when the topology is "structured" (checked at construction: every
-//    route between distinct GPUs is 2 to 4 links; its first link leaves the source, its last
-//    link enters the destination, and the 0 to 2 links between them (leaf -> spine -> leaf) are
-//    never first or last links; at most 255 route classes, below) and the participants are
-//    consecutive GpuIds. A route class is the route seen from its ends: (index of the first link
-//    among the source's first links, index of the second link among the source's second links,
-//    the same two for the destination's last and second-to-last links, route latency), indices
-//    in link id order; on a rail-optimised fat tree there are about num_spines + 2 classes. Per
-//    pair the model keeps one byte (the class); per GPU and class, the two links on its side.
-//    Then:
-//      integral bytes (every entry an integer below 2^52, total below 2^52, e.g. token counts x
-//        row bytes) and a dense first row (flows to at least half of the participants): sums
-//        are exact in any order, so loads are summed per (source, class) and per (destination,
-//        class) in one pass over the matrix (destinations in cache-sized blocks), and charged
-//        to the links after. Finish times are max(source-side link times + latency,
-//        destination-side link times + latency) per pair: the rounded addition is monotone, so
-//        this is the reference's max(all link times) + latency exactly, and each side is a
-//        table lookup by (GPU, class);
-//      otherwise, every link receives its additions in (source, destination) order as in
-//        run_reference() (a link is the first link of one GPU, the last link of one GPU or a
-//        middle link, never two of these), over the rows' flows compacted first (from the row
-//        support alone when the matrix carries one, see traffic_matrix.h), and finish times are
-//        computed flow by flow.
-//    Every other case falls back to run_reference().
-// Memory: per window of P consecutive participants that a structured run has seen (a replica's
-// GPUs), P^2 + 16 x P x (classes + 1) bytes, built on the window's first run and shared, read-only,
-// by every model of one topology (fresh_copy(): the replicas of a run); so G GPUs in replicas of P
-// take about G x P bytes (1 MB for 8 replicas of 128 GPUs), not G^2. Per link, 16 bytes.
+// Each flow ends when the busiest link on its route has drained, plus its route latency; every
+// directed link is counted, since under skew the bottleneck is the popular GPU's receiving NIC.
+// Three implementations of the same arithmetic, bit for bit and tested against each other: a
+// per-route reference and, on "structured" topologies, per-(GPU, route class) sums for integral
+// bytes or compacted per-flow additions otherwise. Route-class tables are kept per window of
+// consecutive participants and shared by replicas (fresh_copy()). docs/network.md
+// ("bottleneck") has the formula, the route classes, the three paths and their memory.
 #pragma once
 
 #include <cstdint>

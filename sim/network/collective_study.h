@@ -1,27 +1,12 @@
 // One synthetic MoE layer's dispatch and combine on a topology: the engine of
 // `moesim collective`, kept in sim/network so tests and benchmarks can run it without the CLI.
 //
-// Routing draw (self-contained; sim/routing owns the simulator's real routing models):
-// - experts are placed contiguously on the expert-parallel group, GPUs 0 .. ep_size - 1 of the
-//   topology: expert e on GPU e / (num_experts / ep_size);
-// - expert popularity: uniform; zipf:S, P(expert) proportional to 1 / (rank + 1)^S with ranks a
-//   seeded random permutation of the experts (so popular experts are not all on GPU 0); or
-//   hot:F, one expert (a seeded random one) selected by a fraction F of all tokens and the rest
-//   of the choices spread evenly over the other experts;
-// - per source GPU, its tokens_per_gpu x top_k (token, expert) choices are drawn as one
-//   multinomial over destination GPUs (popularity summed per GPU), stream "collective.routing";
-// - (token, expert) choices become unique (token, GPU) counts, one copy per destination GPU:
-//   a token includes expert e with probability x_e = min(1, k p_e) and reaches GPU d with
-//   probability r_d = 1 - prod over e on d of (1 - x_e) (experts independent), so n choices
-//   drawn for GPU d stand for round(n x r_d / (k p_d)) tokens, p_d the GPU's popularity
-//   (exact for one expert per GPU and for an expert every token selects; for uniform popularity
-//   the independence undercounts copies slightly: -0.75% at 4 experts per GPU (256 experts,
-//   EP64, top-8), -3.6% at 32 per GPU (EP8));
-// - unique (token, node) counts for hierarchical dispatch use TrafficMatrix's approximation, or,
-//   with group-limited routing (topk_groups < num_groups: DeepSeek-V3 keeps 4 of 8 groups, at
-//   most 4 nodes per token), the node-limited estimate of node_limited_routing.h.
-// Per-GPU (token, GPU) copies ignore the group limit (concentrating a token's experts in fewer
-// groups makes two of them share a GPU slightly more often: -4% copies at EP64 for DeepSeek-V3).
+// Its routing draw is self-contained (sim/routing owns the simulator's routing models): experts
+// placed contiguously on the EP group, uniform / zipf:S / hot:F popularity, one multinomial of
+// (token, expert) choices per source GPU (stream "collective.routing") turned into unique
+// (token, GPU) copies with experts treated as independent, and the unique (token, node) counts
+// of traffic_matrix.h or node_limited_routing.h. docs/network.md ("Synthetic layer") has the
+// formulas and their error.
 #pragma once
 
 #include <cstdint>

@@ -1,38 +1,13 @@
 // "bottleneck_factored": the link-load bound of bottleneck_model.h with the leaf <-> spine loads
 // factored, an opt-in approximation for large collectives (1,024 GPUs in a few milliseconds).
 //
-// The exact model charges every pair's bytes to the spine its route takes (a function of the
-// pair, topology.h), so its leaf -> spine and spine -> leaf loads need every
-// pair's route class. This model keeps every other link exact and spreads inter-leaf traffic
-// evenly over the spines, the average of what the topology's balanced routing does:
-//   per participant s: nvlink_out(s) (bytes to its own NVLink domain), network_out(s) (to other
-//     domains), leaf_out(s) (to other domains under its own leaf, routed GPU -> leaf -> GPU);
-//     per destination the same three inbound sums;
-//   NVLink link out of s: nvlink_out(s); NIC link out of s: network_out(s); and inbound alike;
-//   each uplink of leaf A: sum over s under A of (network_out(s) - leaf_out(s)) / uplinks of A;
-//   each downlink into leaf B: sum over d under B of (network_in(d) - leaf_in(d)) / its downlinks.
-// One streaming pass over the matrix computes the sums (per row: a contiguous sum, a contiguous
-// column accumulation, and a gather of the row's own domain and leaf); the link loads then take
-// O(participants + links). No per-pair table: memory O(G x leaf size).
-//
-// Finish times, as in the exact model (finish = max link time on the route + route latency):
-//   NVLink and same-leaf flows: per pair, exact given the loads (the flows are the row's own
-//     domain and leaf entries, recorded in the pass);
-//   flows through a spine: the source side (its NIC and its leaf's uplinks) is per GPU, the
-//     destination side is taken as the latest over the GPUs that receive spine traffic and could
-//     be its peers (not under its leaf, not in its domain), and symmetrically for receive
-//     completion: the pass does not record which spine pairs carry bytes. Exact for dense
-//     all-to-alls given the loads; for sparse ones (hierarchical dispatch) a GPU's send / receive
-//     completion may be later than the exact model's. The duration (the latest flow) is exact
-//     given the loads.
-// So on a topology without spines (one NVLink domain, one leaf per rail, ...) or a traffic
-// matrix without inter-leaf traffic, the result equals the exact model's (same sums in the same
-// order on NVLink; bit for bit with integral bytes). docs/network.md gives the measured error.
-//
-// Applies when every route has one of the shapes [NVLink up, NVLink down] within a domain,
-// [NIC up, NIC down] under one leaf, [NIC up, leaf -> spine, spine -> leaf, NIC down] otherwise,
-// with one latency per shape (checked at construction), and the participants are increasing
-// GpuIds. Otherwise run() delegates to the exact BottleneckModel (built on first need).
+// Every link but the leaf <-> spine ones is charged exactly; inter-leaf traffic is spread evenly
+// over a leaf's spine links (the average of the topology's balanced routing), so one streaming
+// pass over the matrix and O(participants + links) give the loads, with no per-pair table.
+// Durations are exact given those loads; a GPU's completion through a spine may be later than
+// the exact model's under sparse traffic, and without spine traffic the result is the exact
+// model's. Other route shapes delegate to BottleneckModel. docs/network.md
+// ("bottleneck_factored") has the sums, the finish times and the measured error.
 #pragma once
 
 #include <cstdint>

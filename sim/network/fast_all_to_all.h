@@ -1,40 +1,12 @@
 // FastAllToAll: a MoE layer's dispatch and combine times from per-GPU sums, without the
-// (source, destination) matrix: the network half of the fast tier (docs/fast_tier.md).
+// (source, destination) matrix: the network half of the fast tier.
 //
-// The exact tier builds every (source, destination) token count and routes each pair's bytes
-// over its links (bottleneck_model.h). The fast tier assumes the counts have product form:
-//   tokens(s, d) = T_s x reach_d,   reach_d = 1 - (1 - q_d)^k,  q_d = sel_d / (T k)
-// (T_s the source's tokens, sel_d the selections the destination received, T the layer's tokens,
-// k = top_k): the unique-token estimate of step_model.h with the destination's realised share of
-// the layer's selections in place of each source's. Under the routing model's margins sampling
-// (the default) every source's shares are the layer's drawn shares up to systematic rounding, so
-// this is the exact tier's estimate before rounding selections and tokens to whole numbers.
-//
-// With product form every link load is a sum of per-group sums, O(participants) per layer:
-//   direct: NVLink out of s = T_s (R_dom(s) - reach_s), in = reach_d (T_dom(d) - T_d);
-//     NIC out of s = T_s (R_all - R_dom(s)), in = reach_d (T_all - T_dom(d)); the part of it that
-//     crosses a spine = T_s (R_all - R_dom(s) - R_leaf(s) + R_leaf&dom(s)), and inbound alike.
-//   hierarchical (DeepEP internode; nodes are NVLink domains): per destination node n,
-//     g_n = 1 - prod over d on n of (1 - reach_d) (the unique (token, node) estimate, or with
-//     set_node_limit() the node-limited one of node_limited_routing.h); Rail_r the
-//     tokens of rail r's sources;
-//     NIC out of s = T_s (G_all - g_node(s)), NIC in of relay r = g_node(r) (Rail_rail(r) - T_r);
-//     NVLink out of g = (R_node(g) - reach_g) Rail_rail(g) (its own tokens and the ones it
-//     relays), NVLink in of d = reach_d (T_all - Rail_rail(d)); spine parts from (leaf, rail) sums.
-// Low-latency dispatch (DispatchAlgorithm::kLowLatency) sends every selection: the direct sums
-// with reach_d = k q_d, rows per source token (may exceed 1), which the caller passes as `reach`.
-// With replicated experts a destination's reach differs for sources in its own domain and the
-// others (load() with two reaches); the sums split accordingly.
-// Spine traffic is spread evenly over a leaf's spine links (as "bottleneck_factored"). The
-// collective ends when its most loaded link drains: duration = max over links l with bytes of
-// bytes_l / capacity_l + the largest route latency of the flows over l. Combine is dispatch
-// transposed: each GPU's outbound and inbound sums swap.
-//
-// Applies (valid()) when every route between the participants has one of the shapes of
-// factored_bottleneck_model.h (NVLink within a domain, NIC within a leaf, NIC-spine-NIC) with
-// one latency per shape, the participants are increasing GpuIds, and, for hierarchical dispatch,
-// they are whole nodes of consecutive GpuIds and each node is its own NVLink domain; why_not()
-// says which condition failed. The caller then uses the exact tier.
+// It assumes product-form token counts, tokens(s, d) = T_s x reach_d, under which every link
+// load is a per-GPU factor times a per-group sum (domain, leaf, rail, (leaf, rail)), so a layer
+// costs O(participants). The collective ends when its most loaded link drains (the bound of
+// bottleneck_model.h), spine traffic spread evenly as in factored_bottleneck_model.h. valid()
+// says where it applies and why_not() why not; the caller then uses the exact tier.
+// docs/fast_tier.md ("Collectives") has the product form and every link's formula.
 #pragma once
 
 #include <cstdint>

@@ -1,22 +1,11 @@
 // Max-min fair fluid sharing of capacitated links by flows, advanced event by event.
 //
-// Internal to sim/network (other modules include sim/network/network_model.h). The solver knows
-// links only as capacities and flows only as (route, bytes, start delay); it knows nothing of
-// GPUs or topologies.
-//
-// Model. A flow is idle until its start delay has elapsed (the route latency: like SimGrid's CM02
-// latency phase, it uses no bandwidth then), then transfers its bytes at the rate given by
-// max-min fair sharing among all transferring flows, and finishes when its bytes reach zero.
-// Rates are the max-min fair allocation (progressive filling): repeatedly the link with the
-// smallest fair share (remaining capacity / number of unfixed flows through it) fixes all its
-// unfixed flows at that share. Rates change only when a flow starts or finishes, so the solver
-// follows SimGrid's resource-model contract: next_event_delay_s() says when the next flow starts
-// or finishes, advance(delta) moves time by delta (recomputing rates only when the set of
-// transferring flows changed).
-//
-// Cost per event: O(I log L) for I = (link, flow) incidences of transferring flows, L links.
-// Flows that finish within a relative 1e-9 of each other finish in the same event, so a
-// symmetric all-to-all takes a handful of events.
+// Internal to sim/network (other modules include network_model.h); it knows links only as
+// capacities and flows as (route, bytes, start delay). A flow is idle for its start delay (the
+// route latency), then transfers at its max-min fair rate (progressive filling), recomputed only
+// when the set of transferring flows changes: SimGrid's resource-model contract,
+// next_event_delay_s() and advance(delta). docs/network.md ("fluid") has the cost per event and
+// the tests.
 #pragma once
 
 #include <cstdint>

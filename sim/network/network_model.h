@@ -1,17 +1,11 @@
 // The network module's public interface: a traffic matrix in, completion times out.
 //
-// A collective is the set of flows of one TrafficMatrix (one flow per ordered pair of distinct
-// participants with bytes > 0, over the topology's route for the pair), all issued at time 0.
-// It ends when its last flow ends: every GPU waits at the barrier until then, so one hot GPU
-// delays all (the straggler effect). Three models implement the interface, chosen by name:
-//   "bottleneck"  link-load bound, the hot path (bottleneck_model.h documents the formula);
-//   "bottleneck_factored"  the same bound with leaf <-> spine loads spread evenly over the
-//                 spines instead of per pair: O(participants) after one pass over the matrix,
-//                 an opt-in approximation for large collectives (factored_bottleneck_model.h);
-//   "fluid"       max-min fair fluid sharing, event-driven on flow starts and completions;
-//   "simgrid"     the same flows in SimGrid 3.32 (CM02), for validation; registered by
-//                 sim/network/simgrid/simgrid_model.h when the build has SimGrid.
-// docs/network.md gives the formulas and the measured agreement between them.
+// A collective is the flows of one TrafficMatrix, all issued at time 0; it ends when its last
+// flow ends, and every GPU waits at the barrier until then (the straggler effect). Models are
+// chosen by name: "bottleneck" (the link-load bound, the hot path), "bottleneck_factored" (the
+// same with leaf <-> spine loads spread evenly, an opt-in approximation for large collectives),
+// "fluid" (max-min fair sharing) and "simgrid" (SimGrid 3.32, for validation; registered when
+// the build has SimGrid). docs/network.md gives the formulas and their measured agreement.
 #pragma once
 
 #include <cstdint>

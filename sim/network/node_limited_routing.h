@@ -1,31 +1,12 @@
 // Node-limited (group-limited) routing in the unique (token, node) estimate of hierarchical
 // dispatch.
 //
-// DeepSeek-V3's router scores its experts, splits them into G groups (contiguous expert ranges),
-// keeps the top m groups of each token (group score: the sum of its top-2 expert scores) and takes
-// the top-k experts among them. With k >= m every kept group receives at least one of the token's
-// experts (the group's best expert outranks the rest of the kept experts unless another kept group
-// holds k of them; measured: 99.6% of kept groups at G = 8, m = 4, k = 8), so a token reaches at
-// most m groups, and a node holding whole groups is reached exactly when one of its groups is kept.
-// The independent-GPU estimate of traffic_matrix.h ignores this and overstates the unique
-// (token, node) pairs: +15% at 4 nodes, +33% at 8 (G = 8, m = 4, uniform scores).
-//
-// NodeLimit holds, per topology node n:
-//   open_fraction[n] = a_n = 1 - C(G - h_n, m) / C(G, m), the probability that a token keeps one
-//     of the h_n groups with an expert on n (groups kept uniformly at random: balanced routing);
-//   guaranteed_share[n] = f_n, the chance that a kept group's guaranteed expert lands on n: the
-//     node's share of the experts of the groups it touches (1 when it holds whole groups only);
-//     0 when k < m (no expert is guaranteed);
-// and extra_share = (k - m) / k (1 when k < m), the share of a token's selections beyond the one
-// guaranteed per kept group.
-// The estimate of tokens of source s reaching node n, given T_s tokens and t_d of them reaching
-// each GPU d of n (the same inputs as the independent estimate), with rho_d = t_d / (T_s a_n) the
-// GPU's reach given that the node is open:
-//   u = T_s a_n (1 - (1 - f_n) prod_d (1 - min(1, rho_d extra_share)))
-// (the node is reached by the kept group's guaranteed expert, or by one of the extra selections,
-// GPUs independent given that the node is open; whole groups: u = T_s a_n), then bounded to
-// [max_d t_d, min(T_s, sum_d t_d)], the bounds every estimate must respect (a hot expert reached
-// by more tokens than a_n is kept at its own count).
+// DeepSeek-V3 keeps the top m of G expert groups per token and picks its top-k experts among
+// them, so a token reaches at most m groups; the independent-GPU estimate of traffic_matrix.h
+// ignores this and overstates the (token, node) pairs. NodeLimit holds, per node, the chance
+// that a token keeps one of its groups (a_n) and the node's share of those groups' experts
+// (f_n); the estimate combines them with each GPU's reach and is bounded like every other.
+// docs/network.md ("Node-limited routing") has the formula and its measured error.
 #pragma once
 
 #include <algorithm>

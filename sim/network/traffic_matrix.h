@@ -1,36 +1,13 @@
 // The bytes one collective moves between the GPUs of an expert-parallel group, and how they are
 // derived from routed token counts.
 //
-// A TrafficMatrix is dense over the group's participants (not over the whole cluster), row-major,
-// in double bytes (integral byte counts are exact up to 2^53): entry (s, d) is the bytes
-// participant s sends to participant d. The diagonal holds bytes that stay on the GPU: network
-// models ignore it and sent/received totals exclude it. Indices are participant indices
-// ("_idx"); gpu(idx) maps them to topology GpuIds.
-//
-// A matrix may also carry a row support (set by TrafficPlan for hierarchical traffic, whose rows
-// reach their own node and one relay per other node): per row, the ascending participant indices
-// outside which every entry is +0.0. Readers may skip the entries outside it (total_bytes() and
-// the bottleneck model do): skipping additions of +0.0 to a sum that starts at +0.0 changes no
-// bit of it. Any write through set_bytes() / add_bytes() or a reset drops the support.
-//
-// From routed tokens (TokenCounts) to bytes, per collective of an MoE layer:
-// - dispatch sends each token's activation row from its source GPU to every GPU hosting one of
-//   its selected experts, once per destination GPU (as DeepEP does); combine returns one row per
-//   (token, destination GPU) the opposite way. Their row sizes differ (e.g. FP8 dispatch with
-//   per-128-channel scales, BF16 combine): see token_bytes().
-// - direct: every source sends straight to every destination over its topology route.
-// - hierarchical (DeepEP internode): a token bound for GPUs on another node crosses the network
-//   once per (token, destination node), to the destination node's GPU on the source's rail (the
-//   relay), which forwards it over NVLink to each destination GPU of that node; traffic within a
-//   node goes straight over NVLink. The two stages are one set of concurrent flows (DeepEP
-//   pipelines them in chunks). Combine mirrors it: GPUs send to the relay over NVLink, the relay
-//   reduces and sends one row per (token, node) back over the network.
-//   Unique (token, node) counts come from TokenCounts::unique_node_tokens when given; otherwise
-//   they are approximated, treating a token's destination GPUs as independent:
-//     unique(s, node) = T_s * (1 - prod over d in node of (1 - tokens(s, d) / T_s)),
-//   which lies between max_d tokens(s, d) and min(T_s, sum_d tokens(s, d)); or, with
-//   TokenCounts::node_limit, the node-limited estimate of node_limited_routing.h.
-// Cost: O(P^2) for P participants; no per-token work.
+// A TrafficMatrix is dense over the group's participants (not the cluster), row-major, in double
+// bytes; the diagonal stays on the GPU and models ignore it. A row support (set by TrafficPlan)
+// lets readers skip entries that are +0.0 without changing a bit of any sum. Dispatch sends one
+// row per (token, destination GPU), directly or hierarchically (one network crossing per
+// (token, node) to the relay on the source's rail, then NVLink); combine is the transpose.
+// docs/network.md ("Traffic matrix") has the row sizes, the relay rule and the unique
+// (token, node) estimates.
 #pragma once
 
 #include <cstdint>

@@ -1,16 +1,10 @@
 // TrafficPlan: one MoE layer's dispatch and combine traffic from one pass over its token counts.
 //
-// Dispatch and combine move the same (token, GPU) pairs, with different row sizes
-// (traffic_matrix.h). build() applies the dispatch rule once (for hierarchical traffic that
-// includes the unique (token, node) estimates, a product of (1 - tokens / T) per node) and
-// records its additions (entry, tokens) in the rule's order; dispatch_traffic() and
-// combine_traffic() then add tokens x row bytes per addition in that order: the same doubles as
-// build_dispatch_traffic() and build_combine_traffic(), bit for bit.
-//
-// Hierarchical matrices of whole nodes of consecutive GpuIds carry their row support: a row
-// reaches its own node and the source's rail GPU on every other node (and a relay forwards only
-// within its node), a relation that is symmetric, so combine has the same support. Readers skip
-// the other entries (TrafficMatrix::has_support()).
+// Dispatch and combine move the same (token, GPU) pairs with different row sizes, so build()
+// applies the dispatch rule once and records its additions in order; dispatch_traffic() and
+// combine_traffic() replay them with their row bytes: the same doubles as
+// build_dispatch_traffic() / build_combine_traffic(), bit for bit. Hierarchical matrices of
+// whole nodes carry their row support (docs/network.md, "One plan per layer").
 #pragma once
 
 #include <cstdint>

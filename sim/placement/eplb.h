@@ -1,27 +1,12 @@
 // EPLB-style expert load balancing (after DeepSeek's Expert Parallelism Load Balancer).
 //
-// Given each logical expert's load (e.g. a moving average of selections), a number of physical
-// expert slots (experts plus redundant replicas, equal slots per GPU), expert groups, nodes and
-// GPUs, choose how many replicas each expert gets and on which GPUs they sit:
-//  1. replicate: each redundant slot, one at a time, goes to the expert with the largest load per
-//     replica (load / replicas so far);
-//  2. pack: physical replicas (each carrying load / replicas of its expert) are placed heaviest
-//     first, each into the lightest GPU that still has a free slot (balanced packing).
-// Hierarchical variant (when the groups divide evenly over the nodes): first pack whole expert
-// groups onto nodes by balanced packing of group loads, then replicate within each node (the
-// node's slots for the node's experts) and pack onto that node's GPUs; tokens keep group-limited
-// routing's node locality. Global variant otherwise: one node of all GPUs, replicate and pack.
-//
-// Deterministic tie-breaking (all choices are argmin / argmax scans in index order):
-//  - packing order: load descending, equal loads by ascending item index;
-//  - destination pack: the lightest pack with a free slot, equal loads to the lowest index;
-//  - replication: the largest load per replica, ties to the lowest expert index;
-//  - when a pack holds a single item (items == packs) item i goes to pack i (as the reference).
-// Two replicas of one expert never share a GPU (ExpertPlacement forbids it): an expert gets at
-// most as many replicas as GPUs in its packing scope (the node, or all GPUs), and packing skips
-// GPUs that already host the item's expert; when every GPU with a free slot hosts it, the item
-// swaps with the lightest item of another expert on the lightest GPU that does not host it and
-// whose expert the freed-up GPU lacks (such a swap always exists; pigeonhole on slots).
+// From each logical expert's load and a number of physical slots, choose how many replicas each
+// expert gets (each redundant slot to the largest load per replica) and on which GPUs they sit
+// (balanced packing, heaviest first); hierarchically (whole expert groups to nodes first) when
+// the groups divide evenly over the nodes, so group-limited routing keeps its node locality.
+// Every choice is an argmin / argmax scan in index order, so ties are deterministic, and two
+// replicas of one expert never share a GPU. docs/policies/eplb.md ("Model") has the steps, the
+// tie-breaking and the swap that keeps replicas apart.
 #pragma once
 
 #include <cstdint>

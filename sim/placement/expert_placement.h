@@ -1,21 +1,11 @@
 // Experts and their replicas on the GPUs of one expert-parallel (EP) group.
 //
-// GPUs are numbered 0..num_gpus-1 within the EP group (the same numbering as the routing
-// model's source GPUs); GPU g sits on node g / gpus_per_node. Every routed expert has at least
-// one replica; each replica occupies one expert slot on its GPU. Shared experts run on every GPU
-// on that GPU's own tokens and take no routed slot.
-//
-// Token-to-replica rule (ReplicaDispatcher): the selections of source GPU s for expert e go to
-//  1. the replicas of e on s's node (s itself included), if any; else
-//  2. all replicas of e;
-// each selection to the candidate that has received the fewest selections so far in this
-// dispatch (all experts counted), ties to the lowest GPU id. (source, expert) cells are processed
-// in source-major, expert-minor order. A source does not keep its own selections of an expert it
-// hosts when another replica on its node is less loaded: balancers (EPLB) size replicas for an
-// even split of each expert's load, and a keep-local rule breaks it (the GPUs of the last
-// sources keep their own selections whatever their load; measured on the tiny model, EP8 with 8
-// redundant slots: balancedness 0.89 instead of the predicted 0.97). Experts with one replica go
-// to it.
+// GPUs are numbered 0..num_gpus-1 within the group (the routing model's source GPUs), node
+// g / gpus_per_node. Every routed expert has at least one replica, each in one slot of its GPU;
+// shared experts run on every GPU and take no slot. The token-to-replica rule (ReplicaDispatcher)
+// sends a source's selections of an expert to the replicas on its node, else to all, each to the
+// least loaded so far: the even split balancers size replicas for, which a keep-local rule would
+// break. docs/routing.md ("Placement") has the layouts and the rule.
 #pragma once
 
 #include <cstdint>

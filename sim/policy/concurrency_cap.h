@@ -1,18 +1,11 @@
 // Concurrency cap per expert-parallel replica: at most `max_seqs_per_replica` sequences in
 // flight and/or `max_step_tokens_per_replica` tokens in one step (all attention ranks of the
-// replica together). Scale-out is the deployment's data-parallel replica count: the cluster-wide
-// concurrency is replicas x cap.
+// replica together); the cluster-wide concurrency is replicas x cap.
 //
 // Why a small cap can win when the all-to-all dominates: a step's dispatch and combine carry
-// bytes proportional to the step's tokens, and every MoE layer ends at a barrier set by the
-// slowest GPU. Fewer sequences per step mean fewer bytes per collective and less time per step,
-// so each sequence's next token comes sooner (lower TPOT), at the cost of requests waiting for a
-// slot (higher queueing and TTFT once the cap binds). docs/policies/concurrency_cap.md.
-//
-// [policies.concurrency_cap]
-//   max_seqs_per_replica = 32          # in-flight sequences per replica, 0 = scheduler's max_seqs
-//   max_step_tokens_per_replica = 0    # tokens per step per replica, 0 = no cap beyond per-GPU
-// At least one of the two must be > 0.
+// bytes proportional to its tokens and every MoE layer ends at the slowest GPU's barrier, so
+// fewer sequences per step mean a shorter step and a lower TPOT, at the cost of queueing (higher
+// TTFT once the cap binds). docs/policies/concurrency_cap.md has the keys and the measurements.
 #pragma once
 
 #include <cstdint>

@@ -1,22 +1,12 @@
 // EPLB-style rebalancing: the decision logic of the eplb policy (the serving loop owns the
 // events; eplb_policy.h wires them).
 //
-// Every MoE layer is balanced on its own, as EPLB does (its output is a physical-to-logical map
-// per layer): the policy keeps each layer's moving-average expert loads (one sample per layer and
-// step: the step's expected selections per expert). Every rebalance, for each MoE layer:
-//  1. balance: balance_experts() (sim/placement/eplb.h) on that layer's loads: redundant slots to
-//     the largest load per replica, then balanced packing onto the GPUs (hierarchical or global);
-//  2. align: the balanced layout's GPUs are relabelled to keep as many experts where they are as
-//     possible (a GPU permutation changes no GPU's load): nodes first (greedy: the pair of
-//     layout node and current node sharing the most expert replicas, ties to the lower ids),
-//     then GPUs within each matched node pair the same way;
-//  3. diff against the layer's current placement: every (expert, GPU) the target gains is one
-//     weight copy (the expert's weights in this layer) from a GPU holding it now, on the
-//     destination's node if any, lowest id; every (expert, GPU) it loses is dropped when the
-//     target is applied;
-//  4. decide: no load observed for the layer yet -> skip; target equals current -> unchanged;
-//     predicted imbalance (max over mean of GPU loads, each expert's load split evenly over its
-//     replicas) not lower by more than min_imbalance_gain -> skip; else apply.
+// Every MoE layer is balanced on its own, as EPLB does, from that layer's moving-average expert
+// loads: balance_experts() (sim/placement/eplb.h) gives a layout, whose GPUs are relabelled to
+// keep as many experts where they are as possible (a GPU permutation changes no load); the diff
+// against the current placement is the weight copies and drops; a layer is left as it is without
+// loads, when nothing changes, or when its predicted imbalance would not fall by more than
+// min_imbalance_gain. docs/policies/eplb.md ("In the serving loop") has the steps.
 #pragma once
 
 #include <cstdint>

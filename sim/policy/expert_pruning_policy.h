@@ -1,21 +1,12 @@
 // Expert pruning applied in a serving run ([policies.expert_pruning]).
 //
-// At the start of the run (before any step) the policy profiles replica 0's routing (steps
-// [0, profile_steps), as `moesim prune` does), plans the least-activated `fraction` of the
-// experts of every MoE layer (PruningPlan::least_activated), or takes the plan read from
-// plan_file (written by `moesim prune --write-plan`; read when the table is parsed, see
-// expert_pruning.h), and applies the plan to every
-// replica through PolicyActions::replace_routed_experts: the replicas serve a card of `kept`
-// experts per MoE layer, re-packed over their GPUs (repacked_placement), so the freed weight
-// bytes join the KV pool; tokens that pick a pruned expert take their next choice
-// (PrunedRoutingModel, one per replica, wrapping the replica's synthetic routing).
-// Metrics (summary "policy_metrics"): expert_pruning.experts_pruned_per_layer, .experts_kept_
-// per_layer, .expert_slots_per_gpu_before / _after, .weight_bytes_freed_per_gpu,
-// .mass_lost_held_out and .tokens_rerouted_held_out (token level, the profile_steps steps after
-// the profile), and at the end .mass_lost_served (selections re-routed over selections drawn
-// during the run). Actions: expert_pruning_apply (per replica), experts_pruned (pruned experts
-// summed over MoE layers, once), plus the context's routed_experts_replaced.
-// Needs synthetic routing; cannot be combined with eplb or hot_expert_replication.
+// At the start of the run the policy profiles replica 0's routing (as `moesim prune` does) and
+// plans the least-activated `fraction` of every MoE layer's experts, or takes a plan file, then
+// applies it to every replica through PolicyActions::replace_routed_experts: the replicas serve
+// a card of the kept experts re-packed over their GPUs, the freed weight bytes join the KV pool,
+// and tokens that pick a pruned expert take their next choice (PrunedRoutingModel). Needs
+// synthetic routing; cannot be combined with eplb or hot_expert_replication.
+// docs/policies/expert_pruning.md has the metrics and actions it reports.
 #pragma once
 
 #include <memory>

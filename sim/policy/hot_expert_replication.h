@@ -1,26 +1,12 @@
 // Hot-expert replication: the decision logic of the policy (the serving loop owns the events).
 //
-// Every period_s the policy looks at expert loads over a sliding window (window_s), takes the
-// hottest top_fraction of the experts and gives each extra replicas: one on every node that has
-// none ("every_node"), or k more GPUs ("k_gpus"). Replicas it added earlier for experts that are
-// no longer hot are dropped. A plan lists replica additions (each a weight copy from a GPU that
-// already holds the expert) and removals; the serving loop reserves HBM on the receiving GPUs,
-// sends transfer_traffic() alongside serving traffic, and adds the replicas to the placement
-// only when the transfer completes. Tokens then go to the least loaded replica on their node, else
-// anywhere (ReplicaDispatcher in sim/placement/expert_placement.h).
-//
-// Choices, all deterministic:
-//  - hot set: the ceil(top_fraction * experts) experts with the largest window load, equal loads
-//    to the lower expert id; experts with zero load are never hot. Handled hottest first, so
-//    when extra slots run out the hottest experts have them.
-//  - destination GPU: among GPUs with a free extra slot (extra slots over the base placement <
-//    max_extra_slots_per_gpu) that do not host the expert: a GPU that already holds a replica
-//    of it in the current placement (no transfer, no churn), then the least estimated load,
-//    then the lowest id. Estimated load of a GPU: the sum over its experts of the expert's
-//    window load divided by its replica count (updated as replicas are added).
-//  - source GPU of a copy: a GPU holding the expert in the current placement that keeps it,
-//    on the destination's node if any, else any; the lowest id.
-// Replicas of the base placement are never removed.
+// Every period_s the policy takes the hottest top_fraction of the experts over a sliding window
+// of loads and gives each extra replicas (one on every node lacking one, or k more GPUs),
+// dropping the replicas it added for experts no longer hot; the replicas of the base placement
+// are never removed. A plan lists additions (each a weight copy from a GPU that keeps the
+// expert) and removals, and the serving loop applies an addition only when its copy lands.
+// Every choice (hot set, destination, source) is deterministic, ties to the lower id.
+// docs/policies/hot_expert_replication.md ("Model") has the rules.
 #pragma once
 
 #include <cstdint>

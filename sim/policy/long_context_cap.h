@@ -1,19 +1,11 @@
-// Long-context cap: a request whose prompt exceeds `threshold_tokens` is
-//   - rejected (action "reject:long_context"),
-//   - summarised to `summary_tokens` (default: the threshold) before serving: a preprocessing
-//     delay of prompt_tokens / preprocess_tokens_per_s (reading the long input), and the
-//     summary is new content (fresh prefix-block hashes, no re-used prefix),
-//   - routed to a separate long-context pool ([[deployment.pools]]), or
-//   - sent to an offline batch queue: the pool `pool`, released at the next multiple of
-//     `batch_interval_s` of simulated time.
-// Shorter requests are untouched (they go to `short_pool` when given, else the default pool).
+// Long-context cap: a request whose prompt exceeds `threshold_tokens` is rejected, summarised
+// before serving (a reading delay, and the summary is new content), routed to a long-context
+// pool, or sent to an offline batch queue; shorter requests are untouched.
 //
-// Expected long-range accuracy: an accuracy-versus-context table (an INPUT, interpolated
-// linearly in log2(context) and flat beyond its ends) is evaluated at the prompt each request
-// actually presents (after summarising, times summary_accuracy_factor); at the end the run
-// reports the mean, p10, p50 and count over completed requests
-// ("long_context_cap.expected_accuracy_*"). The default table holds two published anchor
-// points: about 94% at 32K tokens and about 33% at 512K. docs/policies/long_context_cap.md.
+// The run also reports the expected long-range accuracy of completed requests, from an input
+// table of accuracy against context (interpolated in log2(context)) evaluated at the prompt each
+// request actually presents. docs/policies/long_context_cap.md has the actions, the keys and
+// the default table's published anchor points.
 #pragma once
 
 #include <cstdint>

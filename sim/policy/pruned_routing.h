@@ -1,18 +1,12 @@
 // Routing around pruned experts: token-level re-routing (to measure the routing mass a plan
 // loses) and a counts-level pruned routing model (to serve the pruned model).
 //
-// Model:
-//  - re-routing: a token whose top-k set holds pruned experts keeps its other picks and replaces
-//    each pruned pick with its next choice. The router's full ranking is the Plackett-Luce order
-//    of the token sampler (successive draws proportional to popularity); its continuation after
-//    the picks is again Plackett-Luce over the remaining experts, so the next choice is drawn
-//    proportional to popularity among experts neither pruned nor picked. Exact for plain top-k;
-//    with group-limited routing or co-activation it ignores the group restriction and the
-//    cluster preference of later picks (an approximation).
-//  - routing mass lost: selections that hit pruned experts / all selections, measured on
-//    held-out tokens (steps after the profile, so drift shows up as extra loss).
-//  - serving: PrunedRoutingModel draws counts from the full model and moves the pruned experts'
-//    selections to kept experts (compacted ids) in proportion to their popularity.
+// A token keeps its picks that survive and replaces each pruned one with its next choice, drawn
+// in proportion to popularity among the experts neither pruned nor picked (the continuation of
+// the token sampler's Plackett-Luce ranking; exact for plain top-k, an approximation under group
+// limits or co-activation). PrunedRoutingModel draws counts from the full model and moves the
+// pruned experts' selections to kept experts in proportion to their popularity.
+// docs/policies/expert_pruning.md has the model and the mass lost on held-out tokens.
 #pragma once
 
 #include <cstdint>

@@ -2,15 +2,11 @@
 // and measure what pruning buys (weight memory, KV pool, decode step time) and costs (routing
 // mass lost on held-out tokens).
 //
-// Model:
-//  - routing: replica 0's synthetic routing (ReplicaBuilder::routing_seed(run seed, 0)); steps
-//    [0, P) are profiled (profile_activations), steps [P, 2P) held out for the mass lost
-//    (held_out_reroute_per_layer, re-routing streams of the routing seed).
-//  - deployment: one replica (ReplicaBuilder, so the scenario's [cost] model, network model,
-//    topology and memory inputs price it as a run would), serving the pruned card with the kept
-//    experts re-packed (expert_pruning_deployment.h) and PrunedRoutingModel routing.
-//  - decode step: batch_per_gpu decode sequences of context_tokens on every attention rank, the
-//    mean of num_timed_steps steps.
+// It profiles replica 0's synthetic routing for P steps and holds out the next P for the mass
+// lost, then prices one replica built as a run would (ReplicaBuilder: the scenario's cost,
+// network and memory models) serving the pruned card with PrunedRoutingModel routing: the mean
+// of a few decode steps at a given batch and context. docs/policies/expert_pruning.md
+// ("moesim prune") has the options and the table it prints.
 #pragma once
 
 #include <cstdint>

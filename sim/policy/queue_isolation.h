@@ -1,19 +1,10 @@
-// Queue isolation: requests are classed by prompt length (short: prompt < long_threshold_tokens;
+// Queue isolation: requests are classed by prompt length (short below long_threshold_tokens,
 // long otherwise) and each class goes to its own replica pool ([[deployment.pools]]), so its own
-// queues. A long prompt then never sits in front of a short one (head-of-line blocking), and
-// long prefill chunks never share a step with short requests' decode. The cost: each class has
-// only its pool's replicas, so a burst of one class cannot borrow the other's capacity.
-//
-// With isolate = false the policy only classifies and measures (the shared-pool baseline), so one
-// study compares the same per-class figures with and without isolation. Metrics per class
-// ("queue_isolation.<class>.ttft_p50_ms", "...ttft_p99_ms", "...completed") are reported at the
-// end of the run. docs/policies/queue_isolation.md.
-//
-// [policies.queue_isolation]
-//   long_threshold_tokens = 8192   # prompts >= this are "long"
-//   isolate = true                 # route by class; false: classify and measure only
-//   short_pool = "short"           # pool names (required when isolate = true)
-//   long_pool = "long"
+// queues: a long prompt never sits in front of a short one, and long prefill chunks never share
+// a step with short requests' decode. The cost: a burst of one class cannot borrow the other's
+// capacity. With isolate = false the policy only classifies and measures (the shared-pool
+// baseline), so one study compares the same per-class figures with and without isolation.
+// docs/policies/queue_isolation.md has the keys and the metrics.
 #pragma once
 
 #include <array>

@@ -1,28 +1,13 @@
 // Session coupling monitor and fuse for long agent sessions.
 //
-// Before each turn of a session (its tokens projected in: the prompt as the session presents it
-// now plus the turn's output, the turn's reasoning) the policy computes the coupling density
-//   rho = a * L_ctx / L_train + b * N_turn / N_ref + c * T_think / T_budget
-// with L_ctx the context at the end of the turn, N_turn the turns since the session (re)started
-// including this one, T_think the reasoning tokens in context (earlier turns' still kept, plus
-// this turn's). Zones: SAFE (rho < kappa_safe), WARNING (rho < kappa), CRITICAL. Health
-// H = max(0, 1 - rho / kappa). Damping eta = 1 if rho <= origin, else
-// 1 / (1 + damping_gain * sqrt(rho - origin)), where origin is kappa (the formula as published:
-// eta is then 1 throughout WARNING, so WARNING turns proceed undamped) or kappa_safe (the
-// default: damping starts where WARNING starts).
-//
-// Actions (each counted through count_action, zones too):
-//   SAFE      proceed;
-//   WARNING   proceed with damping: keep the newest eta fraction of the reasoning history, drop
-//             the rest from the context (shorter prompt, less KV);
-//   CRITICAL  fuse and rebuild: the session restarts from system prompt + a summary of
-//             summary_tokens (at most the history it replaces) + the turn's new input, after a
-//             delay of summary_tokens / summary_tokens_per_s (the summary's generation); with
-//             rebuild = false, or nothing to summarise, the turn is rejected (the session ends).
-// The workload generator keeps growing its own copy of the context, so the policy remembers per
-// session how many tokens it removed and the prefix-block hashes of the prompt it last issued:
-// later turns are rewritten consistently, and blocks after the first changed token get fresh
-// hashes (the prefix cache never hits on content that changed). docs/policies/session_coupling.md.
+// Before each turn the policy computes the session's coupling density rho from its context,
+// its turns since the session (re)started and the reasoning tokens it keeps, and acts by zone:
+// SAFE proceeds, WARNING proceeds with damping (only the newest eta fraction of the reasoning
+// history is kept), CRITICAL fuses and rebuilds the session from a summary after the summary's
+// generation delay (or rejects the turn). The workload generator keeps growing its own context,
+// so the policy remembers per session what it removed and the prefix-block hashes it issued:
+// later turns are rewritten consistently and changed content never hits the prefix cache.
+// docs/policies/session_coupling.md has the formula, the zones and the damping law.
 #pragma once
 
 #include <cstdint>

@@ -1,16 +1,11 @@
 // Expert popularity vectors and the per-expert selection shares they imply.
 //
-// A popularity vector w (w_i > 0, sum 1) drives the exact per-token sampler (token_sampler.h):
-// a token picks topk_groups groups by successive weighted draws without replacement on the group
-// weights W_g = sum of w over the group (Plackett-Luce), then top_k distinct experts the same way
-// among the picked groups' experts. The counts path instead needs each expert's expected number
-// of selections per token, pi_i (sum top_k, each <= 1). Plackett-Luce inclusion probabilities
-// have no closed form; selection_shares() uses the exponential-race approximation: successive
-// weighted draws without replacement are the first arrivals of independent exponential clocks
-// with rates w_i, so with t solving sum_i (1 - exp(-w_i t)) = k, pi_i ~= 1 - exp(-w_i t). Group
-// limiting applies it twice (groups, then experts given their group's inclusion, mean-field).
-// Co-activation mixes each pi with its cluster mates' mean. The error against the exact sampler
-// is measured in tests/sim/routing/popularity_test.cc and reported in docs/routing.md.
+// The counts path needs each expert's expected selections per token, pi_i, under the exact
+// sampler's Plackett-Luce draws (token_sampler.h), which have no closed form. selection_shares()
+// uses the exponential-race approximation (draws without replacement are the first arrivals of
+// exponential clocks with rates w_i): pi_i ~= 1 - exp(-w_i t) with sum_i pi_i = top_k; group
+// limits apply it twice and co-activation mixes each pi with its cluster mates' mean.
+// docs/routing.md ("Sampling") has the model and its measured error.
 #pragma once
 
 #include <cstdint>

@@ -1,16 +1,11 @@
 // The exact per-token router model: one token's top-k expert set, drawn without replacement.
 //
-// Model (the reference that the counts path approximates, see popularity.h):
-//  1. groups: topk_groups distinct groups by successive draws proportional to the group weights
-//     W_g = sum of popularity over g (skipped when topk_groups == num_groups);
-//  2. experts: top_k distinct experts among the picked groups, each pick proportional to
-//     popularity among the experts not yet picked; except that with co-activation each pick
-//     after the first is, with probability coactivation_prob, a uniform choice among the
-//     not-yet-picked cluster mates of the token's picks (when there are any).
-// Clusters lie within groups, so mate picks never leave the picked groups: a token's experts
-// span at most topk_groups groups (at most topk_groups nodes when groups map to nodes).
-// Draws use alias tables with rejection of unavailable experts, O(top_k) expected per token;
-// after 64 consecutive rejections a pick falls back to an exact linear scan.
+// A token picks topk_groups groups by successive draws proportional to the group weights, then
+// top_k distinct experts among them proportional to popularity; with co-activation each pick
+// after the first is, with probability coactivation_prob, a uniform choice among the cluster
+// mates of its picks. Clusters lie within groups, so a token spans at most topk_groups groups.
+// This is the reference the counts path approximates (popularity.h). Draws use alias tables with
+// rejection, O(top_k) expected per token. docs/routing.md ("The model (exact, per token)").
 #pragma once
 
 #include <cstdint>

@@ -1,46 +1,13 @@
-// A GPU cluster as a directed graph of links, with one precomputed route per GPU pair.
+// A GPU cluster as a directed graph of links, with routes computed from its structure.
 //
-// Vertices (ids are dense, in this order): GPUs (vertex id == GpuId value), one NVSwitch vertex per
-// NVLink domain of more than one GPU (absent with a full-mesh fabric, where GPUs link directly),
-// then leaf switches, then spine switches. NICs are not vertices: a GPU's NICs are one aggregated
-// GPU<->leaf link (nics_per_gpu x NIC bandwidth).
-//
-// Links are directed: every physical full-duplex link is two Links, ids 2k (the direction it was
-// declared in) and 2k+1 (the reverse), so reverse_link(id) == id ^ 1.
-//
-// NVLink domains: `nvlink_domain_gpus` consecutive GPUs (a multiple of gpus_per_node) share one
-// scale-up fabric; GB200 NVL72 is 18 nodes of 4 GPUs in one 72-GPU domain. "NVLink" names the
-// scale-up fabric generically (AMD Infinity Fabric is a full-mesh NVLink domain here).
-//
-// Network: a two-tier leaf/spine fat tree. Rail-optimised: GPU with local index r (its rail) in
-// node n attaches to leaf (r * leaves_per_rail + n / leaf_gpus), leaves_per_rail =
-// ceil(num_nodes / leaf_gpus). Otherwise GPU g attaches to leaf g / leaf_gpus. Every leaf links to
-// every spine; a leaf's uplinks together carry (attached GPUs x per-GPU NIC bandwidth) /
-// oversubscription, split evenly over the spines.
-//
-// Routes (computed from the structure, O(1) per pair: no table): minimum hop count, never
-// transiting another GPU (no PXN-style forwarding through a same-rail peer; the network model
-// applies hierarchical dispatch at the traffic level). Same NVLink domain: NVLink links only,
-// GPU -> NVSwitch -> GPU (or the direct mesh link), even where a leaf is as close. Otherwise
-// network links only: GPU -> leaf [-> spine -> leaf] -> GPU. The spine (the only choice between
-// equally short paths in this family) is a fixed function of the pair, a static stand-in for ECMP
-// spreading many flows over the spines: with p(g) the GPU's position among its leaf's GPUs (its
-// node's index within the rail leaf when rail-optimised, else g mod leaf_gpus) and A, B the
-// source and destination leaf indices among L leaves,
-//   spine = (p(src) + p(dst) + (B - A) mod L + h) mod num_spines,
-// h = 1 when A and B are rail leaves of the same nodes and p(src) > p(dst), else 0 (between such
-// leaves the pairs p(src) == p(dst) are one node's, routed over NVLink; h keeps the rest
-// balanced). The sources of one leaf reach one destination over distinct spines (and one source
-// the destinations of a leaf) as far as the spine count allows, so a hot GPU's traffic spreads
-// over its leaf's downlinks; the (B - A) offset staggers the leaf pairs, so a uniform all-to-all
-// loads the uplinks of each leaf and the downlinks into each leaf evenly: exactly on h800-8x8 and
-// h800-128x8, within a third of the mean on small fat trees where NVLink domains cut many pairs
-// out (tests/sim/topology/topology_test.cc bounds both). The greedy least-used-spine assignment
-// this replaced needed an all-pairs table.
-//
-// Size: memory and build time are linear in GPUs (links and vertices only). Limits, refused by
-// check_topology_spec(): at most 2^20 GPUs, 1,024 GPUs per node, full-mesh domains of at most 64
-// GPUs (their links grow with the square of the domain), at most 2^20 leaf-spine cables.
+// Vertices are GPUs, one NVSwitch per NVLink domain (none for a full mesh), leaves and spines;
+// a GPU's NICs are one aggregated GPU <-> leaf link, and every full-duplex link is two directed
+// Links, 2k and 2k + 1 (reverse_link(id) == id ^ 1). "NVLink" names any scale-up fabric. Routes
+// take the fewest links, never transit a GPU, stay on NVLink within a domain and on the network
+// otherwise, with the spine a fixed function of the pair (a static stand-in for ECMP) so that no
+// all-pairs table is needed: memory and build time are linear in GPUs. docs/topologies.md ("The
+// graph", "Routing rules") has the leaf attachment, the spine formula and the size limits that
+// check_topology_spec() enforces.
 #pragma once
 
 #include <array>

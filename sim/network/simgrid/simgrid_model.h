@@ -1,27 +1,12 @@
 // "simgrid": the collective's flows run by SimGrid 3.32's flow-level network model, for
 // validating the bottleneck and fluid models and for small studies (it is slow at scale).
 //
-// Platform (built once, in the constructor): one full zone; one host per GPU; one
-// split-duplex link per physical full-duplex topology link (Links 2k and 2k+1 are its UP and DOWN
-// directions, each with its own bandwidth and latency); a route for every ordered GPU pair made
-// of the topology's route. Switch traversal latency is folded into the latency of the link
-// entering the switch, so a route's summed latency equals Topology::route_latency_ns.
-// Configuration, set before the first zone exists:
-//   network/model CM02       plain max-min sharing, bandwidth and latency factors 1
-//                            (LV08's factors add ~10% at 2 MB, ~80% at 64 KiB)
-//   network/crosstraffic 0   no 5% reverse-direction acknowledgement traffic
-//   network/TCP-gamma 1e15   lifts CM02's window bound gamma / (2 x latency) far above every
-//                            link capacity, so only links limit a flow
-// CM02 weights a flow's share on a link by the inverse of its route latency (its "sharing
-// penalty" is the latency); see docs/network.md for what that means for agreement with the
-// equal-weight fluid model.
-//
-// Each run() spawns one actor per sending GPU, which issues its flows with Comm::sendto_async
-// and waits for all of them, and runs the engine; flow completion is observed per comm. Times
-// are taken relative to the engine clock at the start of the run, so runs can follow each other.
-//
-// SimGrid allows one Engine per process: constructing a second SimgridModel in a process is a
-// broken invariant (checked). Tests therefore run each SimGrid case in its own process.
+// The platform is built once: one host per GPU, one split-duplex link per full-duplex topology
+// link, a route per ordered GPU pair with the topology's summed latency, CM02 configured to
+// plain max-min sharing. Each run() spawns one actor per sending GPU. SimGrid allows one Engine
+// per process, so a second SimgridModel in a process is a broken invariant (checked) and tests
+// run each SimGrid case in its own process. docs/network.md ("simgrid") has the configuration
+// and why.
 #pragma once
 
 #include <memory>
