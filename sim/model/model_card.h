@@ -1,22 +1,10 @@
 // Model cards: the architecture of one MoE (or dense) transformer as a validated plain struct,
 // and the quantities derived from it (parameters, weight bytes, KV / latent / recurrent-state
-// bytes, FLOPs per token).
-//
-// A card lists every layer explicitly (attention kind + FFN kind); the TOML form describes them
-// compactly (first_k_dense, a repeating attention pattern) and the loader expands them. Cards are
-// parsed once at the edge (sim/model/model_card_parser.h) and never modified afterwards.
-//
-// Counting conventions (see docs/models.md):
-//   - FFNs are gated (SwiGLU): three matrices gate, up (hidden x I) and down (I x hidden).
-//   - Parameters count every weight tensor including RMSNorm weights and the MoE router
-//     (plus its per-expert score-correction bias for sigmoid routing); no biases elsewhere.
-//   - total_params excludes multi-token-prediction (MTP) modules; mtp_params reports them.
-//   - Activated parameters per token count everything a token passes through with the routed
-//     experts limited to top_k: attention, dense FFNs, router, shared experts, norms, the output
-//     head and, in `active_params`, the whole input embedding table (the convention of Mistral,
-//     Qwen and Moonshot). ParamCounts keeps embedding and head separate so other conventions
-//     (DeepSeek counts without the input embedding) can be formed.
-//   - FLOPs are 2 per multiply-accumulate; norms, activations and softmax are not counted.
+// bytes). A card lists every layer explicitly (attention kind + FFN kind); the TOML form
+// describes them compactly and the loader expands them. Cards are parsed once at the edge
+// (sim/model/model_card_parser.h) and never modified afterwards. The counting conventions
+// (gated FFNs, what total and activated parameters include, 2 FLOPs per multiply-accumulate) are
+// in docs/models.md, "Counting conventions".
 #pragma once
 
 #include <array>

@@ -1,23 +1,11 @@
-// SyntheticRoutingModel: routing drawn from the skew models of a RoutingSpec.
-//
-// What the model draws per MoE layer l is a property of the model and its traffic, and lives in a
-// SyntheticPopularity that the replicas of one deployment share (docs/routing.md, "Replicas"):
-//  - epochs: step ranges over which the popularity is fixed; boundaries drawn from the named
-//    stream "routing.drift.L<l>" (one epoch forever without drift);
-//  - per (domain d, epoch): a popularity vector from "routing.pop.L<l>.D<d>.E<epoch>" and the
-//    selection shares pi it implies (popularity.h), computed once per epoch;
-//  - co-activation clusters from "routing.coact.L<l>" (fixed for the run);
-// all from the popularity's seed. The draws of one call come from a stream of the model's own
-// draw seed named after (layer, step) only, so a call's result depends on (popularity seed, draw
-// seed, spec, shape, step, layer, tokens) and not on the order of calls, nor on which models
-// share the popularity.
-//
-// Sampling (RoutingSpec::sampling, see SamplingMode): exact per-token top-k sets (TokenSampler),
-// or counts from the selection shares pi: a capped multinomial Multinomial(n * top_k, pi) where
-// any expert above n (more selections than tokens) is capped at n and the excess redistributed
-// over the others until none exceeds n; per source (kCounts) or once for the layer's totals then
-// split over sources by systematic rounding (kMargins). The (source, destination GPU) fast path
-// does the same over destinations with P_d = sum of pi over the experts on GPU d (no cap).
+// SyntheticRoutingModel: routing drawn from the skew models of a RoutingSpec. What it draws per
+// MoE layer (drift epochs, per-domain popularity and selection shares, co-activation clusters) is
+// the model's and its traffic's and lives in a SyntheticPopularity the replicas share; each call's
+// draws come from a stream of the model's own seed named after (layer, step) only, so a result
+// depends on the seeds, spec, shape, step, layer and tokens, never on the order of calls. Per-token
+// top-k sets, or counts from the shares (capped multinomial per source, or once per layer and
+// split by systematic rounding). docs/routing.md ("Replicas", "Sampling") has the streams and
+// the sampling modes in full.
 #pragma once
 
 #include <cstdint>

@@ -1,14 +1,8 @@
 // The cluster router: which replica a request joins. Replicas are grouped into pools (declared
-// [[deployment.pools]], or one "default" pool of every replica; with P/D disaggregation the
-// prefill replicas and the decode replicas). Within a pool the scheduler's router policy picks:
-// round_robin (one counter over all pools), least_outstanding (fewest requests routed there and
-// not finished, lowest index on ties), session_affinity (a session's turns stay on the replica
-// its first turn was sent to, chosen by least outstanding; decode placement under P/D is not
-// affine) or cache_aware (Mooncake's KV-centric scheduling: the replica with the lowest estimated
-// prefill work for the request, in tokens: the prompt tokens it holds no cached prefix for
-// (in HBM or, with KV tiers, its nodes' DRAM / SSD) plus the prompt tokens still to prefill of
-// the requests already there; fewer outstanding requests, then the lowest index, on ties; under
-// P/D it picks the prefill replica, decode placement is least outstanding). The router keeps the
+// [[deployment.pools]], or one "default" pool; with P/D disaggregation the prefill and the decode
+// replicas). Within a pool the scheduler's router policy picks: round_robin, least_outstanding,
+// session_affinity or cache_aware (Mooncake's KV-centric scheduling: the least estimated prefill
+// work); docs/serving.md, "Router and replicas", has each rule and its ties. The router keeps the
 // outstanding counts: the cluster reports every request that joins or leaves a replica.
 #pragma once
 

@@ -1,15 +1,10 @@
-// Internal to sim/serving: the class behind run_scenario (sim/serving/cluster.h). Other modules
-// must not include this header.
-//
-// ClusterSim keeps the event handlers that tie the parts together: the workload generator, the
-// cluster router, the replicas the replica builder made (schedulers and step models), the run
-// recorder, and the policies, which read and act through a PolicyContext of its
-// ClusterPolicyView and ClusterPolicyActions. What watches a step (the tier check, the tiered KV
-// cache's traffic, speculative decoding's accounting, the recording) are components it calls.
-//   cluster.cc           construction, run(), the conservation check, the run output
-//   cluster_requests.cc  arrivals, admission policies, rejection, routing, completion
-//   cluster_steps.cc     the step lifecycle: schedule -> step model -> watchers -> step done,
-//                        P/D KV transfers, the per-step policy hooks
+// Internal to sim/serving: the class behind run_scenario (sim/serving/cluster.h). ClusterSim keeps
+// the event handlers that tie the parts together: the workload generator, the cluster router, the
+// replicas the replica builder made, the run recorder, and the policies, which read and act
+// through the PolicyContext of its ClusterPolicyView and ClusterPolicyActions. What watches a step
+// (tier check, tiered KV traffic, speculative accounting, recording) are components it calls.
+// Files: cluster.cc (construction, run, conservation), cluster_requests.cc (arrivals, admission,
+// routing, completion), cluster_steps.cc (schedule -> step model -> watchers -> step done, P/D).
 #pragma once
 
 #include <cstdint>

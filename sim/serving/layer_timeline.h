@@ -1,20 +1,10 @@
 // The micro-batch timeline of consecutive MoE layers (docs/serving.md, "Overlap schedules"): each
-// GPU has a compute resource (one op at a time, in issue order) and a communication resource
-// (one collective at a time); a collective is a barrier over the replica's GPUs (it starts when
-// every GPU has issued it and its communication resource is free, and ends on all of them
-// together). Two micro-batches run each layer's op chain:
-//
-//   attention_prep -> attention -> router -> dispatch -> experts -> combine -> (next layer)
-//                                        \-> shared_experts ------------------/
-//
-// (attention_prep only where the schedule splits attention in two). A schedule is data: one
-// layer's ops cut into stages at yield points, consecutive layers' lists concatenated with a
-// layer's last stage joined to the next layer's first, micro-batch 1 started `delta_stages`
-// stages after micro-batch 0, then one stage of each in turn (SGLang's two-batch-overlap
-// executor, python/sglang/srt/operations.py, and its DeepSeek strategies in
-// operations_strategy.py). An op starts when its dependency above has ended (on its own GPU; for
-// a collective on every GPU) and its resource is free; ops of one micro-batch are issued in
-// chain order, the micro-batches interleave stage by stage.
+// GPU has a compute resource (one op at a time, in issue order) and a communication resource (one
+// collective at a time; a collective is a barrier over the replica's GPUs). Two micro-batches run
+// each layer's op chain (attention, router, dispatch, experts and shared experts, combine). A
+// schedule is data: one layer's ops cut into stages at yield points, micro-batch 1 started
+// delta_stages after micro-batch 0, then one stage of each in turn, as SGLang's two-batch-overlap
+// executor runs DeepSeek's strategies.
 #pragma once
 
 #include <cstdint>

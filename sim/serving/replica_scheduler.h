@@ -1,21 +1,10 @@
 // The replica scheduler: continuous batching of one model replica's sequences over its attention
 // ranks. It owns the waiting queue, each rank's KV cache (paged blocks with a prefix cache), the
-// token budgets of a step and the concurrency limits, and decides each step's batch:
-//   1. one decode token for every running sequence whose prefill is done (allocating a KV block
-//      when its last one is full; when a rank runs out, the most recently admitted sequence of
-//      that rank is preempted by recompute and re-queued at the front); with speculative
-//      decoding (set_draft_tokens) the token and its drafts, KV reserved for all of them;
-//   2. the next prefill chunk of running sequences (chunked prefill), within the rank's budget;
-//   3. admissions from the waiting queue, first come first served, head-of-line: the first
-//      request that does not fit (memory, budget, max_seqs) stops admission. A request goes to
-//      the rank with the most prefix-cache hits, then the most room (free + evictable blocks -
-//      4 x running sequences), lowest rank on ties.
-// Token budgets: max_batch_tokens_per_gpu per rank, and optionally a cap on the step's total
-// (a policy's max_step_tokens); when the total runs out every rank's budget drops to 0.
-//
-// schedule() returns a plain batch; the cluster runs it through the step model and reports back
-// which sequences finished (release / finish_prefill / keep_for_next_turn). The scheduler never
-// reads a clock: `now` is passed in.
+// token budgets of a step and the concurrency limits, and decides each step's batch: decode
+// tokens (preempting by recompute when a rank runs out of blocks), the next prefill chunks, then
+// first-come-first-served admissions to the rank with the most prefix hits, then the most room
+// (docs/serving.md, "Replica scheduler"). schedule() returns a plain batch; the cluster reports
+// back which sequences finished. The scheduler never reads a clock: `now` is passed in.
 #pragma once
 
 #include <algorithm>
