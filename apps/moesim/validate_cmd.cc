@@ -24,15 +24,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
-    "usage: moesim validate SCENARIO --profile PROFILE.toml --measurements MEAS.jsonl\n"
-    "                       [--trace STEPS.jsonl] [--out DIR] [--json]\n\n"
+constexpr const char* kDescription =
     "Re-simulates the steps MEAS.jsonl measured (the step trace it names, or --trace) with the\n"
     "calibrated cost model and the recorded routing, and prints simulated vs measured error per\n"
-    "op kind, per phase, per step and end to end (TTFT, TPOT, throughput).\n"
-    "  --out DIR   also write report.json, report.md, ops.csv, phases.csv, steps.csv\n"
-    "  --json      print report.json instead of the table\n"
-    "exit codes: 0 success, 1 an output not written, 2 bad input\n";
+    "op kind, per phase, per step and end to end (TTFT, TPOT, throughput).";
 
 std::string resolve_trace(const std::string& recorded, const std::string& meas_file) {
   if (recorded.empty()) return recorded;
@@ -48,18 +43,22 @@ void write_file(const fs::path& p, const std::function<void(std::ostream&)>& fn)
 }  // namespace
 
 int validate_command(const std::vector<std::string>& argv) {
-  Args args(argv, {"--profile", "--measurements", "--trace", "--out"});
-  if (args.help_requested()) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  const std::string& scenario_path = args.positional(0, "SCENARIO");
-  auto profile_path = args.value("--profile");
-  auto meas_path = args.value("--measurements");
-  auto trace_opt = args.value("--trace");
-  auto out_dir = args.value("--out");
-  bool json = args.flag("--json");
-  args.finish(1);
+  std::string scenario_path;
+  std::optional<std::string> profile_path, meas_path, trace_opt, out_dir;
+  bool json = false;
+  CommandLine cl("validate SCENARIO --profile PROFILE.toml --measurements MEAS.jsonl [options]",
+                 kDescription);
+  cl.positional("SCENARIO", &scenario_path, "the scenario the steps were recorded from")
+      .option("--profile", &profile_path, "PROFILE.toml", "the calibration profile (required)")
+      .option("--measurements", &meas_path, "MEAS.jsonl",
+              "an engine replay's measurements (required)")
+      .option("--trace", &trace_opt, "STEPS.jsonl",
+              "the recorded step trace (default: the one the measurements name)")
+      .option("-o,--out", &out_dir, "DIR",
+              "also write report.json, report.md, ops.csv, phases.csv, steps.csv")
+      .flag("--json", &json, "print report.json instead of the table")
+      .footer("exit codes: 0 success, 1 an output not written, 2 bad input");
+  if (!cl.parse(argv)) return 0;
   if (!profile_path) throw UsageError{"missing --profile PROFILE.toml"};
   if (!meas_path) throw UsageError{"missing --measurements MEAS.jsonl"};
   std::optional<sim::io::OutputDirLock> out_lock;  // checked and held before any work
