@@ -16,4 +16,5 @@ PYBIND11_MODULE(_moesim, m) {
   m.attr("version") = MOESIM_VERSION;
   moesim::python::bind_commands(m);
   moesim::python::bind_studies(m);
+  moesim::python::bind_calibration(m);
 }

@@ -80,5 +80,6 @@ api::ScenarioSource scenario_source(const py::object& scenario, const Strings& o
 // The module's functions, by command group.
 void bind_commands(py::module_& m);
 void bind_studies(py::module_& m);
+void bind_calibration(py::module_& m);
 
 }  // namespace moesim::python

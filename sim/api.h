@@ -10,12 +10,14 @@
 //   sweep     sim/api/sweep.h       a parameter grid, its CSV and planner's table; merge, plan
 //   search    sim/api/search.h      the highest rate meeting SLOs per configuration
 //   studies   sim/api/layers.h, prune.h, collective.h
+//   calibration  sim/api/calibration.h  calibrate, validate, derive-profile
 //
 // Errors: bad input is ConfigError (sim/config/config_error.h: file, line, key path, reason), a
 // bad request value UsageError (sim/api/usage_error.h), an output that cannot be written
 // OutputError (sim/io/output_files.h). Nothing here reads argv or writes to stdout.
 #pragma once
 
+#include "sim/api/calibration.h"
 #include "sim/api/collective.h"
 #include "sim/api/compare.h"
 #include "sim/api/layers.h"

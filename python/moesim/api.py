@@ -21,7 +21,8 @@ from . import _moesim
 from .errors import UsageError
 
 __all__ = ["RunResult", "run", "model_show", "topo_show", "collective", "compare", "sweep",
-           "sweep_merge", "sweep_plan", "search", "layers", "prune", "steps_table"]
+           "sweep_merge", "sweep_plan", "search", "layers", "prune", "calibrate", "validate",
+           "derive_profile", "steps_table"]
 
 
 def _value_text(value):
@@ -312,3 +313,33 @@ def prune(scenario, *, fractions=None, batch_per_gpu=None, context=None, profile
                          batch_per_gpu=batch_per_gpu, context=context,
                          profile_steps=profile_steps, tokens_per_step=tokens_per_step,
                          write_plan=_path(write_plan))
+
+
+def calibrate(measurements, *, out, name=None, max_segments=None, min_samples=None,
+              min_size_gap=None, max_spread=None, topology=None, nccl_tests=None,
+              nccl_ranks=None):
+    """`moesim calibrate MEAS.jsonl... --out PROFILE.toml --json` as a dict: fits a cost-model
+    profile from engine measurements (a path or a list of them) and writes it to out
+    (docs/calibration.md). nccl_tests: nccl-tests alltoall_perf outputs (a path or a list)."""
+    paths = [measurements] if isinstance(measurements, (str, os.PathLike)) else measurements
+    tests = [nccl_tests] if isinstance(nccl_tests, (str, os.PathLike)) else (nccl_tests or [])
+    return _moesim.calibrate([os.fspath(p) for p in paths], out=_path(out), name=name,
+                             max_segments=max_segments, min_samples=min_samples,
+                             min_size_gap=min_size_gap, max_spread=max_spread,
+                             topology=_path(topology), nccl_tests=[os.fspath(t) for t in tests],
+                             nccl_ranks=nccl_ranks)
+
+
+def validate(scenario, *, profile, measurements, trace=None, out_dir=None):
+    """`moesim validate SCENARIO --profile P --measurements M --json` as a dict (report.json):
+    simulated against measured time per op kind, phase, step and end to end."""
+    return _moesim.validate(os.fspath(scenario), profile=_path(profile),
+                            measurements=_path(measurements), trace=_path(trace),
+                            out_dir=_path(out_dir))
+
+
+def derive_profile(from_profile, *, source_topology, topology, out, name=None):
+    """`moesim derive-profile FROM --source-topology S --topology T --out OUT`: writes the
+    derived profile; returns {"name", "derivation", "out"}."""
+    return _moesim.derive_profile(os.fspath(from_profile), source_topology=_path(source_topology),
+                                  topology=_path(topology), out=_path(out), name=name)

@@ -307,3 +307,19 @@ def test_search_resumes_from_its_journal(tmp_path):
                           journal=journal, resume=True)
     first.pop("table"), again.pop("table")
     assert first == again
+
+
+def test_calibration_commands_are_the_cli_s(tmp_path):
+    profile = REPO / "profiles/h800-public.toml"
+    topologies = REPO / "topologies"
+    got = moesim.derive_profile(profile, source_topology=topologies / "h800-128x8.toml",
+                                topology=topologies / "h200-node.toml", out=tmp_path / "py.toml")
+    cli("derive-profile", profile, "--source-topology", topologies / "h800-128x8.toml",
+        "--topology", topologies / "h200-node.toml", "--out", tmp_path / "cli.toml")
+    assert (tmp_path / "py.toml").read_text() == (tmp_path / "cli.toml").read_text()
+    assert got["name"] == "h800-public-derived-h200-sxm" and "HBM bandwidth 1.433" in \
+        got["derivation"]
+    with pytest.raises(moesim.UsageError) as e:
+        moesim.calibrate(REPO / "tests/data/calibration/meas_small.jsonl",
+                         out=tmp_path / "never.toml")
+    assert "no op kind" in e.value.reason
