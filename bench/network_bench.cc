@@ -22,10 +22,10 @@
 
 #include "bench/h800_spec.h"
 #include "sim/network/bottleneck_model.h"
-#include "sim/network/collective_study.h"
 #include "sim/network/factored_bottleneck_model.h"
 #include "sim/network/fluid_model.h"
 #include "sim/network/traffic_plan.h"
+#include "sim/study/collective_study.h"
 #include "sim/topology/topology_parser.h"
 #if defined(MOESIM_HAVE_SIMGRID)
 #include "sim/network/simgrid/simgrid_model.h"
@@ -33,6 +33,10 @@
 
 namespace moesim::sim {
 namespace {
+
+using study::CollectiveStudySpec;
+using study::draw_token_counts;
+using study::parse_expert_skew;
 
 // H800-like cluster of num_nodes x 8 GPUs, used when the topology file is missing.
 TopologySpec h800_spec(int32_t num_nodes) {

@@ -30,7 +30,7 @@
 #include <utility>
 #include <vector>
 
-#include "apps/moesim/huge_page_heap.h"
+#include "base/huge_page_heap.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
@@ -162,7 +162,7 @@ std::vector<std::string> scenario_files(const std::filesystem::path& dir) {
 //   --scale_sim_s=S   simulated span of the BM_SimScale runs (default 10);
 //   --policies        also run scenarios/policies/*.toml.
 int main(int argc, char** argv) {
-  moesim::cli::reexec_with_huge_page_heap(argv);
+  moesim::base::reexec_with_huge_page_heap(argv);
   double sim_s = 10.0;
   double scale_sim_s = 10.0;
   bool policies = false;

@@ -62,10 +62,10 @@ fi
 for p in "${pids[@]}"; do wait "$p"; done
 
 # 1. Cross-validation (out of sample).
-"$MOESIM" calibrate "$OUT/chat.meas.jsonl" -o "$OUT/fit-chat.toml" --name fit-chat
+"$MOESIM" calibrate "$OUT/chat.meas.jsonl" --out "$OUT/fit-chat.toml" --name fit-chat
 "$MOESIM" validate scenarios/calibration/tiny-cpu-burst.toml --profile "$OUT/fit-chat.toml" \
     --measurements "$OUT/burst.meas.jsonl" --out "$OUT/xval-chat-to-burst"
-"$MOESIM" calibrate "$OUT/burst.meas.jsonl" -o "$OUT/fit-burst.toml" --name fit-burst
+"$MOESIM" calibrate "$OUT/burst.meas.jsonl" --out "$OUT/fit-burst.toml" --name fit-burst
 "$MOESIM" validate scenarios/calibration/tiny-cpu-chat.toml --profile "$OUT/fit-burst.toml" \
     --measurements "$OUT/chat.meas.jsonl" --out "$OUT/xval-burst-to-chat"
 
@@ -74,7 +74,7 @@ PROFILE=$PROFILE_DIR/cpu-$MACHINE.toml
 REPORT=$PROFILE_DIR/cpu-$MACHINE.validation
 fitted=("$OUT/chat.meas.jsonl" "$OUT/burst.meas.jsonl")
 if (( SLICE_STEPS > 0 )); then fitted+=("$OUT/slice.meas.jsonl"); fi
-"$MOESIM" calibrate "${fitted[@]}" -o "$PROFILE" --name "cpu-$MACHINE" > "$OUT/calibrate.txt"
+"$MOESIM" calibrate "${fitted[@]}" --out "$PROFILE" --name "cpu-$MACHINE" > "$OUT/calibrate.txt"
 cat "$OUT/calibrate.txt"
 mkdir -p "$REPORT"
 for w in chat burst; do

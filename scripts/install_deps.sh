@@ -14,7 +14,7 @@ demo_packages=(
 packages=(
   "${demo_packages[@]}"
   clang-14 libclang-rt-14-dev
-  libgtest-dev googletest libbenchmark-dev libopenmpi-dev openmpi-bin
+  libgtest-dev googletest libbenchmark-dev libopenmpi-dev openmpi-bin libcli11-dev
   jupyter-nbconvert python3-ipykernel python3-nbclient python3-matplotlib python3-pandas
   chromium python3-dev pybind11-dev python3-pytest universal-ctags
 )

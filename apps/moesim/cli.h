@@ -1,64 +1,80 @@
-// Command-line arguments of one moesim subcommand: positionals and --options.
-// Each subcommand asks for the options it knows; finish() rejects the rest (exit code 2).
+// The moesim command line: one file per subcommand (*_cmd.cc), each declaring its options once on
+// a CommandLine (parsed by CLI11, which also generates --help) and calling the typed API
+// (sim/api.h); this layer only parses arguments and prints.
+//
+// Usage errors (an unknown option, a missing value, a malformed number) are UsageErrors: main.cc
+// prints them as "moesim CMD: MESSAGE (see moesim CMD --help)" and exits 2. An unknown option
+// names the nearest option of the command ("did you mean --out?").
 #pragma once
 
 #include <cstdint>
-#include <iosfwd>
-#include <map>
+#include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-namespace moesim::sim::study {
-class ScenarioTemplate;
-}  // namespace moesim::sim::study
+#include "sim/api/usage_error.h"
 
 namespace moesim::cli {
 
-// A usage error: printed with the subcommand's usage line, exit code 2.
-struct UsageError {
-  std::string message;
-};
+using UsageError = sim::api::UsageError;
 
 // The comma-separated numbers of option `name` ("4,8,16"); a malformed item or an empty list is
 // a usage error naming the option.
 std::vector<double> parse_number_list(const std::string& name, const std::string& text);
 
-class Args {
- public:
-  // argv without the program name and subcommand words. `--key=value` and `--key value` both
-  // work for options that take values; an option given twice is an error, except the
-  // repeatable ones (which take values; values() returns them in order).
-  Args(std::vector<std::string> argv, std::set<std::string> value_options,
-       std::set<std::string> repeatable_options = {});
+// Levenshtein edit distance between `a` and `b` (insertions, deletions, substitutions).
+size_t edit_distance(const std::string& a, const std::string& b);
+// The candidate nearest to `word` by edit distance (ties: one that holds `word` with letters left
+// out, "--seed" for "--sed", then the first) when one is within
+// max(2, word.size() / 3) edits; else the shortest candidate containing `word` without its
+// leading dashes (a shortened or renamed option: "--gpu-price", "--model"); else "".
+std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
 
-  // True when the flag was given (e.g. "--json").
-  bool flag(const std::string& name);
-  std::optional<std::string> value(const std::string& name);
-  std::string value_or(const std::string& name, const std::string& dflt);
-  // Integer option; malformed numbers are usage errors.
-  std::optional<int64_t> int_value(const std::string& name);
-  std::optional<double> double_value(const std::string& name);
-  // All values of a repeatable option, in the order given (empty when not given).
-  std::vector<std::string> values(const std::string& name);
-  const std::vector<std::string>& positionals() const { return positionals_; }
-  // The positional at index i, or a usage error naming `what`.
-  const std::string& positional(size_t i, const std::string& what) const;
-  // Throws UsageError for any option no accessor asked for, or extra positionals beyond max.
-  void finish(size_t max_positionals) const;
-  bool help_requested() const { return help_; }
+// One subcommand's arguments. Options take "--name VALUE" or "--name=VALUE"; names may list a
+// short alias ("-o,--out"). Each option may be given once, except the repeatable ones. Numbers
+// are read strictly: a malformed or out-of-range number is a usage error naming the option.
+class CommandLine {
+ public:
+  // `usage`: the command's synopsis after "moesim ", e.g. "run SCENARIO [options]";
+  // `description`: what --help prints under it.
+  CommandLine(const std::string& usage, const std::string& description);
+  ~CommandLine();
+  CommandLine(const CommandLine&) = delete;
+  CommandLine& operator=(const CommandLine&) = delete;
+
+  // A required positional argument.
+  CommandLine& positional(const std::string& name, std::string* value, const std::string& help);
+  // The remaining positional arguments (none or more; a usage error names `name` when
+  // `at_least` are not given).
+  CommandLine& positionals(const std::string& name, std::vector<std::string>* values,
+                           const std::string& help, size_t at_least = 0);
+  CommandLine& flag(const std::string& names, bool* value, const std::string& help);
+  CommandLine& option(const std::string& names, std::optional<std::string>* value,
+                      const std::string& placeholder, const std::string& help);
+  CommandLine& option(const std::string& names, std::optional<int64_t>* value,
+                      const std::string& placeholder, const std::string& help);
+  CommandLine& option(const std::string& names, std::optional<double>* value,
+                      const std::string& placeholder, const std::string& help);
+  // A repeatable option: every value, in the order given.
+  CommandLine& option(const std::string& names, std::vector<std::string>* values,
+                      const std::string& placeholder, const std::string& help);
+  // Text after the options in --help (exit codes, notes).
+  CommandLine& footer(const std::string& text);
+
+  // Parses `argv` (the arguments after the subcommand words). Returns false when --help (-h) was
+  // given: the help is then printed on stdout and nothing else is read. Throws UsageError.
+  bool parse(const std::vector<std::string>& argv);
+  // The generated help text.
+  std::string help() const;
 
  private:
-  std::vector<std::string> positionals_;
-  std::map<std::string, std::string> options_;                // flags map to ""
-  std::map<std::string, std::vector<std::string>> repeated_;  // repeatable options' values
-  std::set<std::string> asked_;
-  bool help_ = false;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
-// Subcommands. Each returns the process exit code (0 ok, 1 failed run,
-// 2 bad input) and may throw ConfigError (exit 2) or UsageError (exit 2).
+// Subcommands. Each returns the process exit code (0 ok, 1 failed run or output, 2 bad input)
+// and may throw ConfigError, UsageError (exit 2) or OutputError (exit 1).
 using CommandFn = int (*)(const std::vector<std::string>& argv);
 
 struct Command {
@@ -72,11 +88,6 @@ int model_command(const std::vector<std::string>& argv);
 int topo_command(const std::vector<std::string>& argv);
 int collective_command(const std::vector<std::string>& argv);
 int run_command(const std::vector<std::string>& argv);
-// `moesim run` for the Python module (docs/python.md), printing the summary to `report` instead
-// of stdout. With `scenario` (a scenario held in memory, e.g. a dict) argv is run_command's
-// without the SCENARIO positional; with nullptr it is run_command's.
-int run_command_on(const sim::study::ScenarioTemplate* scenario,
-                   const std::vector<std::string>& argv, std::ostream& report);
 int layers_command(const std::vector<std::string>& argv);
 int prune_command(const std::vector<std::string>& argv);
 int calibrate_command(const std::vector<std::string>& argv);

@@ -1,23 +1,15 @@
-// `moesim derive-profile FROM.toml --source-topology FILE --topology FILE -o OUT.toml`: a
+// `moesim derive-profile FROM.toml --source-topology FILE --topology FILE --out OUT.toml`: a
 // calibration profile for another GPU of the same kernels, derived from a fitted one by hardware
-// ratios (docs/calibration.md, "Derived profiles"). The [compute] and [network] sections hold
-// efficiencies relative to the GPU's peaks and the topology's line rates, so they carry over;
-// the derived profile names its source and the ratios, and is labelled derived, not measured.
-#include <cstdio>
-#include <filesystem>
-#include <string>
+// ratios (sim/api/calibration.h; docs/calibration.md, "Derived profiles").
+#include <iostream>
 
 #include "apps/moesim/cli.h"
-#include "sim/cost/profile.h"
-#include "sim/io/output_files.h"
-#include "sim/topology/topology_parser.h"
+#include "sim/api/calibration.h"
 
 namespace moesim::cli {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: moesim derive-profile FROM.toml --source-topology FILE --topology FILE\n"
-    "                             -o PROFILE.toml [--name NAME]\n\n"
+constexpr const char* kDescription =
     "Derives a calibration profile for the GPU and fabric of --topology from a fitted profile\n"
     "(FROM.toml) of the same kernels on --source-topology, by hardware ratios: the fitted\n"
     "efficiencies of [compute] (GEMMs, attention cores: relative to the GPU's peak FLOP/s and\n"
@@ -25,91 +17,27 @@ constexpr const char* kUsage =
     "scale with the peaks and line rates of the new hardware. The profile records its source\n"
     "and the ratios (derived_from, derivation) and is labelled derived, not measured.\n"
     "Profiles with engine op fits ([[op]]) or measured collectives ([[collective]]) are\n"
-    "refused: those are absolute seconds of the device they were measured on.\n"
-    "  --source-topology FILE  the topology FROM.toml was fitted on (its GPU and links)\n"
-    "  --topology FILE         the topology to derive for (its GPU and links)\n"
-    "  -o, --out FILE          the derived profile\n"
-    "  --name NAME             profile name (default: FROM's name + \"-derived-\" + GPU)\n"
-    "exit codes: 0 success, 1 the profile could not be written, 2 bad input\n";
-
-// "x" with three decimals, or "n/a" when either side lacks the figure.
-std::string ratio_text(double target, double source) {
-  if (!(source > 0) || !(target > 0)) return "n/a";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", target / source);
-  return buf;
-}
+    "refused: those are absolute seconds of the device they were measured on.";
 
 }  // namespace
 
-int derive_profile_command(const std::vector<std::string>& argv_in) {
-  std::vector<std::string> argv = argv_in;
-  for (std::string& a : argv) {
-    if (a == "-o") a = "--out";
-  }
-  Args args(argv, {"--out", "--name", "--source-topology", "--topology"});
-  if (args.help_requested()) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  const auto out = args.value("--out");
-  const auto source_path = args.value("--source-topology");
-  const auto target_path = args.value("--topology");
-  const auto name = args.value("--name");
-  args.finish(1);
-  if (args.positionals().size() != 1) throw UsageError{"expected one argument: FROM.toml"};
-  if (!source_path) throw UsageError{"missing --source-topology FILE"};
-  if (!target_path) throw UsageError{"missing --topology FILE"};
-  if (!out) throw UsageError{"missing -o PROFILE.toml"};
-  sim::io::check_output_file(*out, "-o");
-
-  const std::string& from_path = args.positionals()[0];
-  sim::CalibrationProfile p = sim::load_profile(from_path);
-  const sim::Topology source = sim::load_topology(*source_path);
-  const sim::Topology target = sim::load_topology(*target_path);
-  const auto bad = [&](const std::string& reason) { throw UsageError{from_path + ": " + reason}; };
-  if (!p.ops.empty() || !p.collectives.empty()) {
-    bad("has engine op fits ([[op]]) or measured collectives ([[collective]]): absolute seconds "
-        "of the measured device, which hardware ratios cannot carry; derive only profiles of "
-        "[compute] and [network] efficiencies");
-  }
-  if (p.compute.empty() && p.network.empty()) bad("has no [compute] or [network] section");
-  if (!p.derived_from.empty()) {
-    bad("is itself derived (from " + p.derived_from + "); derive from the fitted profile");
-  }
-  if (!p.compute.empty() && p.compute.gpu != source.gpu_spec().name) {
-    throw UsageError{"--source-topology: its GPU is " + source.gpu_spec().name + ", but " +
-                     from_path + "'s [compute] was fitted on " + p.compute.gpu};
-  }
-  if (!p.network.empty() && p.network.topology != source.name()) {
-    throw UsageError{"--source-topology: it is " + source.name() + ", but " + from_path +
-                     "'s [network] was fitted on " + p.network.topology};
-  }
-
-  const sim::GpuSpec& s = source.gpu_spec();
-  const sim::GpuSpec& t = target.gpu_spec();
-  const std::string from_name = p.name;
-  std::string text =
-      from_name + " (" + s.name + " on " + source.name() + ") -> " + t.name + " on " +
-      target.name() +
-      ": the same kernels at the same fraction of each peak and line rate (the "
-      "efficiencies are copied); target / source peaks: BF16 " +
-      ratio_text(t.bf16_flops_per_s, s.bf16_flops_per_s) + ", FP8 " +
-      ratio_text(t.fp8_flops_per_s, s.fp8_flops_per_s) + ", FP4 " +
-      ratio_text(t.fp4_flops_per_s, s.fp4_flops_per_s) + ", HBM bandwidth " +
-      ratio_text(t.hbm_bytes_per_s, s.hbm_bytes_per_s) + "; line rates per GPU: NVLink " +
-      ratio_text(target.nvlink_bytes_per_s_per_gpu(), source.nvlink_bytes_per_s_per_gpu()) +
-      ", NIC " + ratio_text(target.nic_bytes_per_s_per_gpu(), source.nic_bytes_per_s_per_gpu());
-  p.name = name ? *name : from_name + "-derived-" + t.name;
-  p.backend = "derived";
-  p.device = t.name + " (derived from " + from_name + ", " + p.device + ")";
-  p.derived_from = std::filesystem::path(from_path).filename().string();
-  p.derivation = text;
-  if (!p.compute.empty()) p.compute.gpu = t.name;
-  if (!p.network.empty()) p.network.topology = target.name();
-  sim::io::write_file_atomically(*out, [&](std::ostream& os) { sim::write_profile(os, p); });
-  std::printf("moesim derive-profile: %s\n  %s\n  wrote %s\n", p.name.c_str(), text.c_str(),
-              out->c_str());
+int derive_profile_command(const std::vector<std::string>& argv) {
+  sim::api::DeriveProfileRequest r;
+  CommandLine cl(
+      "derive-profile FROM.toml --source-topology FILE --topology FILE "
+      "--out PROFILE.toml [options]",
+      kDescription);
+  cl.positional("FROM.toml", &r.from_path, "a fitted profile")
+      .option("--source-topology", &r.source_topology_path, "FILE",
+              "the topology FROM.toml was fitted on (its GPU and links)")
+      .option("--topology", &r.topology_path, "FILE",
+              "the topology to derive for (its GPU and links)")
+      .option("-o,--out", &r.out_path, "FILE", "the derived profile")
+      .option("--name", &r.name, "NAME",
+              "profile name (default: FROM's name + \"-derived-\" + GPU)")
+      .footer("exit codes: 0 success, 1 the profile could not be written, 2 bad input");
+  if (!cl.parse(argv)) return 0;
+  sim::api::write_derive_profile_text(std::cout, sim::api::derive_profile(r));
   return 0;
 }
 

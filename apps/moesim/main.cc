@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "apps/moesim/cli.h"
-#include "apps/moesim/huge_page_heap.h"
+#include "base/huge_page_heap.h"
 #include "moesim_version.h"
 #include "sim/config/config_error.h"
 #include "sim/io/output_files.h"
@@ -67,7 +67,9 @@ void print_help() {
 int main(int argc, char** argv) {
   // The commands that simulate run on a heap of huge pages; the others start once (a re-executed
   // start costs ~50 ms).
-  if (argc > 1 && moesim::cli::simulates(argv[1])) moesim::cli::reexec_with_huge_page_heap(argv);
+  if (argc > 1 && moesim::base::simulates(argv[1])) {
+    moesim::base::reexec_with_huge_page_heap(argv);
+  }
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_help();

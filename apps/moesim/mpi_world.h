@@ -11,27 +11,26 @@
 #include <string>
 #include <vector>
 
+#include "sim/study/rank_group.h"
+
 namespace moesim::cli {
 
-class MpiWorld {
+// The ranks of the MPI job as the studies see them (sim/study/rank_group.h).
+class MpiWorld final : public sim::study::RankGroup {
  public:
   // Starts MPI when launched by an MPI launcher with more than one process; throws UsageError
   // when launched so by a build without MPI.
   MpiWorld();
   // Finalizes MPI if this object started it.
-  ~MpiWorld();
+  ~MpiWorld() override;
   MpiWorld(const MpiWorld&) = delete;
   MpiWorld& operator=(const MpiWorld&) = delete;
 
-  int32_t rank() const { return rank_; }
-  int32_t size() const { return size_; }
-  bool active() const { return size_ > 1; }
-
-  // Every rank's `text`, in rank order, on rank 0; empty on the others. Collective.
-  std::vector<std::string> gather_to_root(const std::string& text) const;
-  // The sum / the maximum of `value` over the ranks, on every rank. Collective.
-  int64_t sum(int64_t value) const;
-  int64_t max(int64_t value) const;
+  int32_t rank() const override { return rank_; }
+  int32_t size() const override { return size_; }
+  std::vector<std::string> gather_to_root(const std::string& text) const override;
+  int64_t sum(int64_t value) const override;
+  int64_t max(int64_t value) const override;
   // Ends every rank of the job with `exit_code` (after a rank failed on its own: the others
   // would wait in a collective forever). Does not return.
   [[noreturn]] void abort(int exit_code) const;

@@ -1,7 +1,7 @@
-// `moesim report INPUT -o report.html`: one self-contained HTML page (figures inlined, no network)
-// of a run directory (`moesim run --out DIR`), a sweep CSV (`moesim sweep --out FILE.csv`, or a
-// directory holding one) or a search document (`moesim search --json > FILE.json`). The page is
-// drawn by the Python package python/moesim_report (matplotlib + pandas, docs/report.md), which
+// `moesim report INPUT --out report.html`: one self-contained HTML page (figures inlined, no
+// network) of a run directory (`moesim run --out DIR`), a sweep CSV (`moesim sweep --out FILE.csv`,
+// or a directory holding one) or a search document (`moesim search --json > FILE.json`). The page
+// is drawn by the Python package python/moesim_report (matplotlib + pandas, docs/report.md), which
 // replaces this process, so its output and exit code are the command's (2 for an input that is
 // none of the three). The package directory is $MOESIM_PYTHON_DIR when set, else the source
 // tree's python/ (compiled in), else python/ beside the installed binary's parent. The
@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,18 +32,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kUsage =
-    "usage: moesim report INPUT -o REPORT.html [--gpu-price USD_PER_GPU_HOUR] [--title TEXT]\n\n"
+constexpr const char* kDescription =
     "Writes one self-contained HTML page (figures inlined, opens offline) of INPUT:\n"
     "  a run directory (moesim run --out DIR): summary, latency CDFs, throughput and KV memory\n"
     "    over time, per-GPU step timeline with barrier waits, expert load heat map, actions;\n"
     "  a sweep CSV (moesim sweep --out FILE.csv) or a directory holding one, or a search JSON\n"
     "    (moesim search --json > FILE.json): SLO attainment grid, Pareto frontier, cost table.\n"
-    "  -o FILE              the HTML file to write (required)\n"
-    "  --gpu-price USD      price of one GPU-hour for the cost table (default: GPU-hours only)\n"
-    "  --title TEXT         the page title (default: from the input)\n"
-    "Needs python3 with matplotlib and pandas (scripts/install_deps.sh). docs/report.md.\n"
-    "exit codes: 0 written, 1 the page could not be written, 2 bad input\n";
+    "Needs python3 with matplotlib and pandas (scripts/install_deps.sh). docs/report.md.";
 
 std::string python_dir() {
   if (const char* env = std::getenv("MOESIM_PYTHON_DIR"); env != nullptr && *env != '\0') {
@@ -64,21 +60,19 @@ std::string python_dir() {
 }  // namespace
 
 int report_command(const std::vector<std::string>& argv) {
-  // "-o" is this command's short form of --out.
-  std::vector<std::string> norm;
-  for (const std::string& a : argv) norm.push_back(a == "-o" ? "--out" : a);
-  Args args(norm, {"--out", "--gpu-price", "--title"});
-  if (args.help_requested()) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  const std::string& input = args.positional(0, "INPUT");
-  auto out = args.value("--out");
-  auto price = args.double_value("--gpu-price");
-  auto title = args.value("--title");
-  args.finish(1);
-  if (!out) throw UsageError{"-o REPORT.html is required"};
-  if (price && !(*price > 0)) throw UsageError{"--gpu-price must be > 0"};
+  std::string input;
+  std::optional<std::string> out, title;
+  std::optional<double> price;
+  CommandLine cl("report INPUT --out REPORT.html [options]", kDescription);
+  cl.positional("INPUT", &input, "a run directory, a sweep CSV (or its directory), a search JSON")
+      .option("-o,--out", &out, "REPORT.html", "the HTML file to write (required)")
+      .option("--gpu-price-per-hour", &price, "USD",
+              "price of one GPU-hour for the cost table (default: GPU-hours only)")
+      .option("--title", &title, "TEXT", "the page title (default: from the input)")
+      .footer("exit codes: 0 written, 1 the page could not be written, 2 bad input");
+  if (!cl.parse(argv)) return 0;
+  if (!out) throw UsageError{"--out REPORT.html is required"};
+  if (price && !(*price > 0)) throw UsageError{"--gpu-price-per-hour must be > 0"};
 
   const std::string dir = python_dir();
   if (dir.empty() || !fs::is_directory(fs::path(dir) / "moesim_report")) {
@@ -93,8 +87,8 @@ int report_command(const std::vector<std::string>& argv) {
 
   std::string python = MOESIM_REPORT_PYTHON;
   if (const char* env = std::getenv("MOESIM_PYTHON"); env != nullptr && *env != '\0') python = env;
-  std::vector<std::string> py = {python, "-m", "moesim_report", input, "-o", *out};
-  if (price) py.insert(py.end(), {"--gpu-price", std::to_string(*price)});
+  std::vector<std::string> py = {python, "-m", "moesim_report", input, "--out", *out};
+  if (price) py.insert(py.end(), {"--gpu-price-per-hour", std::to_string(*price)});
   if (title) py.insert(py.end(), {"--title", *title});
   std::vector<char*> cargs;
   for (std::string& a : py) cargs.push_back(a.data());

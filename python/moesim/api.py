@@ -1,16 +1,18 @@
 """moesim from Python (docs/python.md).
 
-Every function runs the command line's own subcommand in this process (the compiled
-moesim._moesim calls the same C++ functions as the `moesim` executable, with an argv) and returns
-what the command's --json prints as a dict, or its CSV as a pandas DataFrame. run() writes its
-outputs as `moesim run --out DIR` does, into a temporary directory unless out_dir is given, and
-reads the tables from those files, so the tables have the columns of requests.csv.
+Every function calls the simulator's typed API (sim/api.h) in this process through the compiled
+moesim._moesim: the same request checks, results and writers as the `moesim` command line, so a
+function returns what the command's --json prints, as a dict, or its CSV as a pandas DataFrame.
+run() writes its outputs as `moesim run --out DIR` does, into a temporary directory unless
+out_dir is given, and reads the tables from those files, so the tables have the columns of
+requests.csv.
 """
 
 import io
 import json
 import math
 import os
+import sys
 import tempfile
 
 import pandas as pd
@@ -19,7 +21,8 @@ from . import _moesim
 from .errors import UsageError
 
 __all__ = ["RunResult", "run", "model_show", "topo_show", "collective", "compare", "sweep",
-           "search", "steps_table", "command"]
+           "sweep_merge", "sweep_plan", "search", "layers", "prune", "calibrate", "validate",
+           "derive_profile", "steps_table"]
 
 
 def _value_text(value):
@@ -40,53 +43,39 @@ def _value_text(value):
                      reason=f"override value {value!r}: not an int, float, bool or str")
 
 
-def _override_args(overrides):
-    """--set arguments of overrides: a dict {key.path: value} or a list of "key.path=value"."""
+def _overrides(overrides):
+    """"key.path=value" texts of overrides: a dict {key.path: value} or a list of them."""
     if overrides is None:
         return []
     if isinstance(overrides, dict):
-        items = [f"{k}={_value_text(v)}" for k, v in overrides.items()]
-    elif isinstance(overrides, str):
-        items = [overrides]
-    else:
-        items = list(overrides)
-    argv = []
-    for item in items:
-        argv += ["--set", str(item)]
-    return argv
+        return [f"{k}={_value_text(v)}" for k, v in overrides.items()]
+    if isinstance(overrides, str):
+        return [overrides]
+    return [str(item) for item in overrides]
 
 
-def _option_args(**options):
-    """--name value for each option that is not None (underscores become dashes); True is a
-    flag, False leaves it out."""
-    argv = []
-    for name, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        else:
-            argv += [flag, str(value)]
-    return argv
+def _paths(paths):
+    """A key path or a list of them."""
+    if paths is None:
+        return []
+    return [paths] if isinstance(paths, str) else [str(p) for p in paths]
 
 
-def _call(command, argv):
-    code, out = _moesim.call(command, [str(a) for a in argv])
-    return code, out.decode()
+def _path(p):
+    return None if p is None else os.fspath(p)
 
 
-def _json(command, argv):
-    code, out = _call(command, argv + ["--json"])
-    if not out.strip():
-        raise RuntimeError(f"moesim {command} printed nothing (exit code {code})")
-    return json.loads(out)
+def _slo_text(slo):
+    if isinstance(slo, dict):
+        return ",".join(f"{k}={v}" for k, v in slo.items())
+    return slo
 
 
 class RunResult:
     """One simulated run.
 
-    summary: dict, what `moesim run --json` prints (summary.json's keys plus wall_s).
+    summary: dict, what `moesim run --json` prints (summary.json's keys plus wall_s; with
+        diagnose=True also "diagnosis").
     requests: DataFrame of requests.csv (one row per arrived request), or None when the
         scenario turns requests_csv off.
     steps: DataFrame of the executed steps (steps_table() of the --record step trace), or None
@@ -154,18 +143,20 @@ def steps_table(step_trace_path):
     return pd.DataFrame(rows, columns=columns)
 
 
-def _run_once(scenario, argv, base_dir):
+def _run_once(scenario, overrides, base_dir, **request):
     if isinstance(scenario, dict):
         base = os.path.abspath(base_dir if base_dir is not None else os.getcwd())
-        return _moesim.run(argv, scenario, os.path.join(base, "<scenario dict>"), base)
+        return _moesim.run(scenario, overrides, name=os.path.join(base, "<scenario dict>"),
+                           base_dir=base, **request)
     if base_dir is not None:
         raise UsageError("base_dir is only for a scenario dict (a file's paths are relative to "
                          "the file)", reason="base_dir is only for a scenario dict")
-    return _moesim.run([os.fspath(scenario)] + argv, None)
+    return _moesim.run(os.fspath(scenario), overrides, **request)
 
 
 def run(scenario, overrides=None, *, tier=None, seed=None, duration_s=None, steps=True,
-        record_steps=None, trace_window=None, tier_check=None, out_dir=None, base_dir=None):
+        record_steps=None, trace_window=None, tier_check=None, out_dir=None, base_dir=None,
+        diagnose=False):
     """Simulates a scenario, as `moesim run SCENARIO --json --out DIR` does.
 
     scenario: a scenario file path, or a dict with the schema of a scenario TOML file
@@ -176,29 +167,30 @@ def run(scenario, overrides=None, *, tier=None, seed=None, duration_s=None, step
         scenario's [run] table).
     steps: also record the executed steps (exact tier) and return them as a DataFrame;
         record_steps caps how many (default: the scenario's [outputs] record_max_steps).
-    trace_window: (start_s, end_s) of the Chrome trace; tier_check: as --tier-check N.
+    trace_window: (start_s, end_s) of the Chrome trace; tier_check: as --tier-check N;
+    diagnose: as --diagnose (the summary's "diagnosis").
     out_dir: keep the outputs (summary.json, requests.csv, trace.json, resolved/, steps.jsonl)
         in this directory instead of a temporary one.
     Raises ConfigError (file, key_path, reason) on bad input.
     """
-    window = None if trace_window is None else f"{trace_window[0]}:{trace_window[1]}"
-    options = _option_args(seed=seed, duration=duration_s, tier=tier, tier_check=tier_check,
-                           trace_window=window, record_steps=record_steps)
+    texts = _overrides(overrides)
+    window = None if trace_window is None else (float(trace_window[0]), float(trace_window[1]))
     with tempfile.TemporaryDirectory(prefix="moesim-run-") as tmp:
         out = os.path.abspath(out_dir) if out_dir is not None else os.path.join(tmp, "out")
         record = os.path.join(out if out_dir is not None else tmp, "steps.jsonl")
-        base_argv = _override_args(overrides) + options + ["--json", "--out", out]
+        request = dict(seed=seed, duration_s=duration_s, tier=tier, tier_check=tier_check,
+                       trace_window=window, record_steps=record_steps, out_dir=out,
+                       diagnose=diagnose)
         want_steps = steps and tier != "fast"
         try:
-            code, text = _run_once(scenario, base_argv + (["--record", record] if want_steps
-                                                          else []), base_dir)
+            code, summary = _run_once(scenario, texts, base_dir,
+                                      record_path=record if want_steps else None, **request)
         except UsageError as e:
             # A scenario whose own run.tier is "fast" records no steps: run it without.
             if not want_steps or "--record needs the exact tier" not in e.reason:
                 raise
             want_steps = False
-            code, text = _run_once(scenario, base_argv, base_dir)
-        summary = json.loads(text.decode())
+            code, summary = _run_once(scenario, texts, base_dir, **request)
         requests_csv = os.path.join(out, "requests.csv")
         requests = pd.read_csv(requests_csv) if os.path.exists(requests_csv) else None
         step_df = steps_table(record) if want_steps and os.path.exists(record) else None
@@ -209,23 +201,29 @@ def run(scenario, overrides=None, *, tier=None, seed=None, duration_s=None, step
 
 def model_show(card, context=None):
     """`moesim model show CARD --json` as a dict (a TOML card or a HuggingFace config.json)."""
-    return _json("model", ["show", os.fspath(card)] + _option_args(context=context))
+    return _moesim.model_show(os.fspath(card), context=context)
 
 
 def topo_show(topology):
     """`moesim topo show FILE --json` as a dict."""
-    return _json("topo", ["show", os.fspath(topology)])
+    return _moesim.topo_show(os.fspath(topology))
 
 
 def collective(topology, *, ep, tokens_per_gpu, hidden, top_k, experts=None, dispatch_dtype=None,
-               combine_dtype=None, skew=None, algorithm=None, model=None, seed=None,
-               profile=None, expert_groups=None, topk_groups=None):
-    """`moesim collective --json` as a dict: one MoE dispatch + combine over GPUs 0..ep-1."""
-    return _json("collective", _option_args(
-        topology=os.fspath(topology), ep=ep, tokens_per_gpu=tokens_per_gpu, hidden=hidden,
-        top_k=top_k, experts=experts, dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype,
-        skew=skew, algorithm=algorithm, model=model, seed=seed, profile=profile,
-        expert_groups=expert_groups, topk_groups=topk_groups))
+               combine_dtype=None, skew=None, algorithm=None, network_model=None, seed=None,
+               profile=None, expert_groups=None, topk_groups=None, ll_transport=None, model=None):
+    """`moesim collective --json` as a dict: one MoE dispatch + combine over GPUs 0..ep-1.
+    network_model is the network model (`--network-model`; `model` is its former name)."""
+    if model is not None and network_model is not None:
+        raise UsageError("give network_model only (model is its former name)",
+                         reason="give network_model only (model is its former name)")
+    return _moesim.collective(
+        os.fspath(topology), ep=ep, tokens_per_gpu=tokens_per_gpu, hidden=hidden, top_k=top_k,
+        experts=experts, expert_groups=expert_groups, topk_groups=topk_groups,
+        dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype, skew=skew,
+        algorithm=algorithm, ll_transport=ll_transport,
+        network_model=network_model if network_model is not None else model, seed=seed,
+        profile=_path(profile))
 
 
 def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=None,
@@ -234,67 +232,58 @@ def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=No
     set_a / set_b: overrides of A or B (a dict {key.path: value} or a list of "key.path=value",
     as run's overrides); drop_a / drop_b: key paths (a str or a list) removed from A or B first,
     e.g. compare(s, s, drop_a="policies") compares a policy against the same scenario without it."""
-    def sets(flag, overrides):
-        args = _override_args(overrides)
-        return [flag if a == "--set" else a for a in args]
-
-    def drops(flag, paths):
-        if paths is None:
-            return []
-        paths = [paths] if isinstance(paths, str) else list(paths)
-        return [x for p in paths for x in (flag, str(p))]
-
-    return _json("compare", [os.fspath(a), os.fspath(b)] + _option_args(
-        seed=seed, replications=replications, resamples=resamples, confidence=confidence,
-        duration=duration_s, threads=threads) + sets("--set-a", set_a) + sets("--set-b", set_b)
-        + drops("--drop-a", drop_a) + drops("--drop-b", drop_b))
+    return _moesim.compare(os.fspath(a), os.fspath(b), set_a=_overrides(set_a),
+                           set_b=_overrides(set_b), drop_a=_paths(drop_a), drop_b=_paths(drop_b),
+                           seed=seed, replications=replications, resamples=resamples,
+                           confidence=confidence, duration_s=duration_s, threads=threads)
 
 
 def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attainment=None,
-          gpu_price_per_hour=None, plan=None):
+          gpu_price_per_hour=None, plan=None, resume=False):
     """`moesim sweep SWEEP.toml` as a DataFrame: the sweep CSV (docs/sweeps.md), one row per run
     in grid order. out: also keep the CSV in this file (`--out FILE.csv`, written as the command
-    line writes it). slo ("ttft_p99_ms=2000" or a dict), min_attainment and gpu_price_per_hour
-    set the planner columns (feasible, cost); plan: write the planner's table (`--plan`, a .csv or
-    .json file)."""
-    if isinstance(slo, dict):
-        slo = ",".join(f"{k}={v}" for k, v in slo.items())
-    argv = [os.fspath(sweep_file)] + _option_args(
-        threads=threads, shard=shard, slo=slo, min_attainment=min_attainment,
-        gpu_price_per_hour=gpu_price_per_hour, plan=None if plan is None else os.fspath(plan))
+    line writes it; resume goes on from its .partial journal). slo ("ttft_p99_ms=2000" or a
+    dict), min_attainment and gpu_price_per_hour set the planner columns (feasible, cost); plan:
+    write the planner's table (`--plan`, a .csv or .json file). The summary the command prints
+    at the end goes to stderr."""
+    code, csv, summary = _moesim.sweep(
+        os.fspath(sweep_file), out=_path(out), resume=resume, threads=threads, shard=shard,
+        slo=_slo_text(slo), min_attainment=min_attainment, gpu_price_per_hour=gpu_price_per_hour,
+        plan=_path(plan))
+    sys.stderr.write(summary)
     if out is not None:
-        _call("sweep", argv + ["--out", os.fspath(out)])
         return pd.read_csv(out)
-    code, text = _call("sweep", argv)
-    return pd.read_csv(io.StringIO(text))
+    return pd.read_csv(io.BytesIO(csv))
 
 
-def command(name, *args):
-    """Any other subcommand in process (e.g. "layers", "prune"): `moesim NAME ARGS...`'s stdout,
-    parsed as JSON when ARGS hold "--json". Raises ConfigError / UsageError as the functions
-    above do; returns the text otherwise."""
-    argv = [os.fspath(a) if isinstance(a, os.PathLike) else str(a) for a in args]
-    code, text = _call(name, argv)
-    return json.loads(text) if "--json" in argv else text
+def sweep_merge(out, *shards):
+    """`moesim sweep merge OUT.csv SHARD.csv...`: the shards' CSVs joined in grid order."""
+    _moesim.sweep_merge([os.fspath(s) for s in shards], os.fspath(out))
+
+
+def sweep_plan(csv, plan=None):
+    """`moesim sweep plan SWEEP.csv [--plan FILE]`: the planner's summary of a finished sweep's
+    CSV (text); plan also writes its table."""
+    return _moesim.sweep_plan(os.fspath(csv), _path(plan))
 
 
 def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, seed=None,
            tolerance=None, max_doublings=None, threads=None, gpu_price_per_hour=None, plan=None,
-           probe_infeasible=False):
+           probe_infeasible=False, full_probes=False, journal=None, resume=False):
     """`moesim search SCENARIO --slo LIMITS --json` as a dict, plus "table": a DataFrame with one
     row per configuration (config_idx, its parameters, and the scalar fields of "configs"; the
-    probes and the diagnosis stay in "configs"). gpu_price_per_hour, plan (`--plan FILE`) and
-    probe_infeasible are the command's planner options (docs/sweeps.md).
+    probes and the diagnosis stay in "configs"). gpu_price_per_hour, plan (`--plan FILE`),
+    probe_infeasible, full_probes, journal and resume are the command's options
+    (docs/sweeps.md).
 
     slo: "ttft_p99_ms=2000,tpot_p99_ms=100" or a dict {name: limit}.
     """
-    if isinstance(slo, dict):
-        slo = ",".join(f"{k}={v}" for k, v in slo.items())
-    result = _json("search", [os.fspath(scenario)] + _option_args(
-        slo=slo, grid=None if grid is None else os.fspath(grid), target_rate=target_rate,
+    result = _moesim.search(
+        os.fspath(scenario), slo=_slo_text(slo), grid=_path(grid), target_rate=target_rate,
         min_attainment=min_attainment, seed=seed, tolerance=tolerance,
-        max_doublings=max_doublings, threads=threads, gpu_price_per_hour=gpu_price_per_hour,
-        plan=None if plan is None else os.fspath(plan), probe_infeasible=probe_infeasible))
+        max_doublings=max_doublings, threads=threads, journal=_path(journal), resume=resume,
+        gpu_price_per_hour=gpu_price_per_hour, plan=_path(plan),
+        probe_infeasible=probe_infeasible, full_probes=full_probes)
     rows = []
     for c in result["configs"]:
         row = {"config_idx": c["config_idx"]}
@@ -304,3 +293,53 @@ def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, s
         rows.append(row)
     result["table"] = pd.DataFrame(rows)
     return result
+
+
+def layers(scenario, *, batches=None, context=None, seed=None, network_model=None, overlap=None,
+           prefill=None, timeline=False):
+    """`moesim layers SCENARIO --json`: a list of rows (one per batch size and routing), or
+    {"rows": [...], "timeline": [...]} with timeline=True. batches: sequences per GPU (a list)."""
+    return _moesim.layers(os.fspath(scenario), batches=None if batches is None else list(batches),
+                          context=context, seed=seed, network_model=network_model,
+                          overlap=overlap, prefill=prefill, timeline=timeline)
+
+
+def prune(scenario, *, fractions=None, batch_per_gpu=None, context=None, profile_steps=None,
+          tokens_per_step=None, write_plan=None):
+    """`moesim prune SCENARIO --json` as a dict; write_plan: the plan of the (single) fraction
+    as a file for [policies.expert_pruning] plan_file."""
+    return _moesim.prune(os.fspath(scenario),
+                         fractions=None if fractions is None else [float(f) for f in fractions],
+                         batch_per_gpu=batch_per_gpu, context=context,
+                         profile_steps=profile_steps, tokens_per_step=tokens_per_step,
+                         write_plan=_path(write_plan))
+
+
+def calibrate(measurements, *, out, name=None, max_segments=None, min_samples=None,
+              min_size_gap=None, max_spread=None, topology=None, nccl_tests=None,
+              nccl_ranks=None):
+    """`moesim calibrate MEAS.jsonl... --out PROFILE.toml --json` as a dict: fits a cost-model
+    profile from engine measurements (a path or a list of them) and writes it to out
+    (docs/calibration.md). nccl_tests: nccl-tests alltoall_perf outputs (a path or a list)."""
+    paths = [measurements] if isinstance(measurements, (str, os.PathLike)) else measurements
+    tests = [nccl_tests] if isinstance(nccl_tests, (str, os.PathLike)) else (nccl_tests or [])
+    return _moesim.calibrate([os.fspath(p) for p in paths], out=_path(out), name=name,
+                             max_segments=max_segments, min_samples=min_samples,
+                             min_size_gap=min_size_gap, max_spread=max_spread,
+                             topology=_path(topology), nccl_tests=[os.fspath(t) for t in tests],
+                             nccl_ranks=nccl_ranks)
+
+
+def validate(scenario, *, profile, measurements, trace=None, out_dir=None):
+    """`moesim validate SCENARIO --profile P --measurements M --json` as a dict (report.json):
+    simulated against measured time per op kind, phase, step and end to end."""
+    return _moesim.validate(os.fspath(scenario), profile=_path(profile),
+                            measurements=_path(measurements), trace=_path(trace),
+                            out_dir=_path(out_dir))
+
+
+def derive_profile(from_profile, *, source_topology, topology, out, name=None):
+    """`moesim derive-profile FROM --source-topology S --topology T --out OUT`: writes the
+    derived profile; returns {"name", "derivation", "out"}."""
+    return _moesim.derive_profile(os.fspath(from_profile), source_topology=_path(source_topology),
+                                  topology=_path(topology), out=_path(out), name=name)

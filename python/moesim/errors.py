@@ -8,8 +8,8 @@ line prints it before exiting with code 2.
 
 class ConfigError(ValueError):
     """Bad input. Attributes: file (the file, or the name standing for a scenario dict; "" when
-    the input was an argument), key_path (dotted TOML key, "" when none), reason, line and
-    column (0 when unknown). str() is the command line's one-line message."""
+    the input was an argument), key_path (dotted TOML key, "" when none; also as key), reason,
+    line and column (0 when unknown). str() is the command line's one-line message."""
 
     def __init__(self, message, file="", key_path="", reason="", line=0, column=0):
         super().__init__(message)
@@ -18,6 +18,10 @@ class ConfigError(ValueError):
         self.reason = reason or message
         self.line = line
         self.column = column
+
+    @property
+    def key(self):
+        return self.key_path
 
 
 class UsageError(ConfigError):

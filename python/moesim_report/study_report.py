@@ -202,8 +202,8 @@ def _sweep_cost(page, conf, params, gpu_price, limits=None):
         rows.append(row)
     page.table(header, rows, tid="cost-table", left_cols=2)
     feas = conf[conf["feasible"] & conf["gpuh_out"].notna()]
-    price_note = (f"at ${gpu_price:g} per GPU-hour (--gpu-price)" if gpu_price else
-                  "in GPU-hours; give --gpu-price USD_PER_GPU_HOUR for dollars")
+    price_note = (f"at ${gpu_price:g} per GPU-hour (--gpu-price-per-hour)" if gpu_price else
+                  "in GPU-hours; give --gpu-price-per-hour USD for dollars")
     rule = (f"every run meets {limits}" if "feasible_csv" in conf and limits
             else f"mean attainment >= {100 * MIN_ATTAINMENT:g}%")
     if len(feas):
@@ -316,4 +316,4 @@ def build_search(page, doc, gpu_price, path):
     page.note("GPU-hours per thousand requests (or sessions) served at the highest rate that met "
               "the SLOs: GPUs x 1000 / (rate x 3600)" + (f", at ${gpu_price:g} per GPU-hour."
                                                         if gpu_price else
-                                                        "; give --gpu-price for dollars."))
+                                                        "; give --gpu-price-per-hour for dollars."))

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "sim/config/config_error.h"
-#include "sim/network/collective_study.h"
+#include "sim/network/rdma_only_topology.h"
 #include "sim/network/network_model.h"
 #include "sim/network/traffic_matrix.h"
 

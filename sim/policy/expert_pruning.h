@@ -1,7 +1,8 @@
 // [policies.expert_pruning]: the table's settings, and the table resolved against its scenario
 // (cross-checks, the plan file read and validated) once, before any run uses it. The policy is
 // in expert_pruning_policy.h; the concepts it uses: activation_profile.h, pruning_plan.h,
-// pruned_routing.h, expert_pruning_deployment.h; the `moesim prune` study: pruning_study.h.
+// pruned_routing.h, expert_pruning_deployment.h; the `moesim prune` study:
+// sim/study/pruning_study.h.
 // docs/policies/expert_pruning.md describes the model.
 #pragma once
 

@@ -7,22 +7,9 @@
 // value. Every probe runs with the same root seed, so a higher multiplier replays the same
 // requests compressed in time (common random numbers).
 //
-// "Meets the SLOs" at a rate: every percentile limit holds (over the samples of the run summary)
-// and the attainment, met / decided, is at least min_attainment. Attainment is the one of every
-// command (slo_status, sim/metrics/run_metrics.h), with the per-request limits of the --slo
-// option: met are the requests completed within the limits; decided are the met and those that
-// missed (completed outside a limit, rejected, or in flight past the TTFT limit at the end).
-// Requests still running within their limits are not counted.
-//
-// Search: probe m = 1, then double (or halve) until the verdict flips, at most max_doublings
-// times; then bisect geometrically until hi / lo <= 1 + rel_tolerance. This assumes that meeting
-// the SLOs is monotone in the rate (true of queueing systems on average; a noisy scenario can
-// break it near the threshold, so give runs enough requests). The answer is the highest probed
-// multiplier that met the SLOs; the lowest failing multiplier above it is reported alongside.
-//
-// Parallel probes: a search with spare threads runs the probes it may need next speculatively
-// (search_max_multiplier's num_threads), then keeps only those the one-at-a-time search makes,
-// so the result, its probes and their order are the same for every thread count.
+// "Meets the SLOs" at a rate: slo_verdict.h. The search on the multiplier, bracketing then
+// bisection, one probe at a time or speculatively on spare threads with the same result:
+// multiplier_search.h.
 #pragma once
 
 #include <atomic>
@@ -34,71 +21,13 @@
 
 #include "sim/serving/cluster.h"
 #include "sim/study/infeasibility.h"
+#include "sim/study/multiplier_search.h"
 #include "sim/study/overrides.h"
 #include "sim/study/planner.h"
 #include "sim/study/slo_limits.h"
+#include "sim/study/slo_verdict.h"
 
 namespace moesim::sim::study {
-
-// The verdict on one run. A limit over no data is not met: a percentile limit over no samples
-// ("ttft_p99_ms n/a (no samples)") and, when min_attainment > 0, an attainment with no decided
-// request.
-struct SloVerdict {
-  bool meets = false;
-  int64_t num_met = 0, num_decided = 0;  // count_slo (sim/metrics/run_metrics.h)
-  double attainment = 0;                 // num_met / num_decided; 0 (no data) when none decided
-  std::string reason;  // the first limit broken, e.g. "ttft_p99_ms 2301 > 2000"; "" if met
-};
-// A run stopped by an early verdict (RunOutput::stopped_early) fails with that reason; a
-// cancelled one (RunOutput::cancelled) fails with reason "cancelled".
-SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo);
-// The limits a probe of `scenario` watches for an early verdict (RunOptions::
-// stop_on_certain_failure): the percentile limits, the per-request limits and the attainment.
-SloWatchLimits watch_limits(const Scenario& scenario, const SearchSlo& slo);
-
-// Highest multiplier for which meets(m) holds, by the bracketing and bisection above.
-struct MultiplierSearch {
-  bool found = false;   // some probed multiplier met
-  double max_ok = 0;    // highest probed multiplier that met (0 when none)
-  double min_fail = 0;  // lowest failing multiplier above max_ok; 0 when none failed
-  int32_t num_probes = 0;
-};
-
-// How search_max_multiplier runs its probes.
-struct ProbeParallelism {
-  // Threads that call meets (>= 1; the calling thread is one of them). With 1, meets(m) is called
-  // for exactly the multipliers of the search, in order. With more, meets must be safe to call
-  // concurrently and must return the same verdict for a multiplier whatever else runs: while the
-  // search waits for a verdict, the other threads probe the multipliers it may need next (the
-  // most likely first, see search.cc), and the search then walks its one-at-a-time decisions
-  // over the verdicts, asking for a multiplier only when its verdict is missing. Probes the walk
-  // does not reach are discarded (work wasted for wall time); one still running when the search
-  // can no longer need it (its multiplier is outside the bracket, or the search is done) is
-  // told to stop (its `stop` flag, see ProbeFunction).
-  int32_t num_threads = 1;
-  // Called with each multiplier the one-at-a-time search probes, in its order, once its verdict
-  // is in (before the next one's); never concurrently. An exception thrown by meets for such a
-  // multiplier ends the search there and is rethrown; one thrown for a discarded probe is not.
-  std::function<void(double)> kept;
-  // Out (optional): how many times meets was called, discarded probes included.
-  int32_t* num_evaluated = nullptr;
-  // Out (optional): how many running probes were told to stop.
-  int32_t* num_stopped = nullptr;
-};
-
-// A probe: whether the SLOs are met at multiplier m. `stop` turns true (from another thread)
-// when the search no longer needs the verdict; the probe may then return at once, with any
-// verdict (it is discarded).
-using ProbeFunction = std::function<bool(double m, const std::atomic<bool>& stop)>;
-
-// The result, num_probes and the multipliers passed to `kept` do not depend on num_threads.
-MultiplierSearch search_max_multiplier(const ProbeFunction& meets, double rel_tolerance,
-                                       int32_t max_doublings,
-                                       const ProbeParallelism& parallel = {});
-// The same with a probe that cannot stop early.
-MultiplierSearch search_max_multiplier(const std::function<bool(double)>& meets,
-                                       double rel_tolerance, int32_t max_doublings,
-                                       const ProbeParallelism& parallel = {});
 
 // The offered rate at multiplier 1, per second: arrival.rate_per_s of synthetic (requests) and
 // agent (sessions) workloads, or a trace's mean arrival rate over its replay window times its

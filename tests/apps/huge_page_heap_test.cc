@@ -1,8 +1,8 @@
-#include "apps/moesim/huge_page_heap.h"
+#include "base/huge_page_heap.h"
 
 #include <gtest/gtest.h>
 
-namespace moesim::cli {
+namespace moesim::base {
 namespace {
 
 constexpr const char* kMadvise = "always [madvise] never\n";
@@ -40,4 +40,4 @@ TEST(HugePageHeap, OnlyTheCommandsThatSimulateStartTwice) {
 }
 
 }  // namespace
-}  // namespace moesim::cli
+}  // namespace moesim::base

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The heap's pages never change a result (apps/moesim/huge_page_heap.h): a run on huge pages
+# The heap's pages never change a result (base/huge_page_heap.h): a run on huge pages
 # (moesim's default where the kernel's transparent huge pages are in madvise mode) and one with
 # them turned off (GLIBC_TUNABLES=glibc.malloc.hugetlb=0) print the same event digest, on both
 # tiers.

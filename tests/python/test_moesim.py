@@ -243,3 +243,83 @@ def test_nothing_leaks_onto_stdout(capfd):
     moesim.run(TINY, steps=False)
     out, _ = capfd.readouterr()
     assert out == ""
+
+
+def test_layers_and_prune_are_the_cli_json():
+    crossover = REPO / "scenarios/teaching-crossover.toml"
+    got = moesim.layers(crossover, batches=[4, 16], timeline=True)
+    assert got == cli_json("layers", crossover, "--batches", "4,16", "--timeline")
+    assert len(got["rows"]) == 4 and got["timeline"]
+    assert moesim.prune(TINY, fractions=[0.5]) == cli_json("prune", TINY, "--fractions", "0.5")
+
+
+def test_command_reads_the_cli_arguments_onto_the_typed_functions():
+    crossover = REPO / "scenarios/teaching-crossover.toml"
+    assert moesim.command("layers", crossover, "--batches", "4", "--json") == \
+        cli_json("layers", crossover, "--batches", 4)
+    card = REPO / "models/tiny.toml"
+    assert moesim.command("model", "show", card) == cli("model", "show", card).stdout
+    assert moesim.command("model", "show", card, "--context=64", "--json") == \
+        cli_json("model", "show", card, "--context", 64)
+    topo = REPO / "topologies/h200-node.toml"
+    assert moesim.command("topo", "show", topo) == cli("topo", "show", topo).stdout
+    with pytest.raises(moesim.UsageError) as e:
+        moesim.command("layers", crossover, "--batchez", "4")
+    assert "unknown option --batchez" in e.value.reason
+
+
+def test_the_text_of_a_command_is_the_cli_s():
+    text = moesim._moesim.compare(str(TINY), str(TINY), resamples=50, threads=2, text=True)
+    assert text == cli("compare", TINY, TINY, "--resamples", 50, "--threads", 2).stdout
+
+
+def test_errors_carry_file_key_and_reason():
+    with pytest.raises(moesim.ConfigError) as e:
+        moesim.run(TINY, {"scheduler.max_seqz": 3})
+    assert e.value.file == str(TINY) and e.value.key == e.value.key_path == "scheduler.max_seqz"
+    with pytest.raises(moesim.UsageError) as e:
+        moesim.search(TINY, "ttft_p99_ms=150", max_doublings=40)
+    assert e.value.reason == "--max-doublings must be in 0..30"
+    with pytest.raises(moesim.OutputError) as e:
+        moesim.sweep(GRID, threads=2, out="/dev/full")
+    assert "cannot write /dev/full" in e.value.reason
+
+
+def test_sweep_plan_and_merge_are_the_cli_s(tmp_path):
+    shards = []
+    for k in (1, 2):
+        out = tmp_path / f"s{k}.csv"
+        moesim.sweep(GRID, threads=2, shard=f"{k}/2", out=out)
+        shards.append(out)
+    moesim.sweep_merge(tmp_path / "all.csv", *shards)
+    whole = cli("sweep", GRID, "--threads", 2).stdout
+    assert (tmp_path / "all.csv").read_text() == whole
+    assert moesim.sweep_plan(tmp_path / "all.csv") == \
+        cli("sweep", "plan", tmp_path / "all.csv").stdout
+
+
+def test_search_resumes_from_its_journal(tmp_path):
+    journal = tmp_path / "search.journal"
+    slo = {"ttft_p99_ms": 150}
+    first = moesim.search(TINY, slo, grid=GRID, max_doublings=2, tolerance=0.3, threads=2,
+                          journal=journal)
+    again = moesim.search(TINY, slo, grid=GRID, max_doublings=2, tolerance=0.3, threads=2,
+                          journal=journal, resume=True)
+    first.pop("table"), again.pop("table")
+    assert first == again
+
+
+def test_calibration_commands_are_the_cli_s(tmp_path):
+    profile = REPO / "profiles/h800-public.toml"
+    topologies = REPO / "topologies"
+    got = moesim.derive_profile(profile, source_topology=topologies / "h800-128x8.toml",
+                                topology=topologies / "h200-node.toml", out=tmp_path / "py.toml")
+    cli("derive-profile", profile, "--source-topology", topologies / "h800-128x8.toml",
+        "--topology", topologies / "h200-node.toml", "--out", tmp_path / "cli.toml")
+    assert (tmp_path / "py.toml").read_text() == (tmp_path / "cli.toml").read_text()
+    assert got["name"] == "h800-public-derived-h200-sxm" and "HBM bandwidth 1.433" in \
+        got["derivation"]
+    with pytest.raises(moesim.UsageError) as e:
+        moesim.calibrate(REPO / "tests/data/calibration/meas_small.jsonl",
+                         out=tmp_path / "never.toml")
+    assert "no op kind" in e.value.reason

@@ -155,7 +155,8 @@ def main():
     rd = os.path.join(w, "run")
     run([a.moesim, "run", "tests/report/report_run.toml", "--out", rd,
          "--record", os.path.join(rd, "steps.jsonl"), "--record-steps", "30"])
-    run([a.moesim, "report", rd, "-o", os.path.join(w, "run.html"), "--gpu-price", "2"])
+    run([a.moesim, "report", rd, "--out", os.path.join(w, "run.html"),
+         "--gpu-price-per-hour", "2"])
     fails += [f"run: {f}" for f in check_page(a.chromium, os.path.join(w, "run.html"), w,
                                               RUN_FIGURES, tables=TABLES["run"])]
 
@@ -172,7 +173,8 @@ def main():
 
     sw = os.path.join(w, "sweep.csv")
     run([a.moesim, "sweep", "tests/report/tiny_sweep.toml", "--threads", "1", "--out", sw])
-    run([a.moesim, "report", sw, "-o", os.path.join(w, "sweep.html"), "--gpu-price", "2.5"])
+    run([a.moesim, "report", sw, "--out", os.path.join(w, "sweep.html"),
+         "--gpu-price-per-hour", "2.5"])
     fails += [f"sweep: {f}" for f in check_page(a.chromium, os.path.join(w, "sweep.html"), w,
                                                 SWEEP_FIGURES, tables=TABLES["sweep"])]
 

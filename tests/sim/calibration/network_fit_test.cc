@@ -14,8 +14,8 @@
 #include "sim/config/config_error.h"
 #include "sim/cost/cost_model_factory.h"
 #include "sim/cost/profile.h"
-#include "sim/network/collective_study.h"
 #include "sim/network/network_model.h"
+#include "sim/network/rdma_only_topology.h"
 #include "sim/network/traffic_matrix.h"
 #include "tests/support/test_topologies.h"
 

@@ -14,13 +14,18 @@
 #include "sim/cost/network_calibration.h"
 #include "sim/cost/profile.h"
 #include "sim/network/bottleneck_model.h"
-#include "sim/network/collective_study.h"
 #include "sim/serving/network_models.h"
+#include "sim/study/collective_study.h"
 #include "sim/topology/topology_parser.h"
 #include "tests/support/benchmark_table.h"
 
 namespace moesim::sim {
 namespace {
+
+using study::CollectivePhase;
+using study::CollectiveStudy;
+using study::CollectiveStudySpec;
+using study::run_collective_study;
 
 const std::string kSource = MOESIM_SOURCE_DIR;
 

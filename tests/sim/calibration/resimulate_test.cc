@@ -15,14 +15,15 @@
 
 #include "sim/calibration/step_trace_reader.h"
 #include "sim/config/config_error.h"
+#include "sim/output/run_outputs.h"
 #include "sim/scenario/scenario.h"
 #include "sim/serving/cluster.h"
-#include "sim/serving/run_outputs.h"
 
 namespace moesim::sim {
 namespace {
 
 namespace fs = std::filesystem;
+using output::write_step_trace;
 
 constexpr int64_t kNumSteps = 12;
 

@@ -10,13 +10,16 @@
 
 #include "sim/config/config_error.h"
 #include "sim/policy/pruning_plan.h"
-#include "sim/policy/pruning_study.h"
+#include "sim/study/pruning_study.h"
 #include "tests/sim/policy/policy_test_util.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
 
+using study::PruningStudy;
+using study::PruningStudyOptions;
+using study::run_pruning_study;
 using testing::action_count;
 using testing::tiny_scenario;
 

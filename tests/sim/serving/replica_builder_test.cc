@@ -18,21 +18,28 @@
 #include "sim/calibration/step_trace_reader.h"
 #include "sim/config/config_error.h"
 #include "sim/model/model_card_parser.h"
+#include "sim/output/run_outputs.h"
 #include "sim/policy/expert_pruning_deployment.h"
 #include "sim/policy/pruned_routing.h"
-#include "sim/policy/pruning_study.h"
 #include "sim/routing/routing_trace.h"
 #include "sim/routing/synthetic_routing.h"
 #include "sim/serving/cluster.h"
-#include "sim/serving/layer_study.h"
-#include "sim/serving/run_outputs.h"
 #include "sim/serving/serving_policy.h"
+#include "sim/study/layer_study.h"
+#include "sim/study/pruning_study.h"
 #include "tests/sim/serving/test_scenarios.h"
 #include "tests/support/config_errors.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim {
 namespace {
+
+using output::write_step_trace;
+using study::LayerStudyRow;
+using study::PruningStudy;
+using study::PruningStudyOptions;
+using study::run_layer_study;
+using study::run_pruning_study;
 
 const std::string kScenarioDir = MOESIM_SOURCE_DIR "/tests/data/scenarios/";
 
