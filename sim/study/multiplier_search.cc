@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "base/check.h"
 
 namespace moesim::sim::study {
 namespace {

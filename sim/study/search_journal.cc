@@ -3,8 +3,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "base/json_depth.h"
 #include "sim/config/config_error.h"
-#include "sim/core/json_depth.h"
 #include "sim/study/search_record.h"
 
 namespace moesim::sim::study {
