@@ -43,7 +43,7 @@ SAN_CXX ?= clang++-14
 SAN_EXCLUDE ?= notebook|python\.|report\.|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
 # Whole-scenario replays that take over 7 s each under the sanitizers (docs/reliability.md): their
 # code paths run instrumented in smaller tests; they run uninstrumented in `make test`.
-SAN_SLOW ?= scenarios_units_|cli\.search_threads|PlacementPolicyCompare\.|PolicyStepTraceTest\.|cli\.sweep_resume|cli\.validate_placement_changes|ConcurrencyCapTest\.CapOf32LowersTpotAgainst128OnTheShippedPair|TierAgreement\.ThousandGpuDecodeHeavyDeploymentAgrees|EplbPolicy\.MeasuredBalanceAfterARebalanceIsThePredictedOne|QueueIsolationTest\.IsolationImprovesShortRequestTtftP99OnTheShippedPair|PolicyConservationTest\.RequestsInAnAdmissionDelayAreCountedInFlight|LongContextCapTest\.ShippedScenarioRoutesLongPromptsToTheirPool
+SAN_SLOW ?= scenarios_units_|cli\.search_threads|PlacementPolicyCompare\.|PolicyStepTraceTest\.|cli\.sweep_resume|cli\.validate_placement_changes|ConcurrencyCapTest\.CapOf32LowersTpotAgainst128OnTheShippedPair|FidelityAgreement\.ThousandGpuDecodeHeavyDeploymentAgrees|EplbPolicy\.MeasuredBalanceAfterARebalanceIsThePredictedOne|QueueIsolationTest\.IsolationImprovesShortRequestTtftP99OnTheShippedPair|PolicyConservationTest\.RequestsInAnAdmissionDelayAreCountedInFlight|LongContextCapTest\.ShippedScenarioRoutesLongPromptsToTheirPool
 FUZZ_SECONDS ?= 60
 .PHONY: sanitize-build fuzz
 sanitize-build: deps

@@ -1,8 +1,8 @@
 // Whole-simulator speed: simulated seconds per wall second for every shipped scenario.
 //
-// BM_SimScale/gpus:N/tier:T: the same figures for a generated DeepSeek-V3 decode-heavy deployment
-// of N GPUs (64, 256, 1,024, 4,096; scale_scenario_text below), issue 15's reference points, on
-// the exact and the fast tier (run.tier; docs/fast_tier.md).
+// BM_SimScale/gpus:N/fidelity:T: the same figures for a generated DeepSeek-V3 decode-heavy
+// deployment of N GPUs (64, 256, 1,024, 4,096; scale_scenario_text below), issue 15's reference
+// points, on the exact and the fast fidelity (run.fidelity; docs/fast_fidelity.md).
 //
 // One benchmark per scenarios/*.toml (scenarios/policies/*.toml too with --policies): load the
 // scenario, simulate a fixed short span (--sim_s, default 10 simulated seconds, from time 0 so
@@ -112,7 +112,7 @@ std::string write_4096_gpu_topology() {
   return path.string();
 }
 
-void BM_SimScale(benchmark::State& state, int32_t num_gpus, double sim_s, SimTier tier) {
+void BM_SimScale(benchmark::State& state, int32_t num_gpus, double sim_s, Fidelity fidelity) {
   const std::string topology = num_gpus > 1024
                                    ? write_4096_gpu_topology()
                                    : std::string(MOESIM_SOURCE_DIR "/topologies/h800-128x8.toml");
@@ -120,7 +120,7 @@ void BM_SimScale(benchmark::State& state, int32_t num_gpus, double sim_s, SimTie
                                           "scale-" + std::to_string(num_gpus) + ".toml",
                                           MOESIM_SOURCE_DIR "/scenarios");
   scenario.run.duration_s = sim_s;
-  scenario.run.tier = tier;
+  scenario.run.fidelity = fidelity;
   double sim_total_s = 0, wall_total_s = 0;
   int64_t steps = 0;
   std::string digest;
@@ -196,13 +196,13 @@ int main(int argc, char** argv) {
         ->Iterations(1)
         ->Unit(benchmark::kMillisecond);
   }
-  // The scale family: GPU counts of issue 15's targets, on both tiers.
-  for (const auto tier : {moesim::sim::SimTier::kExact, moesim::sim::SimTier::kFast}) {
+  // The scale family: GPU counts of issue 15's targets, on both fidelities.
+  for (const auto fidelity : {moesim::sim::Fidelity::kExact, moesim::sim::Fidelity::kFast}) {
     for (const int32_t gpus : {64, 256, 1024, 4096}) {
-      benchmark::RegisterBenchmark(
-          ("BM_SimScale/gpus:" + std::to_string(gpus) + "/tier:" + moesim::sim::sim_tier_name(tier))
-              .c_str(),
-          moesim::sim::BM_SimScale, gpus, scale_sim_s, tier)
+      benchmark::RegisterBenchmark(("BM_SimScale/gpus:" + std::to_string(gpus) +
+                                    "/fidelity:" + moesim::sim::fidelity_name(fidelity))
+                                       .c_str(),
+                                   moesim::sim::BM_SimScale, gpus, scale_sim_s, fidelity)
           ->UseRealTime()
           ->Iterations(1)
           ->Unit(benchmark::kMillisecond);

@@ -10,15 +10,15 @@ using py::arg;
 
 // run(): (exit code, `moesim run --json`'s document).
 py::tuple run(const py::object& scenario, const Strings& overrides, const std::string& name,
-              const std::string& base_dir, OptInt seed, OptDouble duration_s, OptString tier,
-              OptInt tier_check, OptString out_dir, OptString record_path, OptInt record_steps,
+              const std::string& base_dir, OptInt seed, OptDouble duration_s, OptString fidelity,
+              OptInt fidelity_check, OptString out_dir, OptString record_path, OptInt record_steps,
               std::optional<std::pair<double, double>> trace_window, bool diagnose, bool text) {
   api::RunRequest request;
   request.scenario = scenario_source(scenario, overrides, {}, name, base_dir);
   request.seed = seed;
   request.duration_s = duration_s;
-  request.tier = std::move(tier);
-  request.tier_check = tier_check;
+  request.fidelity = std::move(fidelity);
+  request.fidelity_check = fidelity_check;
   request.out_dir = std::move(out_dir);
   request.record_path = std::move(record_path);
   request.record_steps = record_steps;
@@ -97,8 +97,8 @@ py::object search(const std::string& scenario, OptString slo, OptString grid, Op
 void bind_commands(py::module_& m) {
   const py::none none;
   m.def("run", &run, arg("scenario"), arg("overrides") = Strings{}, arg("name") = "",
-        arg("base_dir") = "", arg("seed") = none, arg("duration_s") = none, arg("tier") = none,
-        arg("tier_check") = none, arg("out_dir") = none, arg("record_path") = none,
+        arg("base_dir") = "", arg("seed") = none, arg("duration_s") = none, arg("fidelity") = none,
+        arg("fidelity_check") = none, arg("out_dir") = none, arg("record_path") = none,
         arg("record_steps") = none, arg("trace_window") = none, arg("diagnose") = false,
         arg("text") = false,
         "`moesim run` on a scenario file or dict: (exit code, the --json document or the text).");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The capacity-search benchmark of issue 15: times `moesim search` over the 100 configurations of
-# sweeps/mooncake_capacity.toml (DeepSeek-V3 P/D on the Mooncake trace at 2x, fast tier) and
+# sweeps/mooncake_capacity.toml (DeepSeek-V3 P/D on the Mooncake trace at 2x, fast fidelity) and
 # prints its wall time and peak RSS. README "Speed" quotes the figure and the machine.
 #
 # Usage: scripts/bench_search.sh [BUILD_DIR] [THREADS] [SEARCH OPTION]...   (default: build, nproc)

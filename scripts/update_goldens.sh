@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates tests/golden/digests.txt from the current build: every shipped scenario, run for
 # the duration already listed there (default 10 simulated seconds for new scenarios), seed 1,
-# on the exact tier and on the fast tier (--tier fast; docs/fast_tier.md).
+# on the exact fidelity and on the fast fidelity (--fidelity fast; docs/fast_fidelity.md).
 set -euo pipefail
 build=${1:-build}
 out=tests/golden/digests.txt
@@ -20,7 +20,7 @@ for f in $(find scenarios -name '*.toml' | sort); do
     "$build/apps/moesim" run "$f" --duration "$d" --seed 1 --json "$@" | \
       /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["event_digest"])'
   }
-  echo "$f $d 1 $(digest_of) $(digest_of --tier fast)" >> "$tmp"
+  echo "$f $d 1 $(digest_of) $(digest_of --fidelity fast)" >> "$tmp"
 done
 mv "$tmp" "$out"
 cat "$out"

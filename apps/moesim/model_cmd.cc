@@ -1,5 +1,5 @@
 // `moesim model show CARD [--context TOKENS] [--json]`: a model card's derived quantities
-// (sim/api/load.h, sim/model/model_summary.h) as text or as one JSON document.
+// (sim/api/load.h, sim/output/model_summary.h) as text or as one JSON document.
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -56,10 +56,10 @@ int run_command(const std::vector<std::string>& argv) {
               "steps recorded at most (default: [outputs] record_max_steps)")
       .option("--trace-window", &window, "START_S:END_S",
               "Chrome-trace window in simulated seconds")
-      .option("--tier", &request.tier, "exact|fast",
-              "the step model's tier (overrides run.tier; docs/fast_tier.md)")
-      .option("--tier-check", &request.tier_check, "N",
-              "also time every N-th step of each replica on the other tier and report the "
+      .option("--fidelity", &request.fidelity, "exact|fast",
+              "the step model's fidelity (overrides run.fidelity; docs/fast_fidelity.md)")
+      .option("--fidelity-check", &request.fidelity_check, "N",
+              "also time every N-th step of each replica on the other fidelity and report the "
               "agreement (the run itself is unchanged)")
       .flag("--diagnose", &request.diagnose,
             "after the run, say which of its requests no rate could serve within the scenario's "

@@ -79,8 +79,8 @@ class RunResult:
     requests: DataFrame of requests.csv (one row per arrived request), or None when the
         scenario turns requests_csv off.
     steps: DataFrame of the executed steps (steps_table() of the --record step trace), or None
-        (fast tier, or steps=False).
-    step_series: DataFrame of steps.csv (every executed step of every replica, either tier:
+        (fast fidelity, or steps=False).
+    step_series: DataFrame of steps.csv (every executed step of every replica, either fidelity:
         batch, KV blocks, GPU times; docs/outputs.md), or None when the scenario turns
         steps_csv off.
     exit_code: the command line's exit code (0, or 1 when conservation broke).
@@ -154,8 +154,8 @@ def _run_once(scenario, overrides, base_dir, **request):
     return _moesim.run(os.fspath(scenario), overrides, **request)
 
 
-def run(scenario, overrides=None, *, tier=None, seed=None, duration_s=None, steps=True,
-        record_steps=None, trace_window=None, tier_check=None, out_dir=None, base_dir=None,
+def run(scenario, overrides=None, *, fidelity=None, seed=None, duration_s=None, steps=True,
+        record_steps=None, trace_window=None, fidelity_check=None, out_dir=None, base_dir=None,
         diagnose=False):
     """Simulates a scenario, as `moesim run SCENARIO --json --out DIR` does.
 
@@ -163,11 +163,11 @@ def run(scenario, overrides=None, *, tier=None, seed=None, duration_s=None, step
         (docs/scenarios.md); a dict's relative paths (model, topology, traces) resolve against
         base_dir (default: the current directory).
     overrides: {key.path: value} or ["key.path=value", ...], applied as `moesim run --set`.
-    tier: "exact" or "fast"; seed: root seed; duration_s: simulated seconds (defaults: the
+    fidelity: "exact" or "fast"; seed: root seed; duration_s: simulated seconds (defaults: the
         scenario's [run] table).
-    steps: also record the executed steps (exact tier) and return them as a DataFrame;
+    steps: also record the executed steps (exact fidelity) and return them as a DataFrame;
         record_steps caps how many (default: the scenario's [outputs] record_max_steps).
-    trace_window: (start_s, end_s) of the Chrome trace; tier_check: as --tier-check N;
+    trace_window: (start_s, end_s) of the Chrome trace; fidelity_check: as --fidelity-check N;
     diagnose: as --diagnose (the summary's "diagnosis").
     out_dir: keep the outputs (summary.json, requests.csv, trace.json, resolved/, steps.jsonl)
         in this directory instead of a temporary one.
@@ -178,16 +178,16 @@ def run(scenario, overrides=None, *, tier=None, seed=None, duration_s=None, step
     with tempfile.TemporaryDirectory(prefix="moesim-run-") as tmp:
         out = os.path.abspath(out_dir) if out_dir is not None else os.path.join(tmp, "out")
         record = os.path.join(out if out_dir is not None else tmp, "steps.jsonl")
-        request = dict(seed=seed, duration_s=duration_s, tier=tier, tier_check=tier_check,
+        request = dict(seed=seed, duration_s=duration_s, fidelity=fidelity, fidelity_check=fidelity_check,
                        trace_window=window, record_steps=record_steps, out_dir=out,
                        diagnose=diagnose)
-        want_steps = steps and tier != "fast"
+        want_steps = steps and fidelity != "fast"
         try:
             code, summary = _run_once(scenario, texts, base_dir,
                                       record_path=record if want_steps else None, **request)
         except UsageError as e:
-            # A scenario whose own run.tier is "fast" records no steps: run it without.
-            if not want_steps or "--record needs the exact tier" not in e.reason:
+            # A scenario whose own run.fidelity is "fast" records no steps: run it without.
+            if not want_steps or "--record needs the exact fidelity" not in e.reason:
                 raise
             want_steps = False
             code, summary = _run_once(scenario, texts, base_dir, **request)

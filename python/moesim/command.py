@@ -23,7 +23,7 @@ _COMMANDS = {
                            "-o": ("out_dir", _STR), "--record": ("record_path", _STR),
                            "--record-steps": ("record_steps", _INT),
                            "--trace-window": ("trace_window", "window"),
-                           "--tier": ("tier", _STR), "--tier-check": ("tier_check", _INT)},
+                           "--fidelity": ("fidelity", _STR), "--fidelity-check": ("fidelity_check", _INT)},
             {"--diagnose": "diagnose"}),
     "compare": (["a", "b"], {"--seed": ("seed", _INT), "--replications": ("replications", _INT),
                              "--resamples": ("resamples", _INT),

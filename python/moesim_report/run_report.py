@@ -29,7 +29,7 @@ def _summary(page, run):
     req = s.get("requests", {})
     rows = [
         ("scenario", s.get("scenario")), ("model", s.get("model")),
-        ("topology", s.get("topology")), ("seed", s.get("seed")), ("tier", s.get("tier", "exact")),
+        ("topology", s.get("topology")), ("seed", s.get("seed")), ("fidelity", s.get("fidelity", "exact")),
         ("simulated", f"{fmt(s.get('simulated_s'))} s"), ("events", fmt(s.get("num_events"))),
         ("event digest", s.get("event_digest")),
         ("requests", f"arrived {fmt(req.get('arrived'))}, completed {fmt(req.get('completed'))}, "
@@ -418,7 +418,7 @@ def _heatmaps(page, run):
         return
     why = ("the step trace has no routed selections (no recorded step had tokens)"
            if st is not None else "needs a step trace: `moesim run SCENARIO --out DIR --record DIR/steps.jsonl` "
-                "(exact tier; at most [outputs] record_max_steps steps)")
+                "(exact fidelity; at most [outputs] record_max_steps steps)")
     page.missing("fig-expert-heatmap", why)
     # Without routing counts: expert compute time per layer and GPU from the Chrome trace.
     if run.trace is not None:

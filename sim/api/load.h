@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/model/model_summary.h"
+#include "sim/output/model_summary.h"
 #include "sim/scenario/scenario.h"
 #include "sim/study/overrides.h"
 #include "sim/topology/topology_summary.h"

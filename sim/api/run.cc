@@ -25,25 +25,26 @@ void check_numbers(const RunRequest& r) {
     throw UsageError{"--duration must be in [1e-6, 1e7] seconds (run.duration_s's range)"};
   }
   if (r.record_steps && *r.record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
-  if (r.tier_check && *r.tier_check <= 0) throw UsageError{"--tier-check must be > 0"};
+  if (r.fidelity_check && *r.fidelity_check <= 0) throw UsageError{"--fidelity-check must be > 0"};
 }
 
-// The request's duration and tier applied to the scenario.
+// The request's duration and fidelity applied to the scenario.
 void apply_tier(const RunRequest& r, Scenario& sc) {
   if (r.duration_s) sc.run.duration_s = *r.duration_s;
-  if (r.tier) {
-    if (*r.tier != "exact" && *r.tier != "fast") throw UsageError{"--tier wants exact or fast"};
-    sc.run.tier = *r.tier == "fast" ? SimTier::kFast : SimTier::kExact;
-    if (sc.run.tier == SimTier::kFast && !bottleneck_network(sc)) {
+  if (r.fidelity) {
+    if (*r.fidelity != "exact" && *r.fidelity != "fast")
+      throw UsageError{"--fidelity wants exact or fast"};
+    sc.run.fidelity = *r.fidelity == "fast" ? Fidelity::kFast : Fidelity::kExact;
+    if (sc.run.fidelity == Fidelity::kFast && !bottleneck_network(sc)) {
       throw UsageError{
-          "--tier fast times collectives with the link-load bound; network.model = \"" +
-          sc.network_model + "\" needs the exact tier"};
+          "--fidelity fast times collectives with the link-load bound; network.model = \"" +
+          sc.network_model + "\" needs the exact fidelity"};
     }
   }
-  if (r.record_path && sc.run.tier == SimTier::kFast) {
+  if (r.record_path && sc.run.fidelity == Fidelity::kFast) {
     throw UsageError{
-        "--record needs the exact tier: the fast tier draws no (source, destination) "
-        "routing to record (run.tier = \"exact\" or --tier exact)"};
+        "--record needs the exact fidelity: the fast fidelity draws no (source, destination) "
+        "routing to record (run.fidelity = \"exact\" or --fidelity exact)"};
   }
 }
 
@@ -66,11 +67,12 @@ RunOptions run_options(const RunRequest& r, const Scenario& sc) {
     opt.chrome_trace = true;
   }
   opt.record_steps = r.record_path.has_value();
-  if (r.tier_check) {
+  if (r.fidelity_check) {
     if (!bottleneck_network(sc)) {
-      throw UsageError{"--tier-check runs the fast tier, which needs network.model = bottleneck"};
+      throw UsageError{
+          "--fidelity-check runs the fast fidelity, which needs network.model = bottleneck"};
     }
-    opt.tier_check_every = *r.tier_check;
+    opt.fidelity_check_every = *r.fidelity_check;
   }
   opt.record_max_steps = r.record_steps ? *r.record_steps : sc.outputs.record_max_steps;
   return opt;

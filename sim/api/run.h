@@ -24,11 +24,11 @@ struct RunRequest {
   ScenarioSource scenario;
   std::optional<int64_t> seed;             // root seed, >= 0 (default: the scenario's [run] seed)
   std::optional<double> duration_s;        // in [1e-6, 1e7] (default: [run] duration_s)
-  std::optional<std::string> tier;         // "exact" or "fast" (default: run.tier)
-  std::optional<int64_t> tier_check;       // > 0: also time every N-th step on the other tier
+  std::optional<std::string> fidelity;     // "exact" or "fast" (default: run.fidelity)
+  std::optional<int64_t> fidelity_check;   // > 0: also time every N-th step on the other fidelity
   std::optional<std::string> out_dir;      // summary.json, requests.csv, steps.csv, trace.json,
                                            // resolved/ (docs/outputs.md)
-  std::optional<std::string> record_path;  // the executed steps as JSONL (exact tier)
+  std::optional<std::string> record_path;  // the executed steps as JSONL (exact fidelity)
   std::optional<int64_t> record_steps;     // > 0 (default: [outputs] record_max_steps)
   // The Chrome trace's window in simulated seconds, 0 <= start <= end <= 1e7 (needs out_dir).
   std::optional<std::pair<double, double>> trace_window_s;
@@ -40,7 +40,7 @@ struct RunRequest {
 };
 
 struct RunResult {
-  Scenario scenario;  // as run: overrides, duration and tier applied
+  Scenario scenario;  // as run: overrides, duration and fidelity applied
   RunOutput output;
   uint64_t seed = 0;  // the root seed used
   double wall_s = 0;  // wall time of the simulation

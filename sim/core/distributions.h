@@ -64,8 +64,8 @@ class PreparedMultinomial {
   std::vector<Category> categories_;
 };
 
-// Multinomial(n, probs) drawn on its likeliest categories only (the fast tier's destination
-// loads, docs/fast_tier.md, "Candidate draw"). Categories are ordered by decreasing probability
+// Multinomial(n, probs) drawn on its likeliest categories only (the fast fidelity's destination
+// loads, docs/fast_fidelity.md, "Candidate draw"). Categories are ordered by decreasing probability
 // (ties: lower index first). The first K, the candidates, are drawn exactly: conditional
 // binomials in that order, so their joint law is the multinomial's. The trials left are spread
 // over the other categories in proportion to their probabilities by cumulative rounding (their

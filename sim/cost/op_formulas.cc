@@ -4,6 +4,75 @@
 #include <cmath>
 
 namespace moesim::sim {
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+// Core FLOPs at a possibly fractional average context.
+double core_flops(const AttentionSpec& a, double context_tokens, bool mla_absorbed) {
+  switch (a.kind) {
+    case AttentionKind::kMLA: {
+      const MlaSpec& m = a.mla;
+      const double per_ctx = mla_absorbed
+                                 ? d(2 * m.kv_lora_rank + m.qk_rope_head_dim)
+                                 : d(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
+      return 2.0 * d(m.num_heads) * per_ctx * context_tokens;
+    }
+    case AttentionKind::kGQA:
+      return 4.0 * d(a.gqa.num_heads) * d(a.gqa.head_dim) * context_tokens;
+    case AttentionKind::kKDA:
+      return 7.0 * d(a.kda.num_heads) * d(a.kda.head_dim_k) * d(a.kda.head_dim_v);
+  }
+  return 0;
+}
+
+double flops_per_token(const ModelCard& card, double context_tokens, bool mla_absorbed) {
+  double f = 2.0 * d(card.vocab_size) * d(card.hidden_size);  // output head
+  for (const LayerSpec& l : card.layers) {
+    f += attention_projection_flops(l.attention, card.hidden_size);
+    f += core_flops(l.attention, context_tokens, mla_absorbed);
+    f += ffn_flops_per_token(l.ffn, card.hidden_size);
+  }
+  return f;
+}
+
+}  // namespace
+
+double attention_projection_flops(const AttentionSpec& a, int64_t hidden_size) {
+  return 2.0 * attention_projection_params(a, hidden_size);
+}
+
+double attention_core_flops(const AttentionSpec& a, int64_t context_tokens, bool mla_absorbed) {
+  return core_flops(a, d(context_tokens), mla_absorbed);
+}
+
+double router_flops(const MoeSpec& m, int64_t hidden_size) {
+  double f = 2.0 * d(hidden_size) * d(m.num_routed_experts);
+  if (m.latent_dim > 0) f += 4.0 * d(hidden_size) * d(m.latent_dim);
+  return f;
+}
+
+double expert_flops_per_token(const MoeSpec& m, int64_t hidden_size) {
+  return 2.0 * expert_params(m, hidden_size);
+}
+
+double ffn_flops_per_token(const FfnSpec& f, int64_t hidden_size) {
+  if (!f.is_moe) return 2.0 * gated_ffn_params(hidden_size, f.intermediate_size);
+  const MoeSpec& m = f.moe;
+  return router_flops(m, hidden_size) + d(m.top_k) * expert_flops_per_token(m, hidden_size) +
+         2.0 * shared_expert_params(m, hidden_size);
+}
+
+double decode_flops_per_token(const ModelCard& card, int64_t context_tokens) {
+  return flops_per_token(card, d(context_tokens), /*mla_absorbed=*/true);
+}
+
+double prefill_flops_per_token(const ModelCard& card, int64_t prompt_tokens) {
+  // Core FLOPs are linear in context, so the mean over contexts 1..P is the value at (P + 1) / 2.
+  return flops_per_token(card, (d(prompt_tokens) + 1.0) / 2.0, /*mla_absorbed=*/false);
+}
+
 namespace {
 
 double bytes_per_param(DType d) { return bits_per_element(d) / 8.0; }

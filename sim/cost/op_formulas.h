@@ -24,6 +24,31 @@ struct AttentionWork {
   OpWork decode;   // attn_<kind>_decode over the decode slices; empty() when there are none
 };
 
+// ---- FLOPs per token (2 per multiply-accumulate; norms, activations, softmax not counted) ----
+
+// FLOPs of the attention projections for one token (q/k/v/o, gates, short conv): 2 per matrix
+// weight, independent of context and equal for MLA's absorbed and non-absorbed forms.
+double attention_projection_flops(const AttentionSpec& a, int64_t hidden_size);
+// FLOPs of the attention core for one token that attends to `context_tokens` tokens (itself
+// included). GQA: 4 * heads * head_dim * context (scores and weighted values). MLA with
+// mla_absorbed == false (the prefill form: keys and values up-projected per token):
+// 2 * heads * (qk_nope + qk_rope + v) * context; with mla_absorbed == true (the decode form over
+// the cached latent): 2 * heads * (2 * kv_lora_rank + qk_rope) * context. KDA: the delta-rule
+// decay, key readout, rank-1 update and query readout, 7 * heads * dk * dv, constant in context.
+double attention_core_flops(const AttentionSpec& a, int64_t context_tokens, bool mla_absorbed);
+// Router FLOPs per token (hidden x experts score matmul, plus latent projections).
+double router_flops(const MoeSpec& m, int64_t hidden_size);
+// FLOPs of one routed expert for one token: 2 * expert_params.
+double expert_flops_per_token(const MoeSpec& m, int64_t hidden_size);
+// FLOPs of a layer's FFN for one token (dense FFN, or router + top_k routed + shared experts).
+double ffn_flops_per_token(const FfnSpec& f, int64_t hidden_size);
+// FLOPs to decode one token whose context (including itself) is `context_tokens` tokens:
+// all layers' projections, attention cores (MLA absorbed), FFNs (top_k experts) and the head.
+double decode_flops_per_token(const ModelCard& card, int64_t context_tokens);
+// Average FLOPs per token to prefill a prompt of `prompt_tokens` tokens from empty (causal: token
+// i attends to i + 1 tokens; MLA not absorbed), including the output head for every token.
+double prefill_flops_per_token(const ModelCard& card, int64_t prompt_tokens);
+
 // Attention (projections, core, cache / state traffic) of one layer for the slices `seqs` of one
 // attention rank, as run by each of its `tp` >= 1 GPUs. Kinds attn_{mla,gqa,kda}_{prefill,decode}
 // by attention.kind; dtype precision.attention; tokens = the part's new tokens.

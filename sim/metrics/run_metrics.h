@@ -126,10 +126,10 @@ struct RunCounters {
   double slot_imbalance_sum = 0;
   double slot_balancedness_sum = 0;
   int64_t num_slot_balance_samples = 0;
-  // Fast tier (run.tier = "fast"): (MoE layer, step) samples it timed and those left to the
-  // exact tier (StepTotals). Both 0 on the exact tier.
-  int64_t fast_tier_layers = 0;
-  int64_t exact_tier_layers = 0;
+  // Fast fidelity (run.fidelity = "fast"): (MoE layer, step) samples it timed and those left to the
+  // exact fidelity (StepTotals). Both 0 on the exact fidelity.
+  int64_t fast_fidelity_layers = 0;
+  int64_t exact_fidelity_layers = 0;
   // Tiered KV cache ([kv_tiers]); enabled = false without it.
   KvTierCounters kv_tiers;
   // Policy and workload actions by name (e.g. "rollback", "reject:too_long"), ordered.

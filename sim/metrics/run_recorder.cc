@@ -20,8 +20,8 @@ void RunRecorder::on_step(const StepUsage& u) {
   counters_.slot_imbalance_sum += t.slot_imbalance_sum;
   counters_.slot_balancedness_sum += t.slot_balancedness_sum;
   counters_.num_slot_balance_samples += t.num_slot_balance_layers;
-  counters_.fast_tier_layers += t.num_fast_layers;
-  counters_.exact_tier_layers += t.num_exact_layers;
+  counters_.fast_fidelity_layers += t.num_fast_layers;
+  counters_.exact_fidelity_layers += t.num_exact_layers;
   for (size_t g = 0; g < u.gpus.size(); ++g) {
     GpuRecord& gr = gpus_[u.gpus[g].value];
     gr.compute_ns += u.compute_ns[g];

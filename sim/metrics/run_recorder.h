@@ -134,8 +134,8 @@ struct RunOptions {
   bool chrome_trace = false;
   SimTime trace_start_ns = 0;
   SimTime trace_end_ns = 0;
-  // > 0: every N-th step of every replica is also timed on the other tier (tier_check.h).
-  int64_t tier_check_every = 0;
+  // > 0: every N-th step of every replica is also timed on the other fidelity (fidelity_check.h).
+  int64_t fidelity_check_every = 0;
   // Stop the run once these SLO limits fail whatever the rest of it does (sim/metrics/
   // slo_watch.h; a search probe's early verdict): RunOutput::stopped_early says why. Watched only
   // where the requests the run can have are known at its start (open-loop workloads: synthetic

@@ -28,8 +28,8 @@ struct StepTotals {
   double slot_imbalance_sum = 0;
   double slot_balancedness_sum = 0;
   int64_t num_slot_balance_layers = 0;
-  // With the fast tier on (StepModel::set_fast_tier): MoE layers it timed, and those it left to
-  // the exact tier. Both 0 on the exact tier.
+  // With the fast fidelity on (StepModelOptions::fidelity): MoE layers it timed, and those it left to
+  // the exact fidelity. Both 0 on the exact fidelity.
   int64_t num_fast_layers = 0;
   int64_t num_exact_layers = 0;
 };

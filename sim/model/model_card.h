@@ -237,33 +237,25 @@ double weight_bytes(const ModelCard& card, TensorGroup g);
 // Sum over tensor groups (MTP excluded).
 double total_weight_bytes(const ModelCard& card);
 
-// ---- Per-layer, per-op helpers (parameters, bytes, FLOPs per token) ----------------------------
+// ---- Per-layer, per-op helpers (parameters, bytes; FLOPs per token: sim/cost/op_formulas.h)
+// ---------------------------
 
 // Attention weights of one layer (projections, convs, gates, attention-internal norms).
 double attention_params(const AttentionSpec& a, int64_t hidden_size);
-// FLOPs of the attention projections for one token (q/k/v/o, gates, short conv): 2 per matrix
-// weight, independent of context and equal for MLA's absorbed and non-absorbed forms.
-double attention_projection_flops(const AttentionSpec& a, int64_t hidden_size);
-// FLOPs of the attention core for one token that attends to `context_tokens` tokens (itself
-// included). GQA: 4 * heads * head_dim * context (scores and weighted values). MLA with
-// mla_absorbed == false (the prefill form: keys and values up-projected per token):
-// 2 * heads * (qk_nope + qk_rope + v) * context; with mla_absorbed == true (the decode form over
-// the cached latent): 2 * heads * (2 * kv_lora_rank + qk_rope) * context. KDA: the delta-rule
-// decay, key readout, rank-1 update and query readout, 7 * heads * dk * dv, constant in context.
-double attention_core_flops(const AttentionSpec& a, int64_t context_tokens, bool mla_absorbed);
-// Router FLOPs per token (hidden x experts score matmul, plus latent projections).
-double router_flops(const MoeSpec& m, int64_t hidden_size);
+// Matrix weights of the attention projections (q/k/v/o, gates, short conv; no norms, no
+// per-head scalars).
+double attention_projection_params(const AttentionSpec& a, int64_t hidden_size);
+// Weights of a gated (SwiGLU) FFN from `in_dim` to `intermediate` and back: 3 matrices.
+double gated_ffn_params(int64_t in_dim, int64_t intermediate);
+// Weights of a MoE layer's shared experts.
+double shared_expert_params(const MoeSpec& m, int64_t hidden_size);
 // Parameters of one routed expert.
 double expert_params(const MoeSpec& m, int64_t hidden_size);
-// FLOPs of one routed expert for one token: 2 * expert_params.
-double expert_flops_per_token(const MoeSpec& m, int64_t hidden_size);
 // Weight bytes of one routed expert at weight_bits_per_element(precision, kRoutedExperts).
 double expert_weight_bytes(const ModelCard& card, const MoeSpec& m);
 // Bytes per token that cross the network on dispatch (or combine) for one token-expert pair:
 // hidden_size (or latent_dim) activations at `activation_dtype`.
 double expert_activation_bytes(const MoeSpec& m, int64_t hidden_size, DType activation_dtype);
-// FLOPs of a layer's FFN for one token (dense FFN, or router + top_k routed + shared experts).
-double ffn_flops_per_token(const FfnSpec& f, int64_t hidden_size);
 
 // ---- Cache and state bytes ---------------------------------------------------------------------
 
@@ -278,15 +270,6 @@ double kv_bytes_per_token(const ModelCard& card);
 double recurrent_state_bytes_per_sequence(const AttentionSpec& a, DType state_dtype);
 // Sum over all layers.
 double recurrent_state_bytes_per_sequence(const ModelCard& card);
-
-// ---- FLOPs per token ---------------------------------------------------------------------------
-
-// FLOPs to decode one token whose context (including itself) is `context_tokens` tokens:
-// all layers' projections, attention cores (MLA absorbed), FFNs (top_k experts) and the head.
-double decode_flops_per_token(const ModelCard& card, int64_t context_tokens);
-// Average FLOPs per token to prefill a prompt of `prompt_tokens` tokens from empty (causal: token
-// i attends to i + 1 tokens; MLA not absorbed), including the output head for every token.
-double prefill_flops_per_token(const ModelCard& card, int64_t prompt_tokens);
 
 // Number of layers whose attention has `kind`, and whose FFN is MoE.
 int64_t num_layers_of_kind(const ModelCard& card, AttentionKind kind);

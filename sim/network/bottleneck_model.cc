@@ -136,7 +136,7 @@ bool BottleneckModel::set_link_slowdown(std::span<const double> factor_per_link)
 }
 
 void BottleneckModel::size_link_arrays() {
-  // Sized at the first run, not at construction: a replica on the fast tier may never run one
+  // Sized at the first run, not at construction: a replica on the fast fidelity may never run one
   // (its per-link arrays would only be memory touched per replica).
   if (!link_bytes_.empty()) return;
   link_bytes_.assign(num_links_ + 1, 0.0);

@@ -1,12 +1,12 @@
 // FastAllToAll: a MoE layer's dispatch and combine times from per-GPU sums, without the
-// (source, destination) matrix: the network half of the fast tier.
+// (source, destination) matrix: the network half of the fast fidelity.
 //
 // It assumes product-form token counts, tokens(s, d) = T_s x reach_d, under which every link
 // load is a per-GPU factor times a per-group sum (domain, leaf, rail, (leaf, rail)), so a layer
 // costs O(participants). The collective ends when its most loaded link drains (the bound of
 // bottleneck_model.h), spine traffic spread evenly as in factored_bottleneck_model.h. valid()
-// says where it applies and why_not() why not; the caller then uses the exact tier.
-// docs/fast_tier.md ("Collectives") has the product form and every link's formula.
+// says where it applies and why_not() why not; the caller then uses the exact fidelity.
+// docs/fast_fidelity.md ("Collectives") has the product form and every link's formula.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +57,7 @@ class FastAllToAll {
   // Tokens sent over links (NVLink and network) by the last load(): bytes = this x row bytes.
   double total_tokens() const { return total_tokens_; }
 
-  // Host-link contention (StepModel::set_nic_slowdown): per participant, factors >= 1 by which
+  // Host-link contention (StepInput's NIC slowdown): per participant, factors >= 1 by which
   // the time per byte of its NIC link in / out grows in the following *_seconds(); empty: none.
   void set_nic_slowdown(std::span<const double> in, std::span<const double> out);
   // Adds each participant's network bytes in / out (through its NIC) of the last load()'s

@@ -250,7 +250,7 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
   j["model"] = sc.model->name;
   j["topology"] = sc.topology->name();
   j["seed"] = seed;
-  j["tier"] = sim_tier_name(sc.run.tier);
+  j["fidelity"] = fidelity_name(sc.run.fidelity);
   j["event_digest"] = out.digest_hex;
   j["num_events"] = out.num_events;
   j["simulated_s"] = num(s.duration_s);
@@ -294,26 +294,27 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
                    {"cost_out_of_range_queries", c.cost_out_of_range_queries},
                    {"dispatch_bytes", count_json(c.dispatch_bytes)},
                    {"combine_bytes", count_json(c.combine_bytes)}};
-  if (sc.run.tier == SimTier::kFast) {
-    j["counters"]["fast_tier_layers"] = c.fast_tier_layers;
-    j["counters"]["exact_tier_layers"] = c.exact_tier_layers;
+  if (sc.run.fidelity == Fidelity::kFast) {
+    j["counters"]["fast_fidelity_layers"] = c.fast_fidelity_layers;
+    j["counters"]["exact_fidelity_layers"] = c.exact_fidelity_layers;
   }
-  if (out.tier_checked) {
-    const TierAgreement a = tier_agreement(out.tier_samples, out.tier_samples_skipped);
+  if (out.fidelity_checked) {
+    const FidelityAgreement a =
+        fidelity_agreement(out.fidelity_samples, out.fidelity_samples_skipped);
     const bool has = a.count > 0;
-    j["tier_check"] = {{"steps", a.count},
-                       {"skipped", a.skipped},
-                       {"exact_mean_ms", num(a.exact_mean_ms, has)},
-                       {"fast_mean_ms", num(a.fast_mean_ms, has)},
-                       {"exact_p50_ms", num(a.exact_p50_ms, has)},
-                       {"fast_p50_ms", num(a.fast_p50_ms, has)},
-                       {"exact_p99_ms", num(a.exact_p99_ms, has)},
-                       {"fast_p99_ms", num(a.fast_p99_ms, has)},
-                       {"mean_rel", num(a.mean_rel, has)},
-                       {"p50_rel", num(a.p50_rel, has)},
-                       {"p99_rel", num(a.p99_rel, has)},
-                       {"max_step_rel", num(a.max_step_rel, has)},
-                       {"fast_layer_share", num(a.fast_layer_share, has)}};
+    j["fidelity_check"] = {{"steps", a.count},
+                           {"skipped", a.skipped},
+                           {"exact_mean_ms", num(a.exact_mean_ms, has)},
+                           {"fast_mean_ms", num(a.fast_mean_ms, has)},
+                           {"exact_p50_ms", num(a.exact_p50_ms, has)},
+                           {"fast_p50_ms", num(a.fast_p50_ms, has)},
+                           {"exact_p99_ms", num(a.exact_p99_ms, has)},
+                           {"fast_p99_ms", num(a.fast_p99_ms, has)},
+                           {"mean_rel", num(a.mean_rel, has)},
+                           {"p50_rel", num(a.p50_rel, has)},
+                           {"p99_rel", num(a.p99_rel, has)},
+                           {"max_step_rel", num(a.max_step_rel, has)},
+                           {"fast_layer_share", num(a.fast_layer_share, has)}};
   }
   if (sc.speculative.enabled) j["speculative"] = speculative_json(sc.speculative, out.speculative);
   if (c.kv_tiers.enabled) j["kv_tiers"] = kv_tiers_json(s);
@@ -336,7 +337,7 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
 
 namespace {
 
-// The first GPU's memory, the cost model, the fidelity tier and the tier check.
+// The first GPU's memory, the cost model, the fidelity and the fidelity check.
 void write_gpu_cost_and_tier_text(std::ostream& os, const Scenario& sc, const RunOutput& out) {
   const RunCounters& c = out.summary.counters;
   if (!out.gpus.empty()) {
@@ -358,17 +359,18 @@ void write_gpu_cost_and_tier_text(std::ostream& os, const Scenario& sc, const Ru
     os << "  cost model  roofline (" << c.cost_out_of_range_queries
        << " queries outside a fitted range)\n";
   }
-  if (sc.run.tier == SimTier::kFast) {
-    const int64_t layers = c.fast_tier_layers + c.exact_tier_layers;
-    os << "  tier        fast: " << c.fast_tier_layers << " of " << layers
+  if (sc.run.fidelity == Fidelity::kFast) {
+    const int64_t layers = c.fast_fidelity_layers + c.exact_fidelity_layers;
+    os << "  fidelity    fast: " << c.fast_fidelity_layers << " of " << layers
        << " (MoE layer, step) samples timed from per-GPU sums, "
-       << fmt_or_na("%.1f%%", layers > 0 ? 100.0 * c.fast_tier_layers / layers : 0, layers > 0)
-       << " (docs/fast_tier.md)\n";
+       << fmt_or_na("%.1f%%", layers > 0 ? 100.0 * c.fast_fidelity_layers / layers : 0, layers > 0)
+       << " (docs/fast_fidelity.md)\n";
   }
-  if (out.tier_checked) {
-    const TierAgreement a = tier_agreement(out.tier_samples, out.tier_samples_skipped);
+  if (out.fidelity_checked) {
+    const FidelityAgreement a =
+        fidelity_agreement(out.fidelity_samples, out.fidelity_samples_skipped);
     const bool has = a.count > 0;
-    os << "  tier check  " << a.count << " steps on both tiers (" << a.skipped
+    os << "  fidelity check  " << a.count << " steps on both fidelities (" << a.skipped
        << " skipped: transfer in flight); step ms exact / fast (fast - exact):\n"
        << "              mean " << fmt_or_na("%.3f", a.exact_mean_ms, has) << " / "
        << fmt_or_na("%.3f", a.fast_mean_ms, has) << " ("
@@ -378,7 +380,7 @@ void write_gpu_cost_and_tier_text(std::ostream& os, const Scenario& sc, const Ru
        << fmt_or_na("%.3f", a.exact_p99_ms, has) << " / " << fmt_or_na("%.3f", a.fast_p99_ms, has)
        << " (" << fmt_or_na("%+.2f%%", 100 * a.p99_rel, has) << ")\n"
        << "              largest step difference " << fmt_or_na("%.2f%%", 100 * a.max_step_rel, has)
-       << "; fast tier timed " << fmt_or_na("%.1f%%", 100 * a.fast_layer_share, has)
+       << "; fast fidelity timed " << fmt_or_na("%.1f%%", 100 * a.fast_layer_share, has)
        << " of their MoE layers\n";
   }
 }

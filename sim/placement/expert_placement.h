@@ -86,8 +86,8 @@ class ReplicaDispatcher {
   // num_gpus x num_gpus; every selection lands on exactly one GPU hosting its expert.
   void dispatch(const ExpertPlacement& placement, const CountMatrix& src_expert,
                 CountMatrix& src_dst);
-  // The rule applied to one layer's totals (the fast tier, docs/fast_tier.md), for sources in
-  // groups (consecutive sources of one node: group j holds group_tokens[j] tokens on node
+  // The rule applied to one layer's totals (the fast fidelity, docs/fast_fidelity.md), for sources
+  // in groups (consecutive sources of one node: group j holds group_tokens[j] tokens on node
   // group_node[j]): expert e's expert_totals[e] selections come from the groups in proportion to
   // their tokens, and each group's part is dispatched as one source's would be (its node's
   // replicas of e, else all of them; water-filled), group-major and expert-minor as dispatch()

@@ -27,7 +27,7 @@ struct RoutingQuery {
   // only the destinations that can receive the most selections and give the others their
   // expectation, where the chance that one of those others would have received at least as many
   // as the likeliest destination is at most this (SyntheticRoutingModel: CandidateMultinomial,
-  // docs/fast_tier.md, "Candidate draw").
+  // docs/fast_fidelity.md, "Candidate draw").
   double candidate_epsilon = 0;
   // route_to_gpus() / route_totals_to_gpus(): the version of the placement gpu_of_expert comes
   // from (sim/core/state_version.h), where the caller knows it; 0: unknown. A model may take an
@@ -53,7 +53,7 @@ class RoutingModel {
   virtual void route_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
                              int32_t num_dst_gpus, CountMatrix& out);
 
-  // The column sums of route_to_gpus() without the per-source matrix (the fast tier): `totals`
+  // The column sums of route_to_gpus() without the per-source matrix (the fast fidelity): `totals`
   // is resized to num_dst_gpus and holds each destination's selections of the layer. Returns
   // false, leaving `totals` unspecified, when the model cannot draw them directly (callers then
   // use route_to_gpus()). An implementation draws the same distribution of totals as

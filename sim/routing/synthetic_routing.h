@@ -44,10 +44,10 @@ class SyntheticRoutingModel final : public RoutingModel {
   // systematic rounding, less than one selection per source and destination); under kCounts the
   // same distribution (a sum of multinomials with one share vector is one multinomial); sources
   // that kPerToken / kAuto would draw token by token are drawn as counts (selections of one token
-  // are distinct experts, which counts ignore: docs/fast_tier.md). With query.candidate_epsilon
+  // are distinct experts, which counts ignore: docs/fast_fidelity.md). With query.candidate_epsilon
   // > 0 and one share row (no domain split), where some destinations can be bounded away, only
   // the likeliest destinations are drawn and the others get what is left by share
-  // (CandidateMultinomial, from the same stream; docs/fast_tier.md, "Candidate draw").
+  // (CandidateMultinomial, from the same stream; docs/fast_fidelity.md, "Candidate draw").
   bool route_totals_to_gpus(const RoutingQuery& query, std::span<const int32_t> gpu_of_expert,
                             int32_t num_dst_gpus, std::vector<int64_t>& totals) override;
   // The same for route(): selections per expert over all sources, no expert above the layer's

@@ -1,7 +1,7 @@
 // The margins pass of SyntheticRoutingModel (SamplingMode::kMargins, and kAuto's sources above
 // the per-token threshold): one draw of the layer's totals per share row, split over the sources
 // by systematic rounding; and those totals alone (draw_totals), drawn exactly as the pass draws
-// them, for the fast tier. The two walk the stream alike and are kept side by side.
+// them, for the fast fidelity. The two walk the stream alike and are kept side by side.
 #include <algorithm>
 
 #include "sim/core/distributions.h"

@@ -273,7 +273,6 @@ KvTierSpec parse_kv_tiers(TomlTable& t, const Topology& topo, const SchedulerSpe
 
 }  // namespace
 
-const char* sim_tier_name(SimTier tier) { return tier == SimTier::kFast ? "fast" : "exact"; }
 
 const char* overlap_mode_name(OverlapMode m) {
   switch (m) {
@@ -466,12 +465,14 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   if (auto t = root.find_table("run")) {
     s.run.seed = static_cast<uint64_t>(t->get_int_in_or("seed", 0, INT64_MAX, 1));
     s.run.duration_s = t->get_double_in_or("duration_s", 1e-6, 1e7, s.run.duration_s);
-    const std::string tier = t->get_enum_or("tier", {"exact", "fast"}, "exact");
-    s.run.tier = tier == "fast" ? SimTier::kFast : SimTier::kExact;
-    if (s.run.tier == SimTier::kFast && s.network_model != "bottleneck" &&
+    if (t->has("tier")) t->fail("tier", "renamed: run.fidelity = \"exact\" or \"fast\"");
+    const std::string fidelity = t->get_enum_or("fidelity", {"exact", "fast"}, "exact");
+    s.run.fidelity = fidelity == "fast" ? Fidelity::kFast : Fidelity::kExact;
+    if (s.run.fidelity == Fidelity::kFast && s.network_model != "bottleneck" &&
         s.network_model != "bottleneck_factored") {
-      t->fail("tier", "\"fast\" times collectives with the link-load bound; network.model = \"" +
-                          s.network_model + "\" needs tier = \"exact\"");
+      t->fail("fidelity",
+              "\"fast\" times collectives with the link-load bound; network.model = \"" +
+                  s.network_model + "\" needs fidelity = \"exact\"");
     }
     t->finish();
   }

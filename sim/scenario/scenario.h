@@ -16,6 +16,7 @@
 #include "sim/model/model_card.h"
 #include "sim/routing/routing_spec.h"
 #include "sim/scenario/deployment.h"
+#include "sim/scenario/fidelity.h"
 #include "sim/scenario/speculative_spec.h"
 #include "sim/topology/topology.h"
 #include "sim/workload/workload_spec.h"
@@ -43,16 +44,10 @@ struct SloSpec {
   double tpot_ms = 100;   // > 0
 };
 
-// The step model's tier (docs/fast_tier.md): "exact" times every MoE layer from its (source,
-// destination) matrix through the network model; "fast" draws per-destination totals and times
-// the collectives from per-GPU sums where that applies (StepModel::set_fast_tier).
-enum class SimTier { kExact, kFast };
-const char* sim_tier_name(SimTier tier);
-
 struct RunSpec {
   uint64_t seed = 1;
   double duration_s = 60;  // simulated time; requests still running then are "in flight"
-  SimTier tier = SimTier::kExact;
+  Fidelity fidelity = Fidelity::kExact;
 };
 
 struct OutputSpec {

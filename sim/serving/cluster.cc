@@ -40,7 +40,7 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
   }
   setup_.root_seed = sim_.root_seed();
   setup_.report_expert_loads = any_wants_loads_;
-  setup_.check_tier = opt_.tier_check_every > 0;
+  setup_.check_fidelity = opt_.fidelity_check_every > 0;
   setup_.kv_tiers = kv_tiers_.get();
   setup_.seqs = &seqs_;
   replicas_ = builder_.build_replicas(setup_);
@@ -48,8 +48,8 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
   if (sc_.deployment.prefill_replicas > 0) {
     pd_transfer_ = std::make_unique<PdTransfer>(builder_.make_network());
   }
-  if (opt_.tier_check_every > 0)
-    tier_checker_ = std::make_unique<TierChecker>(opt_.tier_check_every);
+  if (opt_.fidelity_check_every > 0)
+    fidelity_checker_ = std::make_unique<FidelityChecker>(opt_.fidelity_check_every);
   recording_ = std::make_unique<StepRecording>(recorder_, sim_, seqs_, sc_.outputs.trace_replicas);
   policy_parts_.reset(new ClusterPolicyParts{sim_, recorder_, router_, replicas_, builder_, setup_,
                                              policies_, k_timer_,
@@ -85,7 +85,7 @@ void ClusterSim::register_events() {
     delayed_.erase(it);
     route_seq(static_cast<int32_t>(e.id0), pool);
   });
-  // Registered only with tiers: a scenario without them keeps its event kinds (and digest).
+  // Registered only with KV tiers: a scenario without them keeps its event kinds (and digest).
   if (sc_.kv_tiers.enabled) {
     k_kv_load_ = sim_.register_kind("kv_load_ready", [this](const Event& e, Scheduler&) {
       Replica& r = replicas_[static_cast<size_t>(e.id0)];
@@ -139,10 +139,10 @@ RunOutput ClusterSim::run() {
   out.step_series = std::move(recorder_.step_series());
   out.expert_gpus = recorder_.initial_expert_gpus();
   out.placement_changes = std::move(recorder_.placement_changes());
-  out.tier_checked = tier_checker_ != nullptr;
-  if (tier_checker_) {
-    out.tier_samples = std::move(tier_checker_->samples());
-    out.tier_samples_skipped = tier_checker_->skipped();
+  out.fidelity_checked = fidelity_checker_ != nullptr;
+  if (fidelity_checker_) {
+    out.fidelity_samples = std::move(fidelity_checker_->samples());
+    out.fidelity_samples_skipped = fidelity_checker_->skipped();
   }
   if (draft_acceptance_) out.speculative = draft_acceptance_->totals();
   return out;

@@ -16,9 +16,9 @@
 #include "sim/metrics/run_metrics.h"
 #include "sim/metrics/run_recorder.h"
 #include "sim/scenario/scenario.h"
+#include "sim/serving/fidelity_check.h"
 #include "sim/serving/serving_policy.h"
 #include "sim/serving/speculative.h"
-#include "sim/serving/tier_check.h"
 
 namespace moesim::sim {
 
@@ -44,11 +44,11 @@ struct RunOutput {
   std::vector<PlacementChange> placement_changes;
   bool conservation_ok = false;
   std::string conservation_message;
-  // RunOptions::tier_check_every > 0: the sampled steps timed on both tiers (tier_check.h), and
-  // the sampled steps skipped (a background transfer in flight).
-  bool tier_checked = false;
-  std::vector<TierSample> tier_samples;
-  int64_t tier_samples_skipped = 0;
+  // RunOptions::fidelity_check_every > 0: the sampled steps timed on both fidelities
+  // (fidelity_check.h), and the sampled steps skipped (a background transfer in flight).
+  bool fidelity_checked = false;
+  std::vector<FidelitySample> fidelity_samples;
+  int64_t fidelity_samples_skipped = 0;
   // Speculative decoding ([speculative]): acceptance and draft-time totals; all 0 without it.
   SpeculativeTotals speculative;
   // RunOptions::stop_on_certain_failure: why the run stopped at end_ns, before its duration

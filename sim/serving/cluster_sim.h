@@ -2,7 +2,7 @@
 // the event handlers that tie the parts together: the workload generator, the cluster router, the
 // replicas the replica builder made, the run recorder, and the policies, which read and act
 // through the PolicyContext of its ClusterPolicyView and ClusterPolicyActions. What watches a step
-// (tier check, tiered KV traffic, speculative accounting, recording) are components it calls.
+// (fidelity check, tiered KV traffic, speculative accounting, recording) are components it calls.
 // Files: cluster.cc (construction, run, conservation), cluster_requests.cc (arrivals, admission,
 // routing, completion), cluster_steps.cc (schedule -> step model -> watchers -> step done, P/D).
 #pragma once
@@ -23,6 +23,7 @@
 #include "sim/serving/cluster_policy.h"
 #include "sim/serving/cluster_router.h"
 #include "sim/serving/draft_accounting.h"
+#include "sim/serving/fidelity_checker.h"
 #include "sim/serving/kv_tier_traffic.h"
 #include "sim/serving/pd_transfer.h"
 #include "sim/serving/replica.h"
@@ -30,7 +31,6 @@
 #include "sim/serving/sequence.h"
 #include "sim/serving/serving_policy.h"
 #include "sim/serving/step_recorder.h"
-#include "sim/serving/tier_checker.h"
 #include "sim/workload/workload_generator.h"
 
 namespace moesim::sim::detail {
@@ -104,7 +104,7 @@ class ClusterSim {
   std::optional<PolicyContext> policy_ctx_;
   // What watches the steps.
   std::unique_ptr<KvTierTraffic> kv_traffic_;          // with [kv_tiers]
-  std::unique_ptr<TierChecker> tier_checker_;          // RunOptions::tier_check_every > 0
+  std::unique_ptr<FidelityChecker> fidelity_checker_;  // RunOptions::fidelity_check_every > 0
   std::unique_ptr<DraftAcceptance> draft_acceptance_;  // [speculative]: acceptance draws
   std::unique_ptr<DraftAccounting> draft_accounting_;
   std::unique_ptr<StepRecording> recording_;

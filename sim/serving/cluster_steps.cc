@@ -1,5 +1,5 @@
 // ClusterSim's step lifecycle: a replica's scheduler returns a batch, the step model times it,
-// the step's watchers see it (tier check, tiered KV traffic, speculative decoding's accounting,
+// the step's watchers see it (fidelity check, tiered KV traffic, speculative decoding's accounting,
 // the recording), and the step ends as an event; then sequences advance, finish or move to a
 // decode replica (P/D KV transfers, priced by the network model), and the per-step policy hooks
 // run.
@@ -21,7 +21,7 @@ void ClusterSim::try_start_step(Replica& r) {
   if (kv_traffic_)
     std::tie(input.nic_in_slowdown, input.nic_out_slowdown) = kv_traffic_->slowdown(r);
   const StepResult& res = r.step_model().run(input);
-  if (tier_checker_) tier_checker_->check(r, input, res);
+  if (fidelity_checker_) fidelity_checker_->check(r, input, res);
   if (kv_traffic_) kv_traffic_->after_step(r, res);
   if (draft_accounting_) draft_accounting_->on_step(r, res);
   recording_->finish(r, batch, res);

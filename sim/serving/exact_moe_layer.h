@@ -1,4 +1,4 @@
-// The exact tier's MoE layer: the routing drawn as selections per (source GPU, destination GPU)
+// The exact fidelity's MoE layer: the routing drawn as selections per (source GPU, destination GPU)
 // (per expert and dispatched by the token-to-replica rule where the layer has replicas), unique
 // tokens per pair (unique_tokens.h, clamped to what the counts allow), the traffic plan of the
 // deployment's dispatch algorithm (background transfers riding along), and both collectives

@@ -1,7 +1,7 @@
-// The fast tier's MoE layer (docs/fast_tier.md): the routing drawn as per-destination totals
-// (replicated experts by the token-to-replica rule on per-expert totals, ReplicaDispatcher::
+// The fast fidelity's MoE layer (docs/fast_fidelity.md): the routing drawn as per-destination
+// totals (replicated experts by the token-to-replica rule on per-expert totals, ReplicaDispatcher::
 // dispatch_totals), each destination's reach from its totals (unique_tokens.h) and both
-// collectives timed by FastAllToAll from per-GPU sums. A layer stays on the exact tier
+// collectives timed by FastAllToAll from per-GPU sums. A layer stays on the exact fidelity
 // (ExactMoeLayer, held here) where the fast one does not apply: a background transfer in flight,
 // a routing model without totals (a replay, pruned routing), participants FastAllToAll refuses.
 // No (source, destination) matrix is drawn, so StepObserver::on_routing is not called for fast
@@ -24,12 +24,12 @@ class FastMoeLayer final : public MoeLayerModel {
  public:
   // The candidate draw (RoutingQuery::candidate_epsilon) for layers without replicas: per layer,
   // at most this chance that a GPU priced at its expected selections would have drawn more than
-  // the likeliest GPU (docs/fast_tier.md, "Candidate draw").
+  // the likeliest GPU (docs/fast_fidelity.md, "Candidate draw").
   static constexpr double kCandidateEpsilon = 1e-6;
 
   explicit FastMoeLayer(const MoeLayerDeps& deps);
 
-  // Fast layers count in StepTotals::num_fast_layers, those left to the exact tier in
+  // Fast layers count in StepTotals::num_fast_layers, those left to the exact fidelity in
   // num_exact_layers.
   CollectiveTimes run(const MoeLayerCall& call, StepState& state) override;
   void begin_microbatches() override;
@@ -48,12 +48,12 @@ class FastMoeLayer final : public MoeLayerModel {
   void set_nic_slowdown(std::span<const double> in, std::span<const double> out) {
     fast_.set_nic_slowdown(in, out);
   }
-  // Why the fast tier can never apply to this replica's collectives ("" when it can).
+  // Why the fast fidelity can never apply to this replica's collectives ("" when it can).
   const std::string& why_not() const { return fast_.why_not(); }
 
  private:
   // The fast routing, pricing and collectives of one layer; false (nothing reported) where the
-  // layer needs the exact tier.
+  // layer needs the exact fidelity.
   bool run_fast(const MoeLayerCall& call, StepState& state, CollectiveTimes& t);
   // The replicated layer's per-destination totals (dispatch_totals over source groups).
   bool route_replicated(const RoutingQuery& q, const ExpertPlacement& placement,

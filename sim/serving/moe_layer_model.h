@@ -1,7 +1,7 @@
 // One MoE layer of a step, from the router's output to the combine: the layer's routing drawn
 // for the step's tokens, every GPU's experts priced (ExpertPricer), the expert loads and balance
 // reported (LoadReporter), and the dispatch and combine all-to-alls timed. Two implementations,
-// the fidelity tiers (docs/fast_tier.md): ExactMoeLayer draws the (source, destination) matrix
+// the fidelity (docs/fast_fidelity.md): ExactMoeLayer draws the (source, destination) matrix
 // and runs the network model; FastMoeLayer draws per-destination totals and times them with
 // FastAllToAll, falling back to an exact layer where it does not apply. Each is testable against
 // the other on the same inputs.
@@ -32,7 +32,7 @@ struct MoeLayerCall {
   int32_t moe_idx = 0;    // its MoE layer: placement and routing
   const MoeSpec* moe = nullptr;
   // The layer is priced per micro-batch afterwards (split_microbatch, time_microbatch): the exact
-  // tier times no whole-batch collectives.
+  // fidelity times no whole-batch collectives.
   bool microbatched = false;
   bool in_draft = false;  // a draft pass: no expert loads, no routing to observers
   StepObserver* observer = nullptr;
@@ -66,7 +66,7 @@ class MoeLayerModel {
   virtual ~MoeLayerModel() = default;
   // Draws the layer's routing for state.gpu_tokens, prices every GPU's experts (the pricer's
   // ffn_s(), the balance into state.result), reports the loads, and times the dispatch and the
-  // combine of the whole batch (the exact tier skips them when call.microbatched).
+  // combine of the whole batch (the exact fidelity skips them when call.microbatched).
   virtual CollectiveTimes run(const MoeLayerCall& call, StepState& state) = 0;
   // Micro-batch timelines, after run() with call.microbatched. begin_microbatches() keeps the
   // layer's selections; split_microbatch() gives micro-batch `mb` its sources' share of them

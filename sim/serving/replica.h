@@ -1,7 +1,7 @@
 // One model replica of a run as ReplicaBuilder builds it whole: its GPUs, placements, routing,
-// network and step model (ReplicaParts), the check replica on the other tier when the run checks
-// tiers, its scheduler over the memory layout, and the state the cluster's handlers keep for it
-// (busy, step index, background transfers, expert-memory bookkeeping of placement policies).
+// network and step model (ReplicaParts), the check replica on the other fidelity when the run
+// checks tiers, its scheduler over the memory layout, and the state the cluster's handlers keep for
+// it (busy, step index, background transfers, expert-memory bookkeeping of placement policies).
 #pragma once
 
 #include <cstdint>
@@ -37,8 +37,8 @@ struct ReplicaParts {
 struct Replica {
   int32_t idx = 0;
   ReplicaParts parts;  // GPUs, placement, routing, network, step model
-  // With a tier check: network and step model of the other tier over the same GPUs, placements
-  // and routing model (no placements or routing of its own). Empty otherwise.
+  // With a fidelity check: network and step model of the other fidelity over the same GPUs,
+  // placements and routing model (no placements or routing of its own). Empty otherwise.
   ReplicaParts check;
   std::unique_ptr<ReplicaScheduler> scheduler;
   // The memory layout of each of its GPUs (every replica's GPUs alike).

@@ -211,8 +211,8 @@ std::unique_ptr<RoutingModel> ReplicaBuilder::make_replica_routing(int32_t repli
 StepModelOptions ReplicaBuilder::step_model_options(const ModelCard& card,
                                                     const StepModelUse& use) const {
   StepModelOptions o;
-  const bool fast = sc_.run.tier == SimTier::kFast;
-  o.tier = fast != use.other_tier ? SimTier::kFast : SimTier::kExact;
+  const bool fast = sc_.run.fidelity == Fidelity::kFast;
+  o.fidelity = fast != use.other_fidelity ? Fidelity::kFast : Fidelity::kExact;
   if (sc_.deployment.dispatch == DispatchAlgorithm::kLowLatency &&
       sc_.cost.kind == CostModelKind::kCalibrated && sc_.cost.profile) {
     // The low-latency kernels' fixed cost from the profile's [[network.kernel]] fits.
@@ -275,12 +275,12 @@ void ReplicaBuilder::make_step_models(Replica& r, const ModelCard& card, Routing
   r.parts.step_model = make_step_model(card, r.gpus(), r.placements(), r.parts.network.get(),
                                        routing, step_model_options(card, use));
   if (!r.check.network) return;
-  // The check replica: the other tier over the same GPUs, placements and routing (synthetic
+  // The check replica: the other fidelity over the same GPUs, placements and routing (synthetic
   // routing depends on (seed, layer, step, tokens) only), reporting nothing.
   StepModelUse check_use;
   check_use.replica_idx = r.idx;
   check_use.speculative = true;
-  check_use.other_tier = true;
+  check_use.other_fidelity = true;
   r.check.step_model = make_step_model(card, r.gpus(), r.placements(), r.check.network.get(),
                                        routing, step_model_options(card, check_use));
 }
@@ -300,7 +300,7 @@ std::vector<Replica> ReplicaBuilder::build_replicas(const ReplicaRunSetup& setup
       r.parts.routing = make_replica_routing(ri, setup.root_seed);
       r.parts.network = make_network();
       r.parts.placements = static_placements(r.parts.routing.get());
-      if (setup.check_tier) r.check.network = make_network();
+      if (setup.check_fidelity) r.check.network = make_network();
     }
     // Every replica holds the same slots per GPU (a static layout, or EPLB filling every GPU's
     // slots evenly in every layer): the first replica's layout is every replica's.

@@ -38,16 +38,16 @@ namespace moesim::sim {
 struct ReplicaRunSetup {
   uint64_t root_seed = 1;
   bool report_expert_loads = false;  // a policy acts on expert loads
-  bool check_tier = false;           // build each replica's check replica on the other tier
+  bool check_fidelity = false;       // build each replica's check replica on the other fidelity
   KvTiers* kv_tiers = nullptr;       // the nodes' lower KV tiers ([kv_tiers]); null without
   IdWindow<Seq>* seqs = nullptr;     // the run's sequences, which the schedulers index
 };
 
 // What a step model is built for (step_model_options).
 struct StepModelUse {
-  int32_t replica_idx = 0;   // whose draft GPUs speculative decoding uses
-  bool speculative = false;  // with the scenario's speculative decoding
-  bool other_tier = false;   // on the tier the scenario does not name (a check replica)
+  int32_t replica_idx = 0;      // whose draft GPUs speculative decoding uses
+  bool speculative = false;     // with the scenario's speculative decoding
+  bool other_fidelity = false;  // at the fidelity the scenario does not name (a check replica)
   bool report_expert_loads = false;
   bool track_nic_bytes = false;
   std::vector<BackgroundTransfer>* background = nullptr;  // the replica's transfers
@@ -106,7 +106,7 @@ class ReplicaBuilder {
   // docs/routing.md, "Replicas"). Replica 0's routing is make_routing(routing_seed(root_seed, 0)).
   std::unique_ptr<RoutingModel> make_replica_routing(int32_t replica_idx, uint64_t root_seed) const;
 
-  // The options of a step model of `card` for `use`: the scenario's tier (or the other one),
+  // The options of a step model of `card` for `use`: the scenario's fidelity (or the other one),
   // the low-latency kernels' fixed costs from a calibrated profile, the shared routed-expert memo
   // of the card, and what `use` asks.
   StepModelOptions step_model_options(const ModelCard& card, const StepModelUse& use) const;
@@ -116,7 +116,7 @@ class ReplicaBuilder {
                                              const LayerPlacements* placements,
                                              NetworkModel* network, RoutingModel* routing,
                                              const StepModelOptions& options) const;
-  // The same with step_model_options(card, {}): the scenario's tier, nothing reported.
+  // The same with step_model_options(card, {}): the scenario's fidelity, nothing reported.
   std::unique_ptr<StepModel> make_step_model(const ModelCard& card, std::vector<GpuId> gpus,
                                              const LayerPlacements* placements,
                                              NetworkModel* network, RoutingModel* routing) const;

@@ -63,7 +63,7 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
                             nic_.get(),
                             token_bytes(width, deployment_.dispatch_dtype),
                             token_bytes(width, deployment_.combine_dtype)};
-    if (options_.tier == SimTier::kFast) {
+    if (options_.fidelity == Fidelity::kFast) {
       auto fast = std::make_unique<FastMoeLayer>(deps);
       fast_layer_ = fast.get();
       moe_layer_ = std::move(fast);
@@ -87,7 +87,7 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
 
 StepModel::~StepModel() = default;
 
-std::string StepModel::fast_tier_refusal() const {
+std::string StepModel::fast_fidelity_refusal() const {
   if (!moe_layer_) return "";
   if (fast_layer_) return fast_layer_->why_not();
   return FastAllToAll(topology_, gpus_, deployment_.dispatch).why_not();

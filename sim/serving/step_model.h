@@ -46,7 +46,7 @@ struct StepInput {
   const std::vector<std::vector<SeqSlice>>* ranks = nullptr;
   StepObserver* observer = nullptr;  // may be null
   // Host-link contention for this step only (docs/serving.md): per replica GPU, factors >= 1 by
-  // which the time per byte of its NIC link in / out grows, on both tiers; empty: none.
+  // which the time per byte of its NIC link in / out grows, on both fidelities; empty: none.
   std::span<const double> nic_in_slowdown, nic_out_slowdown;
 };
 
@@ -65,9 +65,9 @@ class StepModel final : private DraftLayerRunner {
   // Attention ranks (GPUs / attention_tp).
   int32_t num_ranks() const { return num_gpus() / tp_; }
   const StepModelOptions& options() const { return options_; }
-  bool fast_tier() const { return options_.tier == SimTier::kFast; }
-  // Why the fast tier can never apply to this replica's collectives ("" when it can).
-  std::string fast_tier_refusal() const;
+  bool fast_fidelity() const { return options_.fidelity == Fidelity::kFast; }
+  // Why the fast fidelity can never apply to this replica's collectives ("" when it can).
+  std::string fast_fidelity_refusal() const;
   // The routed-expert memo this model prices through (null when none applies).
   const std::shared_ptr<ExpertMemoTable>& expert_memo() const { return experts_.memo(); }
 
@@ -115,8 +115,8 @@ class StepModel final : private DraftLayerRunner {
   ExpertPricer experts_;
   std::unique_ptr<NicLinks> nic_;
   std::unique_ptr<LoadReporter> reporter_;
-  std::unique_ptr<MoeLayerModel> moe_layer_;      // the tier's implementation; null without MoE
-  FastMoeLayer* fast_layer_ = nullptr;            // moe_layer_ on the fast tier
+  std::unique_ptr<MoeLayerModel> moe_layer_;      // the fidelity's implementation; null without MoE
+  FastMoeLayer* fast_layer_ = nullptr;            // moe_layer_ on the fast fidelity
   std::unique_ptr<MicrobatchPricer> microbatch_;  // micro-batch timelines; null otherwise
   std::unique_ptr<DraftPasses> draft_;            // speculative decoding; null otherwise
   bool nic_slowed_ = false;                       // the last run() applied a slowdown

@@ -1,4 +1,4 @@
-// Everything a step model is built with beyond its card, GPUs and models: the fidelity tier,
+// Everything a step model is built with beyond its card, GPUs and models: the fidelity,
 // fixed kernel costs, speculative decoding, what it reports, and the background transfers its
 // collectives carry. Derived from a scenario in one place (ReplicaBuilder::step_model_options)
 // and fixed for the model's life: a StepModel has no setters.
@@ -11,7 +11,7 @@
 #include "sim/core/ids.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
-#include "sim/scenario/scenario.h"
+#include "sim/scenario/fidelity.h"
 #include "sim/serving/expert_pricer.h"
 #include "sim/serving/step_result.h"
 
@@ -37,12 +37,12 @@ struct SpeculativeSetup {
 
 struct StepModelOptions {
   // exact: every MoE layer from its (source, destination) matrix through the network model.
-  // fast (docs/fast_tier.md): per-destination totals timed by FastAllToAll, and the exact tier
-  // where the fast one does not apply (a background transfer in flight, a routing model without
-  // totals, participants FastAllToAll refuses).
-  SimTier tier = SimTier::kExact;
+  // fast (docs/fast_fidelity.md): per-destination totals timed by FastAllToAll, and the exact
+  // fidelity where the fast one does not apply (a background transfer in flight, a routing model
+  // without totals, participants FastAllToAll refuses).
+  Fidelity fidelity = Fidelity::kExact;
   // Fixed cost of the MoE dispatch / combine kernels beyond the network model's time (a
-  // calibrated profile's [[network.kernel]] fits for dispatch = "low_latency"), on both tiers.
+  // calibrated profile's [[network.kernel]] fits for dispatch = "low_latency"), on both fidelities.
   KernelCost dispatch_kernel, combine_kernel;
   SpeculativeSetup speculative;
   // Whether StepResult::expert_loads is filled (a pass over experts per MoE layer).

@@ -1,7 +1,7 @@
 // How many of a source's tokens reach a destination (docs/serving.md, "Unique tokens"): with q
 // the destination's share of the source's k selections per token, T (1 - (1 - q)^k) of its T
-// tokens send it at least one selection. The exact tier applies it per (source, destination)
-// pair (ExactMoeLayer); the fast tier per destination, from the layer's totals (FastReach).
+// tokens send it at least one selection. The exact fidelity applies it per (source, destination)
+// pair (ExactMoeLayer); the fast fidelity per destination, from the layer's totals (FastReach).
 #pragma once
 
 #include <algorithm>
@@ -25,7 +25,7 @@ inline double ipow(double x, int64_t k) {
   return r;
 }
 
-// The fast tier's reach of a destination (rows per source token; fast_all_to_all.h) from its
+// The fast fidelity's reach of a destination (rows per source token; fast_all_to_all.h) from its
 // selections and the sources' tokens.
 struct FastReach {
   int64_t top_k = 0;
@@ -33,7 +33,7 @@ struct FastReach {
   double of(double sel, double src_tokens) const {
     // Product-form token counts: reach_d = 1 - (1 - q_d)^k with q_d the destination's share of
     // the layer's selections; low-latency dispatch sends every selection, so its rows per source
-    // token are k q_d (the exact tier's counts are the selections).
+    // token are k q_d (the exact fidelity's counts are the selections).
     const double selections = src_tokens * static_cast<double>(top_k);
     const double share = selections > 0 ? sel / selections : 0;
     if (per_selection) return share * static_cast<double>(top_k);

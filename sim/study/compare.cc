@@ -54,7 +54,7 @@ std::vector<double> summary_figures(const RunSummary& s) {
 
 // The run-level rows (no per-request units): every policy action count ("action:<name>"), and
 // the figures of the mechanisms a run has, named as CompareResult::mechanisms says. A run without
-// the mechanism reports what it does without it (no lower tier: 0 hits, 0 load time; no drafts:
+// the mechanism reports what it does without it (no lower fidelity: 0 hits, 0 load time; no drafts:
 // one token per verification, no draft time), so that either side of a comparison has a value.
 std::map<std::string, double> run_level(const RunOutput& out) {
   std::map<std::string, double> m;

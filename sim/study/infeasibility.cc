@@ -130,8 +130,7 @@ std::vector<RequestBound> request_bounds(const Scenario& sc, uint64_t seed, std:
       seen.insert(h.begin(), h.end());
     }
     const int64_t total = r->prompt_tokens + r->output_tokens;
-    const int64_t need = (total + sched.kv_block_tokens - 1) / sched.kv_block_tokens +
-                         layout.state_blocks_per_sequence;
+    const int64_t need = blocks_for_sequence(layout, total, sched.kv_block_tokens);
     if (total > sc.model->max_context_tokens) {
       b.rejected = "context_too_long";
     } else if (need > layout.num_kv_blocks) {

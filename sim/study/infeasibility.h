@@ -5,7 +5,7 @@
 // 1) that arrive within [run] duration_s, from the workload stream of the probes' seed (the
 // requests a probe at multiplier 1 replays; for agent workloads the first turns only). For each,
 // from the project's own step model (sim/serving/step_model.h, built by ReplicaBuilder as the
-// cluster builds its replicas, on the scenario's tier), with nothing else running:
+// cluster builds its replicas, on the scenario's fidelity), with nothing else running:
 //
 //   isolated prefill   the prompt's uncached tokens prefilled alone on one attention rank of an
 //                      otherwise idle replica (the prefill replica under P/D), in chunks of

@@ -117,8 +117,7 @@ PruningStudy run_pruning_study(const Scenario& sc, const PruningStudyOptions& op
     row.weight_bytes_per_gpu = layout.weight_bytes();
     row.kv_pool_bytes_per_gpu = layout.kv_pool_bytes;
     const int64_t blocks_per_seq =
-        (opt.context_tokens + sc.scheduler.kv_block_tokens - 1) / sc.scheduler.kv_block_tokens +
-        layout.state_blocks_per_sequence;
+        blocks_for_sequence(layout, opt.context_tokens, sc.scheduler.kv_block_tokens);
     row.max_decode_batch_per_gpu = layout.num_kv_blocks / std::max<int64_t>(1, blocks_per_seq);
     row.decode_step_s = step_s / opt.num_timed_steps;
     row.routing_mass_lost = total.mass_lost();

@@ -35,12 +35,12 @@ def cli_json(*args):
     return json.loads(cli(*args, "--json").stdout)
 
 
-def golden_digest(path, tier="exact"):
+def golden_digest(path, fidelity="exact"):
     """The checked-in digest of a shipped scenario (tests/golden/digests.txt)."""
     for line in (REPO / "tests/golden/digests.txt").read_text().splitlines():
         parts = line.split()
         if parts and parts[0] == path:
-            return parts[3] if tier == "exact" else parts[4]
+            return parts[3] if fidelity == "exact" else parts[4]
     raise KeyError(path)
 
 
@@ -62,12 +62,12 @@ def test_run_matches_the_cli_and_the_golden_digest(tmp_path):
     assert r.out_dir is None
 
 
-def test_run_fast_tier_matches_its_golden_digest():
-    r = moesim.run(QUICKSTART, tier="fast")
+def test_run_fast_fidelity_matches_its_golden_digest():
+    r = moesim.run(QUICKSTART, fidelity="fast")
     assert r.event_digest == golden_digest("scenarios/quickstart.toml", "fast")
-    assert r.summary["tier"] == "fast"
-    assert r.steps is None  # the fast tier records no step trace
-    # steps.csv has every executed step on either tier.
+    assert r.summary["fidelity"] == "fast"
+    assert r.steps is None  # the fast fidelity records no step trace
+    # steps.csv has every executed step on either fidelity.
     assert len(r.step_series) == r.summary["counters"]["steps"] > 0
 
 
@@ -167,8 +167,8 @@ def test_bad_values_name_file_key_and_reason(tmp_path):
 
 def test_bad_arguments_are_usage_errors():
     with pytest.raises(moesim.UsageError) as e:
-        moesim.run(TINY, tier="bogus")
-    assert "--tier" in e.value.reason and isinstance(e.value, moesim.ConfigError)
+        moesim.run(TINY, fidelity="bogus")
+    assert "--fidelity" in e.value.reason and isinstance(e.value, moesim.ConfigError)
     with pytest.raises(moesim.UsageError):
         moesim.model_show(REPO / "models/tiny.toml", context=0)
     with pytest.raises(moesim.ConfigError):

@@ -61,12 +61,12 @@ TEST(ApiRun, ChecksTheRequestBeforeAnyWork) {
   r.duration_s = 1e300;
   EXPECT_EQ(usage_error(r), "--duration must be in [1e-6, 1e7] seconds (run.duration_s's range)");
   r = tiny();
-  r.tier = "medium";
-  EXPECT_EQ(usage_error(r), "--tier wants exact or fast");
+  r.fidelity = "medium";
+  EXPECT_EQ(usage_error(r), "--fidelity wants exact or fast");
   r = tiny();
-  r.tier = "fast";
+  r.fidelity = "fast";
   r.record_path = scratch::path("steps.jsonl");
-  EXPECT_NE(usage_error(r).find("--record needs the exact tier"), std::string::npos);
+  EXPECT_NE(usage_error(r).find("--record needs the exact fidelity"), std::string::npos);
   r = tiny();
   r.trace_window_s = std::pair{0.0, 0.1};
   EXPECT_EQ(usage_error(r), "--trace-window needs --out DIR (the trace is DIR/trace.json)");

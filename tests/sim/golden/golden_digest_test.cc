@@ -1,5 +1,5 @@
 // Every shipped scenario (scenarios/**/*.toml) has golden event digests in
-// tests/golden/digests.txt, one per tier (run.tier "exact" and "fast"), checked here:
+// tests/golden/digests.txt, one per tier (run.fidelity "exact" and "fast"), checked here:
 // determinism is tested, not promised. A scenario without an entry fails the test, so new
 // scenarios must add theirs.
 #include <gtest/gtest.h>
@@ -19,8 +19,8 @@ namespace {
 struct Golden {
   double duration_s = 0;
   int64_t seed = 0;
-  std::string digest;       // run.tier = "exact"
-  std::string fast_digest;  // run.tier = "fast"
+  std::string digest;       // run.fidelity = "exact"
+  std::string fast_digest;  // run.fidelity = "fast"
 };
 
 std::map<std::string, Golden> read_goldens() {
@@ -71,15 +71,15 @@ TEST_P(GoldenDigest, FastTierMatchesAndRepeats) {
   auto goldens = read_goldens();
   auto it = goldens.find(rel);
   ASSERT_NE(it, goldens.end()) << rel << " has no golden digest in tests/golden/digests.txt";
-  ASSERT_FALSE(it->second.fast_digest.empty()) << rel << " has no fast-tier digest";
+  ASSERT_FALSE(it->second.fast_digest.empty()) << rel << " has no fast-fidelity digest";
   Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) + "/" + rel);
   sc.run.duration_s = it->second.duration_s;
-  sc.run.tier = SimTier::kFast;
+  sc.run.fidelity = Fidelity::kFast;
   RunOutput a = run_scenario(sc, RunOptions{}, it->second.seed, make_policies(sc));
   EXPECT_TRUE(a.conservation_ok) << a.conservation_message;
   EXPECT_EQ(a.digest_hex, it->second.fast_digest) << rel;
   RunOutput b = run_scenario(sc, RunOptions{}, it->second.seed, make_policies(sc));
-  EXPECT_EQ(a.digest_hex, b.digest_hex) << rel << ": two fast-tier runs differ";
+  EXPECT_EQ(a.digest_hex, b.digest_hex) << rel << ": two fast-fidelity runs differ";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, GoldenDigest, ::testing::ValuesIn(shipped_scenarios()),

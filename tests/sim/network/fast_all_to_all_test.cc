@@ -51,7 +51,7 @@ ProductForm product_form(const std::vector<GpuId>& gpus, int64_t seed) {
   return f;
 }
 
-// The fast tier's collective against the factored bound (the same even spine spread) and the
+// The fast fidelity's collective against the factored bound (the same even spine spread) and the
 // exact bound, on counts that have product form: with one leaf per rail and hierarchical
 // dispatch no flow crosses a spine, so all three agree; otherwise fast = factored.
 void expect_matches(const Topology& topology, const std::vector<GpuId>& gpus,
@@ -171,7 +171,7 @@ TEST(FastAllToAll, MatchesTheExactBoundWhereNoFlowCrossesASpine) {
   expect_matches(node, first_gpus(node.num_gpus()), DispatchAlgorithm::kDirect, true);
 }
 
-// Node-limited routing (node_limited_routing.h) in both tiers: whole groups per node (256
+// Node-limited routing (node_limited_routing.h) in both fidelities: whole groups per node (256
 // experts, 8 groups, top-4 groups, top-8) and groups split over two nodes (2 groups, top-1).
 TEST(FastAllToAll, NodeLimitedRoutingMatchesTheExactTier) {
   const Topology rails = testing::h800_like(4, 8);

@@ -138,7 +138,7 @@ TEST(ReplicaDispatcher, MatchesPerSelectionGreedyAndConservesSelections) {
   }
 }
 
-// The fast tier's dispatch of layer totals with one group per source is dispatch() on the
+// The fast fidelity's dispatch of layer totals with one group per source is dispatch() on the
 // selections the groups' floor rule gives each source: the same destinations, slot loads, and
 // the part of each destination's selections from its own node.
 TEST(ReplicaDispatcher, TotalsWithOneGroupPerSourceAreTheDispatchOfTheirSplit) {

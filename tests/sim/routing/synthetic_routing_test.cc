@@ -228,7 +228,7 @@ TEST(SyntheticRouting, StageProfileSharpensDeepLayers) {
 namespace moesim::sim {
 namespace {
 
-// The fast tier's per-destination totals (route_totals_to_gpus) are the totals route_to_gpus()
+// The fast fidelity's per-destination totals (route_totals_to_gpus) are the totals route_to_gpus()
 // draws under margins sampling before splitting them over sources (the same draws from the same
 // stream, also with a domain split): its column sums differ from them only by the systematic
 // rounding, less than one selection per source and destination, and have the same sum.
@@ -268,7 +268,7 @@ TEST(SyntheticRouting, DestinationTotalsAreTheColumnSumsUpToRoundingUnderMargins
   }
 }
 
-// The fast tier's candidate draw (RoutingQuery::candidate_epsilon): with few selections per
+// The fast fidelity's candidate draw (RoutingQuery::candidate_epsilon): with few selections per
 // destination nothing can be bounded away and the totals are the full draw's, bit for bit; with
 // many, they keep the layer's sum, the hottest destinations are drawn (their mean is the full
 // draw's) and the others are the same function of what the candidates left.

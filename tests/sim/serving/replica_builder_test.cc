@@ -206,7 +206,7 @@ class SameExpertsPolicy final : public ServingPolicy {
 };
 
 // The builder builds a run's replica whole and rebuilds it the same way: speculative decoding
-// with a draft model on two GPUs of its own, a check replica on the other tier, then the routed
+// with a draft model on two GPUs of its own, a check replica on the other fidelity, then the routed
 // experts pruned (as the expert-pruning policy does before the first step). The KV pool stays
 // capped by what the draft GPUs hold the draft KV of, before and after the rebuild: pruning frees
 // target HBM, which must not lift the pool above the draft GPUs' cap.
@@ -221,7 +221,7 @@ TEST(ReplicaBuilder, BuildsAndRebuildsSpeculativeReplicasWithTheirCheckReplica) 
   IdWindow<Seq> seqs;
   ReplicaRunSetup setup;
   setup.root_seed = sc.run.seed;
-  setup.check_tier = true;
+  setup.check_fidelity = true;
   setup.seqs = &seqs;
   std::vector<Replica> replicas = b.build_replicas(setup);
   ASSERT_EQ(replicas.size(), 1u);
@@ -247,7 +247,7 @@ TEST(ReplicaBuilder, BuildsAndRebuildsSpeculativeReplicasWithTheirCheckReplica) 
                              m->options().speculative.draft_gpus.end(), std::begin(draft_gpus),
                              std::end(draft_gpus)));
     }
-    EXPECT_NE(r.check.step_model->fast_tier(), r.step_model().fast_tier());
+    EXPECT_NE(r.check.step_model->fast_fidelity(), r.step_model().fast_fidelity());
     EXPECT_EQ(r.step_model().options().background, r.transfers.get());
     EXPECT_EQ(r.check.step_model->options().background, nullptr);
   };

@@ -74,7 +74,7 @@ class FixedRouting final : public RoutingModel {
       }
     }
   }
-  // route_to_gpus()'s column sums (the fast tier's query).
+  // route_to_gpus()'s column sums (the fast fidelity's query).
   bool route_totals_to_gpus(const RoutingQuery& q, std::span<const int32_t> gpu_of_expert,
                             int32_t num_dst_gpus, std::vector<int64_t>& totals) override {
     CountMatrix m;
@@ -134,10 +134,10 @@ struct Fixture {
     model = std::make_unique<StepModel>(*card_, topology, deployment, gpus_, placement.get(),
                                         *cost_, network.get(), routing.get(), std::move(options));
   }
-  // Options of the fast tier when `fast`, else the exact one.
+  // Options of the fast fidelity when `fast`, else the exact one.
   static StepModelOptions tier(bool fast) {
     StepModelOptions o;
-    o.tier = fast ? SimTier::kFast : SimTier::kExact;
+    o.fidelity = fast ? Fidelity::kFast : Fidelity::kExact;
     return o;
   }
   const ModelCard* card_ = nullptr;
@@ -305,14 +305,14 @@ TEST(StepModelTest, RoutingRowsSumToTopKTimesTokens) {
   for (int s = 0; s < 8; ++s) EXPECT_EQ(obs.row_sums[s], 2 * (s == 5 ? 43 : 3)) << s;
 }
 
-// [deployment] node_limited_traffic on both tiers, by hand. The tiny card (3 MoE layers, 16
+// [deployment] node_limited_traffic on both fidelities, by hand. The tiny card (3 MoE layers, 16
 // experts, top-2 of 2 kept groups out of 4, hidden 256: FP8 rows of 264 B) over 2 nodes of 8
 // GPUs, one expert per GPU, two whole groups per node; balanced routing, 64 prefill tokens per
-// GPU. Each source sends 128 / 16 = 8 selections to every GPU, 8 unique tokens (exact tier:
-// 64 (1 - (15/16)^2) = 7.75 rounded) or a reach of 1 - (15/16)^2 = 0.12109 (fast tier). Its relay
-// row to the other node carries the unique (token, node) pairs: independent 64 (1 - (1 - r)^8),
-// node-limited 64 a with a = 1 - C(2, 2) / C(4, 2) = 5/6 (both kept groups on the source's node
-// in 1 case of 6). Everything else is unchanged.
+// GPU. Each source sends 128 / 16 = 8 selections to every GPU, 8 unique tokens (exact fidelity:
+// 64 (1 - (15/16)^2) = 7.75 rounded) or a reach of 1 - (15/16)^2 = 0.12109 (fast fidelity). Its
+// relay row to the other node carries the unique (token, node) pairs: independent 64 (1 - (1 -
+// r)^8), node-limited 64 a with a = 1 - C(2, 2) / C(4, 2) = 5/6 (both kept groups on the source's
+// node in 1 case of 6). Everything else is unchanged.
 TEST(StepModelTest, NodeLimitedTrafficChangesTheRelayRowsOnBothTiers) {
   const std::vector<std::vector<SeqSlice>> ranks(16, std::vector<SeqSlice>{SeqSlice{64, 0, true}});
   for (const bool fast : {false, true}) {
@@ -335,9 +335,10 @@ TEST(StepModelTest, NodeLimitedTrafficChangesTheRelayRowsOnBothTiers) {
 }
 
 // Host-link contention (StepInput's NIC slowdown, StepModelOptions::track_nic_bytes) on 2 nodes x
-// 8: the NIC bytes each GPU reports add up in and out, and agree between the tiers (balanced
-// routing); slowing every GPU's NIC lengthens the step on both tiers, the exact tier through the
-// network model; clearing the slowdown (or factors of 1) gives the unslowed step back bit for bit.
+// 8: the NIC bytes each GPU reports add up in and out, and agree between the fidelities (balanced
+// routing); slowing every GPU's NIC lengthens the step on both fidelities, the exact fidelity
+// through the network model; clearing the slowdown (or factors of 1) gives the unslowed step back
+// bit for bit.
 TEST(StepModelTest, NicSlowdownLengthensTheStepAndNicBytesAddUp) {
   const std::vector<std::vector<SeqSlice>> ranks(16, std::vector<SeqSlice>{SeqSlice{64, 0, true}});
   double in_total[2] = {0, 0};
@@ -703,11 +704,11 @@ TEST(StepModelHorizon, ALinkOfAlmostNoBandwidthIsACollectiveErrorOnBothTiers) {
   for (bool fast : {false, true}) {
     Fixture f(tiny(), testing::nvlink_node_spec("h200-sxm", 8, 1e-300 * 1e9), DeploymentSpec{});
     f.rebuild(Fixture::tier(fast));
-    ASSERT_EQ(f.model->fast_tier_refusal(), "");
+    ASSERT_EQ(f.model->fast_fidelity_refusal(), "");
     const std::string message = horizon_error_of(f, decode_batch(8, 4, 1000));
     SCOPED_TRACE(message);
     EXPECT_EQ(message.rfind("network: an all-to-all takes ", 0), 0u);
-    // The fast tier has no per-link loads: it names the topology's slowest link.
+    // The fast fidelity has no per-link loads: it names the topology's slowest link.
     EXPECT_NE(message.find(fast ? "the topology's slowest link, nvlink gpu0->nvswitch0, runs at "
                                   "1e-291 bytes/s"
                                 : "its bottleneck, link nvlink "),
@@ -872,7 +873,8 @@ TEST(StepModelTest, TwoMicrobatchCutsAPrefillChunk) {
               static_cast<double>(attention_ns(none, SeqSlice{350, 351, true}, "attention")), 1.0);
 }
 
-// Both tiers call the same timeline: the fast tier's micro-batch step is close to the exact one.
+// Both fidelities call the same timeline: the fast fidelity's micro-batch step is close to the
+// exact one.
 TEST(StepModelTest, MicrobatchSchedulesAgreeAcrossTiers) {
   for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
     DeploymentSpec d;

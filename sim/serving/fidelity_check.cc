@@ -1,4 +1,4 @@
-#include "sim/serving/tier_check.h"
+#include "sim/serving/fidelity_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,14 +8,14 @@
 
 namespace moesim::sim {
 
-TierAgreement tier_agreement(std::span<const TierSample> samples, int64_t skipped) {
-  TierAgreement a;
+FidelityAgreement fidelity_agreement(std::span<const FidelitySample> samples, int64_t skipped) {
+  FidelityAgreement a;
   a.skipped = skipped;
   a.count = static_cast<int64_t>(samples.size());
   if (samples.empty()) return a;
   std::vector<double> exact, fast;
   int64_t fast_layers = 0, layers = 0;
-  for (const TierSample& s : samples) {
+  for (const FidelitySample& s : samples) {
     exact.push_back(to_seconds(s.exact_ns) * 1e3);
     fast.push_back(to_seconds(s.fast_ns) * 1e3);
     if (s.exact_ns > 0) {

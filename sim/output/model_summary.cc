@@ -1,7 +1,9 @@
-#include "sim/model/model_summary.h"
+#include "sim/output/model_summary.h"
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+
+#include "sim/cost/op_formulas.h"
 
 namespace moesim::sim {
 namespace {

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Request-level agreement of the fast tier with the exact tier (docs/fast_tier.md).
+"""Request-level agreement of the fast fidelity with the exact fidelity (docs/fast_fidelity.md).
 
-Runs every scenario given (default: every shipped one) on both tiers for several seeds with
-`moesim run --json`, and prints a Markdown table of the fast tier's relative difference from the
-exact tier for TTFT / TPOT p50 and p99, output throughput and the per-layer GPU imbalance,
-each averaged over the seeds first (a run's percentiles move with its batches, which both tiers
-form from slightly different step times), next to the spread of the exact tier over the seeds
+Runs every scenario given (default: every shipped one) on both fidelities for several seeds with
+`moesim run --json`, and prints a Markdown table of the fast fidelity's relative difference from the
+exact fidelity for TTFT / TPOT p50 and p99, output throughput and the per-layer GPU imbalance,
+each averaged over the seeds first (a run's percentiles move with its batches, which both fidelities
+form from slightly different step times), next to the spread of the exact fidelity over the seeds
 (what one seed's figure is worth).
 
-usage: scripts/tier_compare.py [--moesim build/apps/moesim] [--seeds 1,2,3] [--duration S]
+usage: scripts/fidelity_compare.py [--moesim build/apps/moesim] [--seeds 1,2,3] [--duration S]
                                [SCENARIO ...]
 """
 import argparse
@@ -29,8 +29,8 @@ FIGURES = [
 ]
 
 
-def run(moesim, scenario, tier, seed, duration):
-    cmd = [moesim, "run", scenario, "--tier", tier, "--seed", str(seed), "--json"]
+def run(moesim, scenario, fidelity, seed, duration):
+    cmd = [moesim, "run", scenario, "--fidelity", fidelity, "--seed", str(seed), "--json"]
     if duration:
         cmd += ["--duration", str(duration)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

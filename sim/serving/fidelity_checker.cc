@@ -1,8 +1,8 @@
-#include "sim/serving/tier_checker.h"
+#include "sim/serving/fidelity_checker.h"
 
 namespace moesim::sim {
 
-void TierChecker::check(const Replica& r, const StepInput& input, const StepResult& result) {
+void FidelityChecker::check(const Replica& r, const StepInput& input, const StepResult& result) {
   if (!r.check.step_model || input.step_idx % every_ != 0) return;
   if (any_remaining(*r.transfers)) {
     skipped_++;
@@ -11,9 +11,9 @@ void TierChecker::check(const Replica& r, const StepInput& input, const StepResu
   StepInput other_input = input;
   other_input.observer = nullptr;
   const StepResult& other = r.check.step_model->run(other_input);
-  const bool main_fast = r.step_model().fast_tier();
+  const bool main_fast = r.step_model().fast_fidelity();
   const StepResult& fast = main_fast ? result : other;
-  TierSample s;
+  FidelitySample s;
   s.replica = r.idx;
   s.step = input.step_idx;
   s.exact_ns = main_fast ? other.duration_ns : result.duration_ns;

@@ -1,7 +1,7 @@
-// The fast tier agrees with the exact tier on the same steps (docs/fast_tier.md): every shipped
-// scenario and a 1,024-GPU deployment run on the exact tier with the tier check on (every
-// second step of every replica also timed on the fast tier, tier_check.h), and the sampled
-// step durations must agree: mean within 1%, p50 and p99 within 3%.
+// The fast fidelity agrees with the exact fidelity on the same steps (docs/fast_fidelity.md): every
+// shipped scenario and a 1,024-GPU deployment run on the exact fidelity with the fidelity check on
+// (every second step of every replica also timed on the fast fidelity, fidelity_check.h), and the
+// sampled step durations must agree: mean within 1%, p50 and p99 within 3%.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,16 +32,16 @@ std::vector<std::string> shipped_scenarios() {
   return out;
 }
 
-TierAgreement check_tiers(const Scenario& sc) {
+FidelityAgreement check_tiers(const Scenario& sc) {
   RunOptions opt;
-  opt.tier_check_every = 2;
+  opt.fidelity_check_every = 2;
   RunOutput out = run_scenario(sc, opt, -1, make_policies(sc));
   EXPECT_TRUE(out.conservation_ok) << out.conservation_message;
-  EXPECT_TRUE(out.tier_checked);
-  return tier_agreement(out.tier_samples, out.tier_samples_skipped);
+  EXPECT_TRUE(out.fidelity_checked);
+  return fidelity_agreement(out.fidelity_samples, out.fidelity_samples_skipped);
 }
 
-void expect_agreement(const TierAgreement& a, const std::string& what) {
+void expect_agreement(const FidelityAgreement& a, const std::string& what) {
   ASSERT_GT(a.count, 0) << what << ": no sampled steps";
   EXPECT_LE(std::abs(a.mean_rel), kMeanBound)
       << what << ": mean step " << a.exact_mean_ms << " ms exact, " << a.fast_mean_ms << " fast";
@@ -51,17 +51,18 @@ void expect_agreement(const TierAgreement& a, const std::string& what) {
       << what << ": p99 step " << a.exact_p99_ms << " ms exact, " << a.fast_p99_ms << " fast";
 }
 
-class TierAgreementShipped : public ::testing::TestWithParam<std::string> {};
+class FidelityAgreementShipped : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(TierAgreementShipped, SampledStepsAgree) {
+TEST_P(FidelityAgreementShipped, SampledStepsAgree) {
   Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) + "/" + GetParam());
   sc.run.duration_s = std::min(sc.run.duration_s, 10.0);
-  const TierAgreement a = check_tiers(sc);
+  const FidelityAgreement a = check_tiers(sc);
   expect_agreement(a, GetParam());
   RecordProperty("fast_layer_share", std::to_string(a.fast_layer_share));
 }
 
-INSTANTIATE_TEST_SUITE_P(Shipped, TierAgreementShipped, ::testing::ValuesIn(shipped_scenarios()),
+INSTANTIATE_TEST_SUITE_P(Shipped, FidelityAgreementShipped,
+                         ::testing::ValuesIn(shipped_scenarios()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            for (char& c : n) {
@@ -72,8 +73,8 @@ INSTANTIATE_TEST_SUITE_P(Shipped, TierAgreementShipped, ::testing::ValuesIn(ship
 
 // 8 x EP128 DeepSeek-V3 decode-heavy on the 1,024-GPU rail-optimised fat tree (the speed
 // benchmark's BM_SimScale/gpus:1024 deployment, bench/sim_speed_bench.cc), where every MoE layer
-// is on the fast tier: the agreement holds at scale, through the spines.
-TEST(TierAgreement, ThousandGpuDecodeHeavyDeploymentAgrees) {
+// is on the fast fidelity: the agreement holds at scale, through the spines.
+TEST(FidelityAgreement, ThousandGpuDecodeHeavyDeploymentAgrees) {
   const std::string text =
       "name = \"tier-1024\"\n"
       "model = \"" MOESIM_SOURCE_DIR
@@ -91,7 +92,7 @@ TEST(TierAgreement, ThousandGpuDecodeHeavyDeploymentAgrees) {
       "[routing]\npreset = \"deepseek-v3-decode\"\n"
       "[run]\nseed = 1\nduration_s = 3\n";
   const Scenario sc = parse_scenario_text(text, "tier-1024.toml", MOESIM_SOURCE_DIR "/scenarios");
-  const TierAgreement a = check_tiers(sc);
+  const FidelityAgreement a = check_tiers(sc);
   expect_agreement(a, "8 x EP128");
   EXPECT_EQ(a.fast_layer_share, 1.0);
 }
@@ -99,7 +100,7 @@ TEST(TierAgreement, ThousandGpuDecodeHeavyDeploymentAgrees) {
 // Low-latency dispatch (every selection sent, no per-GPU deduplication) with the public H800
 // profile's kernel costs: 2 x EP32 DeepSeek-V3 on the 64-GPU fat tree, every MoE layer on the fast
 // tier, where the reach is the selections per source token.
-TEST(TierAgreement, LowLatencyDeploymentAgrees) {
+TEST(FidelityAgreement, LowLatencyDeploymentAgrees) {
   const std::string text =
       "name = \"tier-ll\"\n"
       "model = \"" MOESIM_SOURCE_DIR
@@ -119,33 +120,33 @@ TEST(TierAgreement, LowLatencyDeploymentAgrees) {
       "[routing]\npreset = \"deepseek-v3-decode\"\n"
       "[run]\nseed = 1\nduration_s = 3\n";
   const Scenario sc = parse_scenario_text(text, "tier-ll.toml", MOESIM_SOURCE_DIR "/scenarios");
-  const TierAgreement a = check_tiers(sc);
+  const FidelityAgreement a = check_tiers(sc);
   expect_agreement(a, "2 x EP32 low latency");
   EXPECT_EQ(a.fast_layer_share, 1.0);
 }
 
-TEST(TierAgreement, TheCheckDoesNotChangeTheRun) {
+TEST(FidelityAgreement, TheCheckDoesNotChangeTheRun) {
   Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/quickstart.toml");
   sc.run.duration_s = 3;
   RunOptions checked;
-  checked.tier_check_every = 1;
+  checked.fidelity_check_every = 1;
   const RunOutput plain = run_scenario(sc, RunOptions{}, -1, {});
   const RunOutput with_check = run_scenario(sc, checked, -1, {});
   EXPECT_EQ(plain.digest_hex, with_check.digest_hex);
-  EXPECT_FALSE(plain.tier_checked);
-  EXPECT_GT(with_check.tier_samples.size(), 0u);
+  EXPECT_FALSE(plain.fidelity_checked);
+  EXPECT_GT(with_check.fidelity_samples.size(), 0u);
 }
 
-TEST(TierAgreement, FastRunsSayHowManyLayersTheyTimed) {
+TEST(FidelityAgreement, FastRunsSayHowManyLayersTheyTimed) {
   Scenario sc = load_scenario(MOESIM_SOURCE_DIR "/scenarios/quickstart.toml");
   sc.run.duration_s = 2;
-  sc.run.tier = SimTier::kFast;
+  sc.run.fidelity = Fidelity::kFast;
   const RunOutput fast = run_scenario(sc, RunOptions{}, -1, {});
-  EXPECT_GT(fast.counters.fast_tier_layers, 0);
-  EXPECT_EQ(fast.counters.exact_tier_layers, 0);
-  sc.run.tier = SimTier::kExact;
+  EXPECT_GT(fast.counters.fast_fidelity_layers, 0);
+  EXPECT_EQ(fast.counters.exact_fidelity_layers, 0);
+  sc.run.fidelity = Fidelity::kExact;
   const RunOutput exact = run_scenario(sc, RunOptions{}, -1, {});
-  EXPECT_EQ(exact.counters.fast_tier_layers, 0);
+  EXPECT_EQ(exact.counters.fast_fidelity_layers, 0);
   EXPECT_NE(fast.digest_hex, exact.digest_hex);
 }
 

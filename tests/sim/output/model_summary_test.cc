@@ -1,9 +1,11 @@
-#include "sim/model/model_summary.h"
+#include "sim/output/model_summary.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/cost/op_formulas.h"
+#include "sim/cost/op_formulas.h"
 #include "sim/model/model_card_parser.h"
 
 namespace moesim::sim {
