@@ -1,5 +1,5 @@
-// moesim's typed API, under the command line, the Python module (python/) and bench/: per command
-// a request struct, a function returning a typed result and the writers of its text or JSON, so
+// moesim's typed API, under the command line and the Python module (python/): per command a
+// request struct, a function returning a typed result and the writers of its text or JSON, so
 // every front end prints the same bytes; nothing here reads argv or writes to stdout. Errors:
 // ConfigError, UsageError, OutputError (docs/api.md: the full table, an example). In sim/api/:
 //   load.h         scenarios (file or in memory, with overrides), model cards, topologies
