@@ -1,14 +1,9 @@
-// The heap on transparent huge pages. A simulation at cluster scale keeps tens to hundreds of MB
-// of small objects (sequence and request tables, KV caches, per-GPU tables) that every step walks:
-// on 4 KiB pages that costs one page fault per page at first touch and TLB misses on every pass.
-// glibc's malloc asks the kernel for 2 MiB pages (madvise(MADV_HUGEPAGE) on its heap) under the
-// tunable glibc.malloc.hugetlb=1, which it reads only when a process starts: so the program's
-// main() re-executes itself once with the tunable added, before anything else runs.
-//
-// It does so only where it changes something: the kernel's transparent huge pages in "madvise"
-// mode (in "always" mode the heap has them already, in "never" it cannot), and GLIBC_TUNABLES
-// not already naming glibc.malloc.hugetlb (so `GLIBC_TUNABLES=glibc.malloc.hugetlb=0` turns it
-// off). Pages never change a result: the allocator's layout is not an input of the simulation.
+// The heap on transparent huge pages. A cluster-scale simulation walks tens to hundreds of MB of
+// small objects every step; on 4 KiB pages that costs page faults at first touch and TLB misses on
+// every pass. glibc's malloc uses 2 MiB pages under the tunable glibc.malloc.hugetlb=1, read only
+// at process start, so main() re-executes itself once with it added, where that changes something
+// (THP in "madvise" mode, GLIBC_TUNABLES not naming the tunable). Pages never change a result.
+// docs/reliability.md, "Memory and overload".
 #pragma once
 
 #include <optional>

@@ -1,18 +1,10 @@
 // Network model speed: one MoE all-to-all (DeepEP-like layer: 4096 tokens per GPU, hidden 7168,
-// top-8 of 256 experts, FP8 dispatch) per iteration.
-//   bottleneck at 64 GPUs (topologies/h800-8x8.toml) and 1,024 GPUs (h800-128x8.toml): the hot
-//     path; target tens of microseconds and a few milliseconds;
-//   bottleneck_factored (leaf <-> spine loads spread evenly, an opt-in approximation) at 64 and
-//     1,024 GPUs, next to the exact cases;
-//   fluid at 64 GPUs; SimGrid at 16 and 64 GPUs (few iterations; validation only);
-//   building the traffic matrix (direct and hierarchical) at 64 and 1,024 GPUs;
-//   the per-route reference path of the bottleneck model (bit-identical results) for comparison,
-//     and the EP32 hierarchical collective of the shipped 64-GPU scenarios (relay rows estimated,
-//     hence non-integral bytes, and rounded to whole bytes), from the builders and from a
-//     TrafficPlan (whose row support the model reads instead of whole rows);
-//   one EP32 hierarchical layer's dispatch and combine matrices: two builders or one TrafficPlan.
-// Counter sim_us: the simulated collective duration. SimGrid allows one engine per process, so
-// both SimGrid benchmarks share one model on the 64-GPU topology (16 GPUs = its first 2 nodes).
+// top-8 of 256 experts, FP8 dispatch) per iteration, through the bottleneck model (and its
+// per-route reference path), bottleneck_factored, fluid and SimGrid, at 16 to 1,024 GPUs, plus
+// the traffic matrices and TrafficPlans the models read. Counter sim_us: the simulated collective
+// duration. SimGrid allows one engine per process, so both SimGrid benchmarks share one model on
+// the 64-GPU topology (16 GPUs = its first 2 nodes). The cases and their figures:
+// docs/network.md, "Speed (bench/network_bench.cc)".
 #include <benchmark/benchmark.h>
 
 #include <cmath>

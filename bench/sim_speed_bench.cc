@@ -1,20 +1,11 @@
-// Whole-simulator speed: simulated seconds per wall second for every shipped scenario.
-//
-// BM_SimScale/gpus:N/fidelity:T: the same figures for a generated DeepSeek-V3 decode-heavy
-// deployment of N GPUs (64, 256, 1,024, 4,096; scale_scenario_text below), issue 15's reference
-// points, on the exact and the fast fidelity (run.fidelity; docs/fast_fidelity.md).
-//
-// One benchmark per scenarios/*.toml (scenarios/policies/*.toml too with --policies): load the
-// scenario, simulate a fixed short span (--sim_s, default 10 simulated seconds, from time 0 so
-// warm-up is included) and report
-//   sim_s_per_wall_s  simulated seconds per wall second (the figure the README quotes);
-//   steps             steps executed over all replicas;
-//   wall_us_per_step  wall microseconds per step (scheduler + step model);
-//   wall_us_per_layer wall_us_per_step / layers of the model card (every layer, MoE or dense);
-// and the run's event digest as the label, so a speed change that moves results shows up.
-// Scenario loading (topology routes, model card) is outside the timed region. The timed region
-// is wall time (UseRealTime): the simulator is single-threaded, so on an idle core wall and CPU
-// time agree; on a loaded machine compare the CPU column.
+// Whole-simulator speed: simulated seconds per wall second. One benchmark per scenarios/*.toml
+// (--policies adds scenarios/policies/*.toml), each simulating --sim_s seconds (default 10) from
+// time 0, and BM_SimScale/gpus:N/fidelity:T: a generated DeepSeek-V3 decode-heavy deployment of N GPUs
+// (64 to 4,096; scale_scenario_text below) on the exact and the fast fidelity. Counters
+// sim_s_per_wall_s, steps, wall_us_per_layer (and per scenario wall_us_per_step); the label is
+// the run's event digest, so a speed change that moves results shows up. Loading is outside the
+// timed region, which is wall time (the simulator is single-threaded). The counters and the
+// current figures: docs/performance.md.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

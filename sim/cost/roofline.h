@@ -1,14 +1,10 @@
 // Roofline cost model: an op takes
 //   overhead + max(flops / (peak_flops(dtype) * compute_efficiency),
 //                  bytes / (hbm_bytes_per_s * bandwidth_efficiency))
-// with per-op-kind efficiencies and fixed overheads (kernel launch, synchronisation). Defaults
-// are documented in docs/cost.md; a scenario's [cost.roofline.<op>] tables override them.
-//
-// Compute dtype: weights in bf16/fp16 run at the BF16 peak, fp8/mxfp8 at the FP8 peak, mxfp4 /
-// nvfp4 at the FP4 peak; where the GPU lacks a peak for the dtype, the next wider one with a
-// peak is used (e.g. MXFP4 weights on H200 are up-cast to FP8), as kernels do.
-// Attention ops compute their core FLOPs (OpWork::core_flops) at the peak of core_dtype
-// (precision.core_attention) and the rest at the peak of dtype; one roofline over both.
+// with per-op-kind efficiencies and fixed overheads, overridden by a scenario's
+// [cost.roofline.<op>] tables. The weights' dtype picks the peak (the next wider one where the GPU
+// has none); attention's core FLOPs run at core_attention's peak. The defaults and the dtype
+// rules: docs/cost.md, "roofline (default)" and "Per-op precision".
 #pragma once
 
 #include <array>

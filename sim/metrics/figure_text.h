@@ -1,14 +1,10 @@
-// How figures are written in the outputs (docs/outputs.md, "Numbers"): one set of rules for the
-// run summary (text and JSON), the sweep CSV and the study tables.
-//
-//   doubles   at most 15 significant digits (DBL_DIG: every such decimal survives the round trip
-//             through a double), then the shortest text that reads back to that value. The
-//             shortest round-trip text of the raw double would keep the noise of the last bit
-//             of arithmetic (0.07622000000000001); 15 digits drop it and nothing else.
-//   counts    byte and token counts are whole numbers, written as integers.
-//   no data   a figure without samples (a TPOT percentile when nothing completed) is "n/a" in
-//             text, null in JSON and an empty CSV cell; the callers decide which figures have
-//             data (RunSummary::has and Percentiles::count, run_metrics.h).
+// How figures are written in the outputs: one set of rules for the run summary (text and JSON),
+// the sweep CSV and the study tables. Doubles keep at most 15 significant digits (every such
+// decimal survives the round trip through a double) in the shortest text that reads back, which
+// drops the noise of the last bit of arithmetic and nothing else; byte and token counts are
+// integers; a figure without samples is "n/a" in text, null in JSON and an empty CSV cell, the
+// callers deciding which figures have data (run_metrics.h). docs/outputs.md, "Numbers and
+// missing data".
 #pragma once
 
 #include <cstdint>

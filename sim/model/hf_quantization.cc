@@ -1,15 +1,8 @@
-// quantization_config -> Precision. Each method names which module classes it quantises and
-// how many bits one weight element costs once packed values, scales, zero points and
-// permutation indices are counted:
-//   fp8 (block)            8 + 32 / (block rows * block cols)      FP32 scale per block
-//   mxfp4 (gpt-oss)        4.25 (DType::kMXFP4)                    E8M0 scale per 32
-//   compressed-tensors     b + s / g (+ b / g asymmetric)          s = scale bits (the dtype's)
-//   gptq                   b + 16 / g + b / g + 32 / hidden        fp16 scales, packed zeros,
-//                                                                  int32 g_idx per input row
-//   awq                    b + 16 / g (+ b / g with zero_point)    fp16 scales, packed zeros
-// Per-channel scales (16 / in_features per weight) and GPTQ's g_idx (32 / out_features per
-// weight) depend on each matrix's shape; both are counted with hidden_size for that width
-// (docs/models.md bounds the error).
+// quantization_config -> Precision. Each method (fp8, mxfp4, compressed-tensors, gptq, awq)
+// names which module classes it quantises and how many bits one weight element costs once packed
+// values, scales, zero points and permutation indices are counted. Per-channel scales and GPTQ's
+// g_idx depend on each matrix's shape; both are counted with hidden_size for that width. The
+// bits per method and the error of that approximation: docs/models.md, "Quantised checkpoints".
 #include "sim/model/hf_quantization.h"
 
 #include <set>

@@ -1,20 +1,11 @@
-// Paired comparison of two scenarios under common random numbers.
-//
-// Both scenarios run with the same root seed, so their named RNG streams (workload, routing,
-// ...) draw the same numbers: where the scenarios agree on the workload, the same requests
-// arrive at the same times with the same lengths, and differences in the figures come from what
-// the scenarios change, not from sampling noise. Two ways to put a confidence interval on a
-// difference B - A (docs/sweeps.md):
-//   requests      (one replication, the default) one run of each; the units resampled are the
-//                 requests, matched by request id: a resample draws ids with replacement and
-//                 recomputes A's and B's figures on the same ids. Quick, but it ignores the
-//                 correlation between neighbouring requests (queueing), so the intervals are
-//                 optimistic for latency percentiles under load.
-//   replications  (N >= 2) each scenario runs with seeds s .. s + N - 1, A and B with the same
-//                 seed; the units resampled are the replications, the statistic is the mean of
-//                 the paired per-replication differences. Sound under autocorrelation; N >= 10
-//                 gives usable intervals.
-// Bootstrap draws come from the stream "study.bootstrap" of the first seed.
+// Paired comparison of two scenarios under common random numbers: both run with the same root
+// seed, so their named RNG streams draw the same numbers and, where the scenarios agree on the
+// workload, the same requests arrive at the same times; a difference B - A comes from what the
+// scenarios change, not from sampling noise. Its bootstrap interval resamples either the
+// requests matched by id (one replication, quick, optimistic under queueing) or whole
+// replications (N >= 2 seeds, sound under autocorrelation), with draws from the stream
+// "study.bootstrap" of the first seed. The methods and the figures: docs/sweeps.md,
+// "moesim compare".
 #pragma once
 
 #include <cstdint>

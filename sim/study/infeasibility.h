@@ -1,41 +1,11 @@
-// Which requests can never meet which SLO limit, whatever the rate (docs/sweeps.md, "Diagnosis"):
-// the search's diagnosis before it runs probes.
-//
-// The requests are the workload's open-loop requests at the configuration's own rate (multiplier
-// 1) that arrive within [run] duration_s, from the workload stream of the probes' seed (the
-// requests a probe at multiplier 1 replays; for agent workloads the first turns only). For each,
-// from the project's own step model (sim/serving/step_model.h, built by ReplicaBuilder as the
-// cluster builds its replicas, on the scenario's fidelity), with nothing else running:
-//
-//   isolated prefill   the prompt's uncached tokens prefilled alone on one attention rank of an
-//                      otherwise idle replica (the prefill replica under P/D), in chunks of
-//                      scheduler.max_batch_tokens_per_gpu, each chunk one step: the sum of those
-//                      steps' durations. The cached part is the best case of the prefix cache:
-//                      the leading prompt blocks whose hashes an earlier request carried, when
-//                      prefix_caching is on (at most (prompt - 1) / 512 blocks, as the scheduler
-//                      does). A request can get its first token no sooner: queueing, batching with
-//                      others and policies only add to it (up to the noise of the routing draw,
-//                      which differs when a step carries other tokens). A lower bound on TTFT;
-//   isolated decode    one decode step of the sequence alone at its prompt's context (rounded
-//                      down to a multiple of 512 tokens) on the decode replica: every later token
-//                      takes at least that long, so a lower bound on its TPOT (two or more output
-//                      tokens);
-//   rejection          prompt + output beyond the model's max_context_tokens (context_too_long)
-//                      or more KV blocks than one rank's pool holds (kv_capacity): rejected on
-//                      arrival, at any rate.
-//
-// Per limit, the requests that can never meet it and whether any rate can:
-//   {ttft,tpot,e2e}_pXX_ms = L   over the requests not rejected up front (a rejected request is
-//        no sample): k of them have a bound > L (e2e: isolated prefill + (output - 1) x isolated
-//        decode). The percentile (linear interpolation between closest ranks) exceeds L at any
-//        rate when floor(q (n - 1)) >= n - k; queueing limits have no bound;
-//   attainment >= A with the per-request limits   the rejected requests and those whose isolated
-//        prefill exceeds the TTFT limit or isolated decode the TPOT limit can never be met; when
-//        they are more than (1 - A) of the requests the attainment is below A at any rate (every
-//        request decided; requests still running within their limits when a run ends are not
-//        counted, which only a run too short for its requests escapes).
-// Above 10,000 requests the bounds of every k-th request (evenly spaced, at most 10,000) are
-// priced and the fractions are over that sample.
+// Which requests can never meet which SLO limit, whatever the rate: the search's diagnosis before
+// it probes a configuration. Each of the workload's requests at the configuration's own rate is
+// priced alone on an idle replica by the project's own step model (built by ReplicaBuilder as the
+// cluster builds its replicas): isolated prefill bounds its TTFT from below, one isolated decode
+// step its TPOT, and its context or KV need may reject it at any rate. A percentile limit is
+// infeasible when too many requests' bounds exceed it, an attainment limit when too many requests
+// can never meet theirs. The bounds, the rules per limit and the sampling above 10,000 requests:
+// docs/sweeps.md, "Diagnosis before the probes".
 #pragma once
 
 #include <cstdint>

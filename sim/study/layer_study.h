@@ -1,36 +1,10 @@
-// The teaching case of issue 4: per-layer communication versus expert compute for one decode
-// (or prefill: LayerStudyOptions::prefill_tokens) step as the batch grows. For each batch size
-// (sequences per GPU), one decode step of the scenario's replica 0 is simulated with the scenario's
-// routing skew and with uniform routing; the step model's own spans give, per MoE layer averaged
-// over MoE layers, the all-to-all time, the part of it the layer does not hide, the slowest and the
-// mean GPU's expert time and the barrier wait. The crossover (where the all-to-all outgrows expert
-// compute) is read off the model, not written in. With a [speculative] table, each decode
-// sequence verifies 1 + k tokens and the step includes its k draft passes (step_ms; the per-layer
-// figures are the verification's layers).
-//
-// The step model is built through ReplicaBuilder (sim/serving/replica_builder.h), as the cluster
-// builds replica 0: the same topology (calibrated when the scenario's profile says so), cost
-// model, static placement and the scenario's network model ([network] model, never swapped).
-//
-// Definitions, per MoE layer (all in us, averaged over the model's MoE layers):
-//   layer time      from the moment the first GPU starts the layer (its attention) to the moment
-//                   the first GPU starts the next layer (or the output head). Every MoE layer
-//                   ends with all GPUs together (after the combine barrier, or at the end of the
-//                   overlapped timeline), so this is the layer's wall time.
-//   compute         per GPU, its attention + router + experts spans in the layer; the slowest
-//                   GPU's is compute_max_us.
-//   comm            the dispatch + combine collectives (spans "dispatch" and "combine", with
-//                   [deployment] overlap = "simple" the span "dispatch+combine (overlapped)",
-//                   with a micro-batch schedule "dispatch/mb0" ... "combine/mb1" summed):
-//                   how long the all-to-all runs, hidden or not.
-//   exposed comm    layer time - compute_max_us: what communication (and the barriers it
-//                   implies) adds to the slowest GPU's compute. Without overlap it equals comm
-//                   when attention is balanced (as here: every GPU has the same sequences); with
-//                   overlap it is what the two half micro-batches leave uncovered
-//                   (simple: comm / 2 while comm <= expert compute). Under a micro-batch
-//                   schedule the layers overlap each other (a micro-batch's combine runs under
-//                   the other's next attention): layer time is from one MoE layer's first span
-//                   to the next one's, and the per-layer times add up to the MoE layers' span.
+// The teaching case of per-layer communication versus expert compute (`moesim layers`): for each
+// batch size, one decode (or prefill) step of the scenario's replica 0, with the scenario's routing
+// skew and with uniform routing, read per MoE layer off the step model's own spans: the
+// all-to-all's time, the part the layer does not hide, the slowest and the mean GPU's compute and
+// the barrier wait. The crossover (where the all-to-all outgrows expert compute) is read off the
+// model, not written in. The replica is built through ReplicaBuilder as the cluster builds its
+// replica 0. The figures' definitions: docs/serving.md, "The layer study: moesim layers".
 #pragma once
 
 #include <cstdint>

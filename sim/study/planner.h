@@ -1,22 +1,9 @@
-// The capacity planner's figures, one set of definitions for `moesim sweep` and `moesim search`
-// (docs/sweeps.md, "Planner outputs"):
-//
-//   per GPU     input and output tokens per second divided by the configuration's GPUs
-//               (deployment.replicas x deployment.gpus_per_replica);
-//   cost        GPU-hours per million tokens = GPUs x 1e6 / (tokens/s x 3600), and US dollars per
-//               million tokens = that x the price of one GPU-hour. Input and output tokens are
-//               priced separately, each as if it alone paid for the GPUs (the two are not to be
-//               added). The price is the --gpu-price-per-hour flag, else the topology's [gpu]
-//               price_usd_per_hour, else there is none and the dollar figures are absent: never a
-//               placeholder price;
-//   feasible    the configuration meets every SLO limit (SloVerdict, search.h: percentile limits
-//               and attainment = met / decided, the one definition of docs/outputs.md);
-//   Pareto      among the configurations with all three figures, those that no other one beats
-//               on every axis of (cost per million output tokens, TTFT p99, TPOT p99), all lower
-//               is better: at least as good on all three and better on one. The cost axis is US
-//               dollars when every candidate has a price, else GPU-hours;
-//   cheapest    the feasible configuration with the lowest cost per million output tokens (same
-//               axis; ties: fewer GPUs, then grid order).
+// The capacity planner's figures, one set of definitions for `moesim sweep` and `moesim search`:
+// tokens per second per GPU, GPU-hours and US dollars per million input and output tokens (the
+// price from --gpu-price-per-hour or the topology's [gpu] price_usd_per_hour, else no dollar
+// figure: never a placeholder price), feasibility against the SLO limits (SloVerdict), the Pareto
+// frontier over (cost, TTFT p99, TPOT p99) and the cheapest feasible configuration. Each
+// definition, with its ties and the plan file's columns: docs/sweeps.md, "Planner outputs".
 #pragma once
 
 #include <cstdint>

@@ -1,15 +1,10 @@
 // Capacity search: for each configuration of a grid, the highest request rate that still meets
-// the SLOs, and the cheapest configuration (fewest GPUs) that sustains a target rate.
-//
-// The rate is scaled by a multiplier m on the scenario's own rate: for synthetic and agent
-// workloads `workload.arrival.rate_per_s` (requests or sessions per second) becomes m times the
-// configuration's value, for trace workloads `workload.rate_multiplier` becomes m times its
-// value. Every probe runs with the same root seed, so a higher multiplier replays the same
-// requests compressed in time (common random numbers).
-//
-// "Meets the SLOs" at a rate: slo_verdict.h. The search on the multiplier, bracketing then
-// bisection, one probe at a time or speculatively on spare threads with the same result:
-// multiplier_search.h.
+// the SLOs, and the cheapest configuration (fewest GPUs) that sustains a target rate. The rate is
+// a multiplier on the scenario's own rate (arrival rate, or a trace's rate_multiplier), every
+// probe on the same root seed, so a higher multiplier replays the same requests compressed in
+// time. "Meets the SLOs": slo_verdict.h; the bracketing and bisection on the multiplier, serial
+// or speculative on spare threads with the same result: multiplier_search.h. The whole search:
+// docs/sweeps.md, "moesim search".
 #pragma once
 
 #include <atomic>

@@ -1,15 +1,9 @@
-// Multi-turn agent sessions.
-//
-// A session's whole plan (turn count, token counts, tool waits, which attempts fail) is drawn
-// when the session arrives, in a fixed order from the workload stream. Only the timing of later
-// turns depends on the serving layer (a turn arrives a tool wait after the previous one
-// completes), so two policies compared on one seed see the same sessions.
-//
-// Context: turn 0's prompt is the shared system prompt plus the task. Turn t+1's prompt is turn
-// t's prompt, plus turn t's output (only its answer when reasoning is dropped from the context),
-// plus new input tokens (tool result, user message). The previous prompt (and the output kept
-// in context) is re-used as prefix. A failed attempt is rolled back to the snapshot before the
-// turn and re-issued with the same prompt and a new output.
+// Multi-turn agent sessions. A session's whole plan (turn count, token counts, tool waits, which
+// attempts fail) is drawn when it arrives, in a fixed order from the workload stream; only the
+// timing of later turns depends on the serving layer (a turn arrives a tool wait after the
+// previous one completes), so two policies compared on one seed see the same sessions. How the
+// context grows turn by turn, what is re-used as prefix and how a failed attempt is rolled back:
+// docs/workload.md, `kind = "agent"`.
 #pragma once
 
 #include <cstdint>

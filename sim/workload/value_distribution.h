@@ -1,15 +1,9 @@
 // A one-dimensional distribution of token counts, turn counts or delays, configured by a TOML
-// table such as
-//   [workload.prompt_tokens]
-//   distribution = "lognormal"   # constant | lognormal | exponential | empirical
-//   p50 = 1024                   # lognormal: (p50, p99) or (mean, sigma)
-//   p99 = 16384
-//   max = 32768                  # optional truncation bounds (inclusive)
-//
-// Truncation is by rejection (redraw until inside [min, max]), so the bounds shape the
-// distribution instead of piling mass on the bounds. The parser refuses bounds that keep less
-// than 1% of the mass. Integer-valued distributions round each draw to the nearest integer
-// before checking the bounds.
+// table with a `distribution` key (constant, lognormal, exponential, empirical) and optional
+// inclusive bounds. Truncation is by rejection (redraw until inside [min, max]), so the bounds
+// shape the distribution instead of piling mass on them; bounds keeping less than 1% of the mass
+// are refused. Integer-valued draws are rounded before the bounds are checked. The keys and
+// defaults: docs/workload.md, "Distribution tables".
 #pragma once
 
 #include <cstdint>
