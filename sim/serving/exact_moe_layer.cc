@@ -26,11 +26,7 @@ ExactMoeLayer::ExactMoeLayer(const MoeLayerDeps& deps) : deps_(deps) {
 CollectiveTimes ExactMoeLayer::run(const MoeLayerCall& call, StepState& state) {
   const MoeSpec& m = *call.moe;
   if (deps_.deployment.node_limited_traffic) {
-    // Node-limited routing (node_limited_routing.h) over this layer's placement.
-    fill_node_limit(deps_.topology, deps_.gpus,
-                    deps_.placements.layer(call.moe_idx).primary_gpu_of_expert(),
-                    static_cast<int32_t>(m.num_expert_groups), static_cast<int32_t>(m.topk_groups),
-                    static_cast<int32_t>(m.top_k), node_limit_scratch_, token_counts_.node_limit);
+    fill_layer_node_limit(deps_, call, node_limit_scratch_, token_counts_.node_limit);
   }
   route(call, state);
   if (deps_.options.report_expert_loads && !call.in_draft) {

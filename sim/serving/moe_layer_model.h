@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "sim/core/ids.h"
 #include "sim/model/model_card.h"
 #include "sim/network/network_model.h"
+#include "sim/network/node_limited_routing.h"
 #include "sim/placement/layer_placements.h"
 #include "sim/routing/routing_model.h"
 #include "sim/scenario/deployment.h"
@@ -60,6 +62,11 @@ struct MoeLayerDeps {
   const NicLinks* nic = nullptr;
   double dispatch_row_bytes = 0, combine_row_bytes = 0;
 };
+
+// Node-limited routing (node_limited_routing.h) of the called layer over its placement: the
+// limit per topology node into `out` (`scratch` reused).
+void fill_layer_node_limit(const MoeLayerDeps& deps, const MoeLayerCall& call,
+                           std::vector<int32_t>& scratch, NodeLimit& out);
 
 class MoeLayerModel {
  public:

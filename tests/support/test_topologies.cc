@@ -1,6 +1,9 @@
 #include "tests/support/test_topologies.h"
 
+#include <string>
+
 #include "sim/topology/gpu_spec.h"
+#include "sim/topology/topology_parser.h"
 
 namespace moesim::sim::testing {
 
@@ -62,6 +65,10 @@ TopologySpec nvlink_node_spec(const std::string& gpu_name, int32_t num_gpus,
   spec.nvlink_latency_ns = 300;
   spec.nvswitch_latency_ns = 200;
   return spec;
+}
+
+Topology shipped_topology(const std::string& stem) {
+  return load_topology(std::string(MOESIM_SOURCE_DIR) + "/topologies/" + stem + ".toml");
 }
 
 }  // namespace moesim::sim::testing

@@ -33,4 +33,7 @@ TopologySpec h800_sxm_cluster_spec(int32_t num_nodes, int32_t leaf_gpus, int32_t
 TopologySpec nvlink_node_spec(const std::string& gpu_name, int32_t num_gpus,
                               double nvlink_bytes_per_s);
 
+// topologies/<stem>.toml of the repository, loaded.
+Topology shipped_topology(const std::string& stem);
+
 }  // namespace moesim::sim::testing

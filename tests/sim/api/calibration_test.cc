@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/api/usage_error.h"
+#include "tests/sim/api/usage_errors.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim::api {
@@ -14,12 +15,7 @@ const std::string kSource = MOESIM_SOURCE_DIR;
 
 template <typename F>
 std::string usage_error(F fn) {
-  try {
-    fn();
-  } catch (const UsageError& e) {
-    return e.message;
-  }
-  return "";
+  return testing::usage_error_of(fn);
 }
 
 TEST(ApiDeriveProfile, CarriesTheEfficienciesToAnotherGpu) {

@@ -9,6 +9,7 @@
 #include "sim/api/usage_error.h"
 #include "sim/output/run_summary.h"
 #include "sim/study/simulate.h"
+#include "tests/sim/api/usage_errors.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim::api {
@@ -19,12 +20,7 @@ namespace fs = std::filesystem;
 const std::string kTiny = std::string(MOESIM_SOURCE_DIR) + "/tests/data/study/tiny.toml";
 
 std::string usage_error(const RunRequest& request) {
-  try {
-    run(request);
-  } catch (const UsageError& e) {
-    return e.message;
-  }
-  return "";
+  return testing::usage_error_of([&] { run(request); });
 }
 
 RunRequest tiny() {

@@ -6,6 +6,7 @@
 
 #include "sim/api/usage_error.h"
 #include "sim/study/search_journal.h"
+#include "tests/sim/api/usage_errors.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim::api {
@@ -25,12 +26,7 @@ SearchRequest quick() {
 }
 
 std::string usage_error(const SearchRequest& r) {
-  try {
-    search(r);
-  } catch (const UsageError& e) {
-    return e.message;
-  }
-  return "";
+  return testing::usage_error_of([&] { search(r); });
 }
 
 TEST(ApiSearch, TheJsonAndTheTextAgreeOnEveryConfiguration) {

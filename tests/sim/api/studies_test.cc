@@ -8,6 +8,7 @@
 #include "sim/api/layers.h"
 #include "sim/api/prune.h"
 #include "sim/api/usage_error.h"
+#include "tests/sim/api/usage_errors.h"
 
 namespace moesim::sim::api {
 namespace {
@@ -16,12 +17,7 @@ const std::string kSource = MOESIM_SOURCE_DIR;
 
 template <typename F>
 std::string usage_error(F fn) {
-  try {
-    fn();
-  } catch (const UsageError& e) {
-    return e.message;
-  }
-  return "";
+  return testing::usage_error_of(fn);
 }
 
 TEST(ApiLayers, RowsForEveryBatchAndRoutingInBothForms) {

@@ -7,6 +7,7 @@
 
 #include "sim/api/usage_error.h"
 #include "sim/config/config_error.h"
+#include "tests/sim/api/usage_errors.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim::api {
@@ -15,12 +16,7 @@ namespace {
 const std::string kGrid = std::string(MOESIM_SOURCE_DIR) + "/tests/data/study/grid.toml";
 
 std::string usage_error(const SweepRequest& r) {
-  try {
-    sweep(r);
-  } catch (const UsageError& e) {
-    return e.message;
-  }
-  return "";
+  return testing::usage_error_of([&] { sweep(r); });
 }
 
 TEST(ApiSweep, WritesTheCsvAndThePlannersTable) {

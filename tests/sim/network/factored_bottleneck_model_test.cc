@@ -10,6 +10,7 @@
 
 #include "sim/network/bottleneck_model.h"
 #include "sim/topology/topology_parser.h"
+#include "tests/sim/network/collective_expect.h"
 #include "tests/sim/network/test_traffic.h"
 #include "tests/support/test_topologies.h"
 
@@ -22,19 +23,9 @@ namespace {
 constexpr double kDurationBound = 0.04;
 constexpr double kOversubscribedDurationBound = 0.08;
 
-Topology shipped(const std::string& stem) {
-  return load_topology(std::string(MOESIM_SOURCE_DIR) + "/topologies/" + stem + ".toml");
-}
+Topology shipped(const std::string& stem) { return testing::shipped_topology(stem); }
 
-void expect_identical(const CollectiveResult& a, const CollectiveResult& b) {
-  EXPECT_EQ(a.duration_ns, b.duration_ns);
-  EXPECT_EQ(a.send_done_ns, b.send_done_ns);
-  EXPECT_EQ(a.recv_done_ns, b.recv_done_ns);
-  EXPECT_EQ(a.barrier_wait_ns, b.barrier_wait_ns);
-  EXPECT_EQ(a.num_flows, b.num_flows);
-  EXPECT_EQ(a.bottleneck_link, b.bottleneck_link);
-  EXPECT_EQ(a.bottleneck_bytes, b.bottleneck_bytes);
-}
+using testing::expect_identical;
 
 TEST(FactoredBottleneckModel, IsRegisteredByName) {
   const Topology topo = testing::h800_like(2, 4);

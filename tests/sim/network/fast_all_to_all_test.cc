@@ -14,9 +14,7 @@
 namespace moesim::sim {
 namespace {
 
-Topology shipped(const std::string& stem) {
-  return load_topology(std::string(MOESIM_SOURCE_DIR) + "/topologies/" + stem + ".toml");
-}
+Topology shipped(const std::string& stem) { return testing::shipped_topology(stem); }
 
 std::vector<GpuId> first_gpus(int32_t n, int32_t first = 0) {
   std::vector<GpuId> g;

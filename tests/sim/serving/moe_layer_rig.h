@@ -1,6 +1,6 @@
-// A MoE-layer model of either fidelity on one 8-GPU NVLink node with the tiny card, and a routing
-// that spreads every source's selections evenly over the GPUs (its per-destination totals are the
-// exact matrix's column sums): the rig the exact and fast MoE-layer tests share.
+// Shared by the step-model and MoE-layer tests: a fixed routing (every selection on one GPU, or
+// spread evenly; its per-destination totals are the exact matrix's column sums), and a MoE-layer
+// model of either fidelity on one 8-GPU NVLink node with the tiny card.
 #pragma once
 
 #include <memory>
@@ -16,13 +16,16 @@
 
 namespace moesim::sim::testing {
 
-// Every source's tokens x top_k selections spread evenly over the destination GPUs.
-class EvenRouting final : public RoutingModel {
+// Routing that sends every selection to one GPU (hot_gpu >= 0; that GPU must host >= top_k
+// experts), or spreads them evenly over the GPUs (hot_gpu < 0). States `expected` as its
+// expected shares (none by default) and, with `destinations`, that route_to_gpus() reports the
+// destinations replicas included.
+class FixedRouting final : public RoutingModel {
  public:
-  explicit EvenRouting(RoutingShape shape) : shape_(shape) {}
+  FixedRouting(RoutingShape shape, int32_t hot_gpu) : shape_(shape), hot_gpu_(hot_gpu) {}
   const RoutingShape& shape() const override { return shape_; }
   void route(const RoutingQuery& q, CountMatrix& out) override {
-    const auto n = static_cast<int32_t>(q.tokens_per_src.size());
+    const int32_t n = static_cast<int32_t>(q.tokens_per_src.size());
     out.reset(n, shape_.num_experts);
     for (int32_t s = 0; s < n; ++s) {
       for (int64_t i = 0; i < int64_t{q.tokens_per_src[s]} * shape_.top_k; ++i) {
@@ -30,30 +33,41 @@ class EvenRouting final : public RoutingModel {
       }
     }
   }
-  void route_to_gpus(const RoutingQuery& q, std::span<const int32_t>, int32_t num_dst,
-                     CountMatrix& out) override {
-    const auto n = static_cast<int32_t>(q.tokens_per_src.size());
-    out.reset(n, num_dst);
+  void route_to_gpus(const RoutingQuery& q, std::span<const int32_t> gpu_of_expert,
+                     int32_t num_dst_gpus, CountMatrix& out) override {
+    const int32_t n = static_cast<int32_t>(q.tokens_per_src.size());
+    out.reset(n, num_dst_gpus);
     for (int32_t s = 0; s < n; ++s) {
       const int32_t total = q.tokens_per_src[s] * shape_.top_k;
-      for (int32_t d = 0; d < num_dst; ++d) {
-        out.at(s, d) = total / num_dst + (d < total % num_dst ? 1 : 0);
+      if (hot_gpu_ >= 0) {
+        out.at(s, hot_gpu_) = total;
+        continue;
+      }
+      for (int32_t d = 0; d < num_dst_gpus; ++d) {
+        out.at(s, d) = total / num_dst_gpus + (d < total % num_dst_gpus ? 1 : 0);
       }
     }
   }
+  // route_to_gpus()'s column sums (the fast fidelity's query).
   bool route_totals_to_gpus(const RoutingQuery& q, std::span<const int32_t> gpu_of_expert,
-                            int32_t num_dst, std::vector<int64_t>& totals) override {
+                            int32_t num_dst_gpus, std::vector<int64_t>& totals) override {
     CountMatrix m;
-    route_to_gpus(q, gpu_of_expert, num_dst, m);
-    totals.assign(num_dst, 0);
+    route_to_gpus(q, gpu_of_expert, num_dst_gpus, m);
+    totals.assign(num_dst_gpus, 0);
     for (int32_t s = 0; s < m.num_rows(); ++s) {
-      for (int32_t d = 0; d < num_dst; ++d) totals[d] += m.at(s, d);
+      for (int32_t d = 0; d < num_dst_gpus; ++d) totals[d] += m.at(s, d);
     }
     return true;
   }
+  bool reports_destinations() const override { return destinations; }
+  std::span<const double> expected_shares(int32_t, int64_t) override { return expected; }
+
+  std::vector<double> expected;
+  bool destinations = false;
 
  private:
   RoutingShape shape_;
+  int32_t hot_gpu_;
 };
 
 inline const ModelCard& tiny() {
@@ -74,7 +88,7 @@ struct LayerRig {
     placements = std::make_unique<LayerPlacements>(
         shape.num_moe_layers, ExpertPlacement::contiguous(shape.num_experts, 8, 8, 1, "test"));
     network = NetworkModelRegistry().make("bottleneck", topology);
-    routing = std::make_unique<EvenRouting>(shape);
+    routing = std::make_unique<FixedRouting>(shape, -1);
     pricer = std::make_unique<ExpertPricer>(tiny(), cost, 8, nullptr);
     reporter = std::make_unique<LoadReporter>(tiny(), *placements, *routing);
     const MoeLayerDeps deps{tiny(),   topology, deployment, gpus,      *placements,

@@ -20,6 +20,7 @@
 #include "sim/model/model_card_parser.h"
 #include "sim/network/network_model.h"
 #include "sim/routing/synthetic_routing.h"
+#include "tests/sim/serving/moe_layer_rig.h"
 #include "tests/support/test_topologies.h"
 
 namespace moesim::sim {
@@ -42,59 +43,7 @@ Topology h200_node(int32_t num_gpus) {
   return build_topology(testing::nvlink_node_spec("h200-sxm", num_gpus, 360e9));
 }
 
-// Routing that sends every selection to one GPU (hot_gpu >= 0; that GPU must host >= top_k
-// experts), or spreads them evenly over the GPUs (hot_gpu < 0). States `expected` as its
-// expected shares (none by default) and, with `destinations`, that route_to_gpus() reports the
-// destinations replicas included.
-class FixedRouting final : public RoutingModel {
- public:
-  FixedRouting(RoutingShape shape, int32_t hot_gpu) : shape_(shape), hot_gpu_(hot_gpu) {}
-  const RoutingShape& shape() const override { return shape_; }
-  void route(const RoutingQuery& q, CountMatrix& out) override {
-    const int32_t n = static_cast<int32_t>(q.tokens_per_src.size());
-    out.reset(n, shape_.num_experts);
-    for (int32_t s = 0; s < n; ++s) {
-      for (int64_t i = 0; i < int64_t{q.tokens_per_src[s]} * shape_.top_k; ++i) {
-        out.at(s, static_cast<int32_t>(i % shape_.num_experts))++;
-      }
-    }
-  }
-  void route_to_gpus(const RoutingQuery& q, std::span<const int32_t> gpu_of_expert,
-                     int32_t num_dst_gpus, CountMatrix& out) override {
-    const int32_t n = static_cast<int32_t>(q.tokens_per_src.size());
-    out.reset(n, num_dst_gpus);
-    for (int32_t s = 0; s < n; ++s) {
-      const int32_t total = q.tokens_per_src[s] * shape_.top_k;
-      if (hot_gpu_ >= 0) {
-        out.at(s, hot_gpu_) = total;
-        continue;
-      }
-      for (int32_t d = 0; d < num_dst_gpus; ++d) {
-        out.at(s, d) = total / num_dst_gpus + (d < total % num_dst_gpus ? 1 : 0);
-      }
-    }
-  }
-  // route_to_gpus()'s column sums (the fast fidelity's query).
-  bool route_totals_to_gpus(const RoutingQuery& q, std::span<const int32_t> gpu_of_expert,
-                            int32_t num_dst_gpus, std::vector<int64_t>& totals) override {
-    CountMatrix m;
-    route_to_gpus(q, gpu_of_expert, num_dst_gpus, m);
-    totals.assign(num_dst_gpus, 0);
-    for (int32_t s = 0; s < m.num_rows(); ++s) {
-      for (int32_t d = 0; d < num_dst_gpus; ++d) totals[d] += m.at(s, d);
-    }
-    return true;
-  }
-  bool reports_destinations() const override { return destinations; }
-  std::span<const double> expected_shares(int32_t, int64_t) override { return expected; }
-
-  std::vector<double> expected;
-  bool destinations = false;
-
- private:
-  RoutingShape shape_;
-  int32_t hot_gpu_;
-};
+using testing::FixedRouting;
 
 // A step model over `num_gpus` GPUs of one node; owns its dependencies.
 struct Fixture {

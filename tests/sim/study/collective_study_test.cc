@@ -12,6 +12,7 @@
 #include "sim/network/bottleneck_model.h"
 #include "sim/network/factored_bottleneck_model.h"
 #include "sim/topology/topology_parser.h"
+#include "tests/sim/network/collective_expect.h"
 #include "tests/support/test_topologies.h"
 
 namespace moesim::sim::study {
@@ -212,19 +213,9 @@ constexpr double kDurationBound = 0.04;
 constexpr double kOversubscribedDurationBound = 0.08;
 constexpr double kPerGpuBound = 0.25;
 
-Topology shipped(const std::string& stem) {
-  return load_topology(std::string(MOESIM_SOURCE_DIR) + "/topologies/" + stem + ".toml");
-}
+Topology shipped(const std::string& stem) { return testing::shipped_topology(stem); }
 
-void expect_identical(const CollectiveResult& a, const CollectiveResult& b) {
-  EXPECT_EQ(a.duration_ns, b.duration_ns);
-  EXPECT_EQ(a.send_done_ns, b.send_done_ns);
-  EXPECT_EQ(a.recv_done_ns, b.recv_done_ns);
-  EXPECT_EQ(a.barrier_wait_ns, b.barrier_wait_ns);
-  EXPECT_EQ(a.num_flows, b.num_flows);
-  EXPECT_EQ(a.bottleneck_link, b.bottleneck_link);
-  EXPECT_EQ(a.bottleneck_bytes, b.bottleneck_bytes);
-}
+using testing::expect_identical;
 
 CollectiveStudySpec study_spec(int32_t ep, const char* skew, DispatchAlgorithm algorithm,
                                int64_t tokens_per_gpu) {
