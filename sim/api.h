@@ -8,6 +8,7 @@
 //   sweep.h        a parameter grid; search.h: the highest rate meeting SLOs per configuration
 //   layers.h, prune.h, collective.h   the studies
 //   calibration.h  calibrate, validate, derive-profile
+//   trace_fit.h    the workload model of a trace window and its goodness of fit
 #pragma once
 
 #include "sim/api/calibration.h"
@@ -19,6 +20,7 @@
 #include "sim/api/run.h"
 #include "sim/api/search.h"
 #include "sim/api/sweep.h"
+#include "sim/api/trace_fit.h"
 #include "sim/api/usage_error.h"
 #include "sim/config/config_error.h"
 #include "sim/io/output_files.h"

@@ -96,6 +96,7 @@ int validate_command(const std::vector<std::string>& argv);
 int compare_command(const std::vector<std::string>& argv);
 int sweep_command(const std::vector<std::string>& argv);
 int search_command(const std::vector<std::string>& argv);
+int trace_fit_command(const std::vector<std::string>& argv);
 // Runs the HTML report generator python/moesim_report (report_cmd.cc).
 int report_command(const std::vector<std::string>& argv);
 // Forwards to the moesim-engine binary (engine_cmd.cc).

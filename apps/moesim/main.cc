@@ -43,6 +43,8 @@ const Command kCommands[] = {
      moesim::cli::sweep_command},
     {"search", "highest rate meeting SLOs per configuration; cheapest config for a target rate",
      moesim::cli::search_command},
+    {"trace-fit", "fit a workload model to a trace window: parameters and goodness of fit",
+     moesim::cli::trace_fit_command},
     {"report", "one self-contained HTML page of a run directory, sweep CSV or search JSON",
      moesim::cli::report_command},
     {"engine", "run moesim-engine (replay recorded steps, bench ops): `moesim engine --help`",

@@ -251,6 +251,12 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
   j["topology"] = sc.topology->name();
   j["seed"] = seed;
   j["fidelity"] = fidelity_name(sc.run.fidelity);
+  j["workload"] = {{"kind", workload_kind_name(sc.workload.kind)},
+                   {"replay", nullptr},
+                   {"description", workload_description(sc.workload)}};
+  if (sc.workload.kind == WorkloadKind::kMooncake || sc.workload.kind == WorkloadKind::kAzure) {
+    j["workload"]["replay"] = trace_replay_name(sc.workload.trace.replay);
+  }
   j["event_digest"] = out.digest_hex;
   j["num_events"] = out.num_events;
   j["simulated_s"] = num(s.duration_s);
@@ -393,6 +399,7 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
   os << "  model " << sc.model->name << ", topology " << sc.topology->name() << ", "
      << sc.deployment.num_replicas << " replica(s) x " << sc.deployment.gpus_per_replica
      << " GPUs, network " << sc.network_model << ", seed " << seed << "\n";
+  os << "  workload " << workload_description(sc.workload) << "\n";
   os << "  simulated " << fmt("%.3f", s.duration_s) << " s, " << out.num_events << " events, "
      << s.counters.num_steps << " steps\n\n";
   os << "  requests   arrived " << s.num_arrived << "  completed " << s.num_completed

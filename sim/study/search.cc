@@ -23,8 +23,10 @@ double base_rate_per_s(const Scenario& scenario) {
     case WorkloadKind::kAzure:
       break;
   }
-  // The window the workload generator replays: [start_s, end_s), at most max_requests rows.
   const TraceWorkloadSpec& tr = w.trace;
+  if (tr.replay != TraceReplay::kWindow)
+    return trace_base_rate_per_s(tr) * trace_rate_multiplier(tr);
+  // The window the workload generator replays: [start_s, end_s), at most max_requests rows.
   if (!tr.records || tr.records->empty()) return 0.0;
   const std::vector<TraceRecord>& rows = *tr.records;
   auto by_time = [](const TraceRecord& r, SimTime t_ns) { return r.timestamp_ns < t_ns; };
@@ -57,6 +59,7 @@ Override rate_override(const Scenario& scenario, double multiplier) {
     case WorkloadKind::kAzure:
       break;
   }
+  if (w.trace.rate_per_s) return {"workload.rate_per_s", *w.trace.rate_per_s * multiplier};
   return {"workload.rate_multiplier", w.trace.rate_multiplier * multiplier};
 }
 
@@ -172,7 +175,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
       c.base_rate_per_s = base_rate_per_s(base);
       if (base.workload.kind == WorkloadKind::kMooncake ||
           base.workload.kind == WorkloadKind::kAzure) {
-        c.trace_multiplier = base.workload.trace.rate_multiplier;
+        c.trace_multiplier = trace_rate_multiplier(base.workload.trace);
         c.trace_rate_per_s = c.base_rate_per_s / c.trace_multiplier;
       }
       c.price = gpu_price(base, options.gpu_price_per_hour);

@@ -45,20 +45,17 @@ WorkloadGenerator::WorkloadGenerator(WorkloadSpec spec, RngStream& rng)
     case WorkloadKind::kAzure: {
       const TraceWorkloadSpec& tr = spec_.trace;
       MOESIM_CHECK(tr.records != nullptr, "trace workload without records");
-      MOESIM_CHECK(tr.rate_multiplier > 0.0, "rate_multiplier must be > 0");
-      const auto by_time = [](const TraceRecord& r, SimTime t_ns) { return r.timestamp_ns < t_ns; };
-      trace_start_ns_ = from_seconds(tr.start_s);
-      trace_idx_ =
-          std::lower_bound(tr.records->begin(), tr.records->end(), trace_start_ns_, by_time) -
-          tr.records->begin();
-      trace_end_idx_ = tr.records->size();
-      if (tr.end_s) {
-        trace_end_idx_ = std::lower_bound(tr.records->begin(), tr.records->end(),
-                                          from_seconds(*tr.end_s), by_time) -
-                         tr.records->begin();
-      }
-      if (tr.max_requests) {
-        trace_end_idx_ = std::min<size_t>(trace_end_idx_, trace_idx_ + *tr.max_requests);
+      window_ = select_trace_window(*tr.records, tr.start_s, tr.end_s, tr.max_requests);
+      trace_idx_ = window_.begin_idx;
+      trace_multiplier_ = trace_rate_multiplier(tr);
+      MOESIM_CHECK(trace_multiplier_ > 0.0, "trace rate multiplier must be > 0");
+      if (tr.replay == TraceReplay::kLoop) {
+        MOESIM_CHECK(window_.period_ns > 0, "trace loop without a lap length");
+        shared_hash_ids_ = shared_hash_ids(*tr.records, window_);
+        lap_hash_stride_ = hash_id_bound(*tr.records, window_);
+      } else if (tr.replay == TraceReplay::kModel) {
+        MOESIM_CHECK(tr.model != nullptr, "trace model replay without a model");
+        model_sampler_ = std::make_unique<TraceModelSampler>(*tr.model, trace_multiplier_);
       }
       break;
     }
@@ -105,6 +102,10 @@ std::optional<Request> WorkloadGenerator::next() {
 }
 
 std::vector<Request> WorkloadGenerator::generate_all() {
+  const bool unbounded =
+      (spec_.kind == WorkloadKind::kMooncake || spec_.kind == WorkloadKind::kAzure) &&
+      spec_.trace.replay != TraceReplay::kWindow && !spec_.duration_s;
+  MOESIM_CHECK(!unbounded, "generate_all() of a trace loop or model without duration_s");
   std::vector<Request> out;
   while (std::optional<Request> r = next()) out.push_back(std::move(*r));
   return out;
@@ -221,18 +222,54 @@ void WorkloadGenerator::end_session(std::map<int32_t, ActiveSession>::iterator i
 }
 
 std::optional<Request> WorkloadGenerator::next_trace_row() {
-  if (trace_idx_ >= trace_end_idx_) return std::nullopt;
-  const TraceRecord& row = (*spec_.trace.records)[trace_idx_++];
-  const double scaled_ns =
-      static_cast<double>(row.timestamp_ns - trace_start_ns_) / spec_.trace.rate_multiplier;
+  const TraceWorkloadSpec& tr = spec_.trace;
+  if (tr.replay == TraceReplay::kModel) return next_model_draw();
+  if (trace_idx_ >= window_.end_idx) {
+    if (tr.replay == TraceReplay::kWindow) return std::nullopt;
+    trace_idx_ = window_.begin_idx;
+    ++lap_;
+  }
+  const TraceRecord& row = (*tr.records)[trace_idx_++];
+  const double scaled_ns = (static_cast<double>(row.timestamp_ns - window_.start_ns) +
+                            static_cast<double>(lap_) * static_cast<double>(window_.period_ns)) /
+                           trace_multiplier_;
   // Rows are in time order: one past the horizon ends the trace, as for the arrival processes
   // (arrival_process.h).
   if (!(scaled_ns <= static_cast<double>(kHorizonNs))) return std::nullopt;
-  Request r = new_request(static_cast<SimTime>(std::llround(scaled_ns)), draw_domain());
+  const auto arrival_ns = static_cast<SimTime>(std::llround(scaled_ns));
+  if (spec_.duration_s && arrival_ns >= from_seconds(*spec_.duration_s)) return std::nullopt;
+  Request r = new_request(arrival_ns, draw_domain());
   r.prompt_tokens = row.input_tokens;
   r.output_tokens = row.output_tokens;
   if (spec_.kind == WorkloadKind::kMooncake) {
     r.prefix_block_hashes = row.hash_ids;
+    if (lap_ > 0) {
+      // Private ids move to the lap's own range above every id of the window.
+      for (uint64_t& h : r.prefix_block_hashes) {
+        if (std::binary_search(shared_hash_ids_.begin(), shared_hash_ids_.end(), h)) continue;
+        uint64_t offset = 0;
+        MOESIM_CHECK(
+            !__builtin_mul_overflow(static_cast<uint64_t>(lap_), lap_hash_stride_, &offset) &&
+                !__builtin_add_overflow(h, offset, &h),
+            "trace loop hash ids overflow");
+      }
+    }
+  } else {
+    extend_hashes(r.prefix_block_hashes, r.prompt_tokens);
+  }
+  ++num_open_loop_;
+  return r;
+}
+
+std::optional<Request> WorkloadGenerator::next_model_draw() {
+  std::optional<TraceDraw> d = model_sampler_->next(rng_);
+  if (!d) return std::nullopt;
+  if (spec_.duration_s && d->arrival_ns >= from_seconds(*spec_.duration_s)) return std::nullopt;
+  Request r = new_request(d->arrival_ns, draw_domain());
+  r.prompt_tokens = d->input_tokens;
+  r.output_tokens = d->output_tokens;
+  if (spec_.trace.model->has_hash_ids) {
+    r.prefix_block_hashes = std::move(d->hash_ids);
   } else {
     extend_hashes(r.prefix_block_hashes, r.prompt_tokens);
   }

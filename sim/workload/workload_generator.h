@@ -22,6 +22,8 @@
 #include "sim/workload/agent_session.h"
 #include "sim/workload/arrival_process.h"
 #include "sim/workload/request.h"
+#include "sim/workload/trace_model.h"
+#include "sim/workload/trace_window.h"
 #include "sim/workload/value_distribution.h"
 #include "sim/workload/workload_spec.h"
 
@@ -50,6 +52,7 @@ class WorkloadGenerator {
   // request count, session count, duration or trace window is exhausted (and ever after).
   std::optional<Request> next();
   // Drains next(): every remaining open-loop request (for agents: first turns only).
+  // Precondition (checked): the workload ends (a trace loop or model needs duration_s).
   std::vector<Request> generate_all();
 
   // Called by the serving layer when the request of `session` that it was last given completes
@@ -83,6 +86,7 @@ class WorkloadGenerator {
   std::optional<Request> next_synthetic();
   std::optional<Request> next_agent_session();
   std::optional<Request> next_trace_row();
+  std::optional<Request> next_model_draw();
 
   WorkloadSpec spec_;
   RngStream& rng_;
@@ -97,10 +101,14 @@ class WorkloadGenerator {
   std::unique_ptr<AgentSessionPlanner> planner_;
   std::map<int32_t, ActiveSession> sessions_;  // ordered: iteration never depends on hashing
   std::vector<uint64_t> system_prompt_hashes_;
-  // Trace replay: next row and end of the window.
+  // Trace replay: the window, the next row and the lap (loop), or the model's sampler.
+  TraceWindow window_;
   size_t trace_idx_ = 0;
-  size_t trace_end_idx_ = 0;
-  SimTime trace_start_ns_ = 0;
+  int64_t lap_ = 0;
+  double trace_multiplier_ = 1.0;
+  std::vector<uint64_t> shared_hash_ids_;  // sorted; kept in every lap
+  uint64_t lap_hash_stride_ = 0;           // lap k adds k * stride to private ids
+  std::unique_ptr<TraceModelSampler> model_sampler_;
 
   int64_t num_open_loop_ = 0;  // requests (synthetic, trace) or sessions (agent) produced
   bool exhausted_ = false;

@@ -159,7 +159,28 @@ void parse_trace(TomlTable& t, WorkloadSpec& s, const std::string& base_dir) {
   const std::filesystem::path given = t.get_string("path");
   tr.path = (given.is_relative() ? std::filesystem::path(base_dir) / given : given).string();
   if (!std::ifstream(tr.path)) t.fail("path", "cannot open trace file '" + tr.path + "'");
-  tr.rate_multiplier = t.get_double_in_or("rate_multiplier", 1e-6, 1e6, 1.0);
+  const std::string replay = t.get_enum_or("replay", {"window", "loop", "model"}, "window");
+  tr.replay = replay == "loop"    ? TraceReplay::kLoop
+              : replay == "model" ? TraceReplay::kModel
+                                  : TraceReplay::kWindow;
+  const std::optional<double> multiplier = find_double_in(t, "rate_multiplier", 1e-6, 1e6);
+  tr.rate_multiplier = multiplier.value_or(1.0);
+  tr.rate_per_s = find_double_in(t, "rate_per_s", 1e-9, 1e9);
+  s.duration_s = find_double_in(t, "duration_s", 1e-9, kMaxSeconds);
+  if (tr.replay == TraceReplay::kWindow) {
+    if (tr.rate_per_s) {
+      t.fail("rate_per_s",
+             "needs replay = \"loop\" or \"model\": a window replay is the window's requests "
+             "once (scale their times with rate_multiplier)");
+    }
+    if (s.duration_s) {
+      t.fail("duration_s",
+             "needs replay = \"loop\" or \"model\": a window replay ends with its last row "
+             "(start_s and end_s select the window, in trace time)");
+    }
+  } else if (multiplier && tr.rate_per_s) {
+    t.fail("rate_per_s", "give rate_per_s or rate_multiplier, not both");
+  }
   tr.start_s = t.get_double_in_or("start_s", 0.0, kMaxSeconds, 0.0);
   tr.end_s = find_double_in(t, "end_s", 0.0, kMaxSeconds);
   if (tr.end_s) {
@@ -184,6 +205,15 @@ void parse_trace(TomlTable& t, WorkloadSpec& s, const std::string& base_dir) {
            "the window " + window + " selects no requests (the trace spans [0, " +
                fmt(to_seconds(tr.records->back().timestamp_ns)) + "] s)");
   }
+  if (tr.replay == TraceReplay::kWindow) return;
+  const TraceWindow w = select_trace_window(*tr.records, tr.start_s, tr.end_s, tr.max_requests);
+  if (w.period_ns <= 0) {
+    t.fail("replay", "the window's " + std::to_string(w.num_rows()) +
+                         " row(s) give no lap length: give end_s (the window ends there)");
+  }
+  if (tr.replay == TraceReplay::kModel) {
+    tr.model = std::make_shared<const TraceModel>(fit_trace_model(*tr.records, w));
+  }
 }
 
 }  // namespace
@@ -200,6 +230,58 @@ std::string_view workload_kind_name(WorkloadKind kind) {
       return "azure";
   }
   return "?";
+}
+
+std::string_view trace_replay_name(TraceReplay replay) {
+  switch (replay) {
+    case TraceReplay::kWindow:
+      return "window";
+    case TraceReplay::kLoop:
+      return "loop";
+    case TraceReplay::kModel:
+      return "model";
+  }
+  return "?";
+}
+
+double trace_base_rate_per_s(const TraceWorkloadSpec& spec) {
+  switch (spec.replay) {
+    case TraceReplay::kWindow:
+      return 0.0;
+    case TraceReplay::kLoop:
+      return select_trace_window(*spec.records, spec.start_s, spec.end_s, spec.max_requests)
+          .rate_per_s();
+    case TraceReplay::kModel:
+      return spec.model->rate_per_s();
+  }
+  return 0.0;
+}
+
+double trace_rate_multiplier(const TraceWorkloadSpec& spec) {
+  if (spec.replay == TraceReplay::kWindow || !spec.rate_per_s) return spec.rate_multiplier;
+  return *spec.rate_per_s / trace_base_rate_per_s(spec);
+}
+
+std::string workload_description(const WorkloadSpec& spec) {
+  std::string out(workload_kind_name(spec.kind));
+  if (spec.kind != WorkloadKind::kMooncake && spec.kind != WorkloadKind::kAzure) return out;
+  const TraceWorkloadSpec& tr = spec.trace;
+  out += " trace " + std::filesystem::path(tr.path).filename().string() + ", ";
+  const std::string window =
+      "[" + fmt(tr.start_s) + ", " + (tr.end_s ? fmt(*tr.end_s) : std::string("end")) + ") s" +
+      (tr.max_requests ? " (first " + std::to_string(*tr.max_requests) + " rows)" : "");
+  const double m = trace_rate_multiplier(tr);
+  switch (tr.replay) {
+    case TraceReplay::kWindow:
+      return out + "window " + window + " replayed once at " + fmt(m) + "x";
+    case TraceReplay::kLoop:
+    case TraceReplay::kModel:
+      break;
+  }
+  out += tr.replay == TraceReplay::kLoop ? "loop of " : "model of ";
+  out += window + " at " + fmt(trace_base_rate_per_s(tr) * m) + " req/s (" + fmt(m) + "x)";
+  out += spec.duration_s ? " for " + fmt(*spec.duration_s) + " s" : " sustained";
+  return out;
 }
 
 WorkloadSpec parse_workload(TomlTable& t, const std::string& base_dir) {

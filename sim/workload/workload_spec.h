@@ -3,8 +3,10 @@
 //   synthetic  open-loop requests: arrival process, prompt/output/reasoning length distributions;
 //   agent      multi-turn agent sessions arriving open-loop; each later turn arrives a tool wait
 //              after the previous one completes, with a context that grows every turn;
-//   mooncake   replay of a Mooncake JSONL trace (with prefix-block hashes);
-//   azure      replay of an Azure LLM inference CSV trace.
+//   mooncake   a Mooncake JSONL trace (with prefix-block hashes);
+//   azure      an Azure LLM inference CSV trace.
+// A trace is replayed as its window (exactly), as the window looped without end, or as a model
+// fitted from the window (trace_model.h); the last two sustain a rate for any duration.
 #pragma once
 
 #include <array>
@@ -18,6 +20,7 @@
 #include "sim/config/toml_source.h"
 #include "sim/workload/arrival_process.h"
 #include "sim/workload/request.h"
+#include "sim/workload/trace_model.h"
 #include "sim/workload/trace_record.h"
 #include "sim/workload/value_distribution.h"
 
@@ -66,11 +69,23 @@ struct AgentWorkloadSpec {
   int64_t max_rollbacks_per_turn = 3;
 };
 
+// How a trace workload uses its window:
+//   window  the window's rows once, at their (scaled) trace times;
+//   loop    the window repeated back to back, each lap with fresh ids for private hash ids;
+//   model   sustained traffic drawn from a model fitted to the window (trace_model.h).
+enum class TraceReplay { kWindow, kLoop, kModel };
+// "window", "loop", "model".
+std::string_view trace_replay_name(TraceReplay replay);
+
 struct TraceWorkloadSpec {
   // The trace file, resolved against the scenario's directory.
   std::string path;
-  // Arrival times are divided by this (2 replays the trace twice as fast), > 0.
+  TraceReplay replay = TraceReplay::kWindow;
+  // Arrival times are divided by this (2 replays the trace twice as fast), > 0. Loop and model:
+  // ignored when rate_per_s is given.
   double rate_multiplier = 1.0;
+  // Loop and model: the mean arrival rate (requests/s) instead of rate_multiplier.
+  std::optional<double> rate_per_s;
   // Window of trace time [start_s, end_s) to replay; the request at start_s arrives at 0.
   double start_s = 0.0;
   std::optional<double> end_s;
@@ -78,14 +93,24 @@ struct TraceWorkloadSpec {
   std::optional<int64_t> max_requests;
   // The rows of the file, read by parse_workload (shared, never modified).
   std::shared_ptr<const std::vector<TraceRecord>> records;
+  // replay == kModel: the model fitted to the window by parse_workload.
+  std::shared_ptr<const TraceModel> model;
 };
+
+// Loop and model: the mean arrival rate (requests/s) at rate multiplier 1, the window's
+// (TraceWindow::rate_per_s) or the model's (TraceModel::rate_per_s). Window: 0.
+double trace_base_rate_per_s(const TraceWorkloadSpec& spec);
+// The factor that divides trace times (loop) or multiplies the session start rate (model):
+// rate_per_s / trace_base_rate_per_s when rate_per_s is given, else rate_multiplier.
+double trace_rate_multiplier(const TraceWorkloadSpec& spec);
 
 struct WorkloadSpec {
   WorkloadKind kind = WorkloadKind::kSynthetic;
   // synthetic: stop after this many requests; agent: after this many sessions.
   std::optional<int64_t> num_requests;
   std::optional<int64_t> num_sessions;
-  // synthetic and agent: no request (synthetic) or session (agent) arrives at or after this time.
+  // synthetic, agent and trace loop / model: no request (synthetic, trace) or session (agent)
+  // arrives at or after this time; absent for a trace loop or model: no end.
   std::optional<double> duration_s;
   // Relative weights of the domains (indexed by Domain), non-negative with a positive sum.
   // Default: chat only.
@@ -99,5 +124,9 @@ struct WorkloadSpec {
 // trace paths are resolved against `base_dir`; trace files are read here, so every trace error
 // surfaces as a ConfigError while loading the scenario.
 WorkloadSpec parse_workload(TomlTable& t, const std::string& base_dir);
+
+// One line naming the workload and, for traces, the replay and its rate, e.g.
+// "mooncake trace conversation_trace.jsonl, loop of [0, 120) s at 12 req/s" (run summaries).
+std::string workload_description(const WorkloadSpec& spec);
 
 }  // namespace moesim::sim

@@ -379,6 +379,75 @@ TEST(WorkloadGenerator, TraceRowsPastTheHorizonEndTheTrace) {
   EXPECT_EQ(reqs[0].arrival_ns, 0);
 }
 
+// Three rows, id 0 in all of them (shared), ids 1-3 private; the lap is 3000 + 1500 ms.
+TEST(WorkloadGenerator, TraceLoopRepeatsTheWindowWithFreshPrivateIds) {
+  std::vector<TraceRecord> rows(3);
+  rows[0] = {0, 1024, 10, {0, 1}, 1};
+  rows[1] = {1000 * kNsPerMs, 1536, 20, {0, 1, 2}, 2};
+  rows[2] = {3000 * kNsPerMs, 512, 30, {0, 3}, 3};
+  WorkloadSpec spec = trace_spec(WorkloadKind::kMooncake, "unused.jsonl", rows);
+  spec.trace.replay = TraceReplay::kLoop;
+  spec.trace.rate_multiplier = 2.0;
+  spec.duration_s = 4.5;  // lap 2 would start at 4500 ms: excluded
+  RngStream rng(1, "workload");
+  WorkloadGenerator gen(spec, rng);
+  const std::vector<Request> reqs = gen.generate_all();
+  ASSERT_EQ(reqs.size(), 6u);
+  const std::vector<SimTime> arrivals_ms = {0, 500, 1500, 2250, 2750, 3750};
+  const std::vector<std::vector<uint64_t>> hashes = {{0, 1}, {0, 1, 2}, {0, 3},
+                                                     {0, 5}, {0, 5, 6}, {0, 7}};
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(reqs[i].id, RequestId(static_cast<int32_t>(i)));
+    EXPECT_EQ(reqs[i].arrival_ns, arrivals_ms[i] * kNsPerMs) << i;
+    EXPECT_EQ(reqs[i].prefix_block_hashes, hashes[i]) << i;
+    EXPECT_EQ(reqs[i].prompt_tokens, rows[i % 3].input_tokens);
+  }
+  // rate_per_s instead: the window's 3 rows per 4.5 s lap, at 4 / 3 req/s, is 2x as well.
+  spec.trace.rate_per_s = 4.0 / 3.0;
+  spec.trace.rate_multiplier = 1.0;
+  RngStream rng2(1, "workload");
+  WorkloadGenerator by_rate(spec, rng2);
+  const std::vector<Request> same = by_rate.generate_all();
+  ASSERT_EQ(same.size(), 6u);
+  EXPECT_EQ(same[5].arrival_ns, reqs[5].arrival_ns);
+}
+
+TEST(WorkloadGenerator, TraceModelIsDeterministicAndEndsAtTheDuration) {
+  WorkloadSpec spec = trace_spec(WorkloadKind::kAzure, "AzureLLMInferenceTrace_code.csv",
+                                 read_azure_trace(kTraces + "AzureLLMInferenceTrace_code.csv"));
+  spec.trace.replay = TraceReplay::kModel;
+  const TraceWindow w = select_trace_window(*spec.trace.records, 0, 600.0, std::nullopt);
+  spec.trace.end_s = 600.0;
+  spec.trace.model = std::make_shared<const TraceModel>(fit_trace_model(*spec.trace.records, w));
+  spec.trace.rate_per_s = 50.0;
+  spec.duration_s = 20.0;
+  auto run = [&spec](uint64_t seed) {
+    RngStream rng(seed, "workload");
+    WorkloadGenerator gen(spec, rng);
+    return gen.generate_all();
+  };
+  const std::vector<Request> a = run(1);
+  const std::vector<Request> b = run(1);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].arrival_ns, b[i].arrival_ns);
+    ASSERT_EQ(a[i].prompt_tokens, b[i].prompt_tokens);
+  }
+  EXPECT_NE(run(2).front().arrival_ns, a.front().arrival_ns);
+  EXPECT_LT(a.back().arrival_ns, 20 * kNsPerS);
+  // Twice the rate on the same seed: the same requests at half the times (each gap is rounded
+  // to the nanosecond on its own), twice as many in the same duration.
+  spec.trace.rate_per_s = 100.0;
+  const std::vector<Request> fast = run(1);
+  ASSERT_GE(fast.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(static_cast<double>(fast[i].arrival_ns), a[i].arrival_ns / 2.0, i + 1.0) << i;
+    ASSERT_EQ(fast[i].prompt_tokens, a[i].prompt_tokens);
+  }
+  // Azure rows carry no prefix information: fresh blocks, as in a window replay.
+  EXPECT_EQ(a[1].prefix_block_hashes.front(), a[0].prefix_block_hashes.back() + 1);
+}
+
 TEST(WorkloadGenerator, AzureReplayWithWindow) {
   WorkloadSpec spec = trace_spec(WorkloadKind::kAzure, "AzureLLMInferenceTrace_conv.csv",
                                  read_azure_trace(kTraces + "AzureLLMInferenceTrace_conv.csv"));

@@ -158,6 +158,61 @@ max_requests = 100
   EXPECT_EQ(workload_kind_name(abs.kind), "azure");
 }
 
+TEST(WorkloadSpec, ParsesTraceReplayModes) {
+  const std::string head = "[workload]\nkind = 'mooncake'\npath = '" MOESIM_SOURCE_DIR
+                           "/data/traces/conversation_trace.jsonl'\nend_s = 120\n";
+  const WorkloadSpec window = parse(head + "rate_multiplier = 2\n");
+  EXPECT_EQ(window.trace.replay, TraceReplay::kWindow);
+  EXPECT_EQ(trace_rate_multiplier(window.trace), 2.0);
+  EXPECT_EQ(window.trace.model, nullptr);
+
+  const WorkloadSpec loop = parse(head + "replay = 'loop'\nrate_per_s = 339\nduration_s = 30\n");
+  EXPECT_EQ(loop.trace.replay, TraceReplay::kLoop);
+  EXPECT_EQ(loop.duration_s, 30.0);
+  // 339 rows in [0, 120) s: 2.825 req/s, so 339 req/s is 120x.
+  EXPECT_DOUBLE_EQ(trace_base_rate_per_s(loop.trace), 339 / 120.0);
+  EXPECT_NEAR(trace_rate_multiplier(loop.trace), 120.0, 1e-9);
+  EXPECT_EQ(workload_description(loop),
+            "mooncake trace conversation_trace.jsonl, loop of [0, 120) s at 339 req/s (120x) for "
+            "30 s");
+
+  const WorkloadSpec model = parse(head + "replay = 'model'\nrate_multiplier = 3\n");
+  ASSERT_NE(model.trace.model, nullptr);
+  EXPECT_FALSE(model.duration_s.has_value());
+  EXPECT_EQ(trace_rate_multiplier(model.trace), 3.0);
+  EXPECT_NE(workload_description(model).find("model of [0, 120) s at "), std::string::npos);
+  EXPECT_NE(workload_description(model).find(" sustained"), std::string::npos);
+  EXPECT_EQ(workload_description(window),
+            "mooncake trace conversation_trace.jsonl, window [0, 120) s replayed once at 2x");
+}
+
+TEST(WorkloadSpec, RefusesAmbiguousTraceReplayKeys) {
+  const std::string head = "[workload]\nkind = 'mooncake'\npath = '" MOESIM_SOURCE_DIR
+                           "/data/traces/conversation_trace.jsonl'\n";
+  auto error = [&](const std::string& keys) {
+    try {
+      parse(head + keys);
+    } catch (const ConfigError& e) {
+      return e.key_path() + ": " + e.reason();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("replay = 'loop'\nrate_per_s = 5\nrate_multiplier = 2\n"),
+            "workload.rate_per_s: give rate_per_s or rate_multiplier, not both");
+  EXPECT_EQ(error("rate_per_s = 5\n"),
+            "workload.rate_per_s: needs replay = \"loop\" or \"model\": a window replay is the "
+            "window's requests once (scale their times with rate_multiplier)");
+  EXPECT_EQ(error("duration_s = 60\n"),
+            "workload.duration_s: needs replay = \"loop\" or \"model\": a window replay ends with "
+            "its last row (start_s and end_s select the window, in trace time)");
+  EXPECT_EQ(error("replay = 'forever'\n").substr(0, 16), "workload.replay:");
+  // One row and no end_s: no lap length.
+  EXPECT_EQ(error("replay = 'loop'\nmax_requests = 1\n"),
+            "workload.replay: the window's 1 row(s) give no lap length: give end_s (the window "
+            "ends there)");
+  EXPECT_EQ(error("replay = 'model'\nduration_s = 0\n").substr(0, 20), "workload.duration_s:");
+}
+
 TEST(WorkloadSpec, KeysOfAnotherKindAreUnknown) {
   try {
     parse(R"(
