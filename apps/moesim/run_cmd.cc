@@ -43,6 +43,9 @@ int run_command(const std::vector<std::string>& argv) {
       .option("--set", &sets, "KEY.PATH=VALUE",
               "override one scenario value (repeatable; as a sweep parameter, docs/sweeps.md), "
               "e.g. --set deployment.replicas=2")
+      .option("--drop", &request.scenario.dropped, "KEY.PATH",
+              "remove a key or table from the scenario before the --set overrides (repeatable; "
+              "as moesim compare --drop-a), e.g. --drop policies")
       .option("--seed", &request.seed, "N", "root seed (default: the scenario's [run] seed)")
       .option("--duration", &request.duration_s, "SECONDS",
               "simulated time (default: the scenario's [run] duration_s)")

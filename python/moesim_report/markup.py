@@ -28,6 +28,10 @@ p.na{color:#8a5a00;background:#fff6e0;padding:.4em .6em;display:inline-block}
 p.note{font-size:.85em;color:#555}
 #render-status.bad{background:#fdd;padding:.5em}
 nav a{margin-right:1em;font-size:.9em}
+#deployment{border:1px solid #ccc;padding:.4em .8em;margin:.6em 0}
+#deployment p{margin:.2em 0}
+#verdict{font-weight:bold;padding:.4em .8em}
+#verdict.meets{background:#e3f4e3}#verdict.misses{background:#fde2e2}#verdict.unknown{background:#f3f3f3}
 """
 
 SCRIPT = """
@@ -103,6 +107,14 @@ class Page:
         self.sections = []
         self.figure_ids = []
         self._svg_idx = 0
+        self.deployment_lines = []
+        self.verdict = None  # (kind: "meets" | "misses" | "unknown", text)
+
+    def describe(self, lines, verdict_kind, verdict_text):
+        """The top of the page: the deployment (lines of text) and the SLO verdict banner, whose
+        kind ("meets", "misses" or "unknown") colours it; drawn above the first section."""
+        self.deployment_lines = list(lines)
+        self.verdict = (verdict_kind, verdict_text)
 
     def section(self, sid, title):
         self.sections.append((sid, title))
@@ -147,11 +159,23 @@ class Page:
         self.parts.append(f'<div id="{esc(fid)}" class="figure-na" data-na="yes">'
                           f'<p class="na">n/a: {esc(reason)}</p></div>')
 
+    def _top(self):
+        if not self.deployment_lines and not self.verdict:
+            return ""
+        out = ['<div id="deployment">'] + [f"<p>{esc(line)}</p>" for line in
+                                           self.deployment_lines] + ["</div>"]
+        if self.verdict:
+            kind, text = self.verdict
+            out.append(f'<p id="verdict" class="{esc(kind)}" data-verdict="{esc(kind)}">'
+                       f"{esc(text)}</p>")
+        return "".join(out)
+
     def render(self):
         nav = " ".join(f'<a href="#{esc(s)}">{esc(t)}</a>' for s, t in self.sections)
         return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<title>{esc(self.title)}</title><style>{CSS}</style></head><body>"
                 f"<h1>{esc(self.title)}</h1><p class=\"note\">{esc(self.subtitle)}</p>"
-                f"<nav>{nav}</nav><div id=\"render-status\"></div>"
+                + self._top()
+                + f"<nav>{nav}</nav><div id=\"render-status\"></div>"
                 + "\n".join(self.parts)
                 + f"<script>{SCRIPT}</script></body></html>\n")

@@ -3,6 +3,8 @@ per-GPU step timeline with barrier waits, expert load heat maps, policy actions 
 Each figure comes from the files the run wrote; one whose data is missing says what it needs."""
 
 import collections
+import os
+import tomllib
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -493,7 +495,80 @@ def _actions(page, run):
                    tid="policy-metrics-table")
 
 
+MIN_ATTAINMENT = 0.99  # a run meets its [slo] at this attainment (the sweep's default)
+
+
+def _resolved_toml(run, name):
+    path = os.path.join(run.dir, "resolved", os.path.basename(name))
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+
+
+def _price_text(gpu):
+    if gpu and gpu.get("price_usd_per_hour") is not None:
+        return (f"${gpu['price_usd_per_hour']:g} per GPU-hour (topology; "
+                f"{gpu.get('price_source', 'no source')})")
+    return "no GPU price (costs in GPU-hours)"
+
+
+def _measured_window_lines(summary):
+    """Banner lines on the measured window: whether steady state was reached and how many
+    requests were censored. summary.json carries no such object yet: none until it does."""
+    return []
+
+
+def _verdict(run):
+    """("meets" | "misses" | "unknown", text): attainment of the scenario's [slo] against
+    MIN_ATTAINMENT, naming the limits the missing requests exceeded."""
+    s = run.summary
+    slo = s.get("slo", {})
+    att = slo.get("attainment")
+    limits = [f"{k.split('_')[0].upper()} <= {fmt(slo.get(k))} ms" for k in ("ttft_ms", "tpot_ms")
+              if slo.get(k) is not None]
+    if not limits:
+        return "unknown", "SLO: none (the scenario has no [slo])"
+    rule = f"{', '.join(limits)} for >= {100 * MIN_ATTAINMENT:g}% of decided requests"
+    if att is None:
+        return "unknown", f"SLO ({rule}): no request decided"
+    if att >= MIN_ATTAINMENT:
+        return "meets", f"MEETS the SLO ({rule}): attainment {100 * att:.1f}%"
+    over = []
+    rq = run.requests
+    for k in ("ttft_ms", "tpot_ms"):
+        if slo.get(k) is not None and rq is not None and k in rq:
+            n = int((rq[k] > slo[k]).sum())
+            if n:
+                over.append(f"{n} requests over {k.split('_')[0].upper()} {fmt(slo[k])} ms")
+    return "misses", (f"MISSES the SLO ({rule}): attainment {100 * att:.1f}%"
+                      + (f"; {', '.join(over)}" if over else ""))
+
+
+def describe(page, run):
+    """The deployment at the top of the page and the SLO verdict banner."""
+    s = run.summary
+    rj = run.run_json or {}
+    sc = _resolved_toml(run, "scenario.toml") or {}
+    topo = sc.get("topology")
+    topo_doc = _resolved_toml(run, topo) if isinstance(topo, str) else None
+    gpu = (topo_doc or {}).get("gpu", {})
+    dep = sc.get("deployment", {})
+    reps, per = rj.get("replicas"), rj.get("gpus_per_replica")
+    gpus = reps * per if reps and per else None
+    parallel = ", ".join(f"{k}={v}" for k, v in dep.items() if not isinstance(v, dict))
+    lines = [f"model {s.get('model')} on {fmt(gpus)} GPUs ({gpu.get('model', gpu.get('name', '?'))})"
+             f" of topology {s.get('topology')}: {fmt(reps)} replicas x {fmt(per)} GPUs",
+             f"deployment: {parallel or 'defaults'}; max_seqs {fmt(rj.get('max_seqs'))}",
+             f"price: {_price_text(gpu)}"]
+    lines += _measured_window_lines(s)
+    kind, text = _verdict(run)
+    page.describe(lines, kind, text)
+
+
 def build(page, run):
+    describe(page, run)
     _summary(page, run)
     _cdfs(page, run)
     _throughput(page, run)

@@ -3,6 +3,7 @@ table (docs/report.md). Configurations are the sweep's config_idx (figures avera
 seeds, status ok only) or the search's configs."""
 
 import math
+import os
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -116,8 +117,9 @@ def build_sweep(page, df, params, gpu_price, path):
             f"config {r.config_idx}: {r.status} {r.error}" for r in
             df[df["status"] != "ok"].head(5).itertuples()) if nerr else "")),
     ], tid="summary-table", left_cols=2)
-    agg_cols = ["num_gpus", "slo_attainment", "ttft_p99_ms", "tpot_p99_ms", "e2e_p99_ms",
-                "input_tokens_per_s", "output_tokens_per_s", "goodput_req_per_s", "requests_per_s"]
+    agg_cols = ["num_gpus", "slo_attainment", "ttft_p99_ms", "tpot_p99_ms", "tpot_p50_ms",
+                "e2e_p99_ms", "input_tokens_per_s", "output_tokens_per_s", "goodput_req_per_s",
+                "requests_per_s", "gpu_price_per_hour"]
     agg_cols = [c for c in agg_cols if c in ok]
     if len(ok) == 0:
         page.section("slo", "SLO attainment grid")
@@ -132,6 +134,15 @@ def build_sweep(page, df, params, gpu_price, path):
          "seed": "count"}).rename(columns={"seed": "num_runs"}).reset_index()
     conf["label"] = [f"c{int(i)}" for i in conf["config_idx"]]
     conf["out_tok_s_per_gpu"] = conf["output_tokens_per_s"] / conf["num_gpus"]
+    # Interactivity (docs/outputs.md): 1000 / TPOT p50, of the mean TPOT p50 over the seeds.
+    conf["out_tok_s_per_user"] = (1000.0 / conf["tpot_p50_ms"] if "tpot_p50_ms" in conf
+                                  else math.nan)
+    # Each configuration's own price (its topology's, or the sweep's --gpu-price-per-hour);
+    # the report's --gpu-price-per-hour replaces every one.
+    if gpu_price:
+        conf["price"] = float(gpu_price)
+    else:
+        conf["price"] = conf["gpu_price_per_hour"] if "gpu_price_per_hour" in conf else math.nan
 
     page.section("slo", "SLO attainment grid")
     if not _grid(page, "fig-slo-grid", conf, params, "slo_attainment",
@@ -172,50 +183,101 @@ def build_sweep(page, df, params, gpu_price, path):
         conf["feasible_csv"] = conf["config_idx"].map(feasible)
         limits = df["feasible_limits"].dropna().unique()
         limits = limits[0] if len(limits) == 1 else None
-    _sweep_cost(page, conf, params, gpu_price, limits)
+    if "feasible_csv" in conf:
+        conf["feasible"] = conf["feasible_csv"].astype(bool)
+    else:  # a CSV of an older moesim, without the planner columns
+        conf["feasible"] = conf["slo_attainment"] >= MIN_ATTAINMENT
+    _sweep_cost(page, conf, params, limits)
+    sources = (["report --gpu-price-per-hour"] if gpu_price else
+               df["gpu_price_source"].tolist() if "gpu_price_source" in df else [])
+    _describe_sweep(page, df, conf, params, limits, path, sources)
 
 
-def _sweep_cost(page, conf, params, gpu_price, limits=None):
+def _prices_text(prices, sources):
+    """The GPU prices of the configurations, with where they came from."""
+    prices = sorted(set(float(p) for p in prices if not pd.isna(p)))
+    if not prices:
+        return "no GPU price: costs in GPU-hours"
+    src = ", ".join(sorted(set(str(x) for x in sources if isinstance(x, str) and x)))
+    return ("$" + " / $".join(f"{p:g}" for p in prices) + " per GPU-hour"
+            + (f" ({src})" if src else ""))
+
+
+def _measured_window_lines(rows):
+    """Banner lines on the measured windows of the runs (steady state reached, censored
+    requests). The sweep CSV carries no such column yet: none until it does."""
+    return []
+
+
+def _describe_sweep(page, df, conf, params, limits, path, sources):
+    """The sweep at the top of the page and the verdict banner: which configurations meet the
+    SLO."""
+    ok = df[df["status"] == "ok"]
+    gpus = sorted(set(int(g) for g in conf["num_gpus"].dropna()))
+    lines = [f"sweep {os.path.basename(path)}: {len(conf)} configurations that ran "
+             f"({df['config_idx'].nunique()} in the grid) over "
+             f"{', '.join(params) or 'no parameters'}, {len(ok)} runs with status ok",
+             f"GPUs per configuration: {', '.join(str(g) for g in gpus) or 'n/a'}; price: "
+             f"{_prices_text(conf['price'], sources)}"]
+    lines += _measured_window_lines(ok)
+    feas = conf[conf["feasible"]]
+    rule = f"every run meets {limits}" if limits else f"mean attainment >= {100 * MIN_ATTAINMENT:g}%"
+    if len(feas):
+        kind = "meets"
+        text = (f"{len(feas)} of {len(conf)} configurations MEET the SLO ({rule}): "
+                + ", ".join(feas["label"].tolist()))
+    else:
+        kind = "misses"
+        text = f"no configuration meets the SLO ({rule})"
+    page.describe(lines, kind, text)
+
+
+def _sweep_cost(page, conf, params, limits=None):
     rows = []
     conf = conf.copy()
     conf["gpuh_out"] = [_gpu_hours_per_million(g, t) for g, t in
                         zip(conf["num_gpus"], conf["output_tokens_per_s"])]
     conf["gpuh_in"] = [_gpu_hours_per_million(g, t) for g, t in
                        zip(conf["num_gpus"], conf["input_tokens_per_s"])]
-    if "feasible_csv" in conf:
-        conf["feasible"] = conf["feasible_csv"].astype(bool)
-    else:  # a CSV of an older moesim, without the planner columns
-        conf["feasible"] = conf["slo_attainment"] >= MIN_ATTAINMENT
-    conf = conf.sort_values(["gpuh_out", "config_idx"], na_position="last")
+    usd = bool(conf["price"].notna().all()) and len(conf) > 0
+    conf["usd_out"] = conf["gpuh_out"] * conf["price"]
+    conf["usd_in"] = conf["gpuh_in"] * conf["price"]
+    cost_col = "usd_out" if usd else "gpuh_out"
+    conf = conf.sort_values([cost_col, "config_idx"], na_position="last")
     header = ["config", "parameters", "GPUs", "runs", "output tok/s", "tok/s per GPU",
-              "SLO attainment", "feasible", "GPU-h / M output tok", "GPU-h / M input tok"]
-    if gpu_price:
-        header += ["$ / M output tok", "$ / M input tok"]
+              "tok/s per user", "SLO attainment", "feasible", "GPU-h / M output tok",
+              "GPU-h / M input tok"]
+    if usd:
+        header += ["$ / GPU-hour", "$ / M output tok", "$ / M input tok"]
     for r in conf.itertuples():
         att = r.slo_attainment
         row = [r.label, _label(params, conf.loc[r.Index]), fmt(r.num_gpus), fmt(r.num_runs),
-               fmt(r.output_tokens_per_s), fmt(r.out_tok_s_per_gpu),
+               fmt(r.output_tokens_per_s), fmt(r.out_tok_s_per_gpu), fmt(r.out_tok_s_per_user),
                "n/a" if pd.isna(att) else f"{100 * att:.1f}%", "yes" if r.feasible else "no",
                fmt(r.gpuh_out), fmt(r.gpuh_in)]
-        if gpu_price:
-            row += [fmt(r.gpuh_out * gpu_price), fmt(r.gpuh_in * gpu_price)]
+        if usd:
+            row += [fmt(r.price), fmt(r.usd_out), fmt(r.usd_in)]
         rows.append(row)
     page.table(header, rows, tid="cost-table", left_cols=2)
-    feas = conf[conf["feasible"] & conf["gpuh_out"].notna()]
-    price_note = (f"at ${gpu_price:g} per GPU-hour (--gpu-price-per-hour)" if gpu_price else
-                  "in GPU-hours; give --gpu-price-per-hour USD for dollars")
+    feas = conf[conf["feasible"] & conf[cost_col].notna()]
     rule = (f"every run meets {limits}" if "feasible_csv" in conf and limits
             else f"mean attainment >= {100 * MIN_ATTAINMENT:g}%")
     if len(feas):
         best = feas.iloc[0]
+        cost = (f"${fmt(best['usd_out'])} per million output tokens (${fmt(best['usd_in'])} per "
+                f"million input tokens) at ${best['price']:g} per GPU-hour" if usd else
+                f"{fmt(best['gpuh_out'])} GPU-hours per million output tokens "
+                f"({fmt(best['gpuh_in'])} per million input tokens); no GPU price for every "
+                "configuration: give --gpu-price-per-hour USD for dollars")
         page.note(f"Cheapest SLO-feasible configuration ({rule}): {best['label']} "
-                  f"({_label(params, best)}), "
-                  f"{fmt(best['gpuh_out'])} GPU-hours per million output tokens {price_note}.")
+                  f"({_label(params, best)}), {cost}, {fmt(best['out_tok_s_per_user'])} output "
+                  "tokens/s per user.")
     else:
         page.note(f"No configuration is SLO-feasible ({rule}).")
     page.note("Cost per million tokens = GPUs / (tokens/s x 3600) x 1e6 GPU-hours at the run's "
               "measured throughput (input and output tokens counted separately, each as if it "
-              "alone paid for the GPUs), sorted by output cost.")
+              "alone paid for the GPUs), times each configuration's own GPU price; sorted by "
+              "output cost. Tokens/s per user = 1000 / TPOT p50 (ms).")
 
 
 def build_search(page, doc, gpu_price, path):
@@ -233,7 +295,14 @@ def build_search(page, doc, gpu_price, path):
              "unit": c.get("rate_unit", "req/s"), "found": c.get("found", False),
              # Met at the highest probe (no failing rate above it): a lower bound.
              "bound": "+" if c.get("found") and c.get("first_failing_rate_per_s") is None
-             and c.get("max_rate_per_s") is not None else ""}
+             and c.get("max_rate_per_s") is not None else "",
+             "feasible": bool(c.get("feasible")),
+             "price": gpu_price or c.get("gpu_price_per_hour"),
+             "source": c.get("gpu_price_source"),
+             "per_gpu": c.get("output_tokens_per_s_per_gpu"),
+             "per_user": c.get("output_tokens_per_s_per_user"),
+             "gpuh_out": c.get("gpu_hours_per_m_output_tokens"),
+             "gpuh_in": c.get("gpu_hours_per_m_input_tokens")}
         for p in params:
             r[p] = (c.get("parameters") or {}).get(p)
         rows.append(r)
@@ -291,29 +360,54 @@ def build_search(page, doc, gpu_price, path):
         page.missing("fig-pareto", "no configuration met the SLOs at any probed rate")
 
     page.section("cost", "Cost")
+    priced = [r for r in rows if not r["error"]]
+    usd = bool(priced) and all(r["price"] is not None for r in priced)
     header = ["config", "parameters", "GPUs", f"max rate ({unit})", "x base",
-              f"{unit} per GPU", f"GPU-h per 1k {unit.split('/')[0]}"]
-    if gpu_price:
-        header.append(f"$ per 1k {unit.split('/')[0]}")
+              "out tok/s per GPU", "out tok/s per user", "GPU-h / M output tok",
+              "GPU-h / M input tok"] + (["$ / GPU-hour", "$ / M output tok", "$ / M input tok"]
+                                        if usd else [])
     out = []
     t = t.sort_values(["rate_per_gpu", "config_idx"], ascending=[False, True],
                       na_position="last")
     for r in t.itertuples():
         if isinstance(r.error, str):
-            out.append([r.label, _label(params, t.loc[r.Index]), "n/a", "error: " + r.error[:80],
-                        "", "", ""] + ([""] if gpu_price else []))
+            out.append([r.label, _label(params, t.loc[r.Index]), "n/a", "error: " + r.error[:80]]
+                       + [""] * (len(header) - 4))
             continue
-        gh = (r.num_gpus * 1000 / (r.max_rate_f * 3600.0)
-              if r.max_rate_f and r.max_rate_f > 0 else math.nan)
         row = [r.label, _label(params, t.loc[r.Index]), fmt(r.num_gpus),
                "n/a (meets at no probed rate)" if pd.isna(r.max_rate_f)
                else fmt(r.max_rate_f) + (" (lower bound)" if r.bound else ""),
-               fmt(r.mult), fmt(r.rate_per_gpu), fmt(gh)]
-        if gpu_price:
-            row.append(fmt(gh * gpu_price))
+               fmt(r.mult), fmt(r.per_gpu), fmt(r.per_user), fmt(r.gpuh_out), fmt(r.gpuh_in)]
+        if usd:
+            row += [fmt(r.price)] + [fmt(g * r.price) if g is not None and not pd.isna(g)
+                                     else "n/a" for g in (r.gpuh_out, r.gpuh_in)]
         out.append(row)
     page.table(header, out, tid="cost-table", left_cols=2)
-    page.note("GPU-hours per thousand requests (or sessions) served at the highest rate that met "
-              "the SLOs: GPUs x 1000 / (rate x 3600)" + (f", at ${gpu_price:g} per GPU-hour."
-                                                        if gpu_price else
-                                                        "; give --gpu-price-per-hour for dollars."))
+    page.note("Per GPU, per user (1000 / TPOT p50 in ms) and cost at the highest rate that met "
+              "the SLOs: GPU-hours per million tokens = GPUs / (tokens/s x 3600) x 1e6, input "
+              "and output each as if it alone paid for the GPUs"
+              + (", times each configuration's own GPU price." if usd else
+                 "; no GPU price for every configuration: give --gpu-price-per-hour for dollars."))
+    _describe_search(page, doc, t, usd, gpu_price)
+
+
+def _describe_search(page, doc, t, usd, gpu_price):
+    """The search at the top of the page and the verdict banner: which configurations meet the
+    SLOs at some rate (or, with a target rate, at it)."""
+    ok = t[t["error"].isna()]
+    gpus = sorted(set(int(g) for g in ok["num_gpus"].dropna()))
+    sources = ["report --gpu-price-per-hour"] if gpu_price else ok["source"].tolist()
+    slo = ", ".join(f"{k}={v}" for k, v in doc.get("slo", {}).items())
+    lines = [f"search of {doc.get('scenario')}: {len(t)} configurations, {len(ok)} searched",
+             f"GPUs per configuration: {', '.join(str(g) for g in gpus) or 'n/a'}; price: "
+             f"{_prices_text(ok['price'].tolist(), sources)}"]
+    lines += _measured_window_lines(ok)
+    target = doc.get("target_rate_per_s")
+    rule = doc.get("feasible_rule") or (f"meets {slo} at a max rate of at least the target "
+                                        f"{target}" if target else f"meets {slo} at some rate")
+    feas = t[t["feasible"]]
+    if len(feas):
+        page.describe(lines, "meets", f"{len(feas)} of {len(t)} configurations feasible ({rule}): "
+                      + ", ".join(feas["label"].tolist()))
+    else:
+        page.describe(lines, "misses", f"no configuration is feasible ({rule})")

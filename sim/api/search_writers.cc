@@ -30,7 +30,8 @@ nlohmann::json probes_json(const study::ConfigSearch& c) {
                       {"reason", p.verdict.reason},
                       {"output_tokens_per_s", number(p.output_tokens_per_s)},
                       {"ttft_p99_ms", number(p.ttft_p99_ms)},
-                      {"tpot_p99_ms", number(p.tpot_p99_ms)}});
+                      {"tpot_p99_ms", number(p.tpot_p99_ms)},
+                      {"tpot_p50_ms", number(p.tpot_p50_ms)}});
   }
   return probes;
 }
@@ -59,7 +60,11 @@ void searched_config_json(const study::ConfigSearch& c, const study::PlanEntry& 
   cj["output_tokens_per_s"] = number(e.output_tokens_per_s);
   cj["input_tokens_per_s_per_gpu"] = number(e.cost.input_tokens_per_s_per_gpu);
   cj["output_tokens_per_s_per_gpu"] = number(e.cost.output_tokens_per_s_per_gpu);
+  cj["tpot_p50_ms"] = number(e.tpot_p50_ms);
+  cj["output_tokens_per_s_per_user"] = number(e.output_tokens_per_s_per_user);
   cj["gpu_price_per_hour"] = number(c.price.usd_per_hour);
+  cj["gpu_price_source"] =
+      c.price.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.price.source);
   cj["gpu_hours_per_m_input_tokens"] = number(e.cost.gpu_hours_per_m_input_tokens);
   cj["gpu_hours_per_m_output_tokens"] = number(e.cost.gpu_hours_per_m_output_tokens);
   cj["usd_per_m_input_tokens"] = number(e.cost.usd_per_m_input_tokens);
@@ -180,10 +185,13 @@ void write_config_row(std::ostream& os, const SearchReport& report, const TableS
         " %8s",
         g4(when(found && c.trace_rate_per_s > 0, c.search.max_ok * c.trace_multiplier)).c_str());
   }
-  os << format_text("  %13s  %11s %14s  %s\n", g4(e.cost.output_tokens_per_s_per_gpu).c_str(),
-                    g4(study::cost_on_axis(e, usd)).c_str(),
-                    g4(when(c.search.min_fail > 0, c.fail_rate_per_s)).c_str(),
-                    report.grid ? config_text(c).c_str() : "");
+  const std::optional<double> cost_in =
+      usd ? e.cost.usd_per_m_input_tokens : e.cost.gpu_hours_per_m_input_tokens;
+  os << format_text(
+      "  %13s %14s  %11s %10s %14s  %s\n", g4(e.cost.output_tokens_per_s_per_gpu).c_str(),
+      g4(e.output_tokens_per_s_per_user).c_str(), g4(study::cost_on_axis(e, usd)).c_str(),
+      g4(cost_in).c_str(), g4(when(c.search.min_fail > 0, c.fail_rate_per_s)).c_str(),
+      report.grid ? config_text(c).c_str() : "");
   if (!found) {
     os << format_text("         meets the SLOs at no probed rate (lowest probed: %s)\n",
                       c.probes.empty() ? "-" : c.probes.back().verdict.reason.c_str());
@@ -200,8 +208,8 @@ void write_footer(std::ostream& os, const SearchReport& report, const TableShape
   const study::SearchResult& r = report.result;
   os << format_text(
       "\n  rates in %s; x base: the multiplier on the configuration's own rate;%s first failing:\n"
-      "  the lowest probed rate above the max that broke the SLOs; per GPU and cost at the max "
-      "rate\n",
+      "  the lowest probed rate above the max that broke the SLOs; per GPU, per user (1000 / "
+      "TPOT p50)\n  and cost at the max rate\n",
       shape.unit.c_str(), shape.any_trace ? " x trace: on the trace's real rate;" : "");
   if (num_infeasible > 0) {
     os << format_text(
@@ -248,6 +256,7 @@ nlohmann::json search_json(const SearchReport& report) {
   if (r.cheapest) j["cheapest_config_idx"] = r.configs[*r.cheapest].config_idx;
   const bool usd = study::cost_axis_is_usd(plan.entries);
   j["cost_axis"] = usd ? "usd_per_m_output_tokens" : "gpu_hours_per_m_output_tokens";
+  j["feasible_rule"] = plan.feasible_rule;
   j["cheapest_rule"] = plan.cheapest_rule;
   j["cheapest_feasible_config_idx"] = plan.cheapest
                                           ? nlohmann::json(plan.entries[*plan.cheapest].config_idx)
@@ -263,8 +272,9 @@ void write_search_text(std::ostream& os, const SearchReport& report) {
   const bool usd = study::cost_axis_is_usd(report.plan.entries);
   os << format_text("\n  %-6s %-5s %12s %8s", "config", "gpus", "max rate", "x base");
   if (shape.any_trace) os << format_text(" %8s", "x trace");
-  os << format_text("  %13s  %11s %14s  %s\n", "out tok/s/GPU", usd ? "$/M out" : "GPU-h/M out",
-                    "first failing", report.grid ? "parameters" : "");
+  os << format_text("  %13s %14s  %11s %10s %14s  %s\n", "out tok/s/GPU", "out tok/s/user",
+                    usd ? "$/M out" : "GPU-h/M out", usd ? "$/M in" : "GPU-h/M in", "first failing",
+                    report.grid ? "parameters" : "");
   for (size_t i = 0; i < r.configs.size(); ++i) {
     write_config_row(os, report, shape, r.configs[i], report.plan.entries[i], usd);
   }

@@ -112,6 +112,23 @@ std::vector<int32_t> replicate(std::span<const double> loads, int32_t num_slots,
   return slot_expert;
 }
 
+// "; the nearest valid: 16 redundant slots (272 slots) or 32 (288 slots)": the multiples of the
+// GPU count at or above the experts on either side of the given slot count.
+std::string nearest_valid_slots(const EplbShape& s) {
+  const int64_t gpus = s.num_gpus, experts = s.num_experts;
+  const int64_t first = (experts + gpus - 1) / gpus * gpus;  // the fewest valid slots
+  const int64_t lower = std::max(first, s.num_physical_slots / gpus * gpus);
+  const int64_t higher = std::max(first, (s.num_physical_slots + gpus - 1) / gpus * gpus);
+  auto text = [&](int64_t slots, bool first_named) {
+    return std::to_string(slots - experts) + (first_named ? " redundant slots (" : " (") +
+           std::to_string(slots) + " slots)";
+  };
+  if (lower == higher || lower > s.num_physical_slots) {
+    return "; the nearest valid: " + text(higher, true);
+  }
+  return "; the nearest valid: " + text(lower, true) + " or " + text(higher, false);
+}
+
 }  // namespace
 
 void validate_eplb_shape(const EplbShape& s, const std::string& source) {
@@ -129,7 +146,7 @@ void validate_eplb_shape(const EplbShape& s, const std::string& source) {
     shape_error(source, "num_physical_slots",
                 std::to_string(s.num_physical_slots) +
                     " slots: must be at least the experts and a multiple of the " +
-                    std::to_string(s.num_gpus) + " GPUs");
+                    std::to_string(s.num_gpus) + " GPUs" + nearest_valid_slots(s));
   }
   const bool hier = eplb_is_hierarchical(s);
   const int64_t scope_gpus = hier ? s.num_gpus / s.num_nodes : s.num_gpus;

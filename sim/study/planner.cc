@@ -80,6 +80,11 @@ CostFigures cost_figures(int64_t num_gpus, std::optional<double> input_tokens_pe
   return c;
 }
 
+std::optional<double> tokens_per_s_per_user(std::optional<double> tpot_p50_ms) {
+  if (!tpot_p50_ms || !(*tpot_p50_ms > 0)) return std::nullopt;
+  return 1000.0 / *tpot_p50_ms;
+}
+
 bool cost_axis_is_usd(const std::vector<PlanEntry>& entries) {
   bool any = false;
   for (const PlanEntry& e : entries) {
@@ -144,6 +149,8 @@ void write_plan_csv(const Plan& plan, std::ostream& out) {
                         "output_tokens_per_s",
                         "input_tokens_per_s_per_gpu",
                         "output_tokens_per_s_per_gpu",
+                        "tpot_p50_ms",
+                        "output_tokens_per_s_per_user",
                         "gpu_price_per_hour",
                         "gpu_price_source",
                         "gpu_hours_per_m_input_tokens",
@@ -176,6 +183,8 @@ void write_plan_csv(const Plan& plan, std::ostream& out) {
                                cell(e.output_tokens_per_s),
                                cell(e.cost.input_tokens_per_s_per_gpu),
                                cell(e.cost.output_tokens_per_s_per_gpu),
+                               cell(e.tpot_p50_ms),
+                               cell(e.output_tokens_per_s_per_user),
                                cell(e.price.usd_per_hour),
                                e.price.source,
                                cell(e.cost.gpu_hours_per_m_input_tokens),
@@ -198,6 +207,7 @@ void write_plan_json(const Plan& plan, std::ostream& out) {
   Json j;
   j["command"] = plan.command;
   j["limits"] = plan.limits;
+  j["feasible_rule"] = plan.feasible_rule;
   j["cost_axis"] = usd ? "usd_per_m_output_tokens" : "gpu_hours_per_m_output_tokens";
   j["pareto_axes"] = {j["cost_axis"], "ttft_p99_ms", "tpot_p99_ms"};
   j["cheapest_rule"] = plan.cheapest_rule;
@@ -223,6 +233,8 @@ void write_plan_json(const Plan& plan, std::ostream& out) {
     c["output_tokens_per_s"] = json_number(e.output_tokens_per_s);
     c["input_tokens_per_s_per_gpu"] = json_number(e.cost.input_tokens_per_s_per_gpu);
     c["output_tokens_per_s_per_gpu"] = json_number(e.cost.output_tokens_per_s_per_gpu);
+    c["tpot_p50_ms"] = json_number(e.tpot_p50_ms);
+    c["output_tokens_per_s_per_user"] = json_number(e.output_tokens_per_s_per_user);
     c["gpu_price_per_hour"] = json_number(e.price.usd_per_hour);
     c["gpu_price_source"] = e.price.source.empty() ? Json(nullptr) : Json(e.price.source);
     c["gpu_hours_per_m_input_tokens"] = json_number(e.cost.gpu_hours_per_m_input_tokens);
@@ -246,30 +258,41 @@ void write_plan_json(const Plan& plan, std::ostream& out) {
 
 std::string plan_summary_text(const Plan& plan) {
   const bool usd = cost_axis_is_usd(plan.entries);
-  int64_t num_feasible = 0, num_ok = 0;
+  int64_t num_feasible = 0, num_ok = 0, num_pareto = 0, num_pareto_feasible = 0;
   std::string pareto;
   bool any_price = false, any_missing_price = false;
   for (const PlanEntry& e : plan.entries) {
     if (!e.error.empty()) continue;
     ++num_ok;
     num_feasible += e.feasible ? 1 : 0;
-    if (e.pareto) pareto += (pareto.empty() ? "" : ", ") + std::to_string(e.config_idx);
+    if (e.pareto) {
+      pareto += (pareto.empty() ? "" : ", ") + std::to_string(e.config_idx);
+      ++num_pareto;
+      num_pareto_feasible += e.feasible ? 1 : 0;
+    }
     (e.price.usd_per_hour ? any_price : any_missing_price) = true;
   }
-  std::string out = "  feasible (" + plan.limits + "): " + std::to_string(num_feasible) + " of " +
-                    std::to_string(plan.entries.size()) + " configurations";
+  std::string out = "  feasible (" + plan.feasible_rule + "): " + std::to_string(num_feasible) +
+                    " of " + std::to_string(plan.entries.size()) + " configurations";
   if (num_ok < static_cast<int64_t>(plan.entries.size())) {
     out += " (" + std::to_string(plan.entries.size() - num_ok) + " did not run)";
   }
-  out += "\n  Pareto frontier (cost per million output tokens, TTFT p99, TPOT p99): ";
-  out += pareto.empty() ? "none (no configuration has all three figures)" : "configs " + pareto;
+  // The frontier is of every configuration that ran, feasible or not: said, with its feasible
+  // count.
+  out +=
+      "\n  Pareto frontier of the configurations that ran, feasible or not (cost per million "
+      "output tokens, TTFT p99, TPOT p99): ";
+  out += pareto.empty() ? "none (no configuration has all three figures)"
+                        : "configs " + pareto + "; " + std::to_string(num_pareto_feasible) +
+                              " of these " + std::to_string(num_pareto) + " feasible";
   out += "\n";
   if (plan.cheapest) {
     const PlanEntry& e = plan.entries[*plan.cheapest];
     out += "  cheapest feasible (" + plan.cheapest_rule + "): config " +
            std::to_string(e.config_idx) + (e.parameters.empty() ? "" : " (" + e.parameters + ")") +
            ", " + std::to_string(e.num_gpus) + " GPUs, " +
-           text4(e.cost.output_tokens_per_s_per_gpu) + " output tok/s per GPU, ";
+           text4(e.cost.output_tokens_per_s_per_gpu) + " output tok/s per GPU, " +
+           text4(e.output_tokens_per_s_per_user) + " output tok/s per user, ";
     out += usd ? "$" + text4(e.cost.usd_per_m_output_tokens) + " per million output tokens ($" +
                      text4(e.cost.usd_per_m_input_tokens) + " per million input tokens)"
                : text4(e.cost.gpu_hours_per_m_output_tokens) +

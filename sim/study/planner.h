@@ -1,5 +1,6 @@
 // The capacity planner's figures, one set of definitions for `moesim sweep` and `moesim search`:
-// tokens per second per GPU, GPU-hours and US dollars per million input and output tokens (the
+// tokens per second per GPU and per user (interactivity: 1000 / TPOT p50 in ms, the "tok/s/user"
+// of InferenceMAX), GPU-hours and US dollars per million input and output tokens (the
 // price from --gpu-price-per-hour or the topology's [gpu] price_usd_per_hour, else no dollar
 // figure: never a placeholder price), feasibility against the SLO limits (SloVerdict), the Pareto
 // frontier over (cost, TTFT p99, TPOT p99) and the cheapest feasible configuration. Each
@@ -35,6 +36,10 @@ struct CostFigures {
 CostFigures cost_figures(int64_t num_gpus, std::optional<double> input_tokens_per_s,
                          std::optional<double> output_tokens_per_s, const GpuPrice& price);
 
+// Output tokens per second per user (interactivity): 1000 / tpot_p50_ms, the decode speed the
+// median request sees; absent without a TPOT (or at a TPOT of 0).
+std::optional<double> tokens_per_s_per_user(std::optional<double> tpot_p50_ms);
+
 // One configuration in the planner's table. Sweep: means over the configuration's runs (seeds)
 // with status ok; search: the figures of the probe at the highest rate that met the SLOs.
 struct PlanEntry {
@@ -48,6 +53,8 @@ struct PlanEntry {
   std::optional<double> rate_per_s;  // sweep: completed requests/s; search: max rate meeting
   std::optional<double> input_tokens_per_s, output_tokens_per_s;
   std::optional<double> ttft_p99_ms, tpot_p99_ms;
+  std::optional<double> tpot_p50_ms;                   // sweep: mean over the runs
+  std::optional<double> output_tokens_per_s_per_user;  // tokens_per_s_per_user(tpot_p50_ms)
   std::optional<double> slo_attainment;  // met / decided (sweep: pooled over the runs)
   bool feasible = false;
   std::string infeasible_reason;  // why not feasible ("" when feasible)
@@ -68,11 +75,14 @@ void mark_pareto(std::vector<PlanEntry>& entries);
 // with a cost.
 std::optional<size_t> cheapest_feasible(const std::vector<PlanEntry>& entries);
 
-// The planner's table as a document. `command` is "sweep" or "search"; `limits` says what
-// feasible means; `cheapest` indexes `entries`; `cheapest_rule` says how it was chosen.
+// The planner's table as a document. `command` is "sweep" or "search"; `limits` are the SLO
+// limits and `feasible_rule` what feasible means with them (sweep: every run meets them; search:
+// some probed rate meets them, or with --target-rate the max rate reaches the target);
+// `cheapest` indexes `entries`; `cheapest_rule` says how it was chosen.
 struct Plan {
   std::string command;
   std::string limits;
+  std::string feasible_rule;
   std::vector<std::string> parameter_keys;
   std::vector<PlanEntry> entries;  // grid order
   std::optional<size_t> cheapest;
@@ -80,16 +90,20 @@ struct Plan {
 };
 
 // CSV: one row per configuration, columns config_idx, the parameters, status, error, num_gpus,
-// num_runs, rate_per_s, the throughputs and their per-GPU figures, gpu_price_per_hour,
-// gpu_price_source, GPU-hours and dollars per million tokens, ttft_p99_ms, tpot_p99_ms,
-// slo_attainment, feasible, infeasible_reason, pareto, cheapest (docs/sweeps.md). Numbers as the
-// sweep CSV writes them; an empty cell where a figure has no data.
+// num_runs, rate_per_s, the throughputs and their per-GPU figures, tpot_p50_ms,
+// output_tokens_per_s_per_user, gpu_price_per_hour, gpu_price_source, GPU-hours and dollars per
+// million tokens, ttft_p99_ms, tpot_p99_ms, slo_attainment, feasible, infeasible_reason, pareto,
+// cheapest (docs/sweeps.md). Numbers as the sweep CSV writes them; an empty cell where a figure
+// has no data.
 void write_plan_csv(const Plan& plan, std::ostream& out);
-// JSON: {"command", "limits", "cost_axis", "pareto_axes", "cheapest_rule", "configs": [...],
-// "feasible": [config_idx...], "pareto": [config_idx...], "cheapest_feasible": {...} | null}.
+// JSON: {"command", "limits", "feasible_rule", "cost_axis", "pareto_axes", "cheapest_rule",
+// "configs": [...], "feasible": [config_idx...], "pareto": [config_idx...], "cheapest_feasible":
+// {...} | null}.
 void write_plan_json(const Plan& plan, std::ostream& out);
-// A few lines for people: how many configurations are feasible, which are on the frontier, the
-// cheapest feasible one and its cost, and what the cost is in (or why dollars are missing).
+// A few lines for people: how many configurations are feasible and what that means, which are on
+// the frontier (of every configuration that ran, feasible or not, with how many of them are
+// feasible), the cheapest feasible one with its cost and tokens/s per GPU and per user, and what
+// the cost is in (or why dollars are missing).
 std::string plan_summary_text(const Plan& plan);
 
 // write_plan_csv for a `path` ending in ".csv", write_plan_json for ".json".

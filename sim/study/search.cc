@@ -94,6 +94,9 @@ Plan search_plan(const SearchResult& result, const std::vector<std::string>& par
   Plan plan;
   plan.command = "search";
   plan.limits = slo_limits_text(slo);
+  plan.feasible_rule = target_rate_per_s ? "meets " + plan.limits + " at a max rate of at least " +
+                                               "the target " + number_text(*target_rate_per_s)
+                                         : "meets " + plan.limits + " at some probed rate";
   plan.parameter_keys = parameter_keys;
   for (const ConfigSearch& c : result.configs) {
     PlanEntry e;
@@ -111,6 +114,8 @@ Plan search_plan(const SearchResult& result, const std::vector<std::string>& par
       e.output_tokens_per_s = p->output_tokens_per_s;
       e.ttft_p99_ms = p->ttft_p99_ms;
       e.tpot_p99_ms = p->tpot_p99_ms;
+      e.tpot_p50_ms = p->tpot_p50_ms;
+      e.output_tokens_per_s_per_user = tokens_per_s_per_user(p->tpot_p50_ms);
       if (p->verdict.num_decided > 0) e.slo_attainment = p->verdict.attainment;
     }
     if (!c.error.empty()) {
@@ -213,6 +218,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
         }
         if (s.ttft_ms.count > 0) p.ttft_p99_ms = s.ttft_ms.p99;
         if (s.tpot_ms.count > 0) p.tpot_p99_ms = s.tpot_ms.p99;
+        if (s.tpot_ms.count > 0) p.tpot_p50_ms = s.tpot_ms.p50;
         const bool ok = p.verdict.meets;
         std::lock_guard<std::mutex> lock(probes_mu);
         probed.emplace(m, std::move(p));

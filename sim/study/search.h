@@ -74,6 +74,7 @@ struct RateProbe {
   SloVerdict verdict;
   // The run's throughput and latency, for the planner (absent where the run has no such data).
   std::optional<double> input_tokens_per_s, output_tokens_per_s, ttft_p99_ms, tpot_p99_ms;
+  std::optional<double> tpot_p50_ms;  // the planner's tokens/s per user
 };
 
 struct ConfigSearch {

@@ -57,6 +57,7 @@ RateProbe probe_from(const nlohmann::json& p) {
   probe.output_tokens_per_s = optional_from(p.at(8));
   probe.ttft_p99_ms = optional_from(p.at(9));
   probe.tpot_p99_ms = optional_from(p.at(10));
+  if (p.size() > 11) probe.tpot_p50_ms = optional_from(p.at(11));  // absent in older journals
   return probe;
 }
 
@@ -68,7 +69,8 @@ nlohmann::json search_record_json(const ConfigSearch& c) {
     probes.push_back({p.multiplier, p.rate_per_s, p.verdict.meets, p.verdict.num_met,
                       p.verdict.num_decided, p.verdict.attainment, p.verdict.reason,
                       optional_json(p.input_tokens_per_s), optional_json(p.output_tokens_per_s),
-                      optional_json(p.ttft_p99_ms), optional_json(p.tpot_p99_ms)});
+                      optional_json(p.ttft_p99_ms), optional_json(p.tpot_p99_ms),
+                      optional_json(p.tpot_p50_ms)});
   }
   return {{"idx", c.config_idx},
           {"error", c.error},

@@ -60,6 +60,7 @@ const std::vector<std::string>& figure_columns() {
                                                     "num_slo_decided",
                                                     "input_tokens_per_s_per_gpu",
                                                     "output_tokens_per_s_per_gpu",
+                                                    "output_tokens_per_s_per_user",
                                                     "gpu_price_per_hour",
                                                     "gpu_price_source",
                                                     "gpu_hours_per_m_input_tokens",
@@ -107,6 +108,8 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
   }
   const bool ttft = s.ttft_ms.count > 0, tpot = s.tpot_ms.count > 0, e2e = s.e2e_ms.count > 0,
              queueing = s.queueing_ms.count > 0;
+  const std::optional<double> per_user =
+      tokens_per_s_per_user(tpot ? std::optional<double>(s.tpot_ms.p50) : std::nullopt);
   return {out.conservation_ok ? "ok" : "conservation_broken",
           std::to_string(num_gpus(sc)),
           std::to_string(s.num_arrived),
@@ -134,6 +137,7 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
           std::to_string(s.slo.num_decided),
           optional_figure(cost.input_tokens_per_s_per_gpu),
           optional_figure(cost.output_tokens_per_s_per_gpu),
+          optional_figure(per_user),
           optional_figure(price.usd_per_hour),
           price.source,
           optional_figure(cost.gpu_hours_per_m_input_tokens),

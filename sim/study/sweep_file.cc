@@ -68,7 +68,7 @@ OverrideValue scalar_value(const std::string& file, const toml::node& n, const s
 
 SweepParameter parse_parameter(const std::string& file, const toml::table& t,
                                const std::string& prefix) {
-  check_keys(file, t, prefix, {"key", "values"});
+  check_keys(file, t, prefix, {"key", "values", "linked_to"});
   SweepParameter p;
   const toml::node* key = t.get("key");
   if (!key) fail_at(file, &t, prefix + "key", "missing required key (string)");
@@ -103,6 +103,36 @@ SweepParameter parse_parameter(const std::string& file, const toml::table& t,
     p.value_lines.push_back(line_of(&v));
   }
   return p;
+}
+
+// Reads `linked_to` of parameter `p` (table `t`): the key of one of `earlier`, with as many values.
+// A link to a linked parameter is a link to its dimension.
+void link_parameter(const std::string& file, const toml::table& t, const std::string& prefix,
+                    const std::vector<SweepParameter>& earlier, SweepParameter& p) {
+  const toml::node* link = t.get("linked_to");
+  if (!link) return;
+  if (!link->is_string()) fail_at(file, link, prefix + "linked_to", "expected a string");
+  const std::string target = link->as_string()->get();
+  std::string known;
+  for (size_t k = 0; k < earlier.size(); ++k) {
+    if (earlier[k].key_path == target) {
+      p.linked_to = earlier[k].linked_to.value_or(k);
+      break;
+    }
+    known += (known.empty() ? "" : ", ") + earlier[k].key_path;
+  }
+  if (!p.linked_to) {
+    fail_at(file, link, prefix + "linked_to",
+            "'" + target +
+                "' is no earlier parameter (earlier: " + (known.empty() ? "none" : known) + ")");
+  }
+  const size_t n = earlier[*p.linked_to].values.size();
+  if (p.values.size() != n) {
+    fail_at(file, t.get("values"), prefix + "values",
+            std::to_string(p.values.size()) + " values where '" + target + "', which '" +
+                p.key_path + "' is linked to, has " + std::to_string(n) +
+                ": linked parameters advance together and need as many values");
+  }
 }
 
 // True when one dotted path is a segment-wise prefix of the other (or they are equal).
@@ -194,6 +224,7 @@ SweepSpec load_sweep(const std::string& path, const std::optional<std::string>& 
                   "parameter '" + p.key_path + "' given twice");
         }
       }
+      link_parameter(path, *arr->get(i)->as_table(), prefix, spec.parameters, p);
       spec.parameters.push_back(std::move(p));
     }
   }
@@ -219,17 +250,35 @@ void check_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario) {
 }
 
 std::vector<std::vector<Override>> grid_configs(const SweepSpec& spec) {
-  std::vector<std::vector<Override>> configs(1);
-  for (const SweepParameter& p : spec.parameters) {
-    std::vector<std::vector<Override>> next;
-    next.reserve(configs.size() * p.values.size());
-    for (const std::vector<Override>& c : configs) {
-      for (const OverrideValue& v : p.values) {
-        next.push_back(c);
-        next.back().push_back(Override{p.key_path, v});
-      }
+  // Mixed-radix counting over the dimensions (the parameters without a link), last fastest.
+  std::vector<size_t> dims;
+  for (size_t k = 0; k < spec.parameters.size(); ++k) {
+    if (!spec.parameters[k].linked_to) dims.push_back(k);
+  }
+  const int64_t num_configs = num_grid_configs(spec);
+  std::vector<std::vector<Override>> configs;
+  configs.reserve(static_cast<size_t>(num_configs));
+  std::vector<size_t> value_idx(spec.parameters.size(), 0);  // by parameter; dimensions only
+  for (int64_t c = 0; c < num_configs; ++c) {
+    int64_t rest = c;
+    for (size_t d = dims.size(); d-- > 0;) {
+      const auto n = static_cast<int64_t>(spec.parameters[dims[d]].values.size());
+      value_idx[dims[d]] = static_cast<size_t>(rest % n);
+      rest /= n;
     }
-    configs = std::move(next);
+    std::vector<Override>& config = configs.emplace_back();
+    for (const SweepParameter& p : spec.parameters) {
+      const size_t dim = p.linked_to.value_or(static_cast<size_t>(&p - spec.parameters.data()));
+      config.push_back(Override{p.key_path, p.values[value_idx[dim]]});
+    }
+  }
+  return configs;
+}
+
+int64_t num_grid_configs(const SweepSpec& spec) {
+  int64_t configs = 1;
+  for (const SweepParameter& p : spec.parameters) {
+    if (!p.linked_to) configs *= static_cast<int64_t>(p.values.size());
   }
   return configs;
 }
@@ -239,9 +288,7 @@ int64_t runs_per_config(const SweepSpec& spec) {
 }
 
 int64_t num_sweep_runs(const SweepSpec& spec) {
-  int64_t configs = 1;
-  for (const SweepParameter& p : spec.parameters) configs *= static_cast<int64_t>(p.values.size());
-  return configs * runs_per_config(spec);
+  return num_grid_configs(spec) * runs_per_config(spec);
 }
 
 Shard parse_shard(const std::string& text) {

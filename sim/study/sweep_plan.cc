@@ -17,8 +17,8 @@ struct ConfigRows {
   PlanEntry entry;
   int64_t num_rows = 0;
   bool all_feasible = true;
-  double sum_input = 0, sum_output = 0, sum_rate = 0, sum_ttft = 0, sum_tpot = 0;
-  int64_t n_rates = 0, n_ttft = 0, n_tpot = 0;
+  double sum_input = 0, sum_output = 0, sum_rate = 0, sum_ttft = 0, sum_tpot = 0, sum_tpot50 = 0;
+  int64_t n_rates = 0, n_ttft = 0, n_tpot = 0, n_tpot50 = 0;
   int64_t num_met = 0, num_decided = 0;
   std::string first_error;
 };
@@ -49,10 +49,11 @@ Plan plan_from_sweep_csv(std::istream& csv, const std::string& name) {
   const size_t c_gpus = column("num_gpus"), c_in = column("input_tokens_per_s"),
                c_out = column("output_tokens_per_s"), c_rate = column("requests_per_s"),
                c_ttft = column("ttft_p99_ms"), c_tpot = column("tpot_p99_ms"),
-               c_met = column("num_slo_met"), c_decided = column("num_slo_decided"),
-               c_price = column("gpu_price_per_hour"), c_source = column("gpu_price_source"),
-               c_feasible = column("feasible"), c_limits = column("feasible_limits"),
-               c_reason = column("infeasible_reason"), c_error = column("error");
+               c_tpot50 = column("tpot_p50_ms"), c_met = column("num_slo_met"),
+               c_decided = column("num_slo_decided"), c_price = column("gpu_price_per_hour"),
+               c_source = column("gpu_price_source"), c_feasible = column("feasible"),
+               c_limits = column("feasible_limits"), c_reason = column("infeasible_reason"),
+               c_error = column("error");
   Plan plan;
   plan.command = "sweep";
   plan.cheapest_rule = "lowest cost per million output tokens";
@@ -114,6 +115,7 @@ Plan plan_from_sweep_csv(std::istream& csv, const std::string& name) {
     }
     if (const auto v = number(c_ttft)) r.sum_ttft += *v, ++r.n_ttft;
     if (const auto v = number(c_tpot)) r.sum_tpot += *v, ++r.n_tpot;
+    if (const auto v = number(c_tpot50)) r.sum_tpot50 += *v, ++r.n_tpot50;
     r.num_met += static_cast<int64_t>(number(c_met).value_or(0));
     r.num_decided += static_cast<int64_t>(number(c_decided).value_or(0));
     if (cells[c_feasible] != "true" && r.all_feasible) {
@@ -122,6 +124,7 @@ Plan plan_from_sweep_csv(std::istream& csv, const std::string& name) {
     }
   }
   plan.limits = limits.value_or("");
+  plan.feasible_rule = "every run meets " + plan.limits;
   for (auto& [idx, r] : configs) {
     PlanEntry e = std::move(r.entry);
     if (e.num_runs == 0) {
@@ -132,6 +135,8 @@ Plan plan_from_sweep_csv(std::istream& csv, const std::string& name) {
       e.rate_per_s = mean(r.sum_rate, r.n_rates);
       e.ttft_p99_ms = mean(r.sum_ttft, r.n_ttft);
       e.tpot_p99_ms = mean(r.sum_tpot, r.n_tpot);
+      e.tpot_p50_ms = mean(r.sum_tpot50, r.n_tpot50);
+      e.output_tokens_per_s_per_user = tokens_per_s_per_user(e.tpot_p50_ms);
       if (r.num_decided > 0) {
         e.slo_attainment = static_cast<double>(r.num_met) / static_cast<double>(r.num_decided);
       }

@@ -40,6 +40,9 @@ struct GpuSpec {
   // Price of one GPU-hour in US dollars (the planner's cost figures, docs/sweeps.md); absent
   // unless the topology's [gpu] table gives price_usd_per_hour. The catalogue holds no prices.
   std::optional<double> price_usd_per_hour;
+  // Where price_usd_per_hour is quoted from (publication or URL and the date read); "" without
+  // a price. Printed beside the price.
+  std::string price_source;
 
   // The peak for `dtype` (0 = unsupported).
   double peak_flops_per_s(GpuDtype dtype) const;

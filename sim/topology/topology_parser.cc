@@ -100,6 +100,14 @@ GpuSpec parse_gpu(TomlTable& t) {
   if (gpu.price_usd_per_hour && !(*gpu.price_usd_per_hour > 0 && *gpu.price_usd_per_hour < 1e9)) {
     t.fail("price_usd_per_hour", "must be > 0 and < 1e9");
   }
+  // A price is quoted from somewhere: the source is required with it and meaningless without.
+  const std::optional<std::string> source = t.find_string("price_source");
+  if (gpu.price_usd_per_hour && (!source || source->empty())) {
+    t.fail("price_usd_per_hour",
+           "needs price_source (the publication or URL and the date the price is quoted from)");
+  }
+  if (source && !gpu.price_usd_per_hour) t.fail("price_source", "given without price_usd_per_hour");
+  gpu.price_source = source.value_or("");
   return gpu;
 }
 

@@ -97,11 +97,12 @@ std::string summary_text(const TopologySummary& s) {
     out += std::string(" ") + gpu_dtype_name(dtype) + " " +
            (peak > 0 ? fmt(peak / 1e12) + " TFLOP/s" : "-") + (dtype == GpuDtype::kFp4 ? "" : ",");
   }
-  out +=
-      "; HBM " + fmt(static_cast<double>(s.gpu.hbm_bytes) / 1e9) + " GB at " +
-      gbytes_per_s(s.gpu.hbm_bytes_per_s) +
-      (s.gpu.price_usd_per_hour ? "; $" + fmt(*s.gpu.price_usd_per_hour) + " per GPU-hour" : "") +
-      "\n";
+  out += "; HBM " + fmt(static_cast<double>(s.gpu.hbm_bytes) / 1e9) + " GB at " +
+         gbytes_per_s(s.gpu.hbm_bytes_per_s) +
+         (s.gpu.price_usd_per_hour ? "; $" + fmt(*s.gpu.price_usd_per_hour) + " per GPU-hour (" +
+                                         s.gpu.price_source + ")"
+                                   : "; no price") +
+         "\n";
   out +=
       "switches: " + std::to_string(s.num_nvswitches) + " nvswitch, " +
       std::to_string(s.num_leaves) + " leaf, " + std::to_string(s.num_spines) + " spine" +
@@ -141,7 +142,9 @@ nlohmann::json summary_json(const TopologySummary& s) {
       {"hbm_bytes", s.gpu.hbm_bytes},
       {"hbm_bytes_per_s", s.gpu.hbm_bytes_per_s},
       {"price_usd_per_hour", s.gpu.price_usd_per_hour ? nlohmann::json(*s.gpu.price_usd_per_hour)
-                                                      : nlohmann::json(nullptr)}};
+                                                      : nlohmann::json(nullptr)},
+      {"price_source",
+       s.gpu.price_usd_per_hour ? nlohmann::json(s.gpu.price_source) : nlohmann::json(nullptr)}};
   for (GpuDtype dtype : kAllGpuDtypes) {
     gpu[std::string(gpu_dtype_name(dtype)) + "_flops_per_s"] = s.gpu.peak_flops_per_s(dtype);
   }

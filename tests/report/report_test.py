@@ -51,6 +51,11 @@ def na(page, fid):
     return m.group(1) if m else None
 
 
+def verdict(page):
+    m = re.search(r'<p id="verdict" class="[a-z]+" data-verdict="([a-z]+)">', page)
+    return m.group(1) if m else None
+
+
 def test_steps_csv(rd):
     s = json.load(open(os.path.join(rd, "summary.json")))
     st = pd.read_csv(os.path.join(rd, "steps.csv"))
@@ -136,6 +141,14 @@ def main():
         check(drawn(page, fid), f"run: {fid} not drawn ({na(page, fid)})")
     check(not re.search(r'(src|href)="(https?:)?//', page), "run: a network reference")
     check(build_report(rd)[0] == page, "run: the same input gave a different page")
+    # The deployment on top and the verdict: the run's attainment against 99%.
+    s = json.load(open(os.path.join(rd, "summary.json")))
+    att = s["slo"]["attainment"]
+    check(verdict(page) == ("meets" if att >= 0.99 else "misses"),
+          f"run: verdict {verdict(page)} for attainment {att}")
+    check('<div id="deployment"><p>model ' in page, "run: no deployment description")
+    check("price: $6.305 per GPU-hour (topology; CoreWeave" in page,
+          "run: the topology's price with its source")
 
     # Nothing completed and no first token: the latency figures say so and draw nothing.
     nd = os.path.join(w, "run_nothing")
@@ -174,8 +187,17 @@ def main():
     gpuh = r0["num_gpus"] * 1e6 / (r0["output_tokens_per_s"] * 3600)
     row = re.search(r'<tr><td class="l">c0</td>(.*?)</tr>', page).group(1)
     cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
-    check(cells[-4] == f"{gpuh:.4g}", f"sweep: GPU-h per M output tokens {cells[-4]} != {gpuh:.4g}")
+    check(cells[-5] == f"{gpuh:.4g}", f"sweep: GPU-h per M output tokens {cells[-5]} != {gpuh:.4g}")
+    check(cells[-3] == "2", f"sweep: the report's price {cells[-3]}")
     check(cells[-2] == f"{gpuh * 2:.4g}", f"sweep: $ per M output tokens {cells[-2]}")
+    user = 1000 / df[df["config_idx"] == 0]["tpot_p50_ms"].mean()
+    check(cells[5] == f"{user:.4g}", f"sweep: tok/s per user {cells[5]} != {user:.4g}")
+    check(verdict(page) in ("meets", "misses"), "sweep: no verdict banner")
+    check("price: $2 per GPU-hour (report --gpu-price-per-hour)" in page, "sweep: price line")
+    # Without a report price each configuration keeps the sweep's own: its topology's.
+    page_tp, _ = build_report(sw)
+    check("$ / M output tok" in page_tp and "price: $6.305 per GPU-hour (topology)" in page_tp,
+          "sweep: the topology's price not used without a report price")
     df2 = df.copy()
     df2["slo_attainment"] = float("nan")
     sw2 = os.path.join(w, "sweep_noslo.csv")
@@ -192,10 +214,22 @@ def main():
     with open(sj, "w") as f:
         f.write(r.stdout)
     check(detect(sj) == ("search", sj), "search JSON not detected")
-    page, kind = build_report(sj)
+    page, kind = build_report(sj, gpu_price_per_hour=3.0)
     for fid in ("fig-slo-grid", "fig-search-probes", "fig-pareto"):
         check(drawn(page, fid), f"search: {fid} not drawn ({na(page, fid)})")
     doc = json.loads(r.stdout)
+    # The cost in the one unit of sweep and search: per million tokens, not per 1k requests.
+    check("per 1k" not in page and "$ / M output tok" in page, "search: cost not per M tokens")
+    c0 = doc["configs"][0]
+    if c0.get("gpu_hours_per_m_output_tokens") is not None:
+        row = re.search(r'<tr><td class="l">c0</td>(.*?)</tr>', page).group(1)
+        cells = re.findall(r"<td[^>]*>([^<]*)</td>", row)
+        check(cells[-2] == f"{c0['gpu_hours_per_m_output_tokens'] * 3:.4g}",
+              f"search: $ per M output tokens {cells[-2]}")
+        check(cells[5] == f"{c0['output_tokens_per_s_per_user']:.4g}",
+              f"search: tok/s per user {cells[5]}")
+    check(verdict(page) == ("meets" if any(c["feasible"] for c in doc["configs"]) else "misses"),
+          "search: verdict")
     for c in doc["configs"]:
         c["found"], c["max_rate_per_s"], c["max_multiplier"] = False, None, None
     sj2 = os.path.join(w, "search_none.json")

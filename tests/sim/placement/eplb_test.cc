@@ -215,6 +215,16 @@ TEST(EplbConfig, ParsesDefaultsAndRejectsBadValues) {
   };
   EXPECT_EQ(parse("redundant_slots = 4\naverage = \"window\"\nwindow_samples = 3\n", 4), "");
   EXPECT_NE(parse("redundant_slots = 3\n", 4).find("redundant_slots"), std::string::npos);
+  // 12 experts on 8 GPUs: the slots are a multiple of 8 and at least 12; the refusal names the
+  // valid counts on either side (only the higher one below the fewest valid slots, 16).
+  EXPECT_NE(parse("redundant_slots = 3\n", 4)
+                .find("15 slots: must be at least the experts and a multiple of the 8 GPUs; the "
+                      "nearest valid: 4 redundant slots (16 slots)"),
+            std::string::npos);
+  EXPECT_NE(parse("redundant_slots = 9\n", 4)
+                .find("21 slots: must be at least the experts and a multiple of the 8 GPUs; the "
+                      "nearest valid: 4 redundant slots (16 slots) or 12 (24 slots)"),
+            std::string::npos);
   EXPECT_NE(parse("variant = \"hierarchical\"\n", 3).find("divide evenly"), std::string::npos);
   EXPECT_NE(parse("ema_alpha = 0\n", 4).find("ema_alpha"), std::string::npos);
   EXPECT_NE(parse("period_s = 0\n", 4).find("period_s"), std::string::npos);

@@ -111,10 +111,13 @@ Plan small_plan() {
   Plan plan;
   plan.command = "sweep";
   plan.limits = "attainment>=0.99";
+  plan.feasible_rule = "every run meets attainment>=0.99";
   plan.parameter_keys = {"deployment.replicas"};
   plan.entries = {entry(0, 2, 1000, 10, 2, true, 2.5), entry(1, 4, 1000, 8, 2, false, 2.5)};
   plan.entries[0].parameter_values = {"1"};
   plan.entries[0].parameters = "deployment.replicas=1";
+  plan.entries[0].tpot_p50_ms = 8;
+  plan.entries[0].output_tokens_per_s_per_user = tokens_per_s_per_user(8);
   plan.entries[1].parameter_values = {"2"};
   plan.entries[1].infeasible_reason = "seed 1: attainment 0.9 < 0.99";
   plan.entries.push_back(PlanEntry{});
@@ -144,6 +147,9 @@ TEST(Planner, CsvOfThePlan) {
   };
   EXPECT_EQ(h[1], "deployment.replicas");
   EXPECT_EQ(at(1, "output_tokens_per_s_per_gpu"), "500");
+  EXPECT_EQ(at(1, "tpot_p50_ms"), "8");
+  EXPECT_EQ(at(1, "output_tokens_per_s_per_user"), "125");  // 1000 / 8 ms
+  EXPECT_EQ(at(2, "output_tokens_per_s_per_user"), "");
   EXPECT_EQ(at(1, "usd_per_m_output_tokens"), "1.38888888888889");  // 2 x 2.5 / 3.6, 15 digits
   EXPECT_EQ(at(1, "gpu_price_source"), "flag");
   EXPECT_EQ(at(1, "feasible"), "true");
@@ -171,12 +177,21 @@ TEST(Planner, JsonOfThePlan) {
   EXPECT_EQ(j["configs"][2]["status"], "error");
   EXPECT_TRUE(j["configs"][2]["usd_per_m_output_tokens"].is_null());
   const std::string text = plan_summary_text(small_plan());
-  EXPECT_NE(text.find("feasible (attainment>=0.99): 1 of 3 configurations (1 did not run)"),
+  EXPECT_EQ(j["feasible_rule"], "every run meets attainment>=0.99");
+  EXPECT_EQ(j["configs"][0]["output_tokens_per_s_per_user"], 125);
+  EXPECT_NE(text.find("feasible (every run meets attainment>=0.99): 1 of 3 configurations (1 did "
+                      "not run)"),
+            std::string::npos)
+      << text;
+  // The frontier holds an infeasible configuration too: said beside it, with the count.
+  EXPECT_NE(text.find("Pareto frontier of the configurations that ran, feasible or not (cost per "
+                      "million output tokens, TTFT p99, TPOT p99): configs 0, 1; 1 of these 2 "
+                      "feasible"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("cheapest feasible (lowest cost per million output tokens): config 0 "
-                      "(deployment.replicas=1), 2 GPUs, 500 output tok/s per GPU, $1.389 per "
-                      "million output tokens"),
+                      "(deployment.replicas=1), 2 GPUs, 500 output tok/s per GPU, 125 output tok/s "
+                      "per user, $1.389 per million output tokens"),
             std::string::npos)
       << text;
 }
@@ -194,6 +209,12 @@ TEST(Planner, SummaryWithoutAPrice) {
                       "price_usd_per_hour in the topology)"),
             std::string::npos)
       << text;
+}
+
+TEST(Planner, TokensPerSecondPerUser) {
+  EXPECT_EQ(tokens_per_s_per_user(20.0), 50.0);
+  EXPECT_EQ(tokens_per_s_per_user(std::nullopt), std::nullopt);
+  EXPECT_EQ(tokens_per_s_per_user(0.0), std::nullopt);
 }
 
 TEST(Planner, PlanFileNames) {

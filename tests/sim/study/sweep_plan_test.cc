@@ -46,6 +46,7 @@ TEST(SweepPlan, AggregatesTheSeedsOfEachConfiguration) {
   const Plan plan = plan_from_sweep_csv(in, "sweep.csv");
   EXPECT_EQ(plan.command, "sweep");
   EXPECT_EQ(plan.limits, "attainment>=0.99");
+  EXPECT_EQ(plan.feasible_rule, "every run meets attainment>=0.99");
   EXPECT_EQ(plan.parameter_keys,
             (std::vector<std::string>{"scheduler.max_seqs", "deployment.replicas"}));
   ASSERT_EQ(plan.entries.size(), 4u);
@@ -55,13 +56,14 @@ TEST(SweepPlan, AggregatesTheSeedsOfEachConfiguration) {
     return static_cast<size_t>(std::find(h.begin(), h.end(), c) - h.begin());
   };
   for (const PlanEntry& e : plan.entries) {
-    double out = 0, ttft = 0;
+    double out = 0, ttft = 0, tpot50 = 0;
     int64_t met = 0, decided = 0;
     bool feasible = true;
     for (size_t r = 1; r < rows.size(); ++r) {
       if (std::stoll(rows[r][col("config_idx")]) != e.config_idx) continue;
       out += std::stod(rows[r][col("output_tokens_per_s")]) / 2;
       ttft += std::stod(rows[r][col("ttft_p99_ms")]) / 2;
+      tpot50 += std::stod(rows[r][col("tpot_p50_ms")]) / 2;
       met += std::stoll(rows[r][col("num_slo_met")]);
       decided += std::stoll(rows[r][col("num_slo_decided")]);
       feasible = feasible && rows[r][col("feasible")] == "true";
@@ -69,6 +71,8 @@ TEST(SweepPlan, AggregatesTheSeedsOfEachConfiguration) {
     EXPECT_EQ(e.num_runs, 2);
     EXPECT_DOUBLE_EQ(*e.output_tokens_per_s, out);
     EXPECT_DOUBLE_EQ(*e.ttft_p99_ms, ttft);
+    EXPECT_DOUBLE_EQ(*e.tpot_p50_ms, tpot50);  // interactivity of the mean TPOT p50
+    EXPECT_DOUBLE_EQ(*e.output_tokens_per_s_per_user, 1000.0 / tpot50);
     EXPECT_DOUBLE_EQ(*e.slo_attainment, static_cast<double>(met) / static_cast<double>(decided));
     EXPECT_EQ(e.feasible, feasible);
     EXPECT_EQ(e.price.source, "flag");

@@ -117,6 +117,52 @@ TEST(Sweep, FileErrorsNameLineAndKey) {
   EXPECT_NE(err.find("scenario: missing required key"), std::string::npos) << err;
 }
 
+// Linked parameters advance in lockstep with the parameter they name: a dimension of 3 values
+// and a linked pair of 2 give 2 x 3 configurations, not 2 x 3 x 3.
+TEST(Sweep, LinkedParametersAdvanceTogether) {
+  const std::string path = write_temp(
+      "linked.toml", sweep_text("[[parameters]]\nkey = \"deployment.replicas\"\nvalues = [1, 2]\n"
+                                "[[parameters]]\nkey = \"scheduler.max_seqs\"\nvalues = [2, 4, 8]\n"
+                                "[[parameters]]\nkey = \"workload.arrival.rate_per_s\"\n"
+                                "values = [10.0, 20.0]\nlinked_to = \"deployment.replicas\"\n"));
+  const SweepSpec spec = load_sweep(path);
+  EXPECT_EQ(spec.parameters[2].linked_to, 0u);
+  EXPECT_EQ(num_grid_configs(spec), 6);
+  EXPECT_EQ(num_sweep_runs(spec), 6);
+  std::vector<std::string> texts;
+  for (const auto& c : grid_configs(spec)) texts.push_back(overrides_text(c));
+  const std::string r1 = ", workload.arrival.rate_per_s=10",
+                    r2 = ", workload.arrival.rate_per_s=20";
+  EXPECT_EQ(texts, (std::vector<std::string>{
+                       "deployment.replicas=1, scheduler.max_seqs=2" + r1,
+                       "deployment.replicas=1, scheduler.max_seqs=4" + r1,
+                       "deployment.replicas=1, scheduler.max_seqs=8" + r1,
+                       "deployment.replicas=2, scheduler.max_seqs=2" + r2,
+                       "deployment.replicas=2, scheduler.max_seqs=4" + r2,
+                       "deployment.replicas=2, scheduler.max_seqs=8" + r2,
+                   }));
+  check_sweep(spec, ScenarioTemplate::load(spec.scenario_path));
+}
+
+TEST(Sweep, LinkErrorsNameLineAndKey) {
+  const std::string first = "[[parameters]]\nkey = \"deployment.replicas\"\nvalues = [1, 2]\n";
+  std::string err = load_error(
+      "l1.toml", sweep_text(first + "[[parameters]]\nkey = \"scheduler.max_seqs\"\n"
+                                    "values = [2, 4, 8]\nlinked_to = \"deployment.replicas\"\n"));
+  EXPECT_NE(err.find("l1.toml:7:10: parameters[1].values: 3 values where 'deployment.replicas', "
+                     "which 'scheduler.max_seqs' is linked to, has 2: linked parameters advance "
+                     "together and need as many values"),
+            std::string::npos)
+      << err;
+  err = load_error("l2.toml",
+                   sweep_text(first + "[[parameters]]\nkey = \"scheduler.max_seqs\"\n"
+                                      "values = [2, 4]\nlinked_to = \"deployment.replicaz\"\n"));
+  EXPECT_NE(err.find("l2.toml:8:13: parameters[1].linked_to: 'deployment.replicaz' is no earlier "
+                     "parameter (earlier: deployment.replicas)"),
+            std::string::npos)
+      << err;
+}
+
 TEST(Sweep, UnknownKeyPathNamesTheSweepLine) {
   std::string err = load_error(
       "k1.toml", sweep_text("\n[[parameters]]\nkey = \"scheduler.max_seqz\"\nvalues = [2, 4]\n"));
@@ -385,6 +431,28 @@ TEST(Sweep, PlannerColumns) {
     EXPECT_EQ(cell(strict, r, "feasible"), "false");
     EXPECT_EQ(cell(strict, r, "infeasible_reason").rfind("ttft_p50_ms ", 0), 0u);
     EXPECT_EQ(cell(strict, r, "feasible_limits"), "ttft_p50_ms<=0.001, attainment>=0.99");
+  }
+}
+
+// Two GPU types in one sweep, each cell priced at its own topology's [gpu] price_usd_per_hour.
+TEST(Sweep, EachCellAtItsTopologysPrice) {
+  const std::string topo = std::string(MOESIM_SOURCE_DIR) + "/topologies/";
+  const SweepSpec spec = load_sweep(
+      write_temp("gpus.toml", sweep_text("[[parameters]]\nkey = \"topology\"\nvalues = [\"" + topo +
+                                         "h100-node.toml\", \"" + topo + "h200-node.toml\"]\n")));
+  const auto rows = rows_of(run_to_string(spec, 2));
+  ASSERT_EQ(rows.size(), 3u);
+  const char* prices[] = {"6.155", "6.305"};
+  for (size_t r = 1; r < rows.size(); ++r) {
+    EXPECT_EQ(cell(rows, r, "status"), "ok");
+    EXPECT_EQ(cell(rows, r, "gpu_price_per_hour"), prices[r - 1]);
+    EXPECT_EQ(cell(rows, r, "gpu_price_source"), "topology");
+    const double gpuh = std::stod(cell(rows, r, "gpu_hours_per_m_output_tokens"));
+    EXPECT_NEAR(std::stod(cell(rows, r, "usd_per_m_output_tokens")),
+                std::stod(prices[r - 1]) * gpuh, 1e-12 * gpuh);
+    // Interactivity: 1000 / TPOT p50 (ms).
+    EXPECT_NEAR(std::stod(cell(rows, r, "output_tokens_per_s_per_user")),
+                1000.0 / std::stod(cell(rows, r, "tpot_p50_ms")), 1e-9);
   }
 }
 

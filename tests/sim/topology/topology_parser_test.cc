@@ -32,25 +32,26 @@ struct Shipped {
   int num_leaf_spine_links;
   double nvlink_bytes_per_s_per_gpu;
   double nic_bytes_per_s_per_gpu;
+  double price_usd_per_hour;  // 0: no price (docs/topologies.md, "GPU prices")
 };
 
 TEST(TopologyParser, EveryShippedTopologyLoadsWithExpectedShape) {
   const Shipped shipped[] = {
       // 64 GPU-NVSwitch pairs, 64 GPU-leaf pairs, 8 leaves x 8 spines; two directions each.
-      {"h800-8x8", "h800-sxm", 64, 8, 8, 128, 128, 128, 160e9, 50e9},
+      {"h800-8x8", "h800-sxm", 64, 8, 8, 128, 128, 128, 160e9, 50e9, 0},
       // 32 leaves x 16 spines.
-      {"h800-128x8", "h800-sxm", 1024, 128, 8, 2048, 2048, 1024, 160e9, 50e9},
+      {"h800-128x8", "h800-sxm", 1024, 128, 8, 2048, 2048, 1024, 160e9, 50e9, 0},
       // h800-8x8's cluster with H100 / H200 GPUs: NVLink 450 GB/s line rate x 0.8.
-      {"h100-8x8", "h100-sxm", 64, 8, 8, 128, 128, 128, 360e9, 50e9},
-      {"h200-8x8", "h200-sxm", 64, 8, 8, 128, 128, 128, 360e9, 50e9},
-      {"h100-node", "h100-sxm", 8, 1, 8, 16, 0, 0, 360e9, 0},
-      {"h200-node", "h200-sxm", 8, 1, 8, 16, 0, 0, 360e9, 0},
-      {"h200-single", "h200-sxm", 1, 1, 1, 0, 0, 0, 0, 0},
-      {"gb200-nvl72", "gb200", 72, 18, 72, 144, 0, 0, 720e9, 0},
+      {"h100-8x8", "h100-sxm", 64, 8, 8, 128, 128, 128, 360e9, 50e9, 6.155},
+      {"h200-8x8", "h200-sxm", 64, 8, 8, 128, 128, 128, 360e9, 50e9, 6.305},
+      {"h100-node", "h100-sxm", 8, 1, 8, 16, 0, 0, 360e9, 0, 6.155},
+      {"h200-node", "h200-sxm", 8, 1, 8, 16, 0, 0, 360e9, 0, 6.305},
+      {"h200-single", "h200-sxm", 1, 1, 1, 0, 0, 0, 0, 0, 6.305},
+      {"gb200-nvl72", "gb200", 72, 18, 72, 144, 0, 0, 720e9, 0, 10.5},
       // 28 GPU pairs, two directions.
-      {"mi355x-node", "mi355x", 8, 1, 8, 56, 0, 0, 537.6e9 * 0.8, 0},
+      {"mi355x-node", "mi355x", 8, 1, 8, 56, 0, 0, 537.6e9 * 0.8, 0, 0},
       // Calibration loop: 2 GPUs on one NVSwitch, two directions.
-      {"cpu-2", "h200-sxm", 2, 1, 2, 4, 0, 0, 360e9, 0},
+      {"cpu-2", "h200-sxm", 2, 1, 2, 4, 0, 0, 360e9, 0, 0},
   };
   std::set<std::string> files_on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/topologies")) {
@@ -62,7 +63,14 @@ TEST(TopologyParser, EveryShippedTopologyLoadsWithExpectedShape) {
     Topology t = load_topology(kSourceDir + "/topologies/" + s.file + ".toml");
     EXPECT_EQ(t.name(), s.file);
     EXPECT_FALSE(t.spec().description.empty());
-    EXPECT_EQ(t.gpu_spec(), *find_gpu_spec(s.gpu));
+    GpuSpec hardware = t.gpu_spec();
+    EXPECT_EQ(hardware.price_usd_per_hour.value_or(0), s.price_usd_per_hour);
+    // A price is quoted with its source: a URL and the date read.
+    EXPECT_EQ(hardware.price_source.find("https://") != std::string::npos,
+              hardware.price_usd_per_hour.has_value());
+    hardware.price_usd_per_hour.reset();
+    hardware.price_source.clear();
+    EXPECT_EQ(hardware, *find_gpu_spec(s.gpu));
     EXPECT_EQ(t.num_gpus(), s.num_gpus);
     EXPECT_EQ(t.num_nodes(), s.num_nodes);
     EXPECT_EQ(t.nvlink_domain_gpus(), s.nvlink_domain_gpus);
@@ -82,6 +90,7 @@ model = "h200-sxm"
 name = "h200-capped"
 bf16_tflops = 700
 price_usd_per_hour = 3.2
+price_source = "a quote"
 [node]
 gpus_per_node = 2
 nvlink_gbytes_per_s = 100
@@ -107,6 +116,7 @@ switch_latency_ns = 3
   EXPECT_DOUBLE_EQ(spec.gpu.fp8_flops_per_s, 1978.9e12);  // catalogue value kept
   EXPECT_EQ(spec.gpu.hbm_bytes, 141'000'000'000);
   EXPECT_EQ(spec.gpu.price_usd_per_hour, 3.2);  // not a hardware figure: only when given
+  EXPECT_EQ(spec.gpu.price_source, "a quote");
   EXPECT_DOUBLE_EQ(spec.nvlink_bytes_per_s, 100e9);
   EXPECT_DOUBLE_EQ(spec.nic_bytes_per_s, 25e9);  // 200 Gb/s
   EXPECT_EQ(spec.nics_per_gpu, 2);
@@ -192,6 +202,10 @@ TEST(TopologyParser, BadCorpusGivesExactMessages) {
        "4:15: gpu.bf16_tflops: 1e-300 TFLOP/s is below 1 FLOP/s (1e-12 TFLOP/s)"},
       {"hbm_above_one_petabyte.toml", "4:14: gpu.hbm_gbytes: must be at most 1000000 (1 PB)"},
       {"price_not_positive.toml", "4:22: gpu.price_usd_per_hour: must be > 0 and < 1e9"},
+      {"price_without_source.toml",
+       "4:22: gpu.price_usd_per_hour: needs price_source (the publication or URL and the date the "
+       "price is quoted from)"},
+      {"source_without_price.toml", "4:16: gpu.price_source: given without price_usd_per_hour"},
   };
   std::set<std::string> on_disk;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
