@@ -70,8 +70,9 @@ py::tuple sweep(const std::string& sweep_file, OptString out, bool resume, OptIn
 
 py::object search(const std::string& scenario, OptString slo, OptString grid, OptDouble target_rate,
                   OptDouble min_attainment, OptInt seed, OptDouble tolerance, OptInt max_doublings,
-                  OptInt threads, OptString journal, bool resume, OptDouble gpu_price_per_hour,
-                  OptString plan, bool probe_infeasible, bool full_probes, bool text) {
+                  OptInt replications, OptDouble max_duration_factor, OptInt threads,
+                  OptString journal, bool resume, OptDouble gpu_price_per_hour, OptString plan,
+                  bool probe_infeasible, bool full_probes, bool text) {
   api::SearchRequest r;
   r.scenario_path = scenario;
   r.slo = std::move(slo);
@@ -81,6 +82,8 @@ py::object search(const std::string& scenario, OptString slo, OptString grid, Op
   r.seed = seed;
   r.tolerance = tolerance;
   r.max_doublings = max_doublings;
+  r.replications = replications;
+  r.max_duration_factor = max_duration_factor;
   r.threads = threads;
   r.journal_path = std::move(journal);
   r.resume = resume;
@@ -133,10 +136,11 @@ void bind_commands(py::module_& m) {
       arg("csv"), arg("plan") = py::none(), "`moesim sweep plan SWEEP.csv`: the summary text.");
   m.def("search", &search, arg("scenario"), arg("slo") = none, arg("grid") = none,
         arg("target_rate") = none, arg("min_attainment") = none, arg("seed") = none,
-        arg("tolerance") = none, arg("max_doublings") = none, arg("threads") = none,
-        arg("journal") = none, arg("resume") = false, arg("gpu_price_per_hour") = none,
-        arg("plan") = none, arg("probe_infeasible") = false, arg("full_probes") = false,
-        arg("text") = false, "`moesim search`: the --json document or the text.");
+        arg("tolerance") = none, arg("max_doublings") = none, arg("replications") = none,
+        arg("max_duration_factor") = none, arg("threads") = none, arg("journal") = none,
+        arg("resume") = false, arg("gpu_price_per_hour") = none, arg("plan") = none,
+        arg("probe_infeasible") = false, arg("full_probes") = false, arg("text") = false,
+        "`moesim search`: the --json document or the text.");
 }
 
 }  // namespace moesim::python

@@ -68,6 +68,12 @@ int run_command(const std::vector<std::string>& argv) {
             "after the run, say which of its requests no rate could serve within the scenario's "
             "[slo] (each alone on an idle replica: isolated prefill vs ttft_ms, decode vs "
             "tpot_ms, KV fit; docs/outputs.md, \"Diagnosis\")")
+      .option("--replications", &request.replications, "N",
+              "also run seeds SEED + 1 .. SEED + N - 1 and print each headline figure's mean and "
+              "95% interval over the N runs (the first run's summary is printed in full)")
+      .option("--threads", &request.threads, "N",
+              "threads for --replications (default: hardware threads); the result is the same "
+              "for every N")
       .flag("--json", &json, "print the summary as one JSON document instead of the table")
       .footer(kFooter);
   if (!cl.parse(argv)) return 0;

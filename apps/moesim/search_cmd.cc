@@ -42,6 +42,12 @@ void declare_search(CommandLine& cl, sim::api::SearchRequest& r) {
               "stop when the bracket hi / lo <= 1 + T (default 0.02)")
       .option("--max-doublings", &r.max_doublings, "K",
               "bracket multipliers within 2^-K .. 2^K (default 10)")
+      .option("--replications", &r.replications, "N",
+              "search each configuration with N seeds (seed, seed + 1, ...) for the interval on "
+              "its max rate (default 3; 1: no interval)")
+      .option("--max-duration-factor", &r.max_duration_factor, "F",
+              "a probe whose measured window has not converged by run.duration_s runs on, up to "
+              "F times it (default 5; 1: never; docs/outputs.md, \"Steady state\")")
       .option("--threads", &r.threads, "N",
               "threads (default: hardware threads): configurations are searched in parallel, and "
               "spare threads run a configuration's next probes speculatively; the result is the "

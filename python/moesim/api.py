@@ -268,11 +268,15 @@ def sweep_plan(csv, plan=None):
 
 
 def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, seed=None,
-           tolerance=None, max_doublings=None, threads=None, gpu_price_per_hour=None, plan=None,
-           probe_infeasible=False, full_probes=False, journal=None, resume=False):
+           tolerance=None, max_doublings=None, replications=None, max_duration_factor=None,
+           threads=None,
+           gpu_price_per_hour=None, plan=None, probe_infeasible=False, full_probes=False,
+           journal=None, resume=False):
     """`moesim search SCENARIO --slo LIMITS --json` as a dict, plus "table": a DataFrame with one
     row per configuration (config_idx, its parameters, and the scalar fields of "configs"; the
-    probes and the diagnosis stay in "configs"). gpu_price_per_hour, plan (`--plan FILE`),
+    probes and the diagnosis stay in "configs"). replications (default 3: seeds per
+    configuration, for the interval on its max rate), max_duration_factor (default 5: how far a
+    probe that has not converged runs on), gpu_price_per_hour, plan (`--plan FILE`),
     probe_infeasible, full_probes, journal and resume are the command's options
     (docs/sweeps.md).
 
@@ -281,7 +285,9 @@ def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, s
     result = _moesim.search(
         os.fspath(scenario), slo=_slo_text(slo), grid=_path(grid), target_rate=target_rate,
         min_attainment=min_attainment, seed=seed, tolerance=tolerance,
-        max_doublings=max_doublings, threads=threads, journal=_path(journal), resume=resume,
+        max_doublings=max_doublings, replications=replications,
+        max_duration_factor=max_duration_factor, threads=threads,
+        journal=_path(journal), resume=resume,
         gpu_price_per_hour=gpu_price_per_hour, plan=_path(plan),
         probe_infeasible=probe_infeasible, full_probes=full_probes)
     rows = []

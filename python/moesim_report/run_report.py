@@ -515,9 +515,21 @@ def _price_text(gpu):
 
 
 def _measured_window_lines(summary):
-    """Banner lines on the measured window: whether steady state was reached and how many
-    requests were censored. summary.json carries no such object yet: none until it does."""
-    return []
+    """Banner lines on the measured window (summary.json "measurement", docs/outputs.md "Steady
+    state"): where it starts, whether it converged, and how many requests were censored."""
+    m = summary.get("measurement")
+    if not m:
+        return []
+    req = summary.get("requests", {})
+    if m.get("terminating"):
+        where = "every request (a finite workload)"
+    else:
+        where = (f"from {fmt(m.get('warmup_s'))} s ({m.get('warmup')}, "
+                 f"{m.get('warmup_requests')} warm-up requests not measured)")
+    verdict = "converged" if m.get("converged") else f"NOT CONVERGED: {m.get('reason')}"
+    return [f"measured {where}; {verdict}",
+            f"{req.get('in_flight', 0)} of {req.get('arrived', 0)} measured requests in flight at "
+            f"the end (censored: counted in the percentiles and, once late, as misses)"]
 
 
 def _verdict(run):

@@ -204,9 +204,15 @@ def _prices_text(prices, sources):
 
 
 def _measured_window_lines(rows):
-    """Banner lines on the measured windows of the runs (steady state reached, censored
-    requests). The sweep CSV carries no such column yet: none until it does."""
-    return []
+    """Banner lines on the measured windows of the runs (the sweep CSV's "converged" column,
+    docs/outputs.md "Steady state"): how many did not converge, whose verdicts are unknown."""
+    if "converged" not in rows.columns or rows.empty:
+        return []
+    bad = rows[rows["converged"].astype(str) == "no"]
+    if bad.empty:
+        return [f"all {len(rows)} runs converged (steady state, or a finite workload served)"]
+    return [f"{len(bad)} of {len(rows)} runs did NOT CONVERGE: their verdicts are unknown, not "
+            f"met (run longer: [run] duration_s or max_duration_s)"]
 
 
 def _describe_sweep(page, df, conf, params, limits, path, sources):

@@ -162,12 +162,16 @@ nlohmann::json compare_json(const CompareReport& report) {
   for (const auto& m : r.mechanisms) j["mechanisms"].push_back(metric_json(m));
   j["digests"] = {{"a", r.digests_a}, {"b", r.digests_b}};
   j["conservation_ok"] = r.conservation_ok;
+  j["identical"] = r.identical;
   return j;
 }
 
 void write_compare_text(std::ostream& os, const CompareReport& report) {
   const study::CompareResult& r = report.result;
   write_header(os, report);
+  if (r.identical) {
+    os << "  A and B are identical runs (the same events for every seed): every difference is 0\n";
+  }
   os << format_text("  %-26s %-10s %12s %12s %12s %9s   %s\n", "metric", "unit", "A", "B", "B - A",
                     "B/A - 1", "interval of B - A");
   for (const auto& m : r.metrics) write_metric(os, m);
@@ -180,7 +184,8 @@ void write_compare_text(std::ostream& os, const CompareReport& report) {
     for (const auto& m : r.mechanisms) write_metric(os, m);
   }
   os << "\n  * the interval excludes 0; n/a: no data (e.g. TPOT when nothing completed), or no\n"
-        "    interval; slo_attainment is met / decided requests (docs/outputs.md)\n";
+        "    interval (resamples that do not vary: give --replications N >= 2); slo_attainment is\n"
+        "    met / decided requests (docs/outputs.md)\n";
   if (!r.conservation_ok) os << "  CONSERVATION BROKEN in at least one run\n";
 }
 

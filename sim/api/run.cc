@@ -8,6 +8,9 @@
 #include "sim/metrics/figure_text.h"
 #include "sim/output/run_files.h"
 #include "sim/policy/policy_registry.h"
+#include "sim/study/parallel_runs.h"
+#include "sim/study/search.h"
+#include "sim/study/simulate.h"
 
 namespace moesim::sim::api {
 namespace {
@@ -26,6 +29,42 @@ void check_numbers(const RunRequest& r) {
   }
   if (r.record_steps && *r.record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
   if (r.fidelity_check && *r.fidelity_check <= 0) throw UsageError{"--fidelity-check must be > 0"};
+  if (r.replications && (*r.replications < 1 || *r.replications > 1000)) {
+    throw UsageError{"--replications must be in 1..1000"};
+  }
+  if (r.threads && (*r.threads < 1 || *r.threads > 4096)) {
+    throw UsageError{"--threads must be in 1..4096"};
+  }
+}
+
+// The further seeds of --replications, run in parallel: their summaries, in seed order.
+void replicate(const RunRequest& r, RunResult& result) {
+  const int64_t n = r.replications.value_or(1);
+  if (n <= 1) return;
+  std::vector<RunSummary> more(static_cast<size_t>(n - 1));
+  const int32_t threads =
+      r.threads ? static_cast<int32_t>(*r.threads) : study::default_num_threads();
+  study::run_in_order<RunSummary>(
+      n - 1, threads,
+      [&](int64_t i) {
+        return study::simulate(result.scenario, result.seed + static_cast<uint64_t>(i + 1)).summary;
+      },
+      [&](int64_t i, RunSummary& s) { more[static_cast<size_t>(i)] = std::move(s); });
+  result.replication_seeds.push_back(result.seed);
+  result.replication_summaries.push_back(result.output.summary);
+  for (int64_t i = 1; i < n; ++i) {
+    result.replication_seeds.push_back(result.seed + static_cast<uint64_t>(i));
+    result.replication_summaries.push_back(std::move(more[static_cast<size_t>(i - 1)]));
+  }
+  std::vector<const RunSummary*> all;
+  for (const RunSummary& s : result.replication_summaries) all.push_back(&s);
+  result.replication_figures = study::figure_intervals(all);
+}
+
+int64_t num_converged(const RunResult& result) {
+  int64_t n = 0;
+  for (const RunSummary& s : result.replication_summaries) n += s.measurement.converged;
+  return n;
 }
 
 // The request's duration and fidelity applied to the scenario.
@@ -130,6 +169,7 @@ RunResult run(const RunRequest& request) {
   result.output = run_scenario(sc, options, static_cast<int64_t>(result.seed), std::move(policies));
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  replicate(request, result);
   if (request.diagnose) diagnose(result);
   if (request.on_finished) request.on_finished(result);
   files.commit(result.output, result.seed, request.out_dir ? loaded.resolved_text() : std::nullopt);
@@ -143,6 +183,20 @@ nlohmann::json run_json(const RunResult& result) {
     j["diagnosis"] = diagnosis_report_json(*result.diagnosis);
     j["diagnosis"]["limits"] = study::slo_limits_text(result.diagnosis_slo);
   }
+  if (!result.replication_seeds.empty()) {
+    nlohmann::json figures = nlohmann::json::object();
+    for (const study::FigureInterval& f : result.replication_figures) {
+      figures[f.name] = {
+          {"unit", f.unit},
+          {"runs", f.count},
+          {"mean", f.count > 0 ? nlohmann::json(clean_double(f.mean)) : nullptr},
+          {"interval", f.count > 1 ? nlohmann::json::array({clean_double(f.lo), clean_double(f.hi)})
+                                   : nlohmann::json(nullptr)}};
+    }
+    j["replications"] = {{"seeds", result.replication_seeds},
+                         {"converged", num_converged(result)},
+                         {"figures", figures}};
+  }
   return j;
 }
 
@@ -150,7 +204,24 @@ void write_run_text(std::ostream& os, const RunResult& result) {
   output::write_summary_text(os, result.scenario, result.output, result.seed);
   const double wall_s = result.wall_s;
   os << format_text("  wall time %.2f s (%.1fx real time)\n", wall_s,
-                    wall_s > 0 ? result.output.summary.duration_s / wall_s : 0.0);
+                    wall_s > 0 ? to_seconds(result.output.end_ns) / wall_s : 0.0);
+  if (!result.replication_seeds.empty()) {
+    const size_t n = result.replication_seeds.size();
+    os << "\n  over " << n << " seeds (" << result.replication_seeds.front() << " .. "
+       << result.replication_seeds.back() << "; " << num_converged(result) << " of " << n
+       << " converged): mean [95% interval]\n";
+    for (const study::FigureInterval& f : result.replication_figures) {
+      os << format_text("    %-22s %-11s ", f.name.c_str(), f.unit.c_str());
+      if (f.count == 0) {
+        os << "n/a\n";
+      } else if (f.count == 1) {
+        os << number_text(f.mean) << " (1 run: no interval)\n";
+      } else {
+        os << study::interval_text(f.mean, f.lo, f.hi)
+           << (f.count < static_cast<int32_t>(n) ? format_text(" (%d runs)", f.count) : "") << "\n";
+      }
+    }
+  }
   os << diagnosis_text(result);
 }
 

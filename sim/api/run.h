@@ -10,10 +10,12 @@
 #include <ostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sim/api/load.h"
 #include "sim/serving/cluster.h"
 #include "sim/study/infeasibility.h"
+#include "sim/study/replications.h"
 #include "sim/study/slo_limits.h"
 
 namespace moesim::sim::api {
@@ -34,6 +36,10 @@ struct RunRequest {
   std::optional<std::pair<double, double>> trace_window_s;
   // After the run, say which requests no rate could serve within the scenario's [slo].
   bool diagnose = false;
+  // 1..1000: also run seeds seed + 1 .. seed + N - 1 (in parallel on `threads`) and report each
+  // headline figure's mean and 95% interval over the N runs (sim/study/replications.h).
+  std::optional<int64_t> replications;
+  std::optional<int64_t> threads;  // 1..4096 (default: hardware threads)
   // Called once the simulation and the diagnosis are done, before the outputs are written (the
   // command line prints the summary there, so a failed write comes after it).
   std::function<void(const RunResult&)> on_finished;
@@ -46,6 +52,11 @@ struct RunResult {
   double wall_s = 0;  // wall time of the simulation
   std::optional<study::Diagnosis> diagnosis;
   study::SearchSlo diagnosis_slo;  // the limits the diagnosis used
+  // RunRequest::replications > 1: every seed's summary (the first is output's), and the
+  // figures' intervals over them.
+  std::vector<uint64_t> replication_seeds;
+  std::vector<RunSummary> replication_summaries;
+  std::vector<study::FigureInterval> replication_figures;
 
   // 0, or 1 when conservation broke (the command line's exit code).
   int exit_code() const { return output.conservation_ok ? 0 : 1; }

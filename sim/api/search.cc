@@ -29,6 +29,12 @@ void check_request(const SearchRequest& r, const study::RankGroup& ranks) {
   if (r.max_doublings && (*r.max_doublings < 0 || *r.max_doublings > 30)) {
     throw UsageError{"--max-doublings must be in 0..30"};
   }
+  if (r.max_duration_factor && !(*r.max_duration_factor >= 1 && *r.max_duration_factor <= 100)) {
+    throw UsageError{"--max-duration-factor must be in [1, 100]"};
+  }
+  if (r.replications && (*r.replications < 1 || *r.replications > 100)) {
+    throw UsageError{"--replications must be in 1..100"};
+  }
   if (r.threads && (*r.threads < 1 || *r.threads > 4096)) {
     throw UsageError{"--threads must be in 1..4096"};
   }
@@ -39,6 +45,8 @@ study::SearchOptions search_options(const SearchRequest& r, const study::RankGro
   if (r.seed) opt.seed = static_cast<uint64_t>(*r.seed);
   if (r.tolerance) opt.rel_tolerance = *r.tolerance;
   if (r.max_doublings) opt.max_doublings = static_cast<int32_t>(*r.max_doublings);
+  opt.replications = static_cast<int32_t>(r.replications.value_or(3));
+  opt.max_duration_factor = r.max_duration_factor.value_or(5);
   opt.num_threads = r.threads ? static_cast<int32_t>(*r.threads) : study::default_num_threads();
   opt.target_rate_per_s = r.target_rate_per_s;
   opt.probe_infeasible = r.probe_infeasible;
@@ -64,6 +72,8 @@ study::SearchJournalHeader journal_header(const SearchRequest& r, const study::S
   h.seed = r.seed;
   h.rel_tolerance = opt.rel_tolerance;
   h.max_doublings = opt.max_doublings;
+  h.replications = opt.replications;
+  h.max_duration_factor = opt.max_duration_factor;
   h.num_configs = num_configs;
   return h;
 }

@@ -26,9 +26,13 @@ struct SearchRequest {
   std::optional<int64_t> seed;              // >= 0 (default: each configuration's [run] seed)
   std::optional<double> tolerance;          // in (0, 1] (default 0.02)
   std::optional<int64_t> max_doublings;     // 0..30 (default 10)
-  std::optional<int64_t> threads;           // 1..4096 (default: hardware threads)
-  std::optional<std::string> journal_path;  // one fsync'd line per searched configuration
-  bool resume = false;                      // take the journal's configurations (needs it)
+  // 1..100 (default 3): seeds searched per configuration, for the interval on its max rate.
+  std::optional<int64_t> replications;
+  // In [1, 100] (default 5): a probe not converged by run.duration_s runs on up to this factor.
+  std::optional<double> max_duration_factor;
+  std::optional<int64_t> threads;            // 1..4096 (default: hardware threads)
+  std::optional<std::string> journal_path;   // one fsync'd line per searched configuration
+  bool resume = false;                       // take the journal's configurations (needs it)
   std::optional<double> gpu_price_per_hour;  // > 0 (default: the topology's [gpu] price)
   std::optional<std::string> plan_path;      // the planner's table, .csv or .json
   bool probe_infeasible = false;  // probe configurations diagnosed infeasible at any rate

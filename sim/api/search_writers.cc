@@ -54,6 +54,12 @@ void searched_config_json(const study::ConfigSearch& c, const study::PlanEntry& 
   cj["max_multiplier"] = rate(c.search.max_ok, c.search.found);
   cj["max_trace_multiplier"] = rate(c.search.max_ok * c.trace_multiplier, c.search.found && trace);
   cj["max_rate_per_s"] = rate(c.max_rate_per_s, c.search.found);
+  const std::optional<study::RateInterval> iv = study::rate_interval(c);
+  cj["replications"] = 1 + static_cast<int64_t>(c.replicates.size());
+  cj["max_rate_mean_per_s"] = iv ? nlohmann::json(clean_double(iv->mean)) : nlohmann::json(nullptr);
+  cj["max_rate_interval_per_s"] =
+      iv ? nlohmann::json::array({clean_double(iv->lo), clean_double(iv->hi)})
+         : nlohmann::json(nullptr);
   cj["first_failing_multiplier"] = rate(c.search.min_fail, failed);
   cj["first_failing_rate_per_s"] = rate(c.fail_rate_per_s, failed);
   cj["input_tokens_per_s"] = number(e.input_tokens_per_s);
@@ -197,6 +203,13 @@ void write_config_row(std::ostream& os, const SearchReport& report, const TableS
                       c.probes.empty() ? "-" : c.probes.back().verdict.reason.c_str());
   } else if (c.search.min_fail == 0) {
     os << "         meets the SLOs at every probed rate (a lower bound)\n";
+  }
+  if (const std::optional<study::RateInterval> iv = study::rate_interval(c)) {
+    os << "         max rate over " << iv->num_seeds
+       << " seeds: " << study::interval_text(iv->mean, iv->lo, iv->hi) << " " << c.rate_unit
+       << " (95% interval, docs/sweeps.md)\n";
+  } else if (!c.replicates.empty()) {
+    os << "         no interval: some seed found no bracket (no rate met, or every one did)\n";
   }
   if (c.diagnosis.infeasible()) {
     os << "         (probed with --probe-infeasible: the diagnosis says no rate meets the SLOs)\n";

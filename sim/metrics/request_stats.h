@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "sim/core/time.h"
@@ -28,12 +29,26 @@ class PercentileSketch {
   // `value` >= 0 (latencies); NaN is a broken invariant.
   void add(double value);
   int64_t count() const { return count_; }
+  double sum() const { return sum_; }
   bool exact() const { return num_folded_ == 0; }
   // p50, p90, p99, mean, max, count (all 0 with no samples), as percentiles() computes them.
   Percentiles summary() const;
+  // The same with right-censored values: each of `censored` is a lower bound of a value not
+  // observed (a request in flight at the end). Without any, summary(); with some, the quantiles
+  // of the Kaplan-Meier product-limit estimate (the smallest observed value where the estimated
+  // distribution reaches q), or, where the estimate never reaches q, the largest value observed
+  // or censored as a lower bound (Percentiles::lower_bound). mean and max stay those of the
+  // observed values; count is theirs and num_censored the censored ones.
+  Percentiles summary_with_censored(std::vector<double> censored) const;
+  // Adds another sketch's values: exact while both are and the total fits kExactSamples, else
+  // bucketed (as if every value had been added here).
+  void merge(const PercentileSketch& other);
 
  private:
   void fold(double value);
+  void fold_exact();
+  // The values in ascending order with their multiplicities (bucket midpoints when bucketed).
+  std::vector<std::pair<double, int64_t>> ascending() const;
   // Value at 0-based rank r of the sorted samples (bucketed mode).
   double at_rank(int64_t r) const;
 
@@ -56,8 +71,13 @@ class RequestStats {
   RequestStats(double slo_ttft_ms, double slo_tpot_ms)
       : slo_ttft_ms_(slo_ttft_ms), slo_tpot_ms_(slo_tpot_ms) {}
 
-  // A record whose outcome is final, or one in flight at the run's end `end_ns`.
+  // A record whose outcome is final, or one in flight at the run's end `end_ns`: then its
+  // elapsed times are censored values of the percentiles (PercentileSketch::summary_with_censored):
+  // queueing and TTFT while it waits for them, end-to-end, and TPOT once it has a first token
+  // (the time since, over its requested tokens after the first: the least its TPOT can be).
   void add(const RequestRecord& r, SimTime end_ns);
+  // Adds the requests of `other` (same SLO limits), as if each had been added here.
+  void merge(const RequestStats& other);
 
   double slo_ttft_ms() const { return slo_ttft_ms_; }
   double slo_tpot_ms() const { return slo_tpot_ms_; }
@@ -76,6 +96,11 @@ class RequestStats {
   const PercentileSketch& e2e_ms() const { return e2e_; }
   const PercentileSketch& kv_load_ms() const { return kv_load_; }
   const PercentileSketch& prefill_ms() const { return prefill_; }
+  // Censored values (ms) of the requests in flight at the end, per metric.
+  const std::vector<double>& censored_queueing_ms() const { return censored_queueing_; }
+  const std::vector<double>& censored_ttft_ms() const { return censored_ttft_; }
+  const std::vector<double>& censored_tpot_ms() const { return censored_tpot_; }
+  const std::vector<double>& censored_e2e_ms() const { return censored_e2e_; }
 
  private:
   double slo_ttft_ms_, slo_tpot_ms_;
@@ -85,11 +110,13 @@ class RequestStats {
   int64_t in_tokens_ = 0, out_tokens_ = 0;
   SloCounts slo_;
   PercentileSketch queueing_, ttft_, tpot_, e2e_, kv_load_, prefill_;
+  std::vector<double> censored_queueing_, censored_ttft_, censored_tpot_, censored_e2e_;
 };
 
 // Builds the summary from streamed request statistics (summarize() of run_metrics.h adds a
-// vector of records to one of these).
+// vector of records to one of these). `duration_ns` is the measured window (rates);
+// `gpu_span_ns` the time the GPU records cover (busy fractions), duration_ns when negative.
 RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>& gpus,
-                     const RunCounters& counters, SimTime duration_ns);
+                     const RunCounters& counters, SimTime duration_ns, SimTime gpu_span_ns = -1);
 
 }  // namespace moesim::sim

@@ -60,7 +60,14 @@ SloStatus slo_status(const RequestRecord& r, SimTime end_ns, double ttft_limit_m
       break;
   }
   SimTime waited_ns = r.first_token_ns >= 0 ? r.ttft_ns() : end_ns - r.arrival_ns;
-  return to_ms(waited_ns) > ttft_limit_ms ? SloStatus::kMissed : SloStatus::kUndecided;
+  if (to_ms(waited_ns) > ttft_limit_ms) return SloStatus::kMissed;
+  // Decoding: its TPOT is at least the time since its first token over its requested tokens
+  // after the first, already above the limit when that is.
+  if (r.first_token_ns >= 0 && r.output_tokens >= 2 &&
+      to_ms(end_ns - r.first_token_ns) / static_cast<double>(r.output_tokens - 1) > tpot_limit_ms) {
+    return SloStatus::kMissed;
+  }
+  return SloStatus::kUndecided;
 }
 
 SloCounts count_slo(const std::vector<RequestRecord>& requests, SimTime end_ns,
@@ -83,7 +90,8 @@ RunSummary summarize(const std::vector<RequestRecord>& requests, const std::vect
 }
 
 RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>& gpus,
-                     const RunCounters& counters, SimTime duration_ns) {
+                     const RunCounters& counters, SimTime duration_ns, SimTime gpu_span_ns) {
+  if (gpu_span_ns < 0) gpu_span_ns = duration_ns;
   RunSummary s;
   s.duration_s = to_seconds(duration_ns);
   s.counters = counters;
@@ -98,12 +106,12 @@ RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>&
   const int64_t in_tokens = requests.input_tokens(), out_tokens = requests.output_tokens();
   s.slo.num_met = requests.slo().num_met;
   s.slo.num_decided = requests.slo().num_decided;
-  s.queueing_ms = requests.queueing_ms().summary();
+  s.queueing_ms = requests.queueing_ms().summary_with_censored(requests.censored_queueing_ms());
   s.kv_load_ms = requests.kv_load_ms().summary();
   s.prefill_ms = requests.prefill_ms().summary();
-  s.ttft_ms = requests.ttft_ms().summary();
-  s.tpot_ms = requests.tpot_ms().summary();
-  s.e2e_ms = requests.e2e_ms().summary();
+  s.ttft_ms = requests.ttft_ms().summary_with_censored(requests.censored_ttft_ms());
+  s.tpot_ms = requests.tpot_ms().summary_with_censored(requests.censored_tpot_ms());
+  s.e2e_ms = requests.e2e_ms().summary_with_censored(requests.censored_e2e_ms());
   s.has.rates = s.duration_s > 0;
   if (s.has.rates) {
     s.input_tokens_per_s = static_cast<double>(in_tokens) / s.duration_s;
@@ -128,7 +136,7 @@ RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>&
         std::max(s.kv_high_water_fraction, static_cast<double>(g.kv_high_water_blocks) /
                                                static_cast<double>(g.num_kv_blocks));
   }
-  s.has.gpu_time = !gpus.empty() && duration_ns > 0;
+  s.has.gpu_time = !gpus.empty() && gpu_span_ns > 0;
   if (s.has.gpu_time) {
     double c = 0, m = 0, w = 0;
     for (const GpuRecord& g : gpus) {
@@ -136,7 +144,7 @@ RunSummary summarize(const RequestStats& requests, const std::vector<GpuRecord>&
       m += static_cast<double>(g.comm_ns);
       w += static_cast<double>(g.wait_ns);
     }
-    double denom = static_cast<double>(duration_ns) * static_cast<double>(gpus.size());
+    double denom = static_cast<double>(gpu_span_ns) * static_cast<double>(gpus.size());
     s.compute_fraction = c / denom;
     s.comm_fraction = m / denom;
     s.wait_fraction = w / denom;

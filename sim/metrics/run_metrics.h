@@ -80,6 +80,15 @@ struct GpuRecord {
 struct Percentiles {
   double p50 = 0, p90 = 0, p99 = 0, mean = 0, max = 0;
   int64_t count = 0;  // 0: no samples, and the figures above mean nothing (written as n/a)
+  // Requests in flight at the end whose value is only bounded below (right-censored): with some,
+  // p50 / p90 / p99 are Kaplan-Meier estimates (request_stats.h), and a quantile the estimate
+  // never reaches is a lower bound, written ">= X" (JSON: "p99_lower_bound": true). mean and max
+  // are over the observed values only.
+  int64_t num_censored = 0;
+  struct LowerBound {
+    bool p50 = false, p90 = false, p99 = false;
+  };
+  LowerBound lower_bound;
 };
 // Linear interpolation between closest ranks (numpy's default); all zero for no values.
 Percentiles percentiles(std::vector<double> values);
@@ -88,11 +97,13 @@ Percentiles percentiles(std::vector<double> values);
 // A request is
 //   met        when it completed with TTFT <= the TTFT limit and, if it has a TPOT (two tokens or
 //              more), TPOT <= the TPOT limit;
-//   missed     when it completed outside a limit, was rejected, or is in flight at `end_ns` with
-//              its first token later than the TTFT limit or still without one after it;
+//   missed     when it completed outside a limit, was rejected, or is in flight at `end_ns` (a
+//              censored request) past a limit already: its first token later than the TTFT
+//              limit or still without one after it, or decoding for longer than its requested
+//              tokens after the first times the TPOT limit;
 //   undecided  otherwise: in flight at the end and still within its limits.
-// Attainment is met / decided (met + missed): a rejected or starved request counts against the
-// deployment, a request the run's end cut short does not count at all.
+// Attainment is met / decided (met + missed): a rejected, starved or already-late request counts
+// against the deployment; only a request still within every limit at the end does not count.
 enum class SloStatus { kMet, kMissed, kUndecided };
 SloStatus slo_status(const RequestRecord& r, SimTime end_ns, double ttft_limit_ms,
                      double tpot_limit_ms);
@@ -146,8 +157,29 @@ struct SloSummary {
   double attainment = 0;            // num_met / num_decided; 0 (no data) when nothing is decided
 };
 
+// The measured window of a run (sim/metrics/steady_state.h; docs/outputs.md, "Steady state"):
+// the figures of the summary are over the requests arriving in [warmup_s, warmup_s +
+// duration_s), the run's end; GPU time fractions over the whole run.
+struct MeasurementSummary {
+  double warmup_s = 0;
+  bool auto_warmup = false;  // detected (MSER-5), not set by [run] warmup_s
+  bool steady = true;        // a warm-up cut was found (always true with a fixed warm-up)
+  bool terminating = false;  // a finite workload drained before the end: every request measured
+  bool converged = true;     // steady, TTFT and TPOT batch-means half-widths within the target
+  double max_rel_half_width = 0;
+  // Relative 95% half-widths of the batch means (negative: not computed, too few batches or a
+  // zero mean): TTFT and TPOT (judged), output tokens/s and requests in the system (reported).
+  double ttft_rel_half_width = -1, tpot_rel_half_width = -1;
+  double throughput_rel_half_width = -1, concurrency_rel_half_width = -1;
+  double mean_in_system = 0;
+  int64_t num_warmup_requests = 0;  // arrived during the warm-up: not measured
+  double extended_to_s = 0;         // the run's end when [run] max_duration_s extended it, else 0
+  std::string reason;               // why not converged; empty when converged
+  bool analysed = false;            // false for summaries of records (tests, replays)
+};
+
 struct RunSummary {
-  double duration_s = 0;
+  double duration_s = 0;  // the measured window's length
   int64_t num_arrived = 0, num_completed = 0, num_rejected = 0, num_in_flight = 0;
   // In flight without a first token at the end (queued or in prefill), and the longest such
   // wait: TTFT percentiles cover only requests that got a first token, so a queue building
@@ -177,6 +209,7 @@ struct RunSummary {
   double expert_slot_imbalance_mean = 0;
   double expert_slot_balancedness = 0;
   RunCounters counters;
+  MeasurementSummary measurement;
 
   // Which figures have data. The others are 0 above and are written as "n/a" in text, null in
   // JSON and an empty CSV cell (sim/metrics/figure_text.h); percentiles say so by their count.

@@ -22,8 +22,8 @@ std::string count_text(int64_t n, const char* one, const char* many) {
 
 }  // namespace
 
-SloWatch::SloWatch(SloWatchLimits limits, int64_t max_requests)
-    : limits_(std::move(limits)), max_requests_(max_requests) {
+SloWatch::SloWatch(SloWatchLimits limits, int64_t max_requests, SimTime measured_from_ns)
+    : limits_(std::move(limits)), max_requests_(max_requests), measured_from_ns_(measured_from_ns) {
   if (max_requests_ <= 0) return;  // no request: no sample, nothing to decide early
   // Beyond the exact samples the summary's percentiles come from buckets: not watched.
   if (max_requests_ > static_cast<int64_t>(PercentileSketch::kExactSamples)) return;
@@ -42,7 +42,7 @@ int64_t SloWatch::samples_above_for_certain(double quantile, int64_t max_samples
 }
 
 void SloWatch::on_first_token(const RequestRecord& r, SimTime now) {
-  if (failed()) return;
+  if (failed() || r.arrival_ns < measured_from_ns_) return;
   const double ttft_ms = to_ms(r.ttft_ns());
   sample(SloWatchLimits::Metric::kTtft, ttft_ms, now);
   // Late: missed whether it completes (slo_status) or is in flight at the end (it waited longer).
@@ -50,7 +50,7 @@ void SloWatch::on_first_token(const RequestRecord& r, SimTime now) {
 }
 
 void SloWatch::on_complete(const RequestRecord& r, SimTime now) {
-  if (failed()) return;
+  if (failed() || r.arrival_ns < measured_from_ns_) return;
   sample(SloWatchLimits::Metric::kE2e, to_ms(r.e2e_ns()), now);
   const double tpot_ns = r.tpot_ns();
   if (tpot_ns >= 0) sample(SloWatchLimits::Metric::kTpot, tpot_ns / 1e6, now);
@@ -60,8 +60,8 @@ void SloWatch::on_complete(const RequestRecord& r, SimTime now) {
   }
 }
 
-void SloWatch::on_reject(SimTime now) {
-  if (failed()) return;
+void SloWatch::on_reject(const RequestRecord& r, SimTime now) {
+  if (failed() || r.arrival_ns < measured_from_ns_) return;
   miss(now);
 }
 

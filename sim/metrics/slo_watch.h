@@ -34,15 +34,17 @@ struct SloWatchLimits {
 class SloWatch {
  public:
   // `max_requests`: an upper bound on the requests the run will have (every sample count and
-  // the attainment's decided count are at most this).
-  SloWatch(SloWatchLimits limits, int64_t max_requests);
+  // the attainment's decided count are at most this). Only requests arriving at or after
+  // `measured_from_ns` count: the latest a steady run's measured window can start (the warm-up
+  // cut, steady_state.h), so what they miss is missed in the measured window whatever the cut.
+  SloWatch(SloWatchLimits limits, int64_t max_requests, SimTime measured_from_ns = 0);
 
   // A request's first token (its TTFT sample).
   void on_first_token(const RequestRecord& r, SimTime now);
   // A request completed (its TPOT and end-to-end samples, its attainment).
   void on_complete(const RequestRecord& r, SimTime now);
   // A request rejected (missed for the attainment).
-  void on_reject(SimTime now);
+  void on_reject(const RequestRecord& r, SimTime now);
 
   // Empty while the verdict can still pass; else why it cannot, and when that became certain.
   const std::string& failure() const { return failure_; }
@@ -63,6 +65,7 @@ class SloWatch {
 
   SloWatchLimits limits_;
   int64_t max_requests_;
+  SimTime measured_from_ns_;
   std::vector<Watched> watched_;
   int64_t missed_ = 0;
   std::string failure_;

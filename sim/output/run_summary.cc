@@ -10,6 +10,7 @@
 #include "base/checked_number.h"
 #include "moesim_version.h"
 #include "sim/metrics/figure_text.h"
+#include "sim/output/measurement_text.h"
 #include "sim/workload/request.h"
 
 namespace moesim::sim::output {
@@ -24,12 +25,6 @@ json num(double v, bool has = true) { return has ? json(clean_double(v)) : json(
 json count_json(double v) {
   const std::optional<int64_t> whole = checked_llround(v);
   return whole ? json(*whole) : num(v);
-}
-
-json pct_json(const Percentiles& p) {
-  const bool has = p.count > 0;
-  return json{{"p50", num(p.p50, has)},   {"p90", num(p.p90, has)}, {"p99", num(p.p99, has)},
-              {"mean", num(p.mean, has)}, {"max", num(p.max, has)}, {"count", p.count}};
 }
 
 // A policy metric: bytes as whole numbers (figure_text.h), anything else as a figure.
@@ -205,9 +200,9 @@ json kv_tiers_json(const RunSummary& s) {
   j["contention"] = {{"load_delay_s", k.load_contention_s},
                      {"demotion_delay_s", k.demotion_contention_s},
                      {"slowed_gpu_steps", k.slowed_gpu_steps}};
-  j["ttft_split_ms"] = {{"queueing", pct_json(s.queueing_ms)},
-                        {"kv_load", pct_json(s.kv_load_ms)},
-                        {"prefill", pct_json(s.prefill_ms)}};
+  j["ttft_split_ms"] = {{"queueing", percentiles_json(s.queueing_ms)},
+                        {"kv_load", percentiles_json(s.kv_load_ms)},
+                        {"prefill", percentiles_json(s.prefill_ms)}};
   return j;
 }
 
@@ -259,7 +254,9 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
   }
   j["event_digest"] = out.digest_hex;
   j["num_events"] = out.num_events;
-  j["simulated_s"] = num(s.duration_s);
+  j["simulated_s"] = num(to_seconds(out.end_ns));
+  j["measured_s"] = num(s.duration_s);
+  if (s.measurement.analysed) j["measurement"] = measurement_json(s.measurement);
   j["requests"] = {
       {"arrived", s.num_arrived},
       {"completed", s.num_completed},
@@ -268,10 +265,10 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
       {"waiting_first_token", s.num_waiting_first_token},
       {"max_wait_first_token_ms", num(s.max_wait_first_token_ms, s.has.max_wait_first_token)}};
   j["conservation_ok"] = out.conservation_ok;
-  j["queueing_ms"] = pct_json(s.queueing_ms);
-  j["ttft_ms"] = pct_json(s.ttft_ms);
-  j["tpot_ms"] = pct_json(s.tpot_ms);
-  j["e2e_ms"] = pct_json(s.e2e_ms);
+  j["queueing_ms"] = percentiles_json(s.queueing_ms);
+  j["ttft_ms"] = percentiles_json(s.ttft_ms);
+  j["tpot_ms"] = percentiles_json(s.tpot_ms);
+  j["e2e_ms"] = percentiles_json(s.e2e_ms);
   j["throughput"] = {{"input_tokens_per_s", num(s.input_tokens_per_s, s.has.rates)},
                      {"output_tokens_per_s", num(s.output_tokens_per_s, s.has.rates)},
                      {"completed_requests_per_s", num(s.requests_per_s, s.has.rates)}};
@@ -395,15 +392,22 @@ void write_gpu_cost_and_tier_text(std::ostream& os, const Scenario& sc, const Ru
 
 void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed) {
   const RunSummary& s = out.summary;
-  os << "moesim run: " << sc.name << "\n";
+  const MeasurementSummary& m = s.measurement;
+  os << "moesim run: " << sc.name;
+  if (m.analysed && !m.converged) os << "  [NOT CONVERGED: " << m.reason << "]";
+  // The figures below are over the measured requests (docs/outputs.md, "Steady state").
+  os << "\n";
   os << "  model " << sc.model->name << ", topology " << sc.topology->name() << ", "
      << sc.deployment.num_replicas << " replica(s) x " << sc.deployment.gpus_per_replica
      << " GPUs, network " << sc.network_model << ", seed " << seed << "\n";
   os << "  workload " << workload_description(sc.workload) << "\n";
-  os << "  simulated " << fmt("%.3f", s.duration_s) << " s, " << out.num_events << " events, "
-     << s.counters.num_steps << " steps\n\n";
-  os << "  requests   arrived " << s.num_arrived << "  completed " << s.num_completed
-     << "  rejected " << s.num_rejected << "  in flight " << s.num_in_flight;
+  os << "  simulated " << fmt("%.3f", to_seconds(out.end_ns)) << " s, " << out.num_events
+     << " events, " << s.counters.num_steps << " steps\n";
+  write_measurement_text(os, m);
+  os << "\n";
+  os << "  requests   " << (m.analysed ? "measured " : "arrived ") << s.num_arrived
+     << "  completed " << s.num_completed << "  rejected " << s.num_rejected << "  in flight "
+     << s.num_in_flight;
   if (s.has.max_wait_first_token) {
     os << " (" << s.num_waiting_first_token << " without a first token, longest wait "
        << fmt("%.0f", s.max_wait_first_token_ms) << " ms)\n";
@@ -413,14 +417,7 @@ void write_summary_text(std::ostream& os, const Scenario& sc, const RunOutput& o
   os << "  conservation " << (out.conservation_ok ? "ok: " : "BROKEN: ") << out.conservation_message
      << "\n\n";
   os << "  latency (ms)         p50        p90        p99       mean        max   samples\n";
-  auto row = [&os](const char* name, const Percentiles& p) {
-    const bool has = p.count > 0;
-    os << "  " << std::left << std::setw(14) << name << std::right;
-    for (double v : {p.p50, p.p90, p.p99, p.mean, p.max}) {
-      os << std::setw(10) << fmt_or_na("%.2f", v, has) << " ";
-    }
-    os << std::setw(9) << p.count << "\n";
-  };
+  auto row = [&os](const char* name, const Percentiles& p) { write_latency_row(os, name, p); };
   row("queueing", s.queueing_ms);
   row("TTFT", s.ttft_ms);
   row("TPOT", s.tpot_ms);

@@ -462,20 +462,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
     s.slo.tpot_ms = t->get_double_in_or("tpot_ms", 1e-3, 1e9, s.slo.tpot_ms);
     t->finish();
   }
-  if (auto t = root.find_table("run")) {
-    s.run.seed = static_cast<uint64_t>(t->get_int_in_or("seed", 0, INT64_MAX, 1));
-    s.run.duration_s = t->get_double_in_or("duration_s", 1e-6, 1e7, s.run.duration_s);
-    if (t->has("tier")) t->fail("tier", "renamed: run.fidelity = \"exact\" or \"fast\"");
-    const std::string fidelity = t->get_enum_or("fidelity", {"exact", "fast"}, "exact");
-    s.run.fidelity = fidelity == "fast" ? Fidelity::kFast : Fidelity::kExact;
-    if (s.run.fidelity == Fidelity::kFast && s.network_model != "bottleneck" &&
-        s.network_model != "bottleneck_factored") {
-      t->fail("fidelity",
-              "\"fast\" times collectives with the link-load bound; network.model = \"" +
-                  s.network_model + "\" needs fidelity = \"exact\"");
-    }
-    t->finish();
-  }
+  if (auto t = root.find_table("run")) s.run = parse_run(*t, s.network_model);
   if (auto t = root.find_table("outputs")) parse_outputs(*t, s.deployment, s.outputs);
   if (auto t = root.find_table("policies")) {
     for (const std::string& name : t->keys()) {

@@ -17,6 +17,7 @@
 #include "sim/routing/routing_spec.h"
 #include "sim/scenario/deployment.h"
 #include "sim/scenario/fidelity.h"
+#include "sim/scenario/run_spec.h"
 #include "sim/scenario/speculative_spec.h"
 #include "sim/topology/topology.h"
 #include "sim/workload/workload_spec.h"
@@ -44,11 +45,6 @@ struct SloSpec {
   double tpot_ms = 100;   // > 0
 };
 
-struct RunSpec {
-  uint64_t seed = 1;
-  double duration_s = 60;  // simulated time; requests still running then are "in flight"
-  Fidelity fidelity = Fidelity::kExact;
-};
 
 struct OutputSpec {
   bool requests_csv = true;

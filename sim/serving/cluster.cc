@@ -3,12 +3,14 @@
 // run_scenario.
 #include "sim/serving/cluster.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include "base/check.h"
 #include "sim/config/config_error.h"
 #include "sim/core/horizon.h"
+#include "sim/metrics/figure_text.h"
 #include "sim/serving/cluster_sim.h"
 
 namespace moesim::sim {
@@ -24,7 +26,8 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
       policies_(std::move(policies)),
       router_(sc.deployment, sc.scheduler.router),
       recorder_(opt),
-      stats_(sc.slo.ttft_ms, sc.slo.tpot_ms) {
+      series_(checked_duration_ns(sc.run.duration_s, "the run (run.duration_s)")),
+      stats_(sc.slo.ttft_ms, sc.slo.tpot_ms, series_.segment_ns()) {
   register_events();
   for (const auto& p : policies_) any_wants_loads_ = any_wants_loads_ || p->wants_expert_loads();
   if (sc_.speculative.enabled) {
@@ -97,9 +100,41 @@ void ClusterSim::register_events() {
 void ClusterSim::start_slo_watch() {
   if (sc_.workload.kind == WorkloadKind::kAgent) return;  // later turns depend on the run
   const SimTime end = checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
+  // An extensible run has no bound on its requests, unless its workload has ended before the
+  // last segment of its first duration (terminating: never extended).
+  if (sc_.run.max_duration_s && *sc_.run.max_duration_s > sc_.run.duration_s &&
+      !workload_ends_before(end - series_.segment_ns())) {
+    return;
+  }
+  // Requests the measured window holds whatever the warm-up cut: from the latest cut on; every
+  // request of a terminating run (its open-loop stream ends before the last segment: no
+  // detected cut, steady_state.h).
+  const SimTime fixed_ns =
+      sc_.run.steady.warmup_s
+          ? (from_seconds(*sc_.run.steady.warmup_s) + series_.segment_ns() - 1) /
+                series_.segment_ns() * series_.segment_ns()
+          : 0;
+  const SimTime measured_from_ns =
+      sc_.run.steady.warmup_s || workload_ends_before(end - series_.segment_ns())
+          ? fixed_ns
+          : series_.max_auto_warmup_ns();
   slo_watch_ = std::make_unique<SloWatch>(
       *opt_.stop_on_certain_failure,
-      count_open_loop_arrivals(sc_.workload, sim_.root_seed(), "workload", end));
+      count_open_loop_arrivals(sc_.workload, sim_.root_seed(), "workload", end), measured_from_ns);
+}
+
+bool ClusterSim::workload_ends_before(SimTime t) const {
+  const WorkloadSpec& w = sc_.workload;
+  const bool counted = w.num_requests || w.num_sessions;
+  const bool window = (w.kind == WorkloadKind::kMooncake || w.kind == WorkloadKind::kAzure) &&
+                      w.trace.replay == TraceReplay::kWindow;
+  // As the run dates the stream's end (cluster_requests.cc): a window's end when it has one and
+  // no count, else the last arrival.
+  if (w.duration_s && !counted && !window) return from_seconds(*w.duration_s) < t;
+  if (!counted && !window) return false;  // a loop or model without an end
+  const uint64_t seed = sim_.root_seed();
+  return count_open_loop_arrivals(w, seed, "workload", t) ==
+         count_open_loop_arrivals(w, seed, "workload", kSimTimeMax);
 }
 
 RunOutput ClusterSim::run() {
@@ -114,7 +149,7 @@ RunOutput ClusterSim::run() {
     }
   }
   schedule_next_open_loop();
-  sim_.run(end);
+  const SteadyStateResult window = run_until_converged(end);
   for (auto& p : policies_) p->on_finish(*policy_ctx_);
   RunOutput out;
   if (slo_watch_ && slo_watch_->failed()) out.stopped_early = slo_watch_->failure();
@@ -130,7 +165,26 @@ RunOutput ClusterSim::run() {
   out.requests = std::move(kept_);
   out.gpus = std::move(recorder_.gpus());
   out.counters = counters;
-  out.summary = summarize(stats_, out.gpus, out.counters, out.end_ns);
+  // The figures are over the requests arriving after the warm-up; GPU time over the whole run.
+  const SimTime warmup_ns = std::min(window.warmup_ns, out.end_ns);
+  const RequestStats measured = stats_.from(warmup_ns);
+  out.summary = summarize(measured, out.gpus, out.counters, out.end_ns - warmup_ns, out.end_ns);
+  MeasurementSummary& m = out.summary.measurement;
+  m.analysed = true;
+  m.warmup_s = to_seconds(warmup_ns);
+  m.auto_warmup = window.auto_warmup;
+  m.steady = window.steady;
+  m.terminating = window.terminating;
+  m.converged = window.converged;
+  m.max_rel_half_width = sc_.run.steady.max_rel_half_width;
+  m.ttft_rel_half_width = window.ttft_rel_half_width.value_or(-1);
+  m.tpot_rel_half_width = window.tpot_rel_half_width.value_or(-1);
+  m.throughput_rel_half_width = window.throughput_rel_half_width.value_or(-1);
+  m.concurrency_rel_half_width = window.concurrency_rel_half_width.value_or(-1);
+  m.mean_in_system = window.mean_in_system;
+  m.num_warmup_requests = stats_.num_arrived() - measured.num_arrived();
+  if (out.end_ns > end) m.extended_to_s = to_seconds(out.end_ns);
+  m.reason = window.reason;
   out.digest = sim_.digest().value();
   out.digest_hex = sim_.digest().hex();
   out.num_events = sim_.num_events_executed();
@@ -148,9 +202,59 @@ RunOutput ClusterSim::run() {
   return out;
 }
 
+SteadyStateResult ClusterSim::run_until_converged(SimTime end) {
+  const SimTime step = end;
+  const SimTime max_end =
+      sc_.run.max_duration_s
+          ? checked_duration_ns(*sc_.run.max_duration_s, "the run (run.max_duration_s)")
+          : end;
+  if (max_end < end) {
+    throw ConfigError(sc_.source_file, 0, 0, "run.max_duration_s",
+                      "below run.duration_s (" + number_text(sc_.run.duration_s) +
+                          " s): give a longer one or drop it");
+  }
+  if (sc_.run.steady.warmup_s && from_seconds(*sc_.run.steady.warmup_s) >= end) {
+    throw ConfigError(sc_.source_file, 0, 0, "run.warmup_s",
+                      "not below run.duration_s (" + number_text(sc_.run.duration_s) +
+                          " s): nothing would be measured");
+  }
+  // When arrivals ended: the open-loop stream's end, with none of a session's later turns
+  // waiting to arrive; absent while they go on.
+  auto arrivals_end = [this]() -> std::optional<SimTime> {
+    if (!open_loop_end_ns_ || !pending_.empty()) return std::nullopt;
+    return open_loop_end_ns_;
+  };
+  auto analyse = [&] {
+    SteadyStateResult w = series_.analyse(sim_.now(), sc_.run.steady, arrivals_end());
+    judge_convergence(w, series_.ttft_means(w.warmup_ns), series_.tpot_means(w.warmup_ns),
+                      sc_.run.steady);
+    // A terminating run is done when its requests are: with more than 1% of them still in flight
+    // their latencies (and the p99s) are unknown, not censored at random.
+    const int64_t in_flight = series_.in_system(), arrived = records_.size();
+    if (w.terminating && in_flight * 100 > arrived) {
+      w.converged = false;
+      w.reason = std::to_string(in_flight) + " of " + std::to_string(arrived) +
+                 " requests still in flight at the end of a finite workload (more than 1%): run "
+                 "longer (run.max_duration_s)";
+    }
+    return w;
+  };
+  sim_.run(end);
+  SteadyStateResult window = analyse();
+  // Extended only when it ran to its end: not after an early verdict or a cancellation.
+  while (!window.converged && end < max_end && sim_.now() == end && !cancelled_ &&
+         !(slo_watch_ && slo_watch_->failed())) {
+    end = std::min(max_end, end + step);
+    sim_.schedule_at(end, k_end_);
+    sim_.run(end);
+    window = analyse();
+  }
+  return window;
+}
+
 void ClusterSim::retire_finished(bool all) {
-  const SimTime end_ns =
-      all ? sim_.now() : checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
+  // Only final records retire before the end: their end time is not read.
+  const SimTime end_ns = sim_.now();
   while (!records_.empty() && (all || records_.front().outcome != RequestOutcome::kInFlight)) {
     const RequestRecord& rec = records_.front();
     stats_.add(rec, end_ns);

@@ -20,7 +20,16 @@ void ClusterSim::schedule_arrival(Request req, bool open_loop) {
 
 void ClusterSim::schedule_next_open_loop() {
   std::optional<Request> req = workload_->next();
-  if (req) schedule_arrival(std::move(*req), true);
+  if (req) {
+    schedule_arrival(std::move(*req), true);
+  } else if (!open_loop_end_ns_) {
+    // The stream's end: its arrival window's end when it has one and no request count (the
+    // window, not the last draw, says how long the traffic lasts), else the last arrival.
+    const WorkloadSpec& w = sc_.workload;
+    const bool counted = w.num_requests || w.num_sessions;
+    open_loop_end_ns_ =
+        w.duration_s && !counted ? std::max(sim_.now(), from_seconds(*w.duration_s)) : sim_.now();
+  }
 }
 
 void ClusterSim::on_arrival(const Event& e) {
@@ -37,10 +46,11 @@ void ClusterSim::reject(int32_t sid, const std::string& reason) {
   RequestRecord& rec = records_[sid];
   rec.outcome = RequestOutcome::kRejected;
   rec.reject_reason = reason;
+  series_.on_leave(sim_.now());
   rec.done_ns = -1;
   recorder_.counters().actions["reject:" + reason]++;
   if (slo_watch_) {
-    slo_watch_->on_reject(sim_.now());
+    slo_watch_->on_reject(rec, sim_.now());
     check_slo_watch();
   }
   if (seqs_[sid].req.session.valid()) workload_->abandon_session(seqs_[sid].req.session);
@@ -63,6 +73,7 @@ void ClusterSim::admit_request(Request req) {
   seqs_.push_back(std::move(s));
   const Request& r = seqs_[sid].req;
   records_.push_back(arrival_record(r, sim_.now()));
+  series_.on_enter(sim_.now());
   if (r.attempt_idx > 0) recorder_.counters().actions["rollback_reissue"]++;
   if (decision.reject) {
     reject(sid, decision.reject_reason);
@@ -106,8 +117,10 @@ void ClusterSim::complete(Replica& r, int32_t sid) {
   RequestRecord& rec = records_[sid];
   rec.outcome = RequestOutcome::kCompleted;
   rec.done_ns = sim_.now();
+  series_.on_leave(sim_.now());
   rec.generated_tokens = s.generated;
   sync_record(seqs_[sid], records_[sid]);
+  if (rec.tpot_ns() >= 0) series_.on_complete(rec.arrival_ns, rec.tpot_ns() / 1e6);
   if (slo_watch_) {
     slo_watch_->on_complete(rec, sim_.now());
     check_slo_watch();

@@ -19,6 +19,8 @@
 #include "sim/metrics/request_stats.h"
 #include "sim/metrics/run_recorder.h"
 #include "sim/metrics/slo_watch.h"
+#include "sim/metrics/steady_state.h"
+#include "sim/metrics/windowed_stats.h"
 #include "sim/serving/cluster.h"
 #include "sim/serving/cluster_policy.h"
 #include "sim/serving/cluster_router.h"
@@ -48,9 +50,15 @@ class ClusterSim {
   // cluster.cc
   void register_events();
   void check_conservation(RunOutput& out);
+  // Runs until `end`, then on while [run] max_duration_s allows and the window has not converged
+  // (steady_state.h); returns the analysis of the window it ended with.
+  SteadyStateResult run_until_converged(SimTime end);
   // RunOptions::stop_on_certain_failure: the watch, with the open-loop requests arriving by the
   // run's end counted from a second generator on the same stream (nothing for agent sessions).
   void start_slo_watch();
+  // Whether the workload's open-loop stream has ended before `t` (counted from a second generator
+  // on the same stream, as the watch counts requests).
+  bool workload_ends_before(SimTime t) const;
   // RunOptions::cancel set: stop the run.
   void check_cancel() {
     if (opt_.cancel != nullptr && opt_.cancel->load(std::memory_order_relaxed)) {
@@ -112,12 +120,17 @@ class ClusterSim {
   std::unique_ptr<PdTransfer> pd_transfer_;  // with P/D pools
   std::unique_ptr<WorkloadGenerator> workload_;
   std::map<int64_t, Request> pending_;  // arrivals scheduled but not yet happened
+  // When the workload's open-loop arrivals ended (set once it has sent its last request).
+  std::optional<SimTime> open_loop_end_ns_;
   int64_t next_pending_key_ = 0;
   // Sequences and their records by sequence id, from the oldest one not final on (IdWindow);
   // retire_finished() hands final records at the front to stats_, the sinks and kept_.
   IdWindow<Seq> seqs_;
   IdWindow<RequestRecord> records_;
-  RequestStats stats_;
+  // Requests in the system and output tokens over time: where the warm-up ends, whether the run
+  // converged (steady_state.h); the request figures by arrival segment, cut there at the end.
+  SystemSeries series_;
+  WindowedRequestStats stats_;
   // RunOptions::stop_on_certain_failure on an open-loop workload (null otherwise).
   std::unique_ptr<SloWatch> slo_watch_;
   bool cancelled_ = false;

@@ -61,6 +61,7 @@ bool ClusterSim::advance_sequence(Replica& r, int32_t sid, const SeqSlice& sl) {
   // first token on its prefill replica).
   if (s.generated == 0) {
     records_[sid].first_token_ns = sim_.now();
+    series_.on_first_token(records_[sid].arrival_ns, to_ms(records_[sid].ttft_ns()));
     if (slo_watch_) {
       slo_watch_->on_first_token(records_[sid], sim_.now());
       check_slo_watch();
@@ -70,10 +71,13 @@ bool ClusterSim::advance_sequence(Replica& r, int32_t sid, const SeqSlice& sl) {
     // Speculative decoding: the slice verified 1 + d tokens; the accepted drafts and the target's
     // own next token are committed, the rejected drafts' KV freed.
     const auto drafts = static_cast<int32_t>(sl.new_tokens - 1);
-    s.generated += 1 + draft_acceptance_->verify(drafts, s.req.domain);
+    const int32_t committed = 1 + draft_acceptance_->verify(drafts, s.req.domain);
+    s.generated += committed;
+    series_.on_tokens(sim_.now(), committed);
     r.scheduler->trim_to_committed(s);
   } else {
     s.generated += 1;
+    series_.on_tokens(sim_.now(), 1);
   }
   // The record's generated_tokens is written when the request completes (complete()) or the run
   // ends in flight (check_conservation), not per token.

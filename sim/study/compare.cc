@@ -161,8 +161,15 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
                          const BootstrapOptions& boot, CompareResult& result) {
   using Key = std::pair<int32_t, int32_t>;  // (request id, attempt)
   std::map<Key, std::pair<const RequestRecord*, const RequestRecord*>> by_id;
-  for (const RequestRecord& r : runs.a.requests) by_id[{r.request_id, r.attempt_idx}].first = &r;
-  for (const RequestRecord& r : runs.b.requests) by_id[{r.request_id, r.attempt_idx}].second = &r;
+  // The measured window of both (steady state, docs/outputs.md): from the later warm-up's end.
+  const SimTime from_ns = from_seconds(
+      std::max(runs.a.summary.measurement.warmup_s, runs.b.summary.measurement.warmup_s));
+  for (const RequestRecord& r : runs.a.requests) {
+    if (r.arrival_ns >= from_ns) by_id[{r.request_id, r.attempt_idx}].first = &r;
+  }
+  for (const RequestRecord& r : runs.b.requests) {
+    if (r.arrival_ns >= from_ns) by_id[{r.request_id, r.attempt_idx}].second = &r;
+  }
   std::vector<RequestFigures> fa, fb;
   std::vector<const RequestFigures*> units_a, units_b;  // per unit (id), nullptr when absent
   fa.reserve(by_id.size());
@@ -194,7 +201,8 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
   const int32_t num_figures = static_cast<int32_t>(metric_names().size());
   // Statistics: the figures' differences B - A, then the paired TTFT mean difference, A's mean
   // and B's mean over the resampled matched requests.
-  const double dur_a = runs.a.summary.duration_s, dur_b = runs.b.summary.duration_s;
+  const double dur_a = to_seconds(runs.a.end_ns - from_ns),
+               dur_b = to_seconds(runs.b.end_ns - from_ns);
   StatisticsFn fn = [&](std::span<const int64_t> idx, std::span<double> out) {
     std::vector<const RequestFigures*> ra, rb;
     ra.reserve(idx.size());
@@ -233,7 +241,8 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
     c.b = b[static_cast<size_t>(m)];
     c.diff = c.b - c.a;
     c.rel_diff = relative(c.a, c.diff);
-    c.has_ci = !units_a.empty() && !std::isnan(c.diff) && !std::isnan(ci.lo);
+    // Resamples that all give one value say nothing of the noise: no interval then.
+    c.has_ci = !units_a.empty() && !std::isnan(c.diff) && !std::isnan(ci.lo) && ci.hi > ci.lo;
     c.ci_lo = ci.lo;
     c.ci_hi = ci.hi;
     result.metrics.push_back(c);
@@ -247,7 +256,8 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
   paired_row.b = cis[static_cast<size_t>(num_figures) + 2].estimate;
   paired_row.diff = paired_ci.estimate;
   paired_row.rel_diff = relative(paired_row.a, paired_row.diff);
-  paired_row.has_ci = !paired_units.empty() && !std::isnan(paired_ci.lo);
+  paired_row.has_ci =
+      !paired_units.empty() && !std::isnan(paired_ci.lo) && paired_ci.hi > paired_ci.lo;
   paired_row.ci_lo = paired_ci.lo;
   paired_row.ci_hi = paired_ci.hi;
   result.metrics.push_back(paired_row);
@@ -332,7 +342,7 @@ void compare_by_replications(const std::vector<RunPair>& runs, const BootstrapOp
     m.b = mean_of(vb, static_cast<size_t>(s));
     m.diff = ci.estimate;
     m.rel_diff = relative(m.a, m.diff);
-    m.has_ci = !std::isnan(ci.estimate) && !std::isnan(ci.lo);
+    m.has_ci = !std::isnan(ci.estimate) && !std::isnan(ci.lo) && ci.hi > ci.lo;
     m.ci_lo = ci.lo;
     m.ci_hi = ci.hi;
     (s < static_cast<int32_t>(metric_names().size()) ? result.metrics
@@ -368,6 +378,7 @@ CompareResult compare_scenarios(const Scenario& a, const Scenario& b,
     result.digests_a.push_back(p.a.digest_hex);
     result.digests_b.push_back(p.b.digest_hex);
     result.conservation_ok = result.conservation_ok && p.a.conservation_ok && p.b.conservation_ok;
+    result.identical = result.identical && p.a.digest_hex == p.b.digest_hex;
   }
   BootstrapOptions boot{options.num_resamples, options.confidence, options.seed};
   if (options.num_replications == 1) {

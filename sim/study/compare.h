@@ -41,7 +41,9 @@ struct MetricComparison {
   double b = 0;         // B's figure (mean over replications)
   double diff = 0;      // B - A (the mean of the paired differences)
   double rel_diff = 0;  // diff / |a|
-  bool has_ci = false;  // false for action counts with one replication (no per-request units)
+  // False for action counts with one replication (no per-request units), and where every
+  // resample gave the same value (a zero-width interval says nothing of the noise).
+  bool has_ci = false;
   double ci_lo = 0;
   double ci_hi = 0;
 };
@@ -71,6 +73,8 @@ struct CompareResult {
   std::vector<MetricComparison> mechanisms;
   std::vector<std::string> digests_a, digests_b;  // per seed
   bool conservation_ok = true;                    // in every run
+  // A and B ran the same events for every seed (equal digests): every difference is 0.
+  bool identical = true;
 };
 
 // Runs both scenarios (with their policies) for each seed and compares them. Throws ConfigError

@@ -1,7 +1,9 @@
 #include "sim/study/search.h"
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 
@@ -81,6 +83,43 @@ std::optional<size_t> cheapest_config(const std::vector<ConfigSearch>& configs,
   return best;
 }
 
+std::optional<RateInterval> rate_interval(const ConfigSearch& c) {
+  if (c.replicates.empty() || !c.error.empty()) return std::nullopt;
+  std::vector<const MultiplierSearch*> all = {&c.search};
+  for (const MultiplierSearch& r : c.replicates) all.push_back(&r);
+  RateInterval iv;
+  iv.num_seeds = static_cast<int32_t>(all.size());
+  double lo_bracket = 0, hi_bracket = 0, sum = 0;
+  std::vector<double> rates;
+  for (const MultiplierSearch* s : all) {
+    if (!s->found || s->min_fail <= 0) return std::nullopt;
+    const double r = c.base_rate_per_s * s->max_ok, f = c.base_rate_per_s * s->min_fail;
+    lo_bracket = rates.empty() ? r : std::min(lo_bracket, r);
+    hi_bracket = std::max(hi_bracket, f);
+    rates.push_back(r);
+    sum += r;
+  }
+  const auto n = static_cast<double>(rates.size());
+  iv.mean = sum / n;
+  double ss = 0;
+  for (double r : rates) ss += (r - iv.mean) * (r - iv.mean);
+  const boost::math::students_t t_dist(n - 1);
+  const double hw = boost::math::quantile(boost::math::complement(t_dist, 0.025)) *
+                    std::sqrt(ss / (n - 1)) / std::sqrt(n);
+  iv.lo = std::min(iv.mean - hw, lo_bracket);
+  iv.hi = std::max(iv.mean + hw, hi_bracket);
+  return iv;
+}
+
+std::string interval_text(double mean, double lo, double hi) {
+  const double hw = std::max(hi - mean, mean - lo);
+  const int decimals =
+      hw > 0 ? std::clamp(1 - static_cast<int>(std::floor(std::log10(hw))), 0, 12) : 3;
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), "%.*f [%.*f, %.*f]", decimals, mean, decimals, lo, decimals, hi);
+  return buf;
+}
+
 const RateProbe* best_probe(const ConfigSearch& c) {
   if (!c.search.found) return nullptr;
   for (const RateProbe& p : c.probes) {
@@ -148,6 +187,29 @@ Plan search_plan(const SearchResult& result, const std::vector<std::string>& par
   return plan;
 }
 
+namespace {
+
+// The searches with seeds seed + 1 .. seed + replications - 1: their verdicts only (common random
+// numbers within each seed).
+std::vector<MultiplierSearch> search_more_seeds(
+    const std::function<RateProbe(double, uint64_t, const std::atomic<bool>&)>& probe,
+    uint64_t seed, const SearchOptions& options, int32_t probe_threads) {
+  std::vector<MultiplierSearch> out;
+  for (int32_t r = 1; r < options.replications; ++r) {
+    const uint64_t rep_seed = seed + static_cast<uint64_t>(r);
+    ProbeParallelism parallel;
+    parallel.num_threads = probe_threads;
+    out.push_back(search_max_multiplier(
+        ProbeFunction([&](double m, const std::atomic<bool>& stop) {
+          return probe(m, rep_seed, stop).verdict.meets;
+        }),
+        options.rel_tolerance, options.max_doublings, parallel));
+  }
+  return out;
+}
+
+}  // namespace
+
 SearchResult search_rates(const ScenarioTemplate& scenario,
                           const std::vector<std::vector<Override>>& configs, const SearchSlo& slo,
                           const SearchOptions& options,
@@ -196,17 +258,21 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
       // it, in its order, into c.probes.
       std::mutex probes_mu;
       std::map<double, RateProbe> probed;
-      auto meets = [&](double m, const std::atomic<bool>& stop) {
+      auto probe = [&](double m, uint64_t probe_seed, const std::atomic<bool>& stop) {
         std::vector<Override> probe_overrides = c.overrides;
         probe_overrides.push_back(rate_override(base, m));
         Scenario sc = scenario.instantiate(probe_overrides);
         // The summary then counts SLO attainment with the search's limits (judge_run).
         sc.slo.ttft_ms = slo.request_ttft_ms.value_or(sc.slo.ttft_ms);
         sc.slo.tpot_ms = slo.request_tpot_ms.value_or(sc.slo.tpot_ms);
+        // A probe that has not converged runs on, up to the factor (steady state: slo_verdict.h).
+        if (!sc.run.max_duration_s && options.max_duration_factor > 1) {
+          sc.run.max_duration_s = sc.run.duration_s * options.max_duration_factor;
+        }
         RunOptions run_options;
         if (!options.full_probes) run_options.stop_on_certain_failure = watch_limits(sc, slo);
         run_options.cancel = &stop;  // a speculative probe the search has passed by
-        RunOutput out = simulate(sc, seed, run_options);
+        RunOutput out = simulate(sc, probe_seed, run_options);
         RateProbe p;
         p.multiplier = m;
         p.rate_per_s = c.base_rate_per_s * m;
@@ -216,9 +282,13 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
           p.input_tokens_per_s = s.input_tokens_per_s;
           p.output_tokens_per_s = s.output_tokens_per_s;
         }
-        if (s.ttft_ms.count > 0) p.ttft_p99_ms = s.ttft_ms.p99;
-        if (s.tpot_ms.count > 0) p.tpot_p99_ms = s.tpot_ms.p99;
+        if (s.ttft_ms.count + s.ttft_ms.num_censored > 0) p.ttft_p99_ms = s.ttft_ms.p99;
+        if (s.tpot_ms.count + s.tpot_ms.num_censored > 0) p.tpot_p99_ms = s.tpot_ms.p99;
         if (s.tpot_ms.count > 0) p.tpot_p50_ms = s.tpot_ms.p50;
+        return p;
+      };
+      auto meets = [&](double m, const std::atomic<bool>& stop) {
+        RateProbe p = probe(m, seed, stop);
         const bool ok = p.verdict.meets;
         std::lock_guard<std::mutex> lock(probes_mu);
         probed.emplace(m, std::move(p));
@@ -237,6 +307,7 @@ SearchResult search_rates(const ScenarioTemplate& scenario,
                                        options.max_doublings, parallel);
       c.max_rate_per_s = c.base_rate_per_s * c.search.max_ok;
       c.fail_rate_per_s = c.base_rate_per_s * c.search.min_fail;
+      c.replicates = search_more_seeds(probe, seed, options, probe_threads);
     } catch (const ConfigError& e) {
       c.error = e.what();
     }

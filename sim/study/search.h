@@ -55,6 +55,12 @@ struct SearchOptions {
   // configurations than threads probes speculatively; never more than num_threads at once.
   int32_t num_threads = 1;
   std::optional<double> target_rate_per_s;  // for the cheapest configuration
+  // >= 1. Each configuration is searched once per seed (seed, seed + 1, ...): the first search's
+  // probes give the figures, all of them the interval on the max rate (rate_interval).
+  int32_t replications = 1;
+  // >= 1. A probe whose window has not converged by its run.duration_s runs on up to this many
+  // times it (run.max_duration_s; a scenario's own max_duration_s wins). 1: never extended.
+  double max_duration_factor = 1;
   // Only the configurations with config_idx % shard_count == shard_index are searched (MPI
   // ranks); the others keep their config_idx and overrides, nothing else, and never count as
   // the cheapest.
@@ -97,7 +103,22 @@ struct ConfigSearch {
   double max_rate_per_s = 0;      // base_rate_per_s x search.max_ok
   double fail_rate_per_s = 0;     // base_rate_per_s x search.min_fail (0: none failed)
   std::vector<RateProbe> probes;  // in probe order
+  // SearchOptions::replications > 1: the searches with the further seeds (seed + 1, ...).
+  std::vector<MultiplierSearch> replicates;
 };
+
+// The interval on a configuration's max rate over its replications (the first search and
+// ConfigSearch::replicates): the Student-t 95% interval of the mean of the seeds' max rates,
+// widened to hold every seed's bracket [max rate, first failing rate]. Absent with one
+// replication, or when some seed met the SLOs at no probed rate or at every one (no bracket).
+struct RateInterval {
+  double mean = 0, lo = 0, hi = 0;
+  int32_t num_seeds = 0;
+};
+std::optional<RateInterval> rate_interval(const ConfigSearch& c);
+// "3.21 [3.06, 3.36]": the mean and its interval with the decimals the interval supports (two
+// significant digits of its half-width).
+std::string interval_text(double mean, double lo, double hi);
 
 // The probe at the highest multiplier that met the SLOs (the one max_rate_per_s reports); null
 // when none met.

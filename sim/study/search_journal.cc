@@ -12,7 +12,7 @@ namespace {
 
 std::string header_line(const SearchJournalHeader& h) {
   nlohmann::json header = {
-      {"moesim_search_journal", 2},
+      {"moesim_search_journal", 3},
       {"probe_infeasible", h.probe_infeasible},
       {"full_probes", h.full_probes},
       {"gpu_price_per_hour",
@@ -24,6 +24,8 @@ std::string header_line(const SearchJournalHeader& h) {
       {"seed", h.seed ? nlohmann::json(*h.seed) : nlohmann::json(nullptr)},
       {"tolerance", h.rel_tolerance},
       {"max_doublings", h.max_doublings},
+      {"replications", h.replications},
+      {"max_duration_factor", h.max_duration_factor},
       {"num_configs", h.num_configs}};
   return header.dump() + "\n";
 }

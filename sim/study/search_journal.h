@@ -27,6 +27,8 @@ struct SearchJournalHeader {
   std::optional<int64_t> seed;
   double rel_tolerance = 0.02;
   int32_t max_doublings = 10;
+  int32_t replications = 1;
+  double max_duration_factor = 1;
   size_t num_configs = 0;
 };
 

@@ -72,6 +72,10 @@ nlohmann::json search_record_json(const ConfigSearch& c) {
                       optional_json(p.ttft_p99_ms), optional_json(p.tpot_p99_ms),
                       optional_json(p.tpot_p50_ms)});
   }
+  nlohmann::json reps = nlohmann::json::array();
+  for (const MultiplierSearch& r : c.replicates) {
+    reps.push_back({r.found, r.max_ok, r.min_fail, r.num_probes});
+  }
   return {{"idx", c.config_idx},
           {"error", c.error},
           {"gpus", c.num_gpus},
@@ -89,6 +93,7 @@ nlohmann::json search_record_json(const ConfigSearch& c) {
           {"n", c.search.num_probes},
           {"max_rate", c.max_rate_per_s},
           {"fail_rate", c.fail_rate_per_s},
+          {"reps", reps},
           {"probes", probes}};
 }
 
@@ -109,6 +114,15 @@ void read_search_record(const nlohmann::json& j, ConfigSearch& c) {
   c.search.num_probes = j.at("n").get<int32_t>();
   c.max_rate_per_s = j.at("max_rate").get<double>();
   c.fail_rate_per_s = j.at("fail_rate").get<double>();
+  c.replicates.clear();
+  for (const auto& r : j.at("reps")) {
+    MultiplierSearch m;
+    m.found = r.at(0).get<bool>();
+    m.max_ok = r.at(1).get<double>();
+    m.min_fail = r.at(2).get<double>();
+    m.num_probes = r.at(3).get<int32_t>();
+    c.replicates.push_back(m);
+  }
   c.probes.clear();
   for (const auto& p : j.at("probes")) c.probes.push_back(probe_from(p));
 }

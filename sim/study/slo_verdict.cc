@@ -16,8 +16,9 @@ const Percentiles& percentiles_of(const RunSummary& s, const std::string& name) 
                             : s.queueing_ms;
 }
 
-int64_t percentile_count(const RunSummary& s, const std::string& name) {
-  return percentiles_of(s, name).count;
+bool is_lower_bound(const Percentiles& pc, const std::string& name) {
+  std::string p = name.substr(name.find('_') + 1, 3);
+  return p == "p50" ? pc.lower_bound.p50 : p == "p90" ? pc.lower_bound.p90 : pc.lower_bound.p99;
 }
 
 double percentile_of(const RunSummary& s, const std::string& name) {
@@ -92,13 +93,22 @@ SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const Searc
     v.attainment = static_cast<double>(v.num_met) / static_cast<double>(v.num_decided);
   }
   for (const SearchSlo::Limit& l : slo.percentile_limits) {
-    if (percentile_count(out.summary, l.name) == 0) {
+    const Percentiles& pc = percentiles_of(out.summary, l.name);
+    if (pc.count + pc.num_censored == 0) {
       v.reason = l.name + " n/a (no samples)";
       return v;
     }
+    // With censored requests the figure is a Kaplan-Meier estimate, or a lower bound (">=").
     double x = percentile_of(out.summary, l.name);
-    if (x > l.limit_ms) {
-      v.reason = l.name + " " + format_g(x) + " > " + format_g(l.limit_ms);
+    const bool bound = is_lower_bound(pc, l.name);
+    if (x > l.limit_ms || (bound && x >= l.limit_ms)) {
+      v.reason = l.name + (bound ? " >= " : " ") + format_g(x) + " > " + format_g(l.limit_ms);
+      return v;
+    }
+    if (bound) {
+      v.reason =
+          l.name + " unknown (>= " + format_g(x) + ": too many requests in flight at the end)";
+      v.not_converged = true;
       return v;
     }
   }
@@ -108,6 +118,12 @@ SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const Searc
   }
   if (v.num_decided > 0 && v.attainment < slo.min_attainment) {
     v.reason = "attainment " + format_g(v.attainment) + " < " + format_g(slo.min_attainment);
+    return v;
+  }
+  const MeasurementSummary& m = out.summary.measurement;
+  if (m.analysed && !m.converged) {
+    v.not_converged = true;
+    v.reason = m.steady ? "not converged: " + m.reason : m.reason;
     return v;
   }
   v.meets = true;

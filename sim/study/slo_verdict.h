@@ -24,9 +24,14 @@ struct SloVerdict {
   int64_t num_met = 0, num_decided = 0;  // count_slo (sim/metrics/run_metrics.h)
   double attainment = 0;                 // num_met / num_decided; 0 (no data) when none decided
   std::string reason;  // the first limit broken, e.g. "ttft_p99_ms 2301 > 2000"; "" if met
+  // The run's measured window did not converge (MeasurementSummary): a verdict that would have
+  // met the limits is unknown, and fails with the window's reason.
+  bool not_converged = false;
 };
 // A run stopped by an early verdict (RunOutput::stopped_early) fails with that reason; a
-// cancelled one (RunOutput::cancelled) fails with reason "cancelled".
+// cancelled one (RunOutput::cancelled) fails with reason "cancelled". A run whose measured
+// window did not converge (steady state, docs/outputs.md) fails: with the first limit broken
+// when one is, else as unknown with the window's reason ("no steady state: ...").
 SloVerdict judge_run(const RunOutput& out, const Scenario& scenario, const SearchSlo& slo);
 // The limits a probe of `scenario` watches for an early verdict (RunOptions::
 // stop_on_certain_failure): the percentile limits, the per-request limits and the attainment.

@@ -40,6 +40,9 @@ const std::vector<std::string>& figure_columns() {
                                                     "num_rejected",
                                                     "num_in_flight",
                                                     "num_waiting_first_token",
+                                                    "converged",
+                                                    "warmup_s",
+                                                    "lower_bounds",
                                                     "max_wait_first_token_ms",
                                                     "ttft_p50_ms",
                                                     "ttft_p90_ms",
@@ -106,8 +109,25 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
   for (const auto& [name, v] : s.counters.policy_metrics) {
     metrics += (metrics.empty() ? "" : ";") + name + "=" + metric_text(name, v);
   }
-  const bool ttft = s.ttft_ms.count > 0, tpot = s.tpot_ms.count > 0, e2e = s.e2e_ms.count > 0,
-             queueing = s.queueing_ms.count > 0;
+  auto has = [](const Percentiles& p) { return p.count + p.num_censored > 0; };
+  const bool ttft = has(s.ttft_ms), tpot = has(s.tpot_ms), e2e = has(s.e2e_ms),
+             queueing = has(s.queueing_ms);
+  // Percentiles that are only lower bounds (too many requests in flight at the end).
+  std::string bounds;
+  auto bound = [&bounds](const char* name, bool b) {
+    if (b) bounds += (bounds.empty() ? "" : ";") + std::string(name);
+  };
+  bound("ttft_p50", s.ttft_ms.lower_bound.p50);
+  bound("ttft_p90", s.ttft_ms.lower_bound.p90);
+  bound("ttft_p99", s.ttft_ms.lower_bound.p99);
+  bound("tpot_p50", s.tpot_ms.lower_bound.p50);
+  bound("tpot_p90", s.tpot_ms.lower_bound.p90);
+  bound("tpot_p99", s.tpot_ms.lower_bound.p99);
+  bound("e2e_p50", s.e2e_ms.lower_bound.p50);
+  bound("e2e_p99", s.e2e_ms.lower_bound.p99);
+  bound("queueing_p50", s.queueing_ms.lower_bound.p50);
+  bound("queueing_p99", s.queueing_ms.lower_bound.p99);
+  const MeasurementSummary& m = s.measurement;
   const std::optional<double> per_user =
       tokens_per_s_per_user(tpot ? std::optional<double>(s.tpot_ms.p50) : std::nullopt);
   return {out.conservation_ok ? "ok" : "conservation_broken",
@@ -117,6 +137,9 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
           std::to_string(s.num_rejected),
           std::to_string(s.num_in_flight),
           std::to_string(s.num_waiting_first_token),
+          m.analysed ? (m.converged ? "yes" : "no") : "",
+          figure(m.warmup_s, m.analysed),
+          bounds,
           figure(s.max_wait_first_token_ms, s.has.max_wait_first_token),
           figure(s.ttft_ms.p50, ttft),
           figure(s.ttft_ms.p90, ttft),

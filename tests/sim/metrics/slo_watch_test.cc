@@ -78,7 +78,7 @@ TEST(SloWatch, DecidesTheAttainmentFromMissedRequests) {
   lim.min_attainment = 0.99;
   // At most 200 requests: 2 missed still allow 198 / 200 = 0.99; a third does not.
   SloWatch w(lim, 200);
-  w.on_reject(from_seconds(0.1));
+  w.on_reject(record(0, -1, -1, 0), from_seconds(0.1));
   w.on_first_token(record(0, 0.2, -1, 0), from_seconds(0.2));  // late first token: missed
   // Completed, TPOT 20 ms beyond 10 ms, but its first token was late: counted once, then.
   w.on_complete(record(0, 0.2, 0.4, 11), from_seconds(0.4));
@@ -93,8 +93,24 @@ TEST(SloWatch, DecidesTheAttainmentFromMissedRequests) {
   // Without a minimum the attainment is not watched.
   lim.min_attainment = 0;
   SloWatch none(lim, 1);
-  none.on_reject(0);
+  none.on_reject(record(0, -1, -1, 0), 0);
   EXPECT_FALSE(none.failed());
+}
+
+TEST(SloWatch, CountsOnlyRequestsArrivingAfterTheLatestWarmUpCut) {
+  SloWatchLimits lim;
+  lim.ttft_ms = 100;
+  lim.tpot_ms = 1e9;
+  lim.min_attainment = 0.5;
+  // At most 2 requests, measured from 1 s on: the early one's miss may fall in the warm-up.
+  SloWatch w(lim, 2, from_seconds(1.0));
+  w.on_reject(record(0.5, -1, -1, 0), from_seconds(0.5));
+  w.on_first_token(record(0.6, 0.9, -1, 0), from_seconds(0.9));
+  EXPECT_FALSE(w.failed());
+  w.on_reject(record(1.0, -1, -1, 0), from_seconds(1.0));
+  EXPECT_FALSE(w.failed());  // 1 of at most 2 missed: 0.5 can still be met
+  w.on_first_token(record(1.1, 1.5, -1, 0), from_seconds(1.5));
+  EXPECT_TRUE(w.failed());
 }
 
 TEST(SloWatch, WatchesOnlyWhatTheSummaryComputesExactly) {
@@ -119,7 +135,7 @@ TEST(SloWatch, WatchesOnlyWhatTheSummaryComputesExactly) {
   EXPECT_EQ(t.failure().rfind("tpot_p50_ms > 10 (", 0), 0u) << t.failure();
   // No request: nothing to decide.
   SloWatch empty(ttft_p99(1), 0);
-  empty.on_reject(0);
+  empty.on_reject(record(0, -1, -1, 0), 0);
   EXPECT_FALSE(empty.failed());
 }
 

@@ -96,10 +96,72 @@ TEST(Search, JudgesDecidedRequests) {
   EXPECT_EQ(v.reason, "attainment 0.25 < 0.3");
   slo.request_ttft_ms = 160;  // request 1 now meets; request 4 (200 ms) still missed
   EXPECT_DOUBLE_EQ(judge_run(out, sc, slo).attainment, 0.5);
-  slo.percentile_limits = {{"ttft_p50_ms", 60}, {"ttft_p90_ms", 120}};  // TTFTs 50, 50, 150
+  // TTFTs 50, 50, 150 observed, 50 and 200 censored (requests 3 and 4 still waiting): by
+  // Kaplan-Meier F = 0.4 at 50, 0.7 at 150, so p50 = 150 and p90 only ">= 200".
+  slo.percentile_limits = {{"ttft_p50_ms", 160}, {"ttft_p90_ms", 120}};
   v = judge_run(out, sc, slo);
   EXPECT_FALSE(v.meets);
-  EXPECT_EQ(v.reason, "ttft_p90_ms 130 > 120");
+  EXPECT_EQ(v.reason, "ttft_p90_ms >= 200 > 120");
+  slo.percentile_limits = {{"ttft_p50_ms", 140}};
+  EXPECT_EQ(judge_run(out, sc, slo).reason, "ttft_p50_ms 150 > 140");
+  slo.percentile_limits = {{"ttft_p90_ms", 250}};  // only bounded below by 200: unknown
+  v = judge_run(out, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_TRUE(v.not_converged);
+  EXPECT_EQ(v.reason.rfind("ttft_p90_ms unknown (>= 200", 0), 0u) << v.reason;
+}
+
+// A window that did not converge is unknown: it fails with the window's reason.
+TEST(Search, AWindowThatDidNotConvergeIsUnknown) {
+  Scenario sc;
+  RunOutput out;
+  out.end_ns = from_seconds(1.0);
+  out.requests = {request(0, RequestOutcome::kCompleted, 0, 50, 140, 10)};
+  out.summary = summarize(out.requests, {}, RunCounters{}, out.end_ns, 100, 10);
+  SearchSlo slo;
+  EXPECT_TRUE(judge_run(out, sc, slo).meets);
+  MeasurementSummary& m = out.summary.measurement;
+  m.analysed = true;
+  m.converged = false;
+  m.steady = false;
+  m.reason = "no steady state: growing";
+  SloVerdict v = judge_run(out, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_TRUE(v.not_converged);
+  EXPECT_EQ(v.reason, "no steady state: growing");
+  m.steady = true;
+  m.reason = "too few measured requests";
+  EXPECT_EQ(judge_run(out, sc, slo).reason, "not converged: too few measured requests");
+  // A limit that fails anyway is named first.
+  slo.percentile_limits = {{"ttft_p50_ms", 10}};
+  v = judge_run(out, sc, slo);
+  EXPECT_EQ(v.reason, "ttft_p50_ms 50 > 10");
+  EXPECT_FALSE(v.not_converged);
+}
+
+// Three seeds with max rates 2.0, 2.2 and 1.8 req/s: mean 2, sd 0.2, t(0.975, 2) = 4.302653,
+// half-width 0.496828; the brackets (up to 2.244) lie inside.
+TEST(Search, RateIntervalOverSeeds) {
+  ConfigSearch c;
+  c.base_rate_per_s = 2;
+  c.search = {true, 1.0, 1.02, 5};
+  c.replicates = {{true, 1.1, 1.122, 5}, {true, 0.9, 0.918, 5}};
+  const std::optional<RateInterval> iv = rate_interval(c);
+  ASSERT_TRUE(iv.has_value());
+  EXPECT_EQ(iv->num_seeds, 3);
+  EXPECT_NEAR(iv->mean, 2.0, 1e-12);
+  EXPECT_NEAR(iv->lo, 2.0 - 0.496828, 1e-6);
+  EXPECT_NEAR(iv->hi, 2.0 + 0.496828, 1e-6);
+  EXPECT_EQ(interval_text(iv->mean, iv->lo, iv->hi), "2.00 [1.50, 2.50]");
+  // Equal seeds: the interval is the widest bracket, never of zero width.
+  c.replicates = {{true, 1.0, 1.02, 5}, {true, 1.0, 1.02, 5}};
+  EXPECT_NEAR(rate_interval(c)->hi, 2.04, 1e-12);
+  EXPECT_EQ(interval_text(2.0, 2.0, 2.04), "2.000 [2.000, 2.040]");
+  // A seed without a bracket, or a single seed: no interval.
+  c.replicates = {{true, 1.0, 0, 5}};
+  EXPECT_FALSE(rate_interval(c).has_value());
+  c.replicates.clear();
+  EXPECT_FALSE(rate_interval(c).has_value());
 }
 
 // The attainment is the run summary's (count_slo): the same numbers in both.
@@ -129,7 +191,12 @@ TEST(Search, LimitsWithoutDataAreNotMet) {
   SloVerdict v = judge_run(out, sc, slo);
   EXPECT_FALSE(v.meets);
   EXPECT_EQ(v.reason, "tpot_p99_ms n/a (no samples)");
-  slo.percentile_limits = {{"ttft_p99_ms", 80}};  // one sample, 50 ms
+  // One TTFT of 50 ms observed, one censored at 50 ms: p99 is only bounded below, unknown.
+  slo.percentile_limits = {{"ttft_p99_ms", 80}};
+  v = judge_run(out, sc, slo);
+  EXPECT_FALSE(v.meets);
+  EXPECT_EQ(v.reason.rfind("ttft_p99_ms unknown (>= 50", 0), 0u) << v.reason;
+  slo.percentile_limits.clear();
   v = judge_run(out, sc, slo);
   EXPECT_FALSE(v.meets);
   EXPECT_EQ(v.num_decided, 0);
