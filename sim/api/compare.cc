@@ -163,12 +163,20 @@ nlohmann::json compare_json(const CompareReport& report) {
   j["digests"] = {{"a", r.digests_a}, {"b", r.digests_b}};
   j["conservation_ok"] = r.conservation_ok;
   j["identical"] = r.identical;
+  j["not_converged"] = {{"a", r.num_not_converged_a}, {"b", r.num_not_converged_b}};
   return j;
 }
 
 void write_compare_text(std::ostream& os, const CompareReport& report) {
   const study::CompareResult& r = report.result;
   write_header(os, report);
+  if (r.num_not_converged_a + r.num_not_converged_b > 0) {
+    os << format_text(
+        "  NOT CONVERGED: %d of A's and %d of B's %zu runs (first: %s); their figures are of a "
+        "transient (docs/outputs.md, \"Steady state\")\n",
+        r.num_not_converged_a, r.num_not_converged_b, r.seeds.size(),
+        r.not_converged_reason.c_str());
+  }
   if (r.identical) {
     os << "  A and B are identical runs (the same events for every seed): every difference is 0\n";
   }

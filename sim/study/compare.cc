@@ -1,5 +1,6 @@
 #include "sim/study/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -7,6 +8,7 @@
 #include <utility>
 
 #include "base/check.h"
+#include "sim/metrics/request_stats.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/simulate.h"
 
@@ -40,8 +42,16 @@ double relative(double a, double diff) {
   return std::isfinite(a) && a != 0 && !std::isnan(diff) ? diff / std::fabs(a) : kNoData;
 }
 
+// An interval wider than rounding: resamples that all give one value (up to the last bits of
+// their sums) say nothing of the noise.
+bool has_width(const ConfidenceInterval& ci) {
+  const double scale = std::max({1.0, std::fabs(ci.lo), std::fabs(ci.hi)});
+  return ci.hi - ci.lo > 1e-9 * scale;
+}
+
 std::vector<double> summary_figures(const RunSummary& s) {
-  const bool ttft = s.ttft_ms.count > 0, tpot = s.tpot_ms.count > 0, rates = s.has.rates;
+  const bool ttft = s.ttft_ms.count + s.ttft_ms.num_censored > 0,
+             tpot = s.tpot_ms.count + s.tpot_ms.num_censored > 0, rates = s.has.rates;
   return {or_no_data(s.ttft_ms.p50, ttft),
           or_no_data(s.ttft_ms.p99, ttft),
           or_no_data(s.tpot_ms.p50, tpot),
@@ -103,6 +113,8 @@ bool is_action(const std::string& name) { return name.rfind("action:", 0) == 0; 
 struct RequestFigures {
   double ttft_ms = -1;  // -1: no first token
   double tpot_ms = -1;  // -1: not completed, or fewer than two tokens
+  // In flight at the end: the censored values RequestStats takes (-1: none).
+  double ttft_censored_ms = -1, tpot_censored_ms = -1;
   bool completed = false;
   bool met_slo = false;  // slo_status kMet under the scenario's [slo] limits
   bool decided = false;  // slo_status kMet or kMissed
@@ -118,6 +130,14 @@ RequestFigures figures_of(const RequestRecord& r, const SloSpec& slo, SimTime en
     double tp = r.tpot_ns();
     if (tp >= 0) f.tpot_ms = tp / 1e6;
   }
+  if (r.outcome == RequestOutcome::kInFlight) {
+    if (r.first_token_ns < 0) {
+      f.ttft_censored_ms = to_ms(end_ns - r.arrival_ns);
+    } else if (r.output_tokens >= 2) {
+      f.tpot_censored_ms =
+          to_ms(end_ns - r.first_token_ns) / static_cast<double>(r.output_tokens - 1);
+    }
+  }
   SloStatus st = slo_status(r, end_ns, slo.ttft_ms, slo.tpot_ms);
   f.met_slo = st == SloStatus::kMet;
   f.decided = st != SloStatus::kUndecided;
@@ -128,25 +148,30 @@ RequestFigures figures_of(const RequestRecord& r, const SloSpec& slo, SimTime en
 // run), written to out (size 8); NaN where there is no data.
 void figures_over(const std::vector<const RequestFigures*>& rows, double duration_s,
                   std::span<double> out) {
-  std::vector<double> ttft, tpot;
+  // As the run summary computes them: with the censored requests (Kaplan-Meier).
+  PercentileSketch ttft, tpot;
+  std::vector<double> ttft_censored, tpot_censored;
   int64_t tokens = 0, completed = 0, met = 0, decided = 0;
   for (const RequestFigures* f : rows) {
     if (!f) continue;
-    if (f->ttft_ms >= 0) ttft.push_back(f->ttft_ms);
-    if (f->tpot_ms >= 0) tpot.push_back(f->tpot_ms);
+    if (f->ttft_ms >= 0) ttft.add(f->ttft_ms);
+    if (f->tpot_ms >= 0) tpot.add(f->tpot_ms);
+    if (f->ttft_censored_ms >= 0) ttft_censored.push_back(f->ttft_censored_ms);
+    if (f->tpot_censored_ms >= 0) tpot_censored.push_back(f->tpot_censored_ms);
     tokens += f->generated_tokens;
     completed += f->completed;
     met += f->met_slo;
     decided += f->decided;
   }
-  Percentiles t = percentiles(std::move(ttft));
-  Percentiles p = percentiles(std::move(tpot));
+  const Percentiles t = ttft.summary_with_censored(std::move(ttft_censored));
+  const Percentiles p = tpot.summary_with_censored(std::move(tpot_censored));
   const bool rates = duration_s > 0;
   const double per_s = rates ? 1.0 / duration_s : 0.0;
-  out[0] = or_no_data(t.p50, t.count > 0);
-  out[1] = or_no_data(t.p99, t.count > 0);
-  out[2] = or_no_data(p.p50, p.count > 0);
-  out[3] = or_no_data(p.p99, p.count > 0);
+  const bool has_t = t.count + t.num_censored > 0, has_p = p.count + p.num_censored > 0;
+  out[0] = or_no_data(t.p50, has_t);
+  out[1] = or_no_data(t.p99, has_t);
+  out[2] = or_no_data(p.p50, has_p);
+  out[3] = or_no_data(p.p99, has_p);
   out[4] = or_no_data(static_cast<double>(tokens) * per_s, rates);
   out[5] = or_no_data(static_cast<double>(completed) * per_s, rates);
   out[6] = or_no_data(static_cast<double>(met) * per_s, rates);
@@ -242,7 +267,7 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
     c.diff = c.b - c.a;
     c.rel_diff = relative(c.a, c.diff);
     // Resamples that all give one value say nothing of the noise: no interval then.
-    c.has_ci = !units_a.empty() && !std::isnan(c.diff) && !std::isnan(ci.lo) && ci.hi > ci.lo;
+    c.has_ci = !units_a.empty() && !std::isnan(c.diff) && !std::isnan(ci.lo) && has_width(ci);
     c.ci_lo = ci.lo;
     c.ci_hi = ci.hi;
     result.metrics.push_back(c);
@@ -256,8 +281,7 @@ void compare_by_requests(const Scenario& sa, const Scenario& sb, const RunPair& 
   paired_row.b = cis[static_cast<size_t>(num_figures) + 2].estimate;
   paired_row.diff = paired_ci.estimate;
   paired_row.rel_diff = relative(paired_row.a, paired_row.diff);
-  paired_row.has_ci =
-      !paired_units.empty() && !std::isnan(paired_ci.lo) && paired_ci.hi > paired_ci.lo;
+  paired_row.has_ci = !paired_units.empty() && !std::isnan(paired_ci.lo) && has_width(paired_ci);
   paired_row.ci_lo = paired_ci.lo;
   paired_row.ci_hi = paired_ci.hi;
   result.metrics.push_back(paired_row);
@@ -342,7 +366,7 @@ void compare_by_replications(const std::vector<RunPair>& runs, const BootstrapOp
     m.b = mean_of(vb, static_cast<size_t>(s));
     m.diff = ci.estimate;
     m.rel_diff = relative(m.a, m.diff);
-    m.has_ci = !std::isnan(ci.estimate) && !std::isnan(ci.lo) && ci.hi > ci.lo;
+    m.has_ci = !std::isnan(ci.estimate) && !std::isnan(ci.lo) && has_width(ci);
     m.ci_lo = ci.lo;
     m.ci_hi = ci.hi;
     (s < static_cast<int32_t>(metric_names().size()) ? result.metrics
@@ -379,6 +403,12 @@ CompareResult compare_scenarios(const Scenario& a, const Scenario& b,
     result.digests_b.push_back(p.b.digest_hex);
     result.conservation_ok = result.conservation_ok && p.a.conservation_ok && p.b.conservation_ok;
     result.identical = result.identical && p.a.digest_hex == p.b.digest_hex;
+    for (const RunOutput* out : {&p.a, &p.b}) {
+      const MeasurementSummary& m = out->summary.measurement;
+      if (!m.analysed || m.converged) continue;
+      (out == &p.a ? result.num_not_converged_a : result.num_not_converged_b)++;
+      if (result.not_converged_reason.empty()) result.not_converged_reason = m.reason;
+    }
   }
   BootstrapOptions boot{options.num_resamples, options.confidence, options.seed};
   if (options.num_replications == 1) {

@@ -75,6 +75,10 @@ struct CompareResult {
   bool conservation_ok = true;                    // in every run
   // A and B ran the same events for every seed (equal digests): every difference is 0.
   bool identical = true;
+  // Runs whose measured window did not converge (MeasurementSummary), per side, and the first
+  // such run's reason.
+  int32_t num_not_converged_a = 0, num_not_converged_b = 0;
+  std::string not_converged_reason;
 };
 
 // Runs both scenarios (with their policies) for each seed and compares them. Throws ConfigError

@@ -160,6 +160,8 @@ void write_plan_csv(const Plan& plan, std::ostream& out) {
                         "ttft_p99_ms",
                         "tpot_p99_ms",
                         "slo_attainment",
+                        "output_tokens_per_s_ci95",
+                        "ttft_p99_ms_ci95",
                         "feasible",
                         "infeasible_reason",
                         "pareto",
@@ -194,6 +196,8 @@ void write_plan_csv(const Plan& plan, std::ostream& out) {
                                cell(e.ttft_p99_ms),
                                cell(e.tpot_p99_ms),
                                cell(e.slo_attainment),
+                               cell(e.output_tokens_per_s_half_width),
+                               cell(e.ttft_p99_ms_half_width),
                                e.feasible ? "true" : "false",
                                e.infeasible_reason,
                                e.pareto ? "true" : "false",
@@ -243,6 +247,8 @@ void write_plan_json(const Plan& plan, std::ostream& out) {
     c["usd_per_m_output_tokens"] = json_number(e.cost.usd_per_m_output_tokens);
     c["ttft_p99_ms"] = json_number(e.ttft_p99_ms);
     c["tpot_p99_ms"] = json_number(e.tpot_p99_ms);
+    c["output_tokens_per_s_ci95"] = json_number(e.output_tokens_per_s_half_width);
+    c["ttft_p99_ms_ci95"] = json_number(e.ttft_p99_ms_half_width);
     c["slo_attainment"] = json_number(e.slo_attainment);
     c["feasible"] = e.feasible;
     c["infeasible_reason"] = e.infeasible_reason;

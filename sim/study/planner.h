@@ -56,6 +56,9 @@ struct PlanEntry {
   std::optional<double> tpot_p50_ms;                   // sweep: mean over the runs
   std::optional<double> output_tokens_per_s_per_user;  // tokens_per_s_per_user(tpot_p50_ms)
   std::optional<double> slo_attainment;  // met / decided (sweep: pooled over the runs)
+  // Sweep with two runs (seeds) or more: the Student-t 95% half-widths of the means above
+  // (sim/study/replications.h), absent with one.
+  std::optional<double> output_tokens_per_s_half_width, ttft_p99_ms_half_width;
   bool feasible = false;
   std::string infeasible_reason;  // why not feasible ("" when feasible)
   bool pareto = false;            // set by mark_pareto

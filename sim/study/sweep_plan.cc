@@ -1,6 +1,8 @@
 #include "sim/study/sweep_plan.h"
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -18,6 +20,7 @@ struct ConfigRows {
   int64_t num_rows = 0;
   bool all_feasible = true;
   double sum_input = 0, sum_output = 0, sum_rate = 0, sum_ttft = 0, sum_tpot = 0, sum_tpot50 = 0;
+  std::vector<double> outputs, ttfts;  // per run, for the intervals
   int64_t n_rates = 0, n_ttft = 0, n_tpot = 0, n_tpot50 = 0;
   int64_t num_met = 0, num_decided = 0;
   std::string first_error;
@@ -26,6 +29,44 @@ struct ConfigRows {
 std::optional<double> mean(double sum, int64_t n) {
   if (n == 0) return std::nullopt;
   return sum / static_cast<double>(n);
+}
+
+// Student-t 95% half-width of the mean of `v`; absent with fewer than two values.
+std::optional<double> half_width(const std::vector<double>& v) {
+  if (v.size() < 2) return std::nullopt;
+  const auto n = static_cast<double>(v.size());
+  double m = 0;
+  for (double x : v) m += x;
+  m /= n;
+  double ss = 0;
+  for (double x : v) ss += (x - m) * (x - m);
+  const boost::math::students_t t_dist(n - 1);
+  return boost::math::quantile(boost::math::complement(t_dist, 0.025)) * std::sqrt(ss / (n - 1)) /
+         std::sqrt(n);
+}
+
+// A configuration's entry from its rows: means over its ok runs, their intervals, the cost.
+PlanEntry finish_entry(ConfigRows& r) {
+  PlanEntry e = std::move(r.entry);
+  if (e.num_runs == 0) {
+    e.error = r.first_error;
+  } else {
+    e.input_tokens_per_s = mean(r.sum_input, r.n_rates);
+    e.output_tokens_per_s = mean(r.sum_output, r.n_rates);
+    e.rate_per_s = mean(r.sum_rate, r.n_rates);
+    e.ttft_p99_ms = mean(r.sum_ttft, r.n_ttft);
+    e.tpot_p99_ms = mean(r.sum_tpot, r.n_tpot);
+    e.tpot_p50_ms = mean(r.sum_tpot50, r.n_tpot50);
+    e.output_tokens_per_s_half_width = half_width(r.outputs);
+    e.ttft_p99_ms_half_width = half_width(r.ttfts);
+    e.output_tokens_per_s_per_user = tokens_per_s_per_user(e.tpot_p50_ms);
+    if (r.num_decided > 0) {
+      e.slo_attainment = static_cast<double>(r.num_met) / static_cast<double>(r.num_decided);
+    }
+    e.feasible = r.all_feasible;
+    e.cost = cost_figures(e.num_gpus, e.input_tokens_per_s, e.output_tokens_per_s, e.price);
+  }
+  return e;
 }
 
 }  // namespace
@@ -110,10 +151,11 @@ Plan plan_from_sweep_csv(std::istream& csv, const std::string& name) {
     if (const auto in = number(c_in), out = number(c_out); in && out) {
       r.sum_input += *in;
       r.sum_output += *out;
+      r.outputs.push_back(*out);
       r.sum_rate += number(c_rate).value_or(0);
       ++r.n_rates;
     }
-    if (const auto v = number(c_ttft)) r.sum_ttft += *v, ++r.n_ttft;
+    if (const auto v = number(c_ttft)) r.sum_ttft += *v, ++r.n_ttft, r.ttfts.push_back(*v);
     if (const auto v = number(c_tpot)) r.sum_tpot += *v, ++r.n_tpot;
     if (const auto v = number(c_tpot50)) r.sum_tpot50 += *v, ++r.n_tpot50;
     r.num_met += static_cast<int64_t>(number(c_met).value_or(0));
@@ -125,26 +167,7 @@ Plan plan_from_sweep_csv(std::istream& csv, const std::string& name) {
   }
   plan.limits = limits.value_or("");
   plan.feasible_rule = "every run meets " + plan.limits;
-  for (auto& [idx, r] : configs) {
-    PlanEntry e = std::move(r.entry);
-    if (e.num_runs == 0) {
-      e.error = r.first_error;
-    } else {
-      e.input_tokens_per_s = mean(r.sum_input, r.n_rates);
-      e.output_tokens_per_s = mean(r.sum_output, r.n_rates);
-      e.rate_per_s = mean(r.sum_rate, r.n_rates);
-      e.ttft_p99_ms = mean(r.sum_ttft, r.n_ttft);
-      e.tpot_p99_ms = mean(r.sum_tpot, r.n_tpot);
-      e.tpot_p50_ms = mean(r.sum_tpot50, r.n_tpot50);
-      e.output_tokens_per_s_per_user = tokens_per_s_per_user(e.tpot_p50_ms);
-      if (r.num_decided > 0) {
-        e.slo_attainment = static_cast<double>(r.num_met) / static_cast<double>(r.num_decided);
-      }
-      e.feasible = r.all_feasible;
-      e.cost = cost_figures(e.num_gpus, e.input_tokens_per_s, e.output_tokens_per_s, e.price);
-    }
-    plan.entries.push_back(std::move(e));
-  }
+  for (auto& [idx, r] : configs) plan.entries.push_back(finish_entry(r));
   mark_pareto(plan.entries);
   plan.cheapest = cheapest_feasible(plan.entries);
   return plan;

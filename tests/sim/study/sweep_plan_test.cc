@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "sim/study/csv.h"
@@ -57,10 +58,12 @@ TEST(SweepPlan, AggregatesTheSeedsOfEachConfiguration) {
   };
   for (const PlanEntry& e : plan.entries) {
     double out = 0, ttft = 0, tpot50 = 0;
+    std::vector<double> outs;
     int64_t met = 0, decided = 0;
     bool feasible = true;
     for (size_t r = 1; r < rows.size(); ++r) {
       if (std::stoll(rows[r][col("config_idx")]) != e.config_idx) continue;
+      outs.push_back(std::stod(rows[r][col("output_tokens_per_s")]));
       out += std::stod(rows[r][col("output_tokens_per_s")]) / 2;
       ttft += std::stod(rows[r][col("ttft_p99_ms")]) / 2;
       tpot50 += std::stod(rows[r][col("tpot_p50_ms")]) / 2;
@@ -70,6 +73,11 @@ TEST(SweepPlan, AggregatesTheSeedsOfEachConfiguration) {
     }
     EXPECT_EQ(e.num_runs, 2);
     EXPECT_DOUBLE_EQ(*e.output_tokens_per_s, out);
+    // Two seeds: t(0.975, 1) = 12.7062 x sd / sqrt(2), sd = |a - b| / sqrt(2).
+    ASSERT_EQ(outs.size(), 2u);
+    EXPECT_NEAR(*e.output_tokens_per_s_half_width, 12.706205 * std::fabs(outs[0] - outs[1]) / 2,
+                1e-6 * (1 + std::fabs(outs[0] - outs[1])));
+    EXPECT_TRUE(e.ttft_p99_ms_half_width.has_value());
     EXPECT_DOUBLE_EQ(*e.ttft_p99_ms, ttft);
     EXPECT_DOUBLE_EQ(*e.tpot_p50_ms, tpot50);  // interactivity of the mean TPOT p50
     EXPECT_DOUBLE_EQ(*e.output_tokens_per_s_per_user, 1000.0 / tpot50);
