@@ -2,7 +2,7 @@
 // GPU, deepseek-v3-decode skew), per-layer EPLB with 288 slots cuts the measured per-GPU imbalance
 // at least 5x and TPOT p50 measurably, and hot-expert replication cuts TPOT p50: paired
 // comparisons against the same scenario without its [policies] table over two seeds, intervals
-// excluding zero. The figures are the ones docs/policies/eplb.md and hot_expert_replication.md show.
+// excluding zero (docs/policies/eplb.md and hot_expert_replication.md show them over three).
 #include <gtest/gtest.h>
 
 #include <fstream>

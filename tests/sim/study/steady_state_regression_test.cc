@@ -34,8 +34,8 @@ TEST(SteadyStateRegression, ASixtySecondWindowOfMinuteLongRequestsIsNotAnAnswer)
 }
 
 TEST(SteadyStateRegression, RequestsWaitingForAFirstTokenKeepAPdDeploymentInfeasible) {
-  Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) +
-                              "/scenarios/deepseek-v3-h800-mooncake.toml");
+  Scenario sc =
+      load_scenario(std::string(MOESIM_SOURCE_DIR) + "/scenarios/deepseek-v3-h800-mooncake.toml");
   sc.workload.trace.rate_multiplier *= 4;
   sc.slo.ttft_ms = 1e6;  // only a TPOT limit per request, the TTFT one far away
   sc.slo.tpot_ms = 100;
