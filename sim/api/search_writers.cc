@@ -199,8 +199,7 @@ void write_config_row(std::ostream& os, const SearchReport& report, const TableS
       g4(cost_in).c_str(), g4(when(c.search.min_fail > 0, c.fail_rate_per_s)).c_str(),
       report.grid ? config_text(c).c_str() : "");
   if (!found) {
-    os << format_text("         meets the SLOs at no probed rate (lowest probed: %s)\n",
-                      c.probes.empty() ? "-" : c.probes.back().verdict.reason.c_str());
+    os << "         " << study::no_rate_reason(c) << "\n";
   } else if (c.search.min_fail == 0) {
     os << "         meets the SLOs at every probed rate (a lower bound)\n";
   }

@@ -120,6 +120,16 @@ std::string interval_text(double mean, double lo, double hi) {
   return buf;
 }
 
+std::string no_rate_reason(const ConfigSearch& c) {
+  std::string text = "meets the SLOs at no probed rate";
+  if (c.probes.empty()) return text;
+  const std::string& first = c.probes.front().verdict.reason;
+  const std::string& lowest = c.probes.back().verdict.reason;
+  text += " (";
+  if (c.probes.size() > 1 && first != lowest) text += "at x base 1: " + first + "; ";
+  return text + "lowest probed: " + lowest + ")";
+}
+
 const RateProbe* best_probe(const ConfigSearch& c) {
   if (!c.search.found) return nullptr;
   for (const RateProbe& p : c.probes) {
@@ -162,10 +172,7 @@ Plan search_plan(const SearchResult& result, const std::vector<std::string>& par
     } else if (c.not_probed || c.diagnosis.infeasible()) {
       e.infeasible_reason = c.diagnosis.verdict();
     } else if (!c.search.found) {
-      e.infeasible_reason =
-          "meets the SLOs at no probed rate" +
-          (c.probes.empty() ? std::string()
-                            : " (lowest probed: " + c.probes.back().verdict.reason + ")");
+      e.infeasible_reason = no_rate_reason(c);
     } else if (target_rate_per_s && c.max_rate_per_s < *target_rate_per_s) {
       e.infeasible_reason = "max rate " + number_text(c.max_rate_per_s) + " " + c.rate_unit +
                             " < the target " + number_text(*target_rate_per_s);
@@ -199,11 +206,10 @@ std::vector<MultiplierSearch> search_more_seeds(
     const uint64_t rep_seed = seed + static_cast<uint64_t>(r);
     ProbeParallelism parallel;
     parallel.num_threads = probe_threads;
-    out.push_back(search_max_multiplier(
-        ProbeFunction([&](double m, const std::atomic<bool>& stop) {
-          return probe(m, rep_seed, stop).verdict.meets;
-        }),
-        options.rel_tolerance, options.max_doublings, parallel));
+    out.push_back(search_max_multiplier(ProbeFunction([&](double m, const std::atomic<bool>& stop) {
+                                          return probe(m, rep_seed, stop).verdict.meets;
+                                        }),
+                                        options.rel_tolerance, options.max_doublings, parallel));
   }
   return out;
 }

@@ -120,6 +120,11 @@ std::optional<RateInterval> rate_interval(const ConfigSearch& c);
 // significant digits of its half-width).
 std::string interval_text(double mean, double lo, double hi);
 
+// Why a configuration met the SLOs at no probed rate: "meets the SLOs at no probed rate (at x
+// base 1: REASON; lowest probed: REASON)", the first probe's reason when it differs from the
+// lowest's (an unknown window at the lowest rates hides what failed at the rate asked for).
+std::string no_rate_reason(const ConfigSearch& c);
+
 // The probe at the highest multiplier that met the SLOs (the one max_rate_per_s reports); null
 // when none met.
 const RateProbe* best_probe(const ConfigSearch& c);

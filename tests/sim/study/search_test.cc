@@ -139,6 +139,21 @@ TEST(Search, AWindowThatDidNotConvergeIsUnknown) {
   EXPECT_FALSE(v.not_converged);
 }
 
+TEST(Search, NoRateReasonNamesTheRateAskedForAndTheLowest) {
+  ConfigSearch c;
+  EXPECT_EQ(no_rate_reason(c), "meets the SLOs at no probed rate");
+  RateProbe p;
+  p.verdict.reason = "ttft_p99_ms 2301 > 2000";
+  c.probes.push_back(p);
+  EXPECT_EQ(no_rate_reason(c),
+            "meets the SLOs at no probed rate (lowest probed: ttft_p99_ms 2301 > 2000)");
+  p.verdict.reason = "no steady state: ...";
+  c.probes.push_back(p);
+  EXPECT_EQ(no_rate_reason(c),
+            "meets the SLOs at no probed rate (at x base 1: ttft_p99_ms 2301 > 2000; lowest "
+            "probed: no steady state: ...)");
+}
+
 // Three seeds with max rates 2.0, 2.2 and 1.8 req/s: mean 2, sd 0.2, t(0.975, 2) = 4.302653,
 // half-width 0.496828; the brackets (up to 2.244) lie inside.
 TEST(Search, RateIntervalOverSeeds) {
