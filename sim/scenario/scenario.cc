@@ -273,7 +273,6 @@ KvTierSpec parse_kv_tiers(TomlTable& t, const Topology& topo, const SchedulerSpe
 
 }  // namespace
 
-
 const char* overlap_mode_name(OverlapMode m) {
   switch (m) {
     case OverlapMode::kNone:

@@ -45,7 +45,6 @@ struct SloSpec {
   double tpot_ms = 100;   // > 0
 };
 
-
 struct OutputSpec {
   bool requests_csv = true;
   bool steps_csv = true;  // --out: steps.csv, one row per executed step
