@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "base/checked_number.h"
+
 namespace moesim::sim {
 
 double TraceWindow::rate_per_s() const {
@@ -35,7 +37,13 @@ TraceWindow select_trace_window(const std::vector<TraceRecord>& rows, double sta
     const SimTime first_ns = rows[w.begin_idx].timestamp_ns;
     const SimTime last_ns = rows[w.end_idx - 1].timestamp_ns;
     const double mean_gap_ns = static_cast<double>(last_ns - first_ns) / static_cast<double>(n - 1);
-    w.period_ns = last_ns - w.start_ns + static_cast<SimTime>(std::llround(mean_gap_ns));
+    // A row near the end of int64 time (past the horizon) would overflow the sum: such a lap is
+    // longer than any simulation, and kSimTimeMax says so (the loop modes refuse it).
+    const std::optional<int64_t> gap_ns = checked_llround(mean_gap_ns);
+    const std::optional<int64_t> span_ns = checked_sub(last_ns, w.start_ns);
+    const std::optional<int64_t> lap_ns =
+        gap_ns && span_ns ? checked_add(*span_ns, *gap_ns) : std::nullopt;
+    w.period_ns = lap_ns ? *lap_ns : kSimTimeMax;
   }
   return w;
 }

@@ -24,7 +24,8 @@ struct TraceWindow {
   size_t end_idx = 0;    // one past its last row
   SimTime start_ns = 0;  // trace time of start_s: a row at start_ns arrives at 0
   // The lap length in trace time; 0 when the window gives none (one row without end_s, or all
-  // rows at start_s without end_s).
+  // rows at start_s without end_s); kSimTimeMax when the lap would not fit in int64 ns (a row
+  // past the simulation horizon).
   SimTime period_ns = 0;
 
   size_t num_rows() const { return end_idx - begin_idx; }

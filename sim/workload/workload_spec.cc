@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/horizon.h"
 #include "sim/workload/azure_trace.h"
 #include "sim/workload/mooncake_trace.h"
 
@@ -210,6 +211,10 @@ void parse_trace(TomlTable& t, WorkloadSpec& s, const std::string& base_dir) {
   if (w.period_ns <= 0) {
     t.fail("replay", "the window's " + std::to_string(w.num_rows()) +
                          " row(s) give no lap length: give end_s (the window ends there)");
+  } else if (w.period_ns > kHorizonNs) {
+    t.fail("replay", "the window's lap of " + fmt(to_seconds(w.period_ns)) +
+                         " s is past the simulation horizon (" + fmt(to_seconds(kHorizonNs)) +
+                         " s): it would never repeat; use replay = \"window\"");
   }
   if (tr.replay == TraceReplay::kModel) {
     tr.model = std::make_shared<const TraceModel>(fit_trace_model(*tr.records, w));
