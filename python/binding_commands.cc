@@ -49,7 +49,7 @@ py::object compare(const py::object& a, const py::object& b, const Strings& set_
 // sweep(): (exit code, the CSV when `out` is absent else "", the summary lines of stderr).
 py::tuple sweep(const std::string& sweep_file, OptString out, bool resume, OptInt threads,
                 OptString shard, OptString slo, OptDouble min_attainment,
-                OptDouble gpu_price_per_hour, OptString plan) {
+                OptDouble gpu_price_per_hour, OptString plan, OptDouble max_duration_factor) {
   api::SweepRequest request;
   std::ostringstream csv;
   request.sweep_path = sweep_file;
@@ -62,6 +62,7 @@ py::tuple sweep(const std::string& sweep_file, OptString out, bool resume, OptIn
   request.min_attainment = min_attainment;
   request.gpu_price_per_hour = gpu_price_per_hour;
   request.plan_path = std::move(plan);
+  request.max_duration_factor = max_duration_factor;
   const api::SweepReport report = call([&] { return api::sweep(request); });
   std::ostringstream summary;
   api::write_sweep_summary(summary, report);
@@ -112,7 +113,7 @@ void bind_commands(py::module_& m) {
         "`moesim compare A B`: the --json document or the text.");
   m.def("sweep", &sweep, arg("sweep_file"), arg("out") = none, arg("resume") = false,
         arg("threads") = none, arg("shard") = none, arg("slo") = none, arg("min_attainment") = none,
-        arg("gpu_price_per_hour") = none, arg("plan") = none,
+        arg("gpu_price_per_hour") = none, arg("plan") = none, arg("max_duration_factor") = none,
         "`moesim sweep`: (exit code, the CSV bytes without `out`, the summary text).");
   m.def(
       "sweep_merge",

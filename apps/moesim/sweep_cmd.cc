@@ -93,6 +93,9 @@ int run_sweep_command(const std::vector<std::string>& argv, const MpiWorld& worl
       .option("--plan", &request.plan_path, "FILE.csv|FILE.json",
               "write the planner's table, one row per configuration (feasible, pareto, "
               "cheapest), as CSV or JSON by the file's extension")
+      .option("--max-duration-factor", &request.max_duration_factor, "F",
+              "a run whose measured window has not converged by run.duration_s runs on, up to "
+              "F times it (default 5; 1: never; docs/outputs.md, \"Steady state\")")
       .flag("--progress", &progress,
             "draw the progress bar on stderr even when it is not a terminal")
       .footer(kFooter);

@@ -239,17 +239,18 @@ def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=No
 
 
 def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attainment=None,
-          gpu_price_per_hour=None, plan=None, resume=False):
+          gpu_price_per_hour=None, plan=None, resume=False, max_duration_factor=None):
     """`moesim sweep SWEEP.toml` as a DataFrame: the sweep CSV (docs/sweeps.md), one row per run
     in grid order. out: also keep the CSV in this file (`--out FILE.csv`, written as the command
     line writes it; resume goes on from its .partial journal). slo ("ttft_p99_ms=2000" or a
     dict), min_attainment and gpu_price_per_hour set the planner columns (feasible, cost); plan:
-    write the planner's table (`--plan`, a .csv or .json file). The summary the command prints
-    at the end goes to stderr."""
+    write the planner's table (`--plan`, a .csv or .json file); max_duration_factor (default 5:
+    how far a run that has not converged runs on). The summary the command prints at the end
+    goes to stderr."""
     code, csv, summary = _moesim.sweep(
         os.fspath(sweep_file), out=_path(out), resume=resume, threads=threads, shard=shard,
         slo=_slo_text(slo), min_attainment=min_attainment, gpu_price_per_hour=gpu_price_per_hour,
-        plan=_path(plan))
+        plan=_path(plan), max_duration_factor=max_duration_factor)
     sys.stderr.write(summary)
     if out is not None:
         return pd.read_csv(out)

@@ -23,6 +23,9 @@ void check_request(const SweepRequest& r, const study::RankGroup& ranks) {
   if (r.min_attainment && !(*r.min_attainment >= 0 && *r.min_attainment <= 1)) {
     throw UsageError{"--min-attainment must be in [0, 1]"};
   }
+  if (r.max_duration_factor && !(*r.max_duration_factor >= 1 && *r.max_duration_factor <= 100)) {
+    throw UsageError{"--max-duration-factor must be in [1, 100]"};
+  }
 }
 
 void check_outputs(const SweepRequest& r, const study::RankGroup& ranks) {
@@ -93,6 +96,7 @@ SweepReport sweep(const SweepRequest& request) {
       request.threads ? static_cast<int32_t>(*request.threads) : study::default_num_threads();
   if (request.shard) options.shard = study::parse_shard(*request.shard);
   options.planner = planner;
+  options.max_duration_factor = request.max_duration_factor.value_or(5);
   // Under mpirun rank r runs the shard r + 1 of N.
   if (ranks.active()) options.shard = study::Shard{ranks.rank() + 1, ranks.size()};
   if (request.out_path && ranks.rank() == 0) io::check_output_file(*request.out_path, "--out");

@@ -27,6 +27,9 @@ struct SweepRequest {
   std::optional<double> min_attainment;      // in [0, 1] (default 0.99)
   std::optional<double> gpu_price_per_hour;  // > 0 (default: the topology's [gpu] price)
   std::optional<std::string> plan_path;      // the planner's table, .csv or .json
+  // A cell not converged by its run.duration_s runs on up to this many times it: [1, 100]
+  // (default 5; 1: never; a scenario's own run.max_duration_s wins).
+  std::optional<double> max_duration_factor;
   // (runs done, runs in all, runs resumed from the journal, counted in both), after each run.
   std::function<void(int64_t, int64_t, int64_t)> progress;
   // The MPI job the sweep is split over (rank r runs shard r + 1 of N, rank 0 writes the whole

@@ -42,6 +42,8 @@ const std::vector<std::string>& figure_columns() {
                                                     "num_waiting_first_token",
                                                     "converged",
                                                     "warmup_s",
+                                                    "simulated_s",
+                                                    "max_duration_factor",
                                                     "lower_bounds",
                                                     "max_wait_first_token_ms",
                                                     "ttft_p50_ms",
@@ -95,7 +97,7 @@ const std::vector<std::string>& figure_columns() {
 std::string optional_figure(std::optional<double> v) { return v ? number_text(*v) : ""; }
 
 std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
-                                      const SweepPlanner& planner) {
+                                      const SweepPlanner& planner, double max_duration_factor) {
   const RunSummary& s = out.summary;
   const GpuPrice price = gpu_price(sc, planner.gpu_price_per_hour);
   const auto rate = [&](double v) { return s.has.rates ? std::optional<double>(v) : std::nullopt; };
@@ -139,6 +141,8 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
           std::to_string(s.num_waiting_first_token),
           m.analysed ? (m.converged ? "yes" : "no") : "",
           figure(m.warmup_s, m.analysed),
+          number_text(m.extended_to_s > 0 ? m.extended_to_s : sc.run.duration_s),
+          number_text(max_duration_factor),
           bounds,
           figure(s.max_wait_first_token_ms, s.has.max_wait_first_token),
           figure(s.ttft_ms.p50, ttft),
@@ -192,7 +196,8 @@ std::vector<std::string> figure_cells(const Scenario& sc, const RunOutput& out,
 // price from the flag exactly when the flag is given, at its value. Rows of runs that did not
 // run (status error) have none.
 void check_planner_cells(const std::string& path, int line, const std::string& row,
-                         const std::vector<std::string>& header, const SweepPlanner& planner) {
+                         const std::vector<std::string>& header, const SweepPlanner& planner,
+                         double max_duration_factor) {
   std::vector<std::string> cells;
   if (!split_csv_line(row, cells) || cells.size() != header.size()) {
     throw ConfigError(path, line, 0, "",
@@ -205,6 +210,12 @@ void check_planner_cells(const std::string& path, int line, const std::string& r
     return cells[static_cast<size_t>(it - header.begin())];
   };
   if (at("status") == "error") return;
+  if (at("max_duration_factor") != number_text(max_duration_factor)) {
+    throw ConfigError(path, line, 0, "max_duration_factor",
+                      "written with --max-duration-factor " + at("max_duration_factor") +
+                          " where this sweep has " + number_text(max_duration_factor) +
+                          " (give the killed sweep's)");
+  }
   const std::string limits = slo_limits_text(planner.limits);
   if (at("feasible_limits") != limits) {
     throw ConfigError(path, line, 0, "feasible_limits",
@@ -266,8 +277,12 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
       uint64_t seed = spec.seeds.empty() ? sc.run.seed + static_cast<uint64_t>(rep_idx)
                                          : spec.seeds[static_cast<size_t>(rep_idx)];
       seed_cell = std::to_string(seed);
+      // A cell that has not converged runs on, up to the factor (steady state: slo_verdict.h).
+      if (!sc.run.max_duration_s && options.max_duration_factor > 1) {
+        sc.run.max_duration_s = sc.run.duration_s * options.max_duration_factor;
+      }
       RunOutput out = simulate(sc, seed);
-      figures = figure_cells(sc, out, options.planner);
+      figures = figure_cells(sc, out, options.planner, options.max_duration_factor);
     } catch (const ConfigError& e) {
       figures.assign(figure_columns().size(), "");
       figures.front() = "error";
@@ -298,7 +313,7 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
 }
 
 ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard,
-                              const SweepPlanner& planner) {
+                              const SweepPlanner& planner, double max_duration_factor) {
   ResumePoint point;
   std::ifstream in(path, std::ios::binary);
   if (!in) return point;
@@ -332,7 +347,8 @@ ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, co
                         "expected run " + std::to_string(expected) +
                             " of this sweep's shard here (the file belongs to another sweep)");
     }
-    check_planner_cells(path, line, text.substr(at, end - at), header_cells, planner);
+    check_planner_cells(path, line, text.substr(at, end - at), header_cells, planner,
+                        max_duration_factor);
     ++point.num_done;
     expected += shard.count;
     at = end + 1;

@@ -38,6 +38,9 @@ struct SweepOptions {
   // Resuming (ResumePoint): the shard's first num_done runs are already written, header
   // included; run_sweep writes neither.
   int64_t num_done = 0;
+  // A run not converged at its [run] duration_s runs on up to this many times it (its
+  // run.max_duration_s; a scenario's own max_duration_s wins). 1: never extended.
+  double max_duration_factor = 1;
 };
 
 // Where a sweep's CSV written so far (a journal a kill interrupted) lets it resume: the header
@@ -50,9 +53,10 @@ struct ResumePoint {
 // Reads `path` (absent: start afresh). A header that is not this sweep's, or rows of other runs,
 // are a ConfigError naming the file and line (the file belongs to another sweep); so are rows
 // whose planner columns were written with other settings (feasible_limits, or a price from the
-// flag where `planner` has none or another one, or the reverse).
+// flag where `planner` has none or another one, or the reverse) or with another
+// max_duration_factor.
 ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard,
-                              const SweepPlanner& planner = {});
+                              const SweepPlanner& planner = {}, double max_duration_factor = 1);
 
 struct SweepStats {
   int64_t num_runs = 0;    // rows written

@@ -88,7 +88,8 @@ SweepOutcome write_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario
     const std::string partial = *out_path + ".partial";
     ResumePoint point;
     if (output.resume) {
-      point = find_resume_point(partial, spec, options.shard, options.planner);
+      point = find_resume_point(partial, spec, options.shard, options.planner,
+                                options.max_duration_factor);
     }
     if (point.keep_bytes > 0) {
       // The rows kept from the killed sweep, for the planner's table at the end.
