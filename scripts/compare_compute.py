@@ -23,6 +23,8 @@ ROOT = os.path.dirname(HERE)
 # Datasheet peaks of the catalogue (sim/topology/gpu_spec.cc): fp8, bf16 FLOP/s, HBM bytes/s.
 PEAKS = {"h800-sxm": (1978.9e12, 989.4e12, 3.35e12), "h100-sxm": (1978.9e12, 989.4e12, 3.35e12),
          "h200-sxm": (1978.9e12, 989.4e12, 4.8e12)}
+# DeepSeek-V3's MLA latent and RoPE widths (the FlashMLA figures' kernels).
+LORA, ROPE = 512, 64
 
 
 def gemm_seconds(fit, g, m, n, k, peak, hbm, b=1.0):
@@ -39,18 +41,66 @@ def pct(x):
     return f"{100 * x:+.1f}%"
 
 
+def load_compute(profile):
+    """The profile's [compute] section and its GPU's peaks (fp8, bf16 FLOP/s, HBM bytes/s)."""
+    with open(profile, "rb") as f:
+        comp = tomllib.load(f)["compute"]
+    return comp, PEAKS[comp["gpu"]]
+
+
+def deepgemm_rows(comp, benchmarks):
+    """One dict per DeepGEMM table row: its shape, the published TFLOPS, moesim's TFLOPS (the
+    row's FLOPs over the time the GEMM fit of its layout gives) and both kernel times in s."""
+    fp8, _, hbm = PEAKS[comp["gpu"]]
+    fits = {(g["layout"], g["dtype"]): g for g in comp.get("gemm", [])}
+    with open(os.path.join(benchmarks, "deepgemm_fp8_h800.csv"), newline="") as f:
+        table = list(csv.DictReader(f))
+    rows = []
+    for r in table:
+        g, m, n, k = (int(r[c]) for c in ("num_groups", "m_per_group", "n", "k"))
+        s = gemm_seconds(fits[(r["layout"], "fp8")], g, m, n, k, fp8, hbm)
+        flops = 2.0 * g * m * n * k
+        rows.append({"layout": r["layout"], "groups": g, "m": m, "n": n, "k": k,
+                     "published_tflops": float(r["tflops"]), "moesim_tflops": flops / s / 1e12,
+                     "published_s": flops / (float(r["tflops"]) * 1e12), "moesim_s": s})
+    return rows
+
+
+def flashmla_rows(comp, benchmarks):
+    """One dict per FlashMLA decode figure: the kernel, regime, dtype, unit, the shape it is
+    read at, the published rate and the rate of the profile's attention-core fit on that shape."""
+    fp8, bf16, hbm = PEAKS[comp["gpu"]]
+    with open(os.path.join(benchmarks, "flashmla_h800.csv"), newline="") as f:
+        mla = {(r["kernel"], r["regime"]): r for r in csv.DictReader(f)}
+    cores = {(a["kind"], a["dtype"]): a for a in comp.get("attention_core", [])}
+    cases = [("dense_mla_decode", "memory_bound", "bf16", 1, 16, 4096, (LORA + ROPE) * 2, "GB/s",
+              "16 heads, 1 query token, 4,096 cached, BF16 cache"),
+             ("dense_mla_decode", "compute_bound", "bf16", 2, 128, 4096, (LORA + ROPE) * 2,
+              "TFLOPS", "128 heads, 2 query tokens, 4,096 cached"),
+             ("sparse_fp8_mla_decode", "compute_bound", "fp8", 2, 128, 2048,
+              int(mla[("fp8_kv_cache", "format")]["value"]), "TFLOPS",
+              "128 heads, 2 query tokens, 2,048 selected, FP8 cache")]
+    rows = []
+    for kernel, regime, dtype, q, heads, ctx, row_bytes, unit, what in cases:
+        a = cores[("attn_mla_decode", dtype)]
+        peak = fp8 if dtype == "fp8" else bf16
+        flops = 128.0 * q * heads * 2 * (2 * LORA + ROPE) * ctx
+        bytes_ = 128.0 * ctx * row_bytes
+        s = max(flops / (peak * a["compute_efficiency"]), bytes_ / (hbm * a["bandwidth_efficiency"]))
+        rate = bytes_ / s / 1e9 if unit == "GB/s" else flops / s / 1e12
+        rows.append({"kernel": kernel, "regime": regime, "dtype": dtype, "unit": unit,
+                     "shape": what, "published": float(mla[(kernel, regime)]["value"]),
+                     "moesim": rate})
+    fmt = int(mla[("fp8_kv_cache", "format")]["value"])
+    return rows, fmt
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default=os.path.join(ROOT, "profiles", "h800-public.toml"))
     p.add_argument("--benchmarks", default=os.path.join(ROOT, "..", "shared", "data", "benchmarks"))
     args = p.parse_args()
-    with open(args.profile, "rb") as f:
-        prof = tomllib.load(f)
-    comp = prof["compute"]
-    fp8, bf16, hbm = PEAKS[comp["gpu"]]
-    fits = {(g["layout"], g["dtype"]): g for g in comp.get("gemm", [])}
-    with open(os.path.join(args.benchmarks, "deepgemm_fp8_h800.csv"), newline="") as f:
-        rows = list(csv.DictReader(f))
+    comp, (fp8, bf16, hbm) = load_compute(args.profile)
     print(f"Profile `{os.path.basename(args.profile)}`, GPU {comp['gpu']} (FP8 {fp8 / 1e12:.1f} "
           f"TFLOPS, BF16 {bf16 / 1e12:.1f} TFLOPS, HBM {hbm / 1e9:.0f} GB/s). In sample: the rows "
           "are the fit's inputs.\n")
@@ -67,15 +117,12 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     worst = 0.0
     times = {}
-    for r in rows:
-        g, m, n, k = (int(r[c]) for c in ("num_groups", "m_per_group", "n", "k"))
-        s = gemm_seconds(fits[(r["layout"], "fp8")], g, m, n, k, fp8, hbm)
-        tf = 2.0 * g * m * n * k / s / 1e12
-        err = tf / float(r["tflops"]) - 1
+    for r in deepgemm_rows(comp, args.benchmarks):
+        err = r["moesim_tflops"] / r["published_tflops"] - 1
         worst = max(worst, abs(err))
-        times[(r["layout"], g, m, n)] = (2.0 * g * m * n * k / (float(r["tflops"]) * 1e12), s)
-        print(f"| {r['layout']} | {g} | {m} | {n} | {k} | {float(r['tflops']):.0f} | {tf:.0f} | "
-              f"{pct(err)} |")
+        times[(r["layout"], r["groups"], r["m"], r["n"])] = (r["published_s"], r["moesim_s"])
+        print(f"| {r['layout']} | {r['groups']} | {r['m']} | {r['n']} | {r['k']} | "
+              f"{r['published_tflops']:.0f} | {r['moesim_tflops']:.0f} | {pct(err)} |")
     print(f"\nWorst row: {100 * worst:.1f}%.\n")
     print("DeepSeek-V3 FFN = gate/up (n 4096, k 7168) + down (n 7168, k 2048), kernel time "
           "(error = moesim / published - 1; routed experts for the grouped layouts, the shared "
@@ -88,35 +135,18 @@ def main():
         pub2, sim2 = times[(layout, g, m, 7168)]
         print(f"| {layout} | {g} | {m} | {1e6 * (pub + pub2):.1f} | {1e6 * (sim + sim2):.1f} | "
               f"{pct((sim + sim2) / (pub + pub2) - 1)} |")
-    with open(os.path.join(args.benchmarks, "flashmla_h800.csv"), newline="") as f:
-        mla = {(r["kernel"], r["regime"]): r for r in csv.DictReader(f)}
-    cores = {(a["kind"], a["dtype"]): a for a in comp.get("attention_core", [])}
     print("\nFlashMLA (DeepSeek-V3 MLA decode core, 128 sequences; moesim = the attention-core "
           "fit's rate on that kernel):\n")
     print("| figure | kernel | published | moesim | error |")
     print("| --- | --- | --- | --- | --- |")
-    lora, rope = 512, 64
-    cases = [("dense_mla_decode", "memory_bound", "bf16", 1, 16, 4096, (lora + rope) * 2, "GB/s",
-              "16 heads, 1 query token, 4,096 cached, BF16 cache"),
-             ("dense_mla_decode", "compute_bound", "bf16", 2, 128, 4096, (lora + rope) * 2,
-              "TFLOPS", "128 heads, 2 query tokens, 4,096 cached"),
-             ("sparse_fp8_mla_decode", "compute_bound", "fp8", 2, 128, 2048,
-              int(mla[("fp8_kv_cache", "format")]["value"]), "TFLOPS",
-              "128 heads, 2 query tokens, 2,048 selected, FP8 cache")]
-    for kernel, regime, dtype, q, heads, ctx, row_bytes, unit, what in cases:
-        a = cores[("attn_mla_decode", dtype)]
-        peak = fp8 if dtype == "fp8" else bf16
-        flops = 128.0 * q * heads * 2 * (2 * lora + rope) * ctx
-        bytes_ = 128.0 * ctx * row_bytes
-        s = max(flops / (peak * a["compute_efficiency"]), bytes_ / (hbm * a["bandwidth_efficiency"]))
-        rate = bytes_ / s / 1e9 if unit == "GB/s" else flops / s / 1e12
-        pub = float(mla[(kernel, regime)]["value"])
-        print(f"| {kernel} {regime} ({dtype}) | {what} | {pub:.0f} {unit} | {rate:.0f} {unit} | "
-              f"{pct(rate / pub - 1)} |")
-    fmt = int(mla[("fp8_kv_cache", "format")]["value"])
-    print(f"| fp8_kv_cache format | bytes per token and layer | {fmt} B | {lora + rope} B "
+    mla, fmt = flashmla_rows(comp, args.benchmarks)
+    for r in mla:
+        print(f"| {r['kernel']} {r['regime']} ({r['dtype']}) | {r['shape']} | "
+              f"{r['published']:.0f} {r['unit']} | {r['moesim']:.0f} {r['unit']} | "
+              f"{pct(r['moesim'] / r['published'] - 1)} |")
+    print(f"| fp8_kv_cache format | bytes per token and layer | {fmt} B | {LORA + ROPE} B "
           f"(kv_cache = \"fp8\": 576 FP8 values, no scales, FP8 RoPE) | "
-          f"{pct((lora + rope) / fmt - 1)} |")
+          f"{pct((LORA + ROPE) / fmt - 1)} |")
 
 
 if __name__ == "__main__":

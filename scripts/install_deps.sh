@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages moesim needs. `install_deps.sh` installs all of them (build, tests,
 # benchmarks, notebooks, the Python module; clang-14 and its compiler-rt, which ships libFuzzer,
-# for the sanitizer build and make fuzz; universal-ctags for the structure test); `install_deps.sh
-# demo` only what building the `moesim` binary needs (make demo). ccache is in both: the build
-# uses it when present.
+# for the sanitizer build and make fuzz; universal-ctags for the structure test; python3-tomli-w
+# for scripts/fidelity_report.py); `install_deps.sh demo` only what building the `moesim` binary
+# needs (make demo). ccache is in both: the build uses it when present.
 # Idempotent: when all packages are present it changes nothing and installs nothing.
 # CUDA 13 (nvcc, cuBLAS, NCCL) is expected from the machine image, not from apt.
 set -euo pipefail
@@ -16,7 +16,7 @@ packages=(
   clang-14 libclang-rt-14-dev
   libgtest-dev googletest libbenchmark-dev libopenmpi-dev openmpi-bin libcli11-dev
   jupyter-nbconvert python3-ipykernel python3-nbclient python3-matplotlib python3-pandas
-  chromium python3-dev pybind11-dev python3-pytest universal-ctags
+  chromium python3-dev pybind11-dev python3-pytest python3-tomli-w universal-ctags
 )
 case "${1:-all}" in
   all) ;;
