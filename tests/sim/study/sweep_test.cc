@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -322,6 +323,7 @@ std::string full_row(const SweepSpec& spec, const std::string& first) {
   cells.resize(header.size());
   for (size_t i = 0; i < header.size(); ++i) {
     if (header[i] == "feasible_limits") cells[i] = slo_limits_text(SearchSlo{});
+    if (header[i] == "max_duration_factor") cells[i] = "1";
   }
   return csv_line(cells) + "\n";
 }
@@ -378,9 +380,51 @@ TEST(Sweep, ResumeRefusesRowsOfOtherPlannerSettings) {
               find_resume_point(path, spec, Shard{}, priced);
             }).find("gpu_price_per_hour: written with another --gpu-price-per-hour"),
             std::string::npos);
+  EXPECT_NE(
+      testing::config_error_of([&] { find_resume_point(path, spec, Shard{}, SweepPlanner{}, 5); })
+          .find("p.partial:2: max_duration_factor: written with --max-duration-factor 1 where "
+                "this sweep has 5"),
+      std::string::npos);
   // Rows of runs that did not run carry no planner cells.
   const std::string errors = write_temp("e.partial", header + full_row(spec, "0,8,0,1,2,1,error"));
   EXPECT_EQ(find_resume_point(errors, spec, Shard{}, strict).num_done, 1);
+}
+
+// A run not converged by its duration_s (1.5 s) runs on 1.5 s at a time up to the factor; one
+// converged is not extended. Arrivals go on past the run's end; a 0.1% half-width target is not
+// met even at 6 s, a 50% one at 1.5 s.
+TEST(Sweep, RunsNotConvergedAreExtendedUpToTheFactor) {
+  const std::string path = write_temp(
+      "extend.toml", sweep_text("[[parameters]]\nkey = \"workload.duration_s\"\nvalues = [10]\n"
+                                "[[parameters]]\nkey = \"run.steady_half_width\"\n"
+                                "values = [0.001, 0.5]\n"));
+  const SweepSpec spec = load_sweep(path);
+  ScenarioTemplate t = ScenarioTemplate::load(spec.scenario_path);
+  auto column = [](const std::vector<std::vector<std::string>>& rows, size_t r, const char* name) {
+    const auto it = std::find(rows[0].begin(), rows[0].end(), name);
+    EXPECT_NE(it, rows[0].end()) << name;
+    return rows[r][static_cast<size_t>(it - rows[0].begin())];
+  };
+  std::ostringstream once, extended;
+  run_sweep(spec, t, SweepOptions{}, once);
+  SweepOptions opt;
+  opt.max_duration_factor = 4;
+  run_sweep(spec, t, opt, extended);
+  const auto a = rows_of(once.str()), b = rows_of(extended.str());
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(column(a, 1, "converged"), "no");
+  EXPECT_EQ(column(a, 1, "simulated_s"), "1.5");
+  EXPECT_EQ(column(a, 1, "max_duration_factor"), "1");
+  EXPECT_EQ(column(a, 1, "feasible"), "false");
+  EXPECT_EQ(column(b, 1, "converged"), "no");
+  EXPECT_EQ(column(b, 1, "simulated_s"), "6");
+  EXPECT_EQ(column(b, 1, "max_duration_factor"), "4");
+  EXPECT_GT(std::stoll(column(b, 1, "num_completed")), std::stoll(column(a, 1, "num_completed")));
+  // Converged at 1.5 s: the same run either way.
+  EXPECT_EQ(column(a, 2, "converged"), "yes");
+  EXPECT_EQ(column(b, 2, "simulated_s"), "1.5");
+  EXPECT_EQ(column(a, 2, "digest"), column(b, 2, "digest"));
 }
 
 // The planner columns (docs/sweeps.md, "Planner outputs"): tokens/s per GPU, GPU-hours and
