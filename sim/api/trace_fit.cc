@@ -1,5 +1,6 @@
 #include "sim/api/trace_fit.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "sim/api/text_format.h"
@@ -94,7 +95,9 @@ nlohmann::json trace_fit_json(const TraceFitResult& result) {
             {"mean_turns_per_session", m.mean_turns_per_session()},
             {"max_session_span_s", to_seconds(m.max_session_span_ns)},
             {"shared_hash_ids", m.num_shared_ids},
-            {"arrival", arrival}}},
+            {"arrival", arrival},
+            {"diurnal_factors",
+             m.diurnal.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.diurnal.factors)}}},
           {"goodness_of_fit",
            {{"seed", result.request.seed},
             {"laps", r.num_laps},
@@ -131,6 +134,16 @@ void write_trace_fit_text(std::ostream& os, const TraceFitResult& result) {
         "  arrivals  renewal: %zu start-batch gaps resampled (cv %.3g), %.4g "
         "batches/s\n",
         m.arrival.gaps_ns.size(), m.arrival.gap_cv(), m.arrival.batches_per_s());
+  }
+  if (m.diurnal.empty()) {
+    os << format_text("  diurnal   none: the window spans %.3g h, under a day\n",
+                      to_seconds(r.window.period_ns) / 3600);
+  } else {
+    const auto [lo, hi] = std::minmax_element(m.diurnal.factors.begin(), m.diurnal.factors.end());
+    os << format_text(
+        "  diurnal   hourly start-rate factors from the window's start (mean 1): lowest %.3g in "
+        "hour %td, highest %.3g in hour %td; the start process is fitted on operational time\n",
+        *lo, lo - m.diurnal.factors.begin(), *hi, hi - m.diurnal.factors.begin());
   }
   os << format_text("\ngoodness of fit (model: %lld requests, %lld laps' worth, seed %llu)\n",
                     static_cast<long long>(r.model_sample.num_requests),

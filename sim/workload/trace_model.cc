@@ -81,12 +81,15 @@ std::vector<std::vector<size_t>> link_sessions(const std::vector<TraceRecord>& r
   return sessions;
 }
 
+// `allow_lattice`: false for warped timestamps (the lattice branch also re-times the turns).
 void fit_arrivals(const std::vector<TraceRecord>& rows, const TraceWindow& w,
-                  const std::vector<std::vector<size_t>>& linked, TraceModel& m) {
+                  const std::vector<std::vector<size_t>>& linked, bool allow_lattice,
+                  TraceModel& m) {
   TraceArrivalFit& a = m.arrival;
   auto stamp = [&](size_t i) { return rows[w.begin_idx + i].timestamp_ns; };
   const SimTime first_ns = stamp(0);
-  if (const std::optional<double> tick = lattice_tick_ns(rows, w)) {
+  const std::optional<double> tick = allow_lattice ? lattice_tick_ns(rows, w) : std::nullopt;
+  if (tick) {
     a.kind = TraceArrivalFit::Kind::kLattice;
     a.tick_ns = static_cast<SimTime>(std::llround(*tick));
     auto tick_idx = [&](SimTime t) {
@@ -180,7 +183,25 @@ TraceModel fit_trace_model(const std::vector<TraceRecord>& rows, const TraceWind
       }
     }
   }
-  fit_arrivals(rows, w, linked, m);
+  std::vector<SimTime> start_offsets_ns;
+  for (const std::vector<size_t>& rows_of : linked) {
+    start_offsets_ns.push_back(rows[w.begin_idx + rows_of[0]].timestamp_ns - w.start_ns);
+  }
+  m.diurnal = fit_diurnal_shape(start_offsets_ns, w.period_ns);
+  if (m.diurnal.empty()) {
+    fit_arrivals(rows, w, linked, /*allow_lattice=*/true, m);
+  } else {
+    // The start process on operational time: the window's timestamps through Lambda.
+    std::vector<TraceRecord> warped(w.num_rows());
+    for (size_t i = 0; i < warped.size(); ++i) {
+      warped[i].timestamp_ns = static_cast<SimTime>(
+          std::llround(m.diurnal.operational_ns(rows[w.begin_idx + i].timestamp_ns - w.start_ns)));
+    }
+    TraceWindow ww;
+    ww.end_idx = warped.size();
+    ww.period_ns = static_cast<SimTime>(std::llround(m.diurnal.operational_ns(w.period_ns)));
+    fit_arrivals(warped, ww, linked, /*allow_lattice=*/false, m);
+  }
   for (const TraceSession& s : m.sessions) {
     m.max_session_span_ns = std::max(m.max_session_span_ns, s.turns.back().offset_ns);
   }
@@ -192,13 +213,21 @@ TraceModelSampler::TraceModelSampler(const TraceModel& model, double rate_multip
   MOESIM_CHECK(rate_multiplier > 0, "rate multiplier must be > 0");
   MOESIM_CHECK(!model.sessions.empty(), "trace model without sessions");
   // Steady state at 0: sessions that started up to one session span earlier are under way.
-  next_batch_ns_ = -model.max_session_span_ns;
+  next_batch_ns_ = model.diurnal.empty()
+                       ? -model.max_session_span_ns
+                       : static_cast<SimTime>(
+                             std::floor(model.diurnal.operational_ns(-model.max_session_span_ns)));
   if (model.arrival.kind == TraceArrivalFit::Kind::kLattice) {
     const double tick_ns = static_cast<double>(model.arrival.tick_ns) / rate_multiplier;
     next_batch_ns_ = -static_cast<SimTime>(
         std::llround(std::ceil(static_cast<double>(model.max_session_span_ns) / tick_ns)) *
         tick_ns);
   }
+}
+
+SimTime TraceModelSampler::real_batch_ns() const {
+  if (model_.diurnal.empty()) return next_batch_ns_;
+  return model_.diurnal.real_ns(static_cast<double>(next_batch_ns_));
 }
 
 SimTime TraceModelSampler::draw_gap_ns(RngStream& rng) const {
@@ -213,11 +242,12 @@ SimTime TraceModelSampler::draw_gap_ns(RngStream& rng) const {
 void TraceModelSampler::start_batch(RngStream& rng) {
   const std::vector<int32_t>& sizes = model_.arrival.batch_sizes;
   const int32_t num_sessions = sizes[rng.uniform_int(sizes.size())];
+  const SimTime batch_ns = real_batch_ns();
   for (int32_t i = 0; i < num_sessions; ++i) {
     const auto s_idx = static_cast<uint32_t>(rng.uniform_int(model_.sessions.size()));
     const TraceSession& s = model_.sessions[s_idx];
     for (uint32_t t = 0; t < s.turns.size(); ++t) {
-      const SimTime at = next_batch_ns_ + s.turns[t].offset_ns;
+      const SimTime at = batch_ns + s.turns[t].offset_ns;
       if (at > kHorizonNs) break;
       pending_.push(Pending{at, next_seq_++, s_idx, t, next_fresh_id_});
     }
@@ -237,7 +267,7 @@ std::optional<TraceDraw> TraceModelSampler::next(RngStream& rng) {
     next_batch_ns_ += draw_gap_ns(rng);  // as the arrival processes: one gap after the origin
   }
   while (true) {
-    while (!past_horizon_ && (pending_.empty() || pending_.top().arrival_ns > next_batch_ns_)) {
+    while (!past_horizon_ && (pending_.empty() || pending_.top().arrival_ns > real_batch_ns())) {
       start_batch(rng);
     }
     if (pending_.empty()) return std::nullopt;

@@ -10,7 +10,9 @@
 // resampled; otherwise a renewal process of start batches (sessions starting at one timestamp)
 // with the empirical gaps and batch sizes resampled (Azure's code trace has gaps with a
 // coefficient of variation of 13 and minutes-long pauses that no gamma law fits). A rate scales
-// only the session starts: the turns of a session keep their trace-time offsets.
+// only the session starts: the turns of a session keep their trace-time offsets. A window of a
+// day or more also has a diurnal shape (diurnal.h): the start process is fitted on, and
+// generated in, the operational time that takes the hourly rate swing out.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 
 #include "sim/core/rng.h"
 #include "sim/core/time.h"
+#include "sim/workload/diurnal.h"
 #include "sim/workload/trace_record.h"
 #include "sim/workload/trace_window.h"
 
@@ -61,10 +64,11 @@ struct TraceArrivalFit {
 
 struct TraceModel {
   std::vector<TraceSession> sessions;  // in the order of their first row in the window
-  TraceArrivalFit arrival;
-  bool has_hash_ids = false;    // Mooncake rows
-  uint64_t first_fresh_id = 0;  // fresh private ids start here, above every id of the window
-  int64_t num_shared_ids = 0;   // hash ids kept as they are (trace_window.h)
+  TraceArrivalFit arrival;             // on operational time when `diurnal` is not empty
+  DiurnalShape diurnal;                // empty for a window shorter than a day
+  bool has_hash_ids = false;           // Mooncake rows
+  uint64_t first_fresh_id = 0;         // fresh private ids start here, above every id of the window
+  int64_t num_shared_ids = 0;          // hash ids kept as they are (trace_window.h)
   SimTime max_session_span_ns = 0;
 
   // Requests per second of trace time the model generates at rate multiplier 1.
@@ -106,10 +110,12 @@ class TraceModelSampler {
   };
   void start_batch(RngStream& rng);
   SimTime draw_gap_ns(RngStream& rng) const;
+  // The next start batch's real time (diurnal.h).
+  SimTime real_batch_ns() const;
 
   const TraceModel& model_;
   double rate_multiplier_;
-  SimTime next_batch_ns_ = 0;
+  SimTime next_batch_ns_ = 0;  // operational time (diurnal.h): real time without a shape
   bool started_ = false;
   bool past_horizon_ = false;
   uint64_t next_seq_ = 0;

@@ -59,7 +59,9 @@ TEST(TraceModel, CopiesOfASessionGetFreshPrivateIdsAndKeepSharedOnes) {
   int64_t second_turns = 0;
   for (size_t i = 0; i < draws.size(); ++i) {
     const TraceDraw& d = draws[i];
-    if (i > 0) EXPECT_GE(d.arrival_ns, draws[i - 1].arrival_ns);
+    if (i > 0) {
+      EXPECT_GE(d.arrival_ns, draws[i - 1].arrival_ns);
+    }
     EXPECT_EQ(d.hash_ids[0], 0u);
     for (size_t b = 1; b < d.hash_ids.size(); ++b) EXPECT_GE(d.hash_ids[b], 4u);
     if (d.input_tokens == 1536) {
