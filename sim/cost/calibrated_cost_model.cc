@@ -49,6 +49,10 @@ void CalibratedCostModel::count_out_of_range(OpKind kind) const {
   out_of_range_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
 }
 
+void CalibratedCostModel::count_by_rule(OpKind kind) const {
+  by_rule_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+}
+
 double CalibratedCostModel::gemm_seconds(GemmShape g, DType dtype, bool* in_range) const {
   const ComputeCalibration& c = profile_.compute;
   const std::string_view pd = profile_dtype_name(dtype);
@@ -212,6 +216,19 @@ int64_t CalibratedCostModel::num_out_of_range_queries() const {
 
 int64_t CalibratedCostModel::num_out_of_range_queries(OpKind kind) const {
   return out_of_range_[static_cast<int>(kind)].load(std::memory_order_relaxed);
+}
+
+int64_t CalibratedCostModel::num_by_rule_queries(OpKind kind) const {
+  return by_rule_[static_cast<int>(kind)].load(std::memory_order_relaxed);
+}
+
+CostQueryCounts CalibratedCostModel::query_counts() const {
+  CostQueryCounts c;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    c.out_of_range[k] = out_of_range_[k].load(std::memory_order_relaxed);
+    c.by_rule[k] = by_rule_[k].load(std::memory_order_relaxed);
+  }
+  return c;
 }
 
 }  // namespace moesim::sim

@@ -29,11 +29,14 @@ class CalibratedCostModel final : public CostModel {
   std::string_view name() const override { return "calibrated"; }
   double seconds(const OpWork& work) const override;
   int64_t num_out_of_range_queries() const override;
+  CostQueryCounts query_counts() const override;
   bool counts_queries() const override { return true; }
   // Names the profile (and the fallback, which prices the kinds it lacks).
   std::string describe_inputs() const override;
   // Out-of-range queries of one kind.
   int64_t num_out_of_range_queries(OpKind kind) const;
+  // Queries of one kind priced by a stated rule (docs/calibration.md, "Where no fit applies").
+  int64_t num_by_rule_queries(OpKind kind) const;
   // Queries priced through a proxy kind (lm_head by dense_ffn, in profiles without lm_head).
   int64_t num_proxy_queries() const { return num_proxy_.load(std::memory_order_relaxed); }
   const CalibrationProfile& profile() const { return profile_; }
@@ -44,6 +47,7 @@ class CalibratedCostModel final : public CostModel {
   double fitted_seconds(std::string_view kind_name, std::string_view dtype, double flops,
                         double bytes, double tokens, bool* in_range) const;
   void count_out_of_range(OpKind kind) const;
+  void count_by_rule(OpKind kind) const;
   // Seconds of `work` by the [compute] fits, or negative when they do not cover its kind.
   double compute_seconds(const OpWork& work, bool* in_range) const;
   double gemm_seconds(GemmShape g, DType dtype, bool* in_range) const;
@@ -52,6 +56,7 @@ class CalibratedCostModel final : public CostModel {
   std::unique_ptr<CostModel> fallback_;
   GpuSpec gpu_;
   mutable std::array<std::atomic<int64_t>, kNumOpKinds> out_of_range_{};
+  mutable std::array<std::atomic<int64_t>, kNumOpKinds> by_rule_{};
   mutable std::atomic<int64_t> num_proxy_{0};
 };
 

@@ -89,6 +89,10 @@ TEST(CalibratedCostModel, CountsOutOfRangeAndMissingKinds) {
   EXPECT_EQ(m.num_out_of_range_queries(OpKind::kExpertFfn), 1);
   EXPECT_EQ(m.num_out_of_range_queries(), 2);
   EXPECT_EQ(m.seconds(OpWork{}), 0.0);
+  const CostQueryCounts q = m.query_counts();
+  EXPECT_EQ(q.out_of_range[static_cast<int>(OpKind::kDenseFfn)], 1);
+  EXPECT_EQ(q.out_of_range[static_cast<int>(OpKind::kExpertFfn)], 1);
+  EXPECT_EQ(q.by_rule[static_cast<int>(OpKind::kExpertFfn)], 0);
 }
 
 TEST(CalibratedCostModel, OtherDtypeIsUsedButCounted) {
