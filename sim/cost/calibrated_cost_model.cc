@@ -146,8 +146,8 @@ double CalibratedCostModel::compute_seconds(const OpWork& work, bool* in_range) 
       proj += in_bytes / (gpu_.hbm_bytes_per_s * fit->input_bandwidth_efficiency);
       const double core_peak = compute_peak_flops_per_s(gpu_, work.core_dtype);
       if (!(core_peak > 0)) return -1.0;
-      return proj +
-             core->seconds(work.core_flops, work.core_bytes, core_peak, gpu_.hbm_bytes_per_s);
+      return proj + core->seconds(work.core_flops, work.core_bytes, work.attended_pairs, t,
+                                  core_peak, gpu_.hbm_bytes_per_s);
     }
     default:
       return -1.0;

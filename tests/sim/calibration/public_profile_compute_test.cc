@@ -199,7 +199,7 @@ TEST_F(PublicProfileCompute, MlaDecodeCoreAtFlashMlaRates) {
     EXPECT_NE(fit, nullptr);
     if (!fit) return 0.0;
     const double s =
-        fit->seconds(w.core_flops, w.core_bytes,
+        fit->seconds(w.core_flops, w.core_bytes, w.attended_pairs, static_cast<double>(w.tokens),
                      compute_peak_flops_per_s(gpu_, prec.core_attention), gpu_.hbm_bytes_per_s);
     return compute ? w.core_flops / s / 1e12 : w.core_bytes / s / 1e9;
   };
@@ -227,7 +227,8 @@ TEST_F(PublicProfileCompute, MlaDecodeOpIsProjectionsPlusCore) {
   const AttentionCoreFit* core = profile_.compute.find_attention("attn_mla_decode", "bf16");
   ASSERT_NE(core, nullptr);
   const double core_s =
-      core->seconds(w.core_flops, w.core_bytes, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s);
+      core->seconds(w.core_flops, w.core_bytes, w.attended_pairs, static_cast<double>(w.tokens),
+                    gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s);
   EXPECT_GT(s, core_s);
   EXPECT_LT(s, 1.5 * core_s);
   EXPECT_EQ(cost.num_out_of_range_queries(), 0);
