@@ -4,8 +4,8 @@
 Two groups of public figures:
 - fitted (in sample): every kernel-table row the public H800 profile was fitted from (the
   measurement files its `measurements` key names): DeepEP V1 normal and low-latency rows through
-  `moesim collective` (scripts/compare_deepep.py), DeepGEMM and FlashMLA rows through the
-  profile's [compute] fits (scripts/compare_compute.py, the formulas of the C++ cost model that
+  `moesim collective` (scripts/compare_deepep.py), DeepGEMM, FlashMLA and FlashAttention-3 rows
+  through the profile's [compute] fits (scripts/compare_compute.py, the formulas of the C++ cost model that
   tests/sim/calibration/public_profile_compute_test.cc pins);
 - held out: system-level throughput figures of deployed systems (DeepSeek's production fleet and
   profile, SGLang's 96-GPU H100 deployment), never used to fit a parameter or choose a schedule,
@@ -42,7 +42,8 @@ import tomli_w
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from compare_compute import deepgemm_rows, flashmla_rows, load_compute  # noqa: E402
+from compare_compute import (deepgemm_rows, flashattention_rows, flashmla_rows,  # noqa: E402
+                             load_compute)
 from compare_deepep import run_ll_row, run_row  # noqa: E402
 
 PROFILE = os.path.join(ROOT, "profiles", "h800-public.toml")
@@ -223,10 +224,22 @@ def fitted_flashmla(ms, fast):
     mla, _ = flashmla_rows(comp, TABLES)
     rows = []
     for r in mla:
-        if fast and r["kernel"] != "sparse_fp8_mla_decode":
+        if fast and r["regime"] != "compute_bound":
             continue
         rows.append(("FlashMLA", f"{r['kernel']} {r['regime']} ({r['dtype']}): {r['shape']}",
                      r["published"], r["moesim"], r["unit"], True))
+    return rows
+
+
+def fitted_flashattention(ms, fast):
+    comp, _ = load_compute(PROFILE)
+    rows = []
+    for r in flashattention_rows(comp, TABLES):
+        if fast and (r["kind"], r["head_dim"], r["seqlen"]) != ("attn_mla_prefill", 128, 4096):
+            continue
+        rows.append(("FlashAttention-3 (H100)", f"{r['kind']} core: causal, head dim "
+                     f"{r['head_dim']}, seqlen {r['seqlen']}, 16K tokens", r["published"],
+                     r["moesim"], "TFLOPS", True))
     return rows
 
 
@@ -236,6 +249,7 @@ FITTED = {
     "deepep-low-latency.meas.jsonl": fitted_deepep_ll,
     "deepgemm.meas.jsonl": fitted_deepgemm,
     "flashmla.meas.jsonl": fitted_flashmla,
+    "flashattention.meas.jsonl": fitted_flashattention,
 }
 
 

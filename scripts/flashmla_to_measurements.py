@@ -16,11 +16,12 @@ count alike) at a shape where that figure is the binding limit, timed at the pub
   GB/s cross.)
 - dense_mla_decode compute_bound (TFLOPS, BF16): 128 sequences x 4,096 tokens, 128 heads, two
   query tokens (MTP); time = FLOPs / rate (484 FLOPs per byte).
-- sparse_fp8_mla_decode compute_bound (TFLOPS): 128 sequences, 128 heads, two query tokens,
-  2,048 selected tokens each, the FP8 cache format (656 B per token); dtype fp8.
-The prefill figure (sparse_mla_prefill, DeepSeek-V3.2's sparse attention) and the FP8 KV format
-row are not kernel times of DeepSeek-V3 and are not converted (the format size is checked by
-tests/sim/calibration/public_profile_compute_test.cc against the model card).
+The sparse figures (sparse_fp8_mla_decode, sparse_mla_prefill: DeepSeek-V3.2's sparse attention
+over selected tokens; the FP8 decode kernel reads an FP8 cache but multiplies in BF16, FlashMLA's
+README says) are not kernels of DeepSeek-V3's dense attention and are not converted: an FP8 core
+takes no rate from them (docs/calibration.md, "Where no fit applies"). Nor is the FP8 KV format
+row (its size is checked by tests/sim/calibration/public_profile_compute_test.cc against the
+model card).
 
 usage: scripts/flashmla_to_measurements.py -o OUT.jsonl [--benchmarks DIR]
 """
@@ -53,13 +54,10 @@ def main():
         rows = {(r["kernel"], r["regime"]): r for r in csv.DictReader(f)}
     out = [header("H800 SXM5 (FlashMLA decode)", "flashmla@9241ae3e")]
     bf16_row = (LORA + ROPE) * 2
-    fp8_row = int(rows[("fp8_kv_cache", "format")]["value"])
     specs = [
         (("dense_mla_decode", "memory_bound"), "bf16", "memory", kernel(128, 1, 16, 4096, bf16_row)),
         (("dense_mla_decode", "compute_bound"), "bf16", "compute",
          kernel(128, 2, 128, 4096, bf16_row)),
-        (("sparse_fp8_mla_decode", "compute_bound"), "fp8", "compute",
-         kernel(128, 2, 128, 2048, fp8_row)),
     ]
     for key, dtype, bound, (flops, bytes_) in specs:
         row = rows[key]

@@ -62,8 +62,12 @@ def _summary(page, run):
                                     f"{fmt_bytes(m.get('kv_pool_bytes'))} "
                                     f"({fmt(m.get('num_kv_blocks'))} blocks)"))
     c = s.get("counters", {})
-    rows.append(("counters", ", ".join(
-        f"{k} {fmt_bytes(v) if k.endswith('_bytes') else fmt(v)}" for k, v in sorted(c.items()))))
+
+    def counter(k, v):
+        if isinstance(v, dict):  # per op kind: "kind n, ..." or "none"
+            return ", ".join(f"{kind} {fmt(n)}" for kind, n in sorted(v.items())) or "none"
+        return fmt_bytes(v) if k.endswith('_bytes') else fmt(v)
+    rows.append(("counters", ", ".join(f"{k} {counter(k, v)}" for k, v in sorted(c.items()))))
     page.table(["figure", "value"], rows, tid="summary-table", left_cols=2)
     lat = []
     for key, name in (("queueing_ms", "queueing"), ("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"),

@@ -3,8 +3,10 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <stdexcept>
+#include <string>
 
 namespace moesim::sim {
 namespace {
@@ -162,11 +164,48 @@ void fit_gemms(const std::vector<GemmSample>& gemms, const GpuSpec& gpu, Compute
   }
   for (size_t i = 0; i < gemms.size(); ++i) {
     report.rows.push_back({describe(gemms[i]), gemms[i].measured_s, gemm_fitted[i]});
+    const GemmShape g = shape_of(gemms[i]);
+    c.gemm_max_bandwidth_efficiency =
+        std::max(c.gemm_max_bandwidth_efficiency,
+                 (g.input_bytes() + g.output_bytes()) / (gemms[i].measured_s * hbm));
   }
 }
 
-// Attention cores, per (kind, dtype): efficiencies averaged over the compute-bound and the
-// memory-bound samples (report.calibration.attention, one report row per sample).
+// Compute-bound cores with queries and pairs (prefill kernels): seconds = flops (1 + K0 queries
+// / pairs) / (peak c), solved as flops / peak u + queries (flops / pairs) / peak v by
+// non-negative least squares on relative error (c = 1 / u, K0 = v / u). False when no
+// non-negative fit exists.
+bool fit_query_overhead(const std::vector<const AttentionCoreSample*>& samples, double peak,
+                        AttentionCoreFit& f) {
+  const auto rows = static_cast<int>(samples.size());
+  Eigen::MatrixXd a(rows, 2);
+  const Eigen::VectorXd b = Eigen::VectorXd::Ones(rows);
+  f.keys_per_query_min = std::numeric_limits<double>::infinity();
+  f.keys_per_query_max = 0;
+  for (int r = 0; r < rows; ++r) {
+    const AttentionCoreSample& s = *samples[static_cast<size_t>(r)];
+    a(r, 0) = s.flops / peak / s.measured_s;
+    a(r, 1) = s.queries * (s.flops / s.pairs) / peak / s.measured_s;
+    f.keys_per_query_min = std::min(f.keys_per_query_min, s.pairs / s.queries);
+    f.keys_per_query_max = std::max(f.keys_per_query_max, s.pairs / s.queries);
+  }
+  const Eigen::VectorXd x = best_nonnegative_fit(a, b);
+  if (x.size() == 0 || !(x(0) > 0)) return false;
+  f.compute_efficiency = 1.0 / x(0);
+  f.query_overhead_keys = x(1) / x(0);
+  std::vector<double> measured, fitted;
+  for (const AttentionCoreSample* s : samples) {
+    measured.push_back(s->measured_s);
+    fitted.push_back(f.seconds(s->flops, 0.0, s->pairs, s->queries, peak, 1.0));
+  }
+  f.quality = quality_of(measured, fitted);
+  return true;
+}
+
+// Attention cores, per (kind, dtype): the compute efficiency with a fixed cost per query from
+// compute-bound samples with queries and pairs (fit_query_overhead), else averaged over the
+// compute-bound samples; the bandwidth efficiency averaged over the memory-bound ones
+// (report.calibration.attention, one report row per sample).
 void fit_attention_cores(const std::vector<AttentionCoreSample>& cores, const GpuSpec& gpu,
                          ComputeFitReport& report) {
   ComputeCalibration& c = report.calibration;
@@ -183,10 +222,12 @@ void fit_attention_cores(const std::vector<AttentionCoreSample>& cores, const Gp
     f.dtype = key.second;
     double ce = 0, be = 0;
     int nc = 0, nb = 0;
+    std::vector<const AttentionCoreSample*> with_pairs;
     for (const AttentionCoreSample* s : samples) {
       if (s->bound == "compute") {
         ce += s->flops / (s->measured_s * peak);
         ++nc;
+        if (s->pairs > 0) with_pairs.push_back(s);
       } else {
         be += s->bytes / (s->measured_s * hbm);
         ++nb;
@@ -195,6 +236,16 @@ void fit_attention_cores(const std::vector<AttentionCoreSample>& cores, const Gp
     f.compute_efficiency = nc > 0 ? ce / nc : kUnbound;
     f.bandwidth_efficiency = nb > 0 ? be / nb : -1.0;
     if (nc == 0) report.skipped.push_back(f.kind + "/" + f.dtype + ": no compute-bound record");
+    if (!with_pairs.empty()) {
+      if (static_cast<int>(with_pairs.size()) != nc) {
+        throw std::invalid_argument(f.kind + "/" + f.dtype +
+                                    ": compute-bound attention_core records mix those with and "
+                                    "without queries and pairs");
+      }
+      if (!fit_query_overhead(with_pairs, peak, f)) {
+        throw std::invalid_argument(f.kind + "/" + f.dtype + ": no non-negative prefill fit");
+      }
+    }
     c.attention.push_back(f);
   }
   // A core without a memory-bound record reads its cache at the rate another dtype's core of the
@@ -217,8 +268,11 @@ void fit_attention_cores(const std::vector<AttentionCoreSample>& cores, const Gp
   }
   for (const AttentionCoreSample& s : cores) {
     const AttentionCoreFit* f = c.find_attention(s.op, s.dtype);
-    report.rows.push_back({s.op + " " + s.dtype + " " + s.bound + "-bound", s.measured_s,
-                           f->seconds(s.flops, s.bytes, profile_dtype_peak(gpu, s.dtype), hbm)});
+    std::string what = s.op + " " + s.dtype + " " + s.bound + "-bound";
+    if (s.pairs > 0) what += " keys/query=" + std::to_string(std::llround(s.pairs / s.queries));
+    report.rows.push_back(
+        {what, s.measured_s,
+         f->seconds(s.flops, s.bytes, s.pairs, s.queries, profile_dtype_peak(gpu, s.dtype), hbm)});
   }
 }
 

@@ -231,6 +231,11 @@ AttentionCoreSample read_attention_core(const RecordReader& r) {
   a.bytes = r.get_double("bytes");
   if (!(a.flops > 0)) r.fail("flops", "must be > 0");
   if (!(a.bytes > 0)) r.fail("bytes", "must be > 0");
+  a.queries = r.get_double_or("queries", 0);
+  a.pairs = r.get_double_or("pairs", 0);
+  if (!(a.queries >= 0)) r.fail("queries", "must be >= 0");
+  if ((a.queries > 0) != (a.pairs > 0)) r.fail("pairs", "queries and pairs go together (> 0)");
+  if (a.pairs > 0 && a.pairs < a.queries) r.fail("pairs", "must be >= queries (a query attends)");
   a.measured_s = read_measured_s(r);
   return a;
 }

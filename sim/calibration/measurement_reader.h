@@ -63,7 +63,9 @@ struct GemmSample {
 
 // One `attention_core` record: a timed attention-core kernel (e.g. FlashMLA decode) of `flops`
 // FLOPs at `dtype` and `bytes` HBM bytes; `bound` says which of the two limits it ("memory" or
-// "compute"): the fit reads the efficiency of that limit from it.
+// "compute"): the fit reads the efficiency of that limit from it. Prefill kernels also give
+// `queries` (query tokens) and `pairs` ((query, key) pairs attended): compute-bound records
+// with them are fitted with a fixed cost per query (compute_fit.h).
 struct AttentionCoreSample {
   std::string op;     // cost-model attention kind, e.g. "attn_mla_decode"
   std::string dtype;  // the core's math dtype
@@ -71,6 +73,8 @@ struct AttentionCoreSample {
   double flops = 0;
   double bytes = 0;
   double measured_s = 0;
+  double queries = 0;  // 0 when not given
+  double pairs = 0;    // 0 when not given
 };
 
 struct MeasurementSet {

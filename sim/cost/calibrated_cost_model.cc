@@ -45,11 +45,14 @@ double CalibratedCostModel::fitted_seconds(std::string_view kind_name, std::stri
   return std::max(0.0, fit->predict_s(flops, bytes, tokens));
 }
 
-void CalibratedCostModel::count_out_of_range(OpKind kind) const {
-  out_of_range_[static_cast<int>(kind)].fetch_add(1, std::memory_order_relaxed);
+void CalibratedCostModel::count(OpKind kind, Coverage coverage) const {
+  const auto k = static_cast<size_t>(kind);
+  if (coverage == Coverage::kOutOfRange) out_of_range_[k].fetch_add(1, std::memory_order_relaxed);
+  if (coverage == Coverage::kByRule) by_rule_[k].fetch_add(1, std::memory_order_relaxed);
 }
 
-double CalibratedCostModel::gemm_seconds(GemmShape g, DType dtype, bool* in_range) const {
+double CalibratedCostModel::gemm_seconds(GemmShape g, DType dtype, double extra_input_bytes,
+                                         Coverage* coverage) const {
   const ComputeCalibration& c = profile_.compute;
   const std::string_view pd = profile_dtype_name(dtype);
   const GemmFit* fit = nullptr;
@@ -70,18 +73,103 @@ double CalibratedCostModel::gemm_seconds(GemmShape g, DType dtype, bool* in_rang
       }
     }
     if (!fit) return -1.0;
-    *in_range = false;
+    worsen(coverage, Coverage::kOutOfRange);
   }
   g.layout = fit->layout;
-  if (g.m_per_group < fit->m_per_group_min || g.m_per_group > fit->m_per_group_max) {
-    *in_range = false;
-  }
   const double peak = compute_peak_flops_per_s(gpu_, dtype);
-  if (!(peak > 0) || !(gpu_.hbm_bytes_per_s > 0)) return -1.0;
-  return fit->seconds(g, peak, gpu_.hbm_bytes_per_s);
+  const double hbm = gpu_.hbm_bytes_per_s;
+  if (!(peak > 0) || !(hbm > 0)) return -1.0;
+  const double extra_s = extra_input_bytes / (hbm * fit->input_bandwidth_efficiency);
+  if (g.m_per_group > fit->m_per_group_max) {
+    // Rule: the FLOP rate of the largest fitted rows (a compute-bound GEMM's rate saturates).
+    GemmShape at_max = g;
+    at_max.m_per_group = fit->m_per_group_max;
+    worsen(coverage, Coverage::kByRule);
+    return fit->seconds(at_max, peak, hbm) * (g.m_per_group / fit->m_per_group_max) + extra_s;
+  }
+  const double s = fit->seconds(g, peak, hbm) + extra_s;
+  if (g.m_per_group < fit->m_per_group_min) {
+    // Rule: at least its bytes at the highest bandwidth a fitted GEMM moved (fewer rows than
+    // any fitted one: the weights' reads bound it).
+    const double ceiling = c.gemm_max_bandwidth_efficiency;
+    if (!(ceiling > 0)) {
+      worsen(coverage, Coverage::kOutOfRange);
+      return s;
+    }
+    worsen(coverage, Coverage::kByRule);
+    const double bytes = g.input_bytes() + g.output_bytes() + extra_input_bytes;
+    return std::max(s, bytes / (hbm * ceiling));
+  }
+  return s;
 }
 
-double CalibratedCostModel::compute_seconds(const OpWork& work, bool* in_range) const {
+double CalibratedCostModel::attention_seconds(const OpWork& work, Coverage* coverage) const {
+  const ComputeCalibration& c = profile_.compute;
+  DType core_dtype = work.core_dtype;
+  const AttentionCoreFit* core =
+      c.find_attention(op_kind_name(work.kind), profile_dtype_name(core_dtype));
+  if (!core && profile_dtype_name(core_dtype) != "bf16") {
+    // Rule: a core of a dtype without a fit of its kind runs as the kind's BF16 dense kernel.
+    core = c.find_attention(op_kind_name(work.kind), "bf16");
+    core_dtype = DType::kBF16;
+    if (core) worsen(coverage, Coverage::kByRule);
+  }
+  if (!core || work.hidden <= 0) return -1.0;
+  const double t = static_cast<double>(work.tokens);
+  const double h = static_cast<double>(work.hidden);
+  // The projections as one dense GEMM of t rows: FLOPs as counted, output t x h; the rest of the
+  // op's bytes as extra input.
+  GemmShape g;
+  g.layout = GemmLayout::kDense;
+  g.num_groups = 1;
+  g.m_per_group = t;
+  g.n = h;
+  g.k = (work.flops - work.core_flops) / (2.0 * t * h);
+  g.activation_bytes_per_element = 0;
+  g.weight_bytes_per_element = 0;
+  const double in_bytes = std::max(0.0, work.bytes - work.core_bytes - g.output_bytes());
+  const double proj = gemm_seconds(g, work.dtype, in_bytes, coverage);
+  const double core_peak = compute_peak_flops_per_s(gpu_, core_dtype);
+  if (proj < 0 || !(core_peak > 0)) return -1.0;
+  double pairs = work.attended_pairs;
+  if (core->has_range() && pairs > 0) {
+    const double keys_per_query = pairs / t;
+    if (keys_per_query > core->keys_per_query_max) {
+      // Rule: the rate at the most keys per query fitted (the rate saturates with keys).
+      pairs = t * core->keys_per_query_max;
+      worsen(coverage, Coverage::kByRule);
+    } else if (keys_per_query < core->keys_per_query_min) {
+      // Rule: the fit's fixed cost per query holds for fewer keys (the rate keeps falling).
+      worsen(coverage, Coverage::kByRule);
+    }
+  }
+  return proj +
+         core->seconds(work.core_flops, work.core_bytes, pairs, t, core_peak, gpu_.hbm_bytes_per_s);
+}
+
+namespace {
+
+// The kinds compute_seconds() prices from GEMM and attention-core fits.
+bool compute_seconds_covers(OpKind kind) {
+  switch (kind) {
+    case OpKind::kExpertFfn:
+    case OpKind::kSharedExpert:
+    case OpKind::kDenseFfn:
+    case OpKind::kAttnMlaPrefill:
+    case OpKind::kAttnMlaDecode:
+    case OpKind::kAttnGqaPrefill:
+    case OpKind::kAttnGqaDecode:
+    case OpKind::kAttnKdaPrefill:
+    case OpKind::kAttnKdaDecode:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+double CalibratedCostModel::compute_seconds(const OpWork& work, Coverage* coverage) const {
   if (profile_.compute.empty() || work.tokens <= 0) return -1.0;
   const double t = static_cast<double>(work.tokens);
   // FP8 (and narrower) GEMMs take FP8 activations; wider ones their own width.
@@ -110,8 +198,8 @@ double CalibratedCostModel::compute_seconds(const OpWork& work, bool* in_range) 
       up.k = h;
       down.n = h;
       down.k = i;
-      const double a = gemm_seconds(up, work.dtype, in_range);
-      const double b = gemm_seconds(down, work.dtype, in_range);
+      const double a = gemm_seconds(up, work.dtype, 0.0, coverage);
+      const double b = gemm_seconds(down, work.dtype, 0.0, coverage);
       return a < 0 || b < 0 ? -1.0 : a + b;
     }
     case OpKind::kAttnMlaPrefill:
@@ -119,32 +207,8 @@ double CalibratedCostModel::compute_seconds(const OpWork& work, bool* in_range) 
     case OpKind::kAttnGqaPrefill:
     case OpKind::kAttnGqaDecode:
     case OpKind::kAttnKdaPrefill:
-    case OpKind::kAttnKdaDecode: {
-      const AttentionCoreFit* core = profile_.compute.find_attention(
-          op_kind_name(work.kind), profile_dtype_name(work.core_dtype));
-      if (!core || work.hidden <= 0) return -1.0;
-      const double h = static_cast<double>(work.hidden);
-      // The projections as one dense GEMM of t rows: FLOPs and bytes as counted, output t x h.
-      GemmShape g;
-      g.layout = GemmLayout::kDense;
-      g.num_groups = 1;
-      g.m_per_group = t;
-      g.n = h;
-      g.k = (work.flops - work.core_flops) / (2.0 * t * h);
-      g.activation_bytes_per_element = 0;  // input bytes below: what the op counts
-      g.weight_bytes_per_element = 0;
-      double proj = gemm_seconds(g, work.dtype, in_range);
-      if (proj < 0) return -1.0;
-      const GemmFit* fit =
-          profile_.compute.find_gemm(GemmLayout::kDense, profile_dtype_name(work.dtype));
-      if (!fit) fit = profile_.compute.find_gemm_any_dtype(GemmLayout::kDense);
-      const double in_bytes = std::max(0.0, work.bytes - work.core_bytes - g.output_bytes());
-      proj += in_bytes / (gpu_.hbm_bytes_per_s * fit->input_bandwidth_efficiency);
-      const double core_peak = compute_peak_flops_per_s(gpu_, work.core_dtype);
-      if (!(core_peak > 0)) return -1.0;
-      return proj +
-             core->seconds(work.core_flops, work.core_bytes, core_peak, gpu_.hbm_bytes_per_s);
-    }
+    case OpKind::kAttnKdaDecode:
+      return attention_seconds(work, coverage);
     default:
       return -1.0;
   }
@@ -186,17 +250,24 @@ double CalibratedCostModel::seconds(const OpWork& work) const {
       s = fitted_seconds(op_kind_name(work.kind), dtype, work.flops, work.bytes, tokens, &in_range);
       break;
   }
-  if (s < 0) {
-    // No op fit of the kind: the kernel-level fits, where they cover it.
-    in_range = true;
-    s = compute_seconds(work, &in_range);
+  if (s >= 0) {
+    count(work.kind, in_range ? Coverage::kFitted : Coverage::kOutOfRange);
+    return s;
   }
-  if (s < 0) {
-    count_out_of_range(work.kind);
-    return fallback_->seconds(work);
+  // No op fit of the kind: the kernel-level fits, where they cover it.
+  Coverage coverage = Coverage::kFitted;
+  s = compute_seconds(work, &coverage);
+  if (s >= 0) {
+    count(work.kind, coverage);
+    return s;
   }
-  if (!in_range) count_out_of_range(work.kind);
-  return s;
+  // Rule: a profile of kernel-level fits prices the kinds no kernel table covers (element-wise
+  // ops, the router and the BF16 output head) by the roofline. A GEMM or attention kind without
+  // its fit, or a kind missing from a profile of engine op fits, is out of range.
+  const bool gemm_or_attention = compute_seconds_covers(work.kind);
+  count(work.kind, !profile_.compute.empty() && !gemm_or_attention ? Coverage::kByRule
+                                                                   : Coverage::kOutOfRange);
+  return fallback_->seconds(work);
 }
 
 std::string CalibratedCostModel::describe_inputs() const {
@@ -212,6 +283,19 @@ int64_t CalibratedCostModel::num_out_of_range_queries() const {
 
 int64_t CalibratedCostModel::num_out_of_range_queries(OpKind kind) const {
   return out_of_range_[static_cast<int>(kind)].load(std::memory_order_relaxed);
+}
+
+int64_t CalibratedCostModel::num_by_rule_queries(OpKind kind) const {
+  return by_rule_[static_cast<int>(kind)].load(std::memory_order_relaxed);
+}
+
+CostQueryCounts CalibratedCostModel::query_counts() const {
+  CostQueryCounts c;
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    c.out_of_range[k] = out_of_range_[k].load(std::memory_order_relaxed);
+    c.by_rule[k] = by_rule_[k].load(std::memory_order_relaxed);
+  }
+  return c;
 }
 
 }  // namespace moesim::sim

@@ -31,9 +31,11 @@ double GemmFit::seconds(const GemmShape& g, double peak_flops_per_s, double hbm_
          g.output_bytes() / (hbm_bytes_per_s * output_bandwidth_efficiency);
 }
 
-double AttentionCoreFit::seconds(double core_flops, double core_bytes, double peak_flops_per_s,
+double AttentionCoreFit::seconds(double core_flops, double core_bytes, double attended_pairs,
+                                 double queries, double peak_flops_per_s,
                                  double hbm_bytes_per_s) const {
-  return std::max(core_flops / (peak_flops_per_s * compute_efficiency),
+  const double overhead = attended_pairs > 0 ? query_overhead_keys * queries / attended_pairs : 0.0;
+  return std::max(core_flops * (1.0 + overhead) / (peak_flops_per_s * compute_efficiency),
                   core_bytes / (hbm_bytes_per_s * bandwidth_efficiency));
 }
 

@@ -4,8 +4,10 @@
 //
 // A GEMM (DeepGEMM's definitions of FLOPs and bytes) costs its FLOPs over the dtype's peak plus
 // its input and output bytes over HBM, each term divided by its efficiency; an attention core
-// the larger of its FLOPs and bytes terms. docs/calibration.md ("Public profile: compute") has
-// the formulas.
+// the larger of its FLOPs and bytes terms, the FLOPs term with a fixed cost per query (prefill
+// kernels: a query's softmax and output tiles cost as much as attending a number of keys, so the
+// rate rises with the keys a query attends and saturates). docs/calibration.md ("Public
+// profile: compute") has the formulas.
 #pragma once
 
 #include <cstdint>
@@ -58,14 +60,28 @@ struct AttentionCoreFit {
   std::string dtype;  // profile dtype of the core's math ("bf16", "fp8")
   double compute_efficiency = 1;
   double bandwidth_efficiency = 1;
+  // The fixed cost of one query token, in keys attended at the compute rate (0: none).
+  double query_overhead_keys = 0;
+  // Mean keys a query attends in the fitted samples; both 0 when the fit has no range (rates
+  // converted at their binding limit: the decode cores).
+  double keys_per_query_min = 0, keys_per_query_max = 0;
+  FitQuality quality;  // num_samples 0 when not fitted by least squares
 
-  double seconds(double core_flops, double core_bytes, double peak_flops_per_s,
-                 double hbm_bytes_per_s) const;
+  bool has_range() const { return keys_per_query_max > 0; }
+  // Seconds of a core of `core_flops` over `attended_pairs` (query, key) pairs of `queries`
+  // query tokens reading `core_bytes`: max(core_flops (1 + overhead queries / pairs) / (peak
+  // c), core_bytes / (HBM b)); without pairs (<= 0) the FLOPs term has no overhead.
+  double seconds(double core_flops, double core_bytes, double attended_pairs, double queries,
+                 double peak_flops_per_s, double hbm_bytes_per_s) const;
 };
 
 struct ComputeCalibration {
   std::string gpu;  // catalogue name of the GPU whose peaks the efficiencies are relative to
   std::vector<GemmFit> gemms;
+  // The highest fraction of HBM bandwidth a fitted GEMM moved (its input and output bytes over
+  // its time): the floor below the fitted rows (docs/calibration.md, "Where no fit applies");
+  // 0 when unknown.
+  double gemm_max_bandwidth_efficiency = 0;
   std::vector<AttentionCoreFit> attention;
 
   bool empty() const { return gemms.empty() && attention.empty(); }

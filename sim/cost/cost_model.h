@@ -8,6 +8,7 @@
 // peak of almost nothing) is bad input, not a number to round.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,14 +18,25 @@
 
 namespace moesim::sim {
 
+// A cost model's queries by op kind (indexed by OpKind) that no fit priced inside its range:
+// `out_of_range` ones were extrapolated with no stated rule; `by_rule` ones were priced by a
+// stated rule (docs/calibration.md, "Where no fit applies").
+struct CostQueryCounts {
+  std::array<int64_t, kNumOpKinds> out_of_range{};
+  std::array<int64_t, kNumOpKinds> by_rule{};
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual std::string_view name() const = 0;
   // Seconds to run `work` on one GPU; 0 for empty work.
   virtual double seconds(const OpWork& work) const = 0;
-  // Queries outside the range the model was fitted on (calibrated models); 0 for roofline.
+  // Queries outside the range the model was fitted on and priced by no stated rule (calibrated
+  // models); 0 for roofline.
   virtual int64_t num_out_of_range_queries() const { return 0; }
+  // Per op kind: out-of-range queries and those priced by a stated rule; all 0 for roofline.
+  virtual CostQueryCounts query_counts() const { return {}; }
   // Whether seconds() counts its queries (num_out_of_range_queries): then every query must be
   // asked, else a caller may keep a result and reuse it for equal work (seconds() is a pure
   // function of the work).

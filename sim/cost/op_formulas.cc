@@ -138,6 +138,7 @@ AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Preci
 
   double pf_flops = 0, pf_bytes = 0, dc_flops = 0, dc_bytes = 0;
   double pf_core_flops = 0, pf_core_bytes = 0, dc_core_flops = 0, dc_core_bytes = 0;
+  double pf_pairs = 0, dc_pairs = 0;
   int64_t pf_tokens = 0, dc_tokens = 0;
   for (const SeqSlice& s : seqs) {
     const double n = static_cast<double>(s.new_tokens);
@@ -151,6 +152,7 @@ AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Preci
       pf_bytes += cache + n * act_bytes_per_token + 2.0 * state_bytes;
       pf_core_flops += n * core;
       pf_core_bytes += cache + 2.0 * state_bytes;
+      pf_pairs += n * static_cast<double>(mean_ctx);
       pf_tokens += s.new_tokens;
     } else {
       const double core = attention_core_flops(a, s.context_tokens + 1, true);
@@ -159,6 +161,7 @@ AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Preci
       dc_bytes += cache + n * act_bytes_per_token + 2.0 * state_bytes;
       dc_core_flops += n * core;
       dc_core_bytes += cache + 2.0 * state_bytes;
+      dc_pairs += n * static_cast<double>(s.context_tokens + 1);
       dc_tokens += s.new_tokens;
     }
   }
@@ -170,12 +173,14 @@ AttentionWork attention_work(const AttentionSpec& a, int64_t hidden, const Preci
         make_work(w.prefill.kind, wdt, pf_flops / tp, pf_bytes / tp + weight_bytes, pf_tokens);
     w.prefill.core_flops = pf_core_flops / tp;
     w.prefill.core_bytes = pf_core_bytes / tp;
+    w.prefill.attended_pairs = pf_pairs;
   }
   if (dc_tokens > 0) {
     w.decode =
         make_work(w.decode.kind, wdt, dc_flops / tp, dc_bytes / tp + weight_bytes, dc_tokens);
     w.decode.core_flops = dc_core_flops / tp;
     w.decode.core_bytes = dc_core_bytes / tp;
+    w.decode.attended_pairs = dc_pairs;
   }
   w.prefill.core_dtype = precision.core_attention;
   w.prefill.hidden = w.decode.hidden = hidden;

@@ -65,6 +65,8 @@ double prefill_flops_per_token(const ModelCard& card, int64_t prompt_tokens);
 // stored bits where precision.storage has them) / tp.
 // core_flops / core_bytes: the core's share of them (n core(...) and the cache / state bytes, / tp)
 // at core_dtype = precision.core_attention; the rest is the projections at precision.attention.
+// attended_pairs: the (query, key) pairs of the core, n (c + (n + 1) / 2) prefill and n (c + 1)
+// decode per slice (the contexts of the FLOPs above), not divided by tp.
 // (So under TP the KDA state is divided by tp twice and the GQA cache by min(tp, kv heads) tp,
 // and MLA's shared latent cache by tp: kept as the step model has always priced it.)
 AttentionWork attention_work(const AttentionSpec& attention, int64_t hidden_size,

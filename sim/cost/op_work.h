@@ -54,6 +54,11 @@ struct OpWork {
   double core_flops = 0;
   double core_bytes = 0;
   DType core_dtype = DType::kBF16;
+  // Attention ops: the (query token, key) pairs the core attends, summed over the new tokens
+  // (per slice of n new tokens over c cached: prefill n (c + (n + 1) / 2), decode n (c + 1)), so
+  // that core_flops / attended_pairs is the FLOPs of one pair and attended_pairs / tokens the
+  // mean keys a query attends. 0 elsewhere.
+  double attended_pairs = 0;
   // GEMM shapes, for cost models that price GEMMs one by one. SwiGLU FFN ops (expert_ffn,
   // shared_expert, dense_ffn): hidden H and intermediate I (per GPU under TP, the shared experts
   // fused into one): gate/up n = 2 I, k = H; down n = H, k = I. Attention ops: hidden = the

@@ -188,12 +188,21 @@ void write_profile(std::ostream& os, const CalibrationProfile& p) {
                                   {"quality", quality_table(g.quality)}});
     }
     for (const AttentionCoreFit& a : p.compute.attention) {
-      attention.push_back(toml::table{{"kind", a.kind},
-                                      {"dtype", a.dtype},
-                                      {"compute_efficiency", a.compute_efficiency},
-                                      {"bandwidth_efficiency", a.bandwidth_efficiency}});
+      toml::table t{{"kind", a.kind},
+                    {"dtype", a.dtype},
+                    {"compute_efficiency", a.compute_efficiency},
+                    {"bandwidth_efficiency", a.bandwidth_efficiency}};
+      if (a.has_range()) {
+        t.insert("query_overhead_keys", a.query_overhead_keys);
+        t.insert("keys_per_query", pair(a.keys_per_query_min, a.keys_per_query_max));
+        t.insert("quality", quality_table(a.quality));
+      }
+      attention.push_back(std::move(t));
     }
     toml::table compute{{"gpu", p.compute.gpu}};
+    if (p.compute.gemm_max_bandwidth_efficiency > 0) {
+      compute.insert("gemm_max_bandwidth_efficiency", p.compute.gemm_max_bandwidth_efficiency);
+    }
     if (!gemms.empty()) compute.insert("gemm", gemms);
     if (!attention.empty()) compute.insert("attention_core", attention);
     root.insert("compute", compute);
@@ -324,6 +333,8 @@ NetworkCalibration read_network(TomlTable& net) {
 ComputeCalibration read_compute(TomlTable& compute) {
   ComputeCalibration calibration;
   calibration.gpu = compute.get_string("gpu");
+  calibration.gemm_max_bandwidth_efficiency =
+      compute.get_double_in_or("gemm_max_bandwidth_efficiency", 1e-6, 1.0, 0.0);
   for (TomlTable& t : compute.get_table_array("gemm", false)) {
     GemmFit g;
     const std::string layout =
@@ -351,6 +362,12 @@ ComputeCalibration read_compute(TomlTable& compute) {
     }
     a.compute_efficiency = t.get_double_in("compute_efficiency", 1e-6, 1e3);
     a.bandwidth_efficiency = t.get_double_in("bandwidth_efficiency", 1e-6, 1e3);
+    if (t.has("keys_per_query")) {
+      a.query_overhead_keys = t.get_double_in("query_overhead_keys", 0, 1e9);
+      read_pair(t, "keys_per_query", a.keys_per_query_min, a.keys_per_query_max);
+      if (!(a.keys_per_query_min >= 1)) t.fail("keys_per_query", "a query attends >= 1 key");
+      a.quality = read_quality(t.get_table("quality"));
+    }
     t.finish();
     calibration.attention.push_back(std::move(a));
   }

@@ -123,8 +123,13 @@ struct RunCounters {
   int64_t kv_evictions = 0;
   int64_t kv_transfers = 0;  // P/D disaggregation
   double kv_transfer_bytes = 0;
-  // Cost-model queries outside the range a calibrated profile was fitted on (0 for roofline).
+  // Cost-model queries outside the range a calibrated profile was fitted on and priced by no
+  // stated rule, and queries priced by a stated rule (docs/calibration.md, "Where no fit
+  // applies"); both 0 for roofline. Per op kind name, the kinds with a nonzero count.
   int64_t cost_out_of_range_queries = 0;
+  int64_t cost_by_rule_queries = 0;
+  std::map<std::string, int64_t> cost_out_of_range_by_kind;
+  std::map<std::string, int64_t> cost_by_rule_by_kind;
   double dispatch_bytes = 0;
   double combine_bytes = 0;
   double max_gpu_selections_sum = 0;  // imbalance: sum over steps and MoE layers

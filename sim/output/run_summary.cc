@@ -10,6 +10,7 @@
 #include "base/checked_number.h"
 #include "moesim_version.h"
 #include "sim/metrics/figure_text.h"
+#include "sim/output/cost_query_summary.h"
 #include "sim/output/measurement_text.h"
 #include "sim/workload/request.h"
 
@@ -297,6 +298,7 @@ json summary_json(const Scenario& sc, const RunOutput& out, uint64_t seed) {
                    {"cost_out_of_range_queries", c.cost_out_of_range_queries},
                    {"dispatch_bytes", count_json(c.dispatch_bytes)},
                    {"combine_bytes", count_json(c.combine_bytes)}};
+  add_cost_query_json(j["counters"], c);
   if (sc.run.fidelity == Fidelity::kFast) {
     j["counters"]["fast_fidelity_layers"] = c.fast_fidelity_layers;
     j["counters"]["exact_fidelity_layers"] = c.exact_fidelity_layers;
@@ -355,13 +357,7 @@ void write_gpu_cost_and_tier_text(std::ostream& os, const Scenario& sc, const Ru
          << " per MoE layer), " << bytes_text(gpu.routed_expert_weight_bytes) << "\n";
     }
   }
-  if (sc.cost.kind == CostModelKind::kCalibrated) {
-    os << "  cost model  calibrated profile " << sc.cost.profile_path << ": "
-       << c.cost_out_of_range_queries << " queries outside the fitted ranges\n";
-  } else {
-    os << "  cost model  roofline (" << c.cost_out_of_range_queries
-       << " queries outside a fitted range)\n";
-  }
+  write_cost_query_text(os, sc.cost, c);
   if (sc.run.fidelity == Fidelity::kFast) {
     const int64_t layers = c.fast_fidelity_layers + c.exact_fidelity_layers;
     os << "  fidelity    fast: " << c.fast_fidelity_layers << " of " << layers

@@ -15,6 +15,21 @@
 
 namespace moesim::sim {
 namespace detail {
+namespace {
+
+// The cost model's query counts: totals and, per op kind, the nonzero ones.
+void set_cost_query_counters(const CostModel& cost, RunCounters& c) {
+  const CostQueryCounts q = cost.query_counts();
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    const std::string kind(op_kind_name(static_cast<OpKind>(k)));
+    if (q.out_of_range[k] > 0) c.cost_out_of_range_by_kind[kind] = q.out_of_range[k];
+    if (q.by_rule[k] > 0) c.cost_by_rule_by_kind[kind] = q.by_rule[k];
+    c.cost_by_rule_queries += q.by_rule[k];
+  }
+  c.cost_out_of_range_queries = cost.num_out_of_range_queries();
+}
+
+}  // namespace
 
 ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
                        std::vector<std::unique_ptr<ServingPolicy>> policies)
@@ -158,7 +173,7 @@ RunOutput ClusterSim::run() {
   check_conservation(out);
   RunCounters& counters = recorder_.counters();
   for (const Replica& r : replicas_) add_replica_totals(r, recorder_);
-  counters.cost_out_of_range_queries = builder_.cost().num_out_of_range_queries();
+  set_cost_query_counters(builder_.cost(), counters);
   if (kv_tiers_) counters.kv_tiers = kv_tiers_->final_counters();
   const WorkloadStats& ws = workload_->stats();
   if (ws.num_rollbacks > 0) counters.actions["rollback"] = ws.num_rollbacks;

@@ -1,5 +1,6 @@
 // The published benchmark tables the public-profile tests hold moesim against
-// (profiles/h800-public.validation/*.csv, copies of ../shared/data/benchmarks/): plain CSV with a
+// (profiles/h800-public.validation/*.csv: copies of ../shared/data/benchmarks/ and the
+// FlashAttention-3 table transcribed there, README.md there): plain CSV with a
 // header line and no quoted cells.
 #pragma once
 

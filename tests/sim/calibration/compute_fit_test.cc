@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,59 @@ TEST(ComputeFit, AttentionCoreEfficienciesFromTheirBindingLimit) {
   EXPECT_NE(r.skipped[0].find("bandwidth efficiency of bf16"), std::string::npos);
   // Every record is reproduced: max(compute, memory) with the other limit not binding.
   for (const ComputeFitRow& row : r.rows) EXPECT_NEAR(row.fitted_s / row.measured_s, 1.0, 1e-12);
+}
+
+// Prefill cores: 16,384 queries attending 256 to 8,192 keys each, generated with compute
+// efficiency 0.6 and a fixed cost of 300 keys per query (BF16 peak 1e15): the fit recovers both,
+// the range of keys per query and an exact quality; the profile round-trips them.
+TEST(ComputeFit, PrefillCoreEfficiencyAndFixedCostPerQuery) {
+  std::vector<AttentionCoreSample> cores;
+  const double queries = 16384, flops_per_pair = 4096;
+  for (double keys : {256.0, 1024.0, 4096.0, 8192.0}) {
+    const double pairs = queries * keys;
+    const double flops = pairs * flops_per_pair;
+    const double s = (flops + queries * flops_per_pair * 300.0) / (1e15 * 0.6);
+    cores.push_back({"attn_gqa_prefill", "bf16", "compute", flops, 1e8, s, queries, pairs});
+  }
+  const ComputeFitReport r = fit_compute({}, cores, round_gpu());
+  const AttentionCoreFit* f = r.calibration.find_attention("attn_gqa_prefill", "bf16");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->compute_efficiency, 0.6, 1e-9);
+  EXPECT_NEAR(f->query_overhead_keys, 300.0, 1e-6);
+  EXPECT_EQ(f->keys_per_query_min, 256.0);
+  EXPECT_EQ(f->keys_per_query_max, 8192.0);
+  EXPECT_EQ(f->quality.num_samples, 4);
+  EXPECT_LT(f->quality.mape, 1e-9);
+  for (const ComputeFitRow& row : r.rows) EXPECT_NEAR(row.fitted_s / row.measured_s, 1.0, 1e-9);
+  CalibrationProfile p;
+  p.name = "x";
+  p.compute = r.calibration;
+  std::ostringstream os;
+  write_profile(os, p);
+  const CalibrationProfile q = parse_profile(os.str(), "x.toml");
+  const AttentionCoreFit* g = q.compute.find_attention("attn_gqa_prefill", "bf16");
+  ASSERT_NE(g, nullptr);
+  EXPECT_EQ(g->query_overhead_keys, f->query_overhead_keys);
+  EXPECT_EQ(g->keys_per_query_max, 8192.0);
+  EXPECT_EQ(g->quality.num_samples, 4);
+  // Records with and without queries and pairs do not mix in one (kind, dtype).
+  cores.push_back({"attn_gqa_prefill", "bf16", "compute", 1e12, 1e8, 1e-3});
+  EXPECT_THROW(fit_compute({}, cores, round_gpu()), std::invalid_argument);
+}
+
+// The bandwidth ceiling below the fitted rows: the most bytes per second any GEMM sample moved.
+TEST(ComputeFit, GemmBandwidthCeilingIsTheFastestSampleBytesRate) {
+  std::vector<GemmSample> s = {sample("dense", 1, 64, 4096, 7168, 0.5, 0.8, 0.7),
+                               sample("dense", 1, 4096, 4096, 7168, 0.8, 0.8, 0.7)};
+  double ceiling = 0;
+  for (const GemmSample& g : s) {
+    const double rows = static_cast<double>(g.m_per_group);
+    const double bytes = rows * 7168 + 4096.0 * 7168 + 2.0 * rows * 4096;
+    ceiling = std::max(ceiling, bytes / (g.measured_s * 1e12));
+  }
+  const ComputeFitReport r = fit_compute(s, {}, round_gpu());
+  EXPECT_DOUBLE_EQ(r.calibration.gemm_max_bandwidth_efficiency, ceiling);
+  EXPECT_GT(ceiling, 0.3);
 }
 
 TEST(ComputeFit, AGpuWithoutThePeakIsAnError) {

@@ -103,6 +103,10 @@ TEST(MeasurementReader, ReadsKernelRecordsAndRejectsBadOnes) {
                "\n"
                R"({"record": "attention_core", "op": "attn_mla_decode", "dtype": "bf16",)"
                R"( "bound": "memory", "flops": 1e10, "bytes": 6e8, "measured_ns": 200000})"
+               "\n"
+               R"({"record": "attention_core", "op": "attn_gqa_prefill", "dtype": "bf16",)"
+               R"( "bound": "compute", "flops": 3.4e10, "bytes": 2.7e8, "queries": 16384,)"
+               R"( "pairs": 4194304, "measured_ns": 117670})"
                "\n");
   const MeasurementSet m = read_measurements(ok, "k.jsonl");
   ASSERT_EQ(m.gemms.size(), 1u);
@@ -110,9 +114,12 @@ TEST(MeasurementReader, ReadsKernelRecordsAndRejectsBadOnes) {
   EXPECT_EQ(m.gemms[0].num_groups, 4);
   EXPECT_EQ(m.gemms[0].k, 7168);
   EXPECT_DOUBLE_EQ(m.gemms[0].measured_s, 64520e-9);
-  ASSERT_EQ(m.attention_cores.size(), 1u);
+  ASSERT_EQ(m.attention_cores.size(), 2u);
   EXPECT_EQ(m.attention_cores[0].bound, "memory");
   EXPECT_DOUBLE_EQ(m.attention_cores[0].bytes, 6e8);
+  EXPECT_EQ(m.attention_cores[0].pairs, 0.0);  // not given
+  EXPECT_EQ(m.attention_cores[1].queries, 16384.0);
+  EXPECT_EQ(m.attention_cores[1].pairs, 4194304.0);
   auto error_of = [&](const std::string& record) {
     std::istringstream in(header + record + "\n");
     try {
@@ -131,6 +138,14 @@ TEST(MeasurementReader, ReadsKernelRecordsAndRejectsBadOnes) {
   EXPECT_EQ(error_of(R"({"record": "attention_core", "op": "attn_mla_decode", "dtype": "bf16",)"
                      R"( "bound": "latency", "flops": 1, "bytes": 1, "measured_ns": 1})"),
             "2 bound");
+  EXPECT_EQ(error_of(R"({"record": "attention_core", "op": "attn_gqa_prefill", "dtype": "bf16",)"
+                     R"( "bound": "compute", "flops": 1, "bytes": 1, "queries": 4,)"
+                     R"( "measured_ns": 1})"),
+            "2 pairs");  // queries without pairs
+  EXPECT_EQ(error_of(R"({"record": "attention_core", "op": "attn_gqa_prefill", "dtype": "bf16",)"
+                     R"( "bound": "compute", "flops": 1, "bytes": 1, "queries": 4, "pairs": 2,)"
+                     R"( "measured_ns": 1})"),
+            "2 pairs");  // fewer pairs than queries
 }
 
 }  // namespace

@@ -199,7 +199,7 @@ TEST_F(PublicProfileCompute, MlaDecodeCoreAtFlashMlaRates) {
     EXPECT_NE(fit, nullptr);
     if (!fit) return 0.0;
     const double s =
-        fit->seconds(w.core_flops, w.core_bytes,
+        fit->seconds(w.core_flops, w.core_bytes, w.attended_pairs, static_cast<double>(w.tokens),
                      compute_peak_flops_per_s(gpu_, prec.core_attention), gpu_.hbm_bytes_per_s);
     return compute ? w.core_flops / s / 1e12 : w.core_bytes / s / 1e9;
   };
@@ -209,11 +209,9 @@ TEST_F(PublicProfileCompute, MlaDecodeCoreAtFlashMlaRates) {
   AttentionSpec mla16 = mla;
   mla16.mla.num_heads = 16;
   EXPECT_NEAR(core_rate(mla16, p, 4096, false) / 3000.0, 1.0, 0.10);
-  // Sparse FP8 decode: the core in FP8 over 2,048 selected tokens.
-  Precision fp8 = p;
-  fp8.core_attention = DType::kFP8;
-  fp8.kv_cache = DType::kFP8;
-  EXPECT_NEAR(core_rate(mla, fp8, 2048, true) / 410.0, 1.0, 0.10);
+  // FlashMLA's sparse FP8 decode figure (DeepSeek-V3.2's sparse attention, BF16 math over an
+  // FP8 cache) is no dense core's rate: no FP8 core is fitted from it.
+  EXPECT_EQ(profile_.compute.find_attention("attn_mla_decode", "fp8"), nullptr);
 }
 
 // The whole decode attention op through the calibrated cost model: projections (one dense FP8
@@ -227,9 +225,128 @@ TEST_F(PublicProfileCompute, MlaDecodeOpIsProjectionsPlusCore) {
   const AttentionCoreFit* core = profile_.compute.find_attention("attn_mla_decode", "bf16");
   ASSERT_NE(core, nullptr);
   const double core_s =
-      core->seconds(w.core_flops, w.core_bytes, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s);
+      core->seconds(w.core_flops, w.core_bytes, w.attended_pairs, static_cast<double>(w.tokens),
+                    gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s);
   EXPECT_GT(s, core_s);
   EXPECT_LT(s, 1.5 * core_s);
+  EXPECT_EQ(cost.num_out_of_range_queries(), 0);
+}
+
+// FlashAttention-3's causal forward rows (the prefill core fits' inputs, on H100 SXM5: the H800's
+// compute die) through the fits: 16,384 queries attending seqlen / 2 keys each, FLOPs 4 x pairs
+// x head dim x heads; every row within the fits' worst error, 6%.
+TEST_F(PublicProfileCompute, EveryFlashAttentionCausalRowWithinSixPercent) {
+  // kernel,dtype,head_dim,causal,seqlen,batch,heads,tflops,...
+  const auto rows =
+      read_benchmark_rows(kSource + "/profiles/h800-public.validation/flashattention3_h100.csv", 8);
+  int checked = 0;
+  for (const auto& c : rows) {
+    const double d = std::stod(c[2]), s = std::stod(c[4]), b = std::stod(c[5]);
+    const double heads = std::stod(c[6]), tflops = std::stod(c[7]);
+    if (c[3] != "true" || d == 64) continue;
+    const double queries = b * s, pairs = queries * s / 2, flops = 4 * pairs * d * heads;
+    for (const char* kind : {"attn_gqa_prefill", "attn_mla_prefill"}) {
+      if (d == 256 && std::string(kind) == "attn_gqa_prefill") continue;
+      const AttentionCoreFit* fit = profile_.compute.find_attention(kind, "bf16");
+      ASSERT_NE(fit, nullptr) << kind;
+      const double t =
+          fit->seconds(flops, 1.0, pairs, queries, gpu_.bf16_flops_per_s, gpu_.hbm_bytes_per_s);
+      EXPECT_NEAR(flops / t / 1e12 / tflops, 1.0, 0.06)
+          << kind << " head dim " << d << " seqlen " << s << ": moesim " << flops / t / 1e12
+          << " TFLOPS, published " << tflops;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 18);
+}
+
+// One prefill attention query by hand: a 4,096-token prompt of DeepSeek-V3 on one GPU
+// (data-parallel attention). Projections: one dense FP8 GEMM of 4,096 rows (the dense fit's
+// largest) writing 4,096 x 7,168 BF16 outputs, its other bytes at the fit's input efficiency.
+// Core: 4,096 queries attending (4,096 + 1) / 2 = 2,048 keys each (integer), 2 x 128 heads x
+// (128 + 64 + 128) FLOPs per pair, at the MLA prefill fit's efficiency of the BF16 peak with its
+// fixed cost per query. Inside both fits' ranges.
+TEST_F(PublicProfileCompute, MlaPrefillQueryByHand) {
+  const CalibratedCostModel cost = model();
+  const AttentionSpec& mla = card_.layers.front().attention;
+  const std::vector<SeqSlice> seqs = {SeqSlice{4096, 0, true}};
+  const OpWork w = attention_work(mla, card_.hidden_size, card_.precision, 1, seqs).prefill;
+  ASSERT_EQ(w.kind, OpKind::kAttnMlaPrefill);
+  const double t = 4096, h = 7168, pairs = 4096.0 * 2048;
+  const double core_flops = pairs * 2 * 128 * (128 + 64 + 128);
+  ASSERT_DOUBLE_EQ(w.attended_pairs, pairs);
+  ASSERT_DOUBLE_EQ(w.core_flops, core_flops);
+  const GemmFit* dense = profile_.compute.find_gemm(GemmLayout::kDense, "fp8");
+  const AttentionCoreFit* core = profile_.compute.find_attention("attn_mla_prefill", "bf16");
+  ASSERT_TRUE(dense && core);
+  ASSERT_EQ(dense->m_per_group_max, 4096);
+  ASSERT_TRUE(core->keys_per_query_min <= 2048 && 2048 <= core->keys_per_query_max);
+  const double out_bytes = 2 * t * h;
+  const double in_bytes = w.bytes - w.core_bytes - out_bytes;
+  const double projections =
+      (w.flops - core_flops) / (gpu_.fp8_flops_per_s * dense->compute_efficiency) +
+      out_bytes / (gpu_.hbm_bytes_per_s * dense->output_bandwidth_efficiency) +
+      in_bytes / (gpu_.hbm_bytes_per_s * dense->input_bandwidth_efficiency);
+  const double core_s = core_flops * (1 + core->query_overhead_keys / 2048) /
+                        (gpu_.bf16_flops_per_s * core->compute_efficiency);
+  EXPECT_NEAR(cost.seconds(w) / (projections + core_s), 1.0, 1e-12);
+  EXPECT_EQ(cost.num_out_of_range_queries(), 0);
+  EXPECT_EQ(cost.num_by_rule_queries(OpKind::kAttnMlaPrefill), 0);
+  // The core's rate lies between FlashAttention-3's causal rates at 4K (head dims 128 and 256,
+  // 579 and 612 TFLOPS), within the fit's 6%.
+  const double tflops = core_flops / core_s / 1e12;
+  EXPECT_GT(tflops, 579 * 0.94);
+  EXPECT_LT(tflops, 612 * 1.06);
+}
+
+// DeepSeek-V3's routed experts at 16K rows per expert (the EP32 prefill unit's 16K tokens per
+// GPU, top-8 over 8 local experts), above the contiguous fit's 4,096-8,192 rows: priced by rule at
+// the rate of 8,192 rows (twice the time of 8,192 rows per group), counted as by rule, not out of
+// range. DeepGEMM's rows show the rate saturated: 4 x 8,192 and 8 x 4,096 rows run at the same
+// TFLOPS (1,346 and 1,214).
+TEST_F(PublicProfileCompute, ExpertFfnBeyondTheFittedRowsIsPricedByRuleAndCounted) {
+  const CalibratedCostModel cost = model();
+  const MoeSpec& moe = card_.layers.back().ffn.moe;
+  const OpWork w = expert_ffn_work(moe, card_.hidden_size, DType::kFP8, 8 * 16384, 8.0);
+  const GemmFit* contiguous = profile_.compute.find_gemm(GemmLayout::kContiguousGrouped, "fp8");
+  ASSERT_NE(contiguous, nullptr);
+  ASSERT_EQ(contiguous->m_per_group_max, 8192);
+  GemmShape g;
+  g.layout = GemmLayout::kContiguousGrouped;
+  g.num_groups = 8;
+  g.m_per_group = 8192;
+  GemmShape up = g, down = g;
+  up.n = 2.0 * static_cast<double>(moe.expert_intermediate_size);
+  up.k = static_cast<double>(card_.hidden_size);
+  down.n = static_cast<double>(card_.hidden_size);
+  down.k = static_cast<double>(moe.expert_intermediate_size);
+  const double at_8192 = contiguous->seconds(up, gpu_.fp8_flops_per_s, gpu_.hbm_bytes_per_s) +
+                         contiguous->seconds(down, gpu_.fp8_flops_per_s, gpu_.hbm_bytes_per_s);
+  EXPECT_NEAR(cost.seconds(w) / (2 * at_8192), 1.0, 1e-12);
+  EXPECT_EQ(cost.num_by_rule_queries(OpKind::kExpertFfn), 1);
+  EXPECT_EQ(cost.num_out_of_range_queries(), 0);
+}
+
+// An FP8 attention core is priced by its own dtype's dense kernel; the profile has none (the only
+// public FP8 MLA figure is a sparse kernel), so the BF16 dense fit prices it, by rule: never
+// slower than the BF16 core at the same shape (its cache bytes are fewer).
+TEST_F(PublicProfileCompute, Fp8AttentionCoreIsNotSlowerThanBf16) {
+  const CalibratedCostModel cost = model();
+  const AttentionSpec& mla = card_.layers.front().attention;
+  Precision bf16 = card_.precision;
+  Precision fp8 = bf16;
+  fp8.core_attention = DType::kFP8;
+  fp8.kv_cache = DType::kFP8;
+  const std::vector<SeqSlice> decode(128, SeqSlice{1, 4096, false});
+  const std::vector<SeqSlice> prefill = {SeqSlice{4096, 0, true}};
+  for (const auto* seqs : {&decode, &prefill}) {
+    const AttentionWork b = attention_work(mla, card_.hidden_size, bf16, 1, *seqs);
+    const AttentionWork f = attention_work(mla, card_.hidden_size, fp8, 1, *seqs);
+    const OpWork& wb = seqs == &decode ? b.decode : b.prefill;
+    const OpWork& wf = seqs == &decode ? f.decode : f.prefill;
+    EXPECT_LE(cost.seconds(wf), cost.seconds(wb)) << op_kind_name(wb.kind);
+    EXPECT_EQ(cost.num_by_rule_queries(wf.kind), 1) << op_kind_name(wb.kind);
+  }
   EXPECT_EQ(cost.num_out_of_range_queries(), 0);
 }
 

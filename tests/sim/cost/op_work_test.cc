@@ -116,6 +116,10 @@ TEST(OpFormulasTest, GqaHandCounted) {
   EXPECT_EQ(w.decode.core_bytes, 16.0 * 7);
   EXPECT_EQ(w.decode.core_dtype, DType::kBF16);
   EXPECT_EQ(w.decode.hidden, 8);
+  // (query, key) pairs: 3 queries x mean context 4; 1 query x 6. Not divided by tp.
+  EXPECT_EQ(w.prefill.attended_pairs, 12.0);
+  EXPECT_EQ(w.decode.attended_pairs, 6.0);
+  EXPECT_EQ(attention_work(small_gqa(), 8, p, 2, seqs).prefill.attended_pairs, 12.0);
   Precision fp8 = p;
   fp8.attention = DType::kFP8;
   fp8.core_attention = DType::kFP8;
