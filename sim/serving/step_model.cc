@@ -76,7 +76,8 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
       schedule = &decode_pipeline_schedule();
     }
     if (schedule) {
-      microbatch_ = std::make_unique<MicrobatchPricer>(*schedule, card_, attention_, experts_, n);
+      microbatch_ = std::make_unique<MicrobatchPricer>(*schedule, card_, attention_, experts_, n,
+                                                       SmSharing{});
     }
   }
   if (options_.speculative.num_draft_tokens > 0) {
