@@ -147,7 +147,7 @@ void MicrobatchPricer::flush(StepState& state, StepObserver* observer) {
   }
   for (const TimelineSpan& sp : spans_) {
     trace_span(observer, sp.gpu, stage_span_name(sp.op, sp.mb), sp.layer_idx, sp.start_s,
-               sp.duration_s);
+               sp.duration_s, sp.sm_lost_s);
   }
 }
 
