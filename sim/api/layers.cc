@@ -34,6 +34,12 @@ void check_request(const LayersRequest& r, OverlapMode* overlap_mode) {
   }
 }
 
+// Whether the scenario's MoE layers run on a micro-batch timeline (where SM sharing applies).
+bool timeline_schedule(const Scenario& sc) {
+  return sc.deployment.overlap == OverlapMode::kTwoMicrobatch ||
+         sc.deployment.overlap == OverlapMode::kDecodePipeline;
+}
+
 void write_rows(std::ostream& os, const LayersReport& report, bool skewed, bool overlap) {
   const Scenario& sc = report.scenario;
   const std::string routing =
@@ -42,7 +48,7 @@ void write_rows(std::ostream& os, const LayersReport& report, bool skewed, bool 
              : "uniform";
   os << "\nrouting: " << routing << "\n";
   os << "  seqs/GPU   a2a us   exposed us   experts max us   experts mean us   wait us   "
-        "step ms   a2a/experts\n";
+        "SM lost us   step ms   a2a/experts\n";
   bool crossed = false;
   for (const auto& r : report.rows) {
     if (r.skewed != skewed) continue;
@@ -50,10 +56,12 @@ void write_rows(std::ostream& os, const LayersReport& report, bool skewed, bool 
     const char* marker = overlap ? "   <- expert compute no longer hides the all-to-all"
                                  : "   <- all-to-all dominates from here";
     const std::string wait = format_text("%.1f", r.wait_mean_us);
-    os << format_text("  %8lld %8.1f %12.1f %16.1f %17.1f %9s %9.2f %13.2f%s\n",
+    const std::string lost = format_text("%.1f", r.sm_lost_mean_us);
+    os << format_text("  %8lld %8.1f %12.1f %16.1f %17.1f %9s %12s %9.2f %13.2f%s\n",
                       static_cast<long long>(r.seqs_per_gpu), r.comm_us, r.exposed_comm_us,
-                      r.expert_max_us, r.expert_mean_us, overlap ? "-" : wait.c_str(), r.step_ms,
-                      ratio, (!crossed && ratio > 1.0) ? marker : "");
+                      r.expert_max_us, r.expert_mean_us, overlap ? "-" : wait.c_str(),
+                      timeline_schedule(report.scenario) ? lost.c_str() : "-", r.step_ms, ratio,
+                      (!crossed && ratio > 1.0) ? marker : "");
     if (ratio > 1.0) crossed = true;
   }
 }
@@ -63,10 +71,10 @@ void write_timeline(std::ostream& os, const LayersReport& report) {
       "\nGPU 0, middle MoE layer, %lld seqs/GPU, scenario routing (us from the layer's "
       "start)\n",
       static_cast<long long>(report.request.batches.front()));
-  os << format_text("  %-34s %10s %10s %10s\n", "span", "start", "duration", "end");
+  os << format_text("  %-34s %10s %10s %10s %10s\n", "span", "start", "duration", "end", "SM lost");
   for (const auto& sp : report.timeline) {
-    os << format_text("  %-34s %10.1f %10.1f %10.1f\n", sp.name.c_str(), sp.start_us,
-                      sp.duration_us, sp.start_us + sp.duration_us);
+    os << format_text("  %-34s %10.1f %10.1f %10.1f %10.1f\n", sp.name.c_str(), sp.start_us,
+                      sp.duration_us, sp.start_us + sp.duration_us, sp.sm_lost_us);
   }
 }
 
@@ -109,12 +117,17 @@ nlohmann::json layers_json(const LayersReport& report) {
                  {"expert_mean_us_per_layer", r.expert_mean_us},
                  {"barrier_wait_mean_us_per_layer",
                   overlap ? nlohmann::json(nullptr) : nlohmann::json(r.wait_mean_us)},
+                 {"comm_sms", sc.deployment.comm_sms},
+                 {"sm_lost_mean_us_per_layer", r.sm_lost_mean_us},
                  {"step_ms", r.step_ms}});
   }
   if (!report.request.timeline) return j;
   nlohmann::json t = nlohmann::json::array();
   for (const auto& sp : report.timeline) {
-    t.push_back({{"name", sp.name}, {"start_us", sp.start_us}, {"duration_us", sp.duration_us}});
+    t.push_back({{"name", sp.name},
+                 {"start_us", sp.start_us},
+                 {"duration_us", sp.duration_us},
+                 {"sm_lost_us", sp.sm_lost_us}});
   }
   return {{"rows", j}, {"timeline", t}};
 }
@@ -135,12 +148,14 @@ void write_layers_text(std::ostream& os, const LayersReport& report) {
                       sc.model->name.c_str(), sc.topology->name().c_str(),
                       sc.deployment.gpus_per_replica, static_cast<long long>(q.context_tokens));
   }
-  os << format_text("network model %s, overlap %s\n", sc.network_model.c_str(),
-                    overlap_mode_name(sc.deployment.overlap));
+  os << format_text("network model %s, overlap %s, collectives hold %d of %d SMs\n",
+                    sc.network_model.c_str(), overlap_mode_name(sc.deployment.overlap),
+                    sc.deployment.comm_sms, sc.topology->gpu_spec().num_sms);
   os << format_text(
       "a2a: dispatch + combine%s\n"
       "exposed: MoE layer time - the slowest GPU's compute in it (attention + router + experts)\n"
       "wait: mean barrier wait per GPU%s\n"
+      "SM lost: compute time lost to SM sharing per GPU (in compute; -: no micro-batch timeline)\n"
       "a2a/experts: a2a over the slowest GPU's expert time\n",
       overlap ? " (overlapped: it runs under expert compute)" : "",
       overlap ? " (-: the overlapped timeline records no barrier waits)" : "");

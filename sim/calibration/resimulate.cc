@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/check.h"
 #include "sim/calibration/recorded_routing.h"
 #include "sim/config/config_error.h"
 #include "sim/cost/calibrated_cost_model.h"
@@ -55,6 +56,7 @@ class PhaseObserver final : public StepObserver {
           c.comm(mb, op) = std::max(c.comm(mb, op), s);
         } else {
           c.compute(mb, op, gpu_idx) += s;
+          last_stage_s_ = &c.compute(mb, op, gpu_idx);
         }
       }
       if (n == "attention_prep") n = "attention";
@@ -74,19 +76,33 @@ class PhaseObserver final : public StepObserver {
     }
     if (layer_idx < 0) return;
     auto& phases = out_->phase_s[gpu_idx][layer_idx];
+    double* phase = nullptr;
     if (n == "attention") {
-      phases[static_cast<int>(Phase::kAttention)] += s;
+      phase = &phases[static_cast<int>(Phase::kAttention)];
     } else if (n == "dense_ffn") {
-      phases[static_cast<int>(Phase::kDenseFfn)] += s;
+      phase = &phases[static_cast<int>(Phase::kDenseFfn)];
     } else if (n == "router") {
-      phases[static_cast<int>(Phase::kRouter)] += s;
+      phase = &phases[static_cast<int>(Phase::kRouter)];
     } else if (n == "experts") {
-      phases[static_cast<int>(Phase::kExperts)] += s;
+      phase = &phases[static_cast<int>(Phase::kExperts)];
+    }
+    if (phase) {
+      *phase += s;
+      last_phase_s_ = phase;
     } else if (n == "dispatch" || n == "dispatch+combine (overlapped)") {
       out_->dispatch_s[layer_idx] = std::max(out_->dispatch_s[layer_idx], s);
     } else if (n == "combine") {
       out_->combine_s[layer_idx] = std::max(out_->combine_s[layer_idx], s);
     }
+  }
+
+  // The stage costs and phases are full-rate work: the time a span lost to SM sharing comes off
+  // them, and the composition applies the sharing again (compose_step_s).
+  void on_sm_sharing(int32_t /*gpu_idx*/, int32_t /*layer_idx*/, SimTime lost_ns,
+                     double /*sm_share*/) override {
+    MOESIM_CHECK(last_stage_s_ && last_phase_s_, "on_sm_sharing follows a stage's slice");
+    *last_stage_s_ -= to_seconds(lost_ns);
+    *last_phase_s_ -= to_seconds(lost_ns);
   }
 
   void on_routing(int32_t layer_idx, int32_t /*moe_layer_idx*/, const CountMatrix& /*src_dst*/,
@@ -100,6 +116,10 @@ class PhaseObserver final : public StepObserver {
  private:
   ResimulatedStep* out_;
   std::vector<LayerBytes> bytes_;
+  // The stage cost and phase the last micro-batch compute slice added to (valid until the next
+  // slice: on_sm_sharing() follows its slice at once).
+  double* last_stage_s_ = nullptr;
+  double* last_phase_s_ = nullptr;
 };
 
 // Model layer -> the measured layer standing for it: itself when measured, else the first
@@ -220,6 +240,7 @@ void resimulate_replica(const Context& cx, int32_t replica_idx, ValidationInput&
     rs.replica = replica_idx;
     rs.gpus = gpus;
     rs.overlap = dep.overlap;
+    rs.sm_sharing = {cx.builder.topology().gpu_spec().num_sms, dep.comm_sms};
     PhaseObserver obs(&rs, gpus.size(), card.layers.size());
     rs.duration_s = to_seconds(model->run(ts.step, ranks, &obs).duration_ns);
     // The re-simulated combine moves the recorded bytes when routing and placement match (the
@@ -256,6 +277,17 @@ ValidationInput resimulate_recorded_steps(const Scenario& scenario,
   // The schedule the trace's steps were timed with (the reader checked the name); traces from
   // before the key: the scenario's.
   if (!trace.overlap.empty()) parse_overlap_mode(trace.overlap, &calibrated.deployment.overlap);
+  // Likewise the SMs its collectives held.
+  if (trace.comm_sms >= 0) {
+    const GpuSpec& gpu = scenario.topology->gpu_spec();
+    if (trace.comm_sms > 0 && trace.comm_sms >= gpu.num_sms) {
+      throw ConfigError(trace.file, 1, 0, "comm_sms",
+                        std::to_string(trace.comm_sms) +
+                            " SMs held by the collectives leave none " + "of the scenario GPU '" +
+                            gpu.name + "' (" + std::to_string(gpu.num_sms) + " SMs)");
+    }
+    calibrated.deployment.comm_sms = trace.comm_sms;
+  }
   const ReplicaBuilder builder(calibrated);
 
   std::vector<int32_t> moe_layer_of_layer(card.layers.size(), -1);

@@ -82,6 +82,9 @@ void read_header(const Ctx& c, const json& j, StepTraceFile& t) {
     c.fail("overlap", "unknown overlap '" + t.overlap +
                           "' (valid: none, simple, two_microbatch, decode_pipeline)");
   }
+  if (j.contains("comm_sms")) {
+    t.comm_sms = static_cast<int32_t>(c.get_int_in(j, "comm_sms", 0, INT32_MAX));
+  }
   const json& model = c.at(j, "model");
   if (!model.is_object()) c.fail("model", "must be an object");
   t.model = c.get_string_or(model, "name", "");

@@ -53,6 +53,9 @@ struct StepTraceFile {
   // The header's "overlap" (the schedule the steps were simulated with); "" when absent (traces
   // written before the key).
   std::string overlap;
+  // The header's "comm_sms" (SMs the collectives held, docs/serving.md "SM sharing"); -1 when
+  // absent (traces written before the key: the scenario's comm_sms applies).
+  int32_t comm_sms = -1;
   int32_t num_gpus = 0;
   std::vector<std::vector<int32_t>> replica_gpus;       // replica -> global GPU ids
   std::vector<std::vector<int32_t>> expert_gpus;        // routed expert -> GPUs holding it

@@ -92,7 +92,7 @@ double compose_step_s(const ResimulatedStep& s,
     if (region.empty()) return;
     TimelineTotals totals{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0),
                           std::vector<double>(n, 0.0)};
-    run_microbatch_timeline(*schedule, region, clock, totals, nullptr);
+    run_microbatch_timeline(*schedule, region, s.sm_sharing, clock, totals, nullptr);
     region.clear();
   };
   for (size_t l = 0; l < is_moe.size(); ++l) {

@@ -49,6 +49,10 @@ struct ResimulatedStep {
   // compositions scale each stage by its phase's measured / simulated time on that GPU and layer
   // (the engine replays the whole batch, not the micro-batches).
   OverlapMode overlap = OverlapMode::kNone;
+  // With a micro-batch schedule: how compute shares the SMs with the collectives (the scenario's
+  // comm_sms; docs/serving.md, "SM sharing"). stage_costs hold full-rate work, and the
+  // compositions apply the sharing.
+  SmSharing sm_sharing;
   std::vector<LayerStageCosts> stage_costs;
   std::vector<double> lm_head_s;  // per GPU
 };

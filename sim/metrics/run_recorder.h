@@ -54,6 +54,10 @@ struct TraceSlice {
   int32_t layer = -1;
   SimTime start_ns = 0;
   SimTime duration_ns = 0;
+  // A compute span slowed by SM sharing (docs/serving.md, "SM sharing"): the time it lost and the
+  // mean fraction of the GPU's SMs it had; 0 and 1 otherwise.
+  SimTime sm_lost_ns = 0;
+  double sm_share = 1;
 };
 
 // Routed expert -> the global GPU ids hosting it (one MoE layer's placement).

@@ -88,6 +88,8 @@ nlohmann::json resolved_run_json(const Scenario& sc, uint64_t seed) {
   j["hbm_reserve_fraction"] = sc.scheduler.hbm_reserve_fraction;
   j["replicas"] = sc.deployment.num_replicas;
   j["gpus_per_replica"] = sc.deployment.gpus_per_replica;
+  j["overlap"] = overlap_mode_name(sc.deployment.overlap);
+  j["comm_sms"] = sc.deployment.comm_sms;
   j["routing_preset"] = sc.routing.preset;
   j["slo_ttft_ms"] = sc.slo.ttft_ms;
   j["slo_tpot_ms"] = sc.slo.tpot_ms;

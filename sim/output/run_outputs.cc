@@ -137,6 +137,11 @@ void ChromeTraceWriter::add(std::span<const TraceSlice> slices) {
            {"ts", static_cast<double>(t.start_ns) / 1e3},
            {"dur", static_cast<double>(t.duration_ns) / 1e3}};
     if (t.layer >= 0) e["args"] = {{"layer", t.layer}};
+    // docs/outputs.md: a compute span slowed by SM sharing shows its share and the time lost.
+    if (t.sm_lost_ns > 0) {
+      e["args"]["sm_share"] = t.sm_share;
+      e["args"]["sm_lost_us"] = static_cast<double>(t.sm_lost_ns) / 1e3;
+    }
     event(e);
   }
 }
@@ -228,6 +233,7 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
   h["scenario"] = sc.name;
   h["seed"] = seed;
   h["overlap"] = overlap_mode_name(d.overlap);  // the schedule the steps were timed with
+  h["comm_sms"] = d.comm_sms;  // the SMs its collectives held (docs/serving.md, "SM sharing")
   h["model"] = model_shapes_json(*sc.model, d);
   const Topology& t = *sc.topology;
   h["topology"] = {{"name", t.name()},

@@ -59,6 +59,10 @@ struct DeploymentSpec {
   bool node_limited_traffic = false;
   // [deployment] overlap; microbatch_overlap = true is kSimple.
   OverlapMode overlap = OverlapMode::kNone;
+  // SMs a dispatch or combine holds on every GPU while it runs: under a micro-batch timeline the
+  // compute beside it gets the rest (docs/serving.md, "SM sharing"). [deployment] comm_sms,
+  // default by kernel family (sim/scenario/comm_sms.h); 0 <= comm_sms < the GPU's num_sms.
+  int32_t comm_sms = 0;
   int32_t prefill_replicas = 0;  // > 0: P/D disaggregation, the first N replicas prefill only
   // Replica pools; empty = one pool "default" holding every replica. Not with prefill_replicas.
   std::vector<PoolSpec> pools;

@@ -9,6 +9,7 @@
 #include "sim/model/model_card_parser.h"
 #include "sim/placement/eplb.h"
 #include "sim/routing/routing_trace.h"
+#include "sim/scenario/comm_sms.h"
 #include "sim/topology/topology_parser.h"
 
 namespace moesim::sim {
@@ -150,6 +151,7 @@ DeploymentSpec parse_deployment(TomlTable& t, const Topology& topo) {
                           "\" conflicts with microbatch_overlap = " + (simple ? "true" : "false") +
                           " (microbatch_overlap = true means overlap = \"simple\"; set one key)");
   }
+  d.comm_sms = parse_comm_sms(t, d.dispatch, d.gpus_per_replica, topo);
   d.prefill_replicas = static_cast<int32_t>(t.get_int_in_or("prefill_replicas", 0, 1 << 20, 0));
   if (d.prefill_replicas >= d.num_replicas) {
     t.fail("prefill_replicas", std::to_string(d.prefill_replicas) +

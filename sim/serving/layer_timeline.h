@@ -4,7 +4,9 @@
 // each layer's op chain (attention, router, dispatch, experts and shared experts, combine). A
 // schedule is data: one layer's ops cut into stages at yield points, micro-batch 1 started
 // delta_stages after micro-batch 0, then one stage of each in turn, as SGLang's two-batch-overlap
-// executor runs DeepSeek's strategies.
+// executor runs DeepSeek's strategies. SM sharing: a running collective holds some of every GPU's
+// SMs, and compute beside it progresses at the rate of the SMs left (processor sharing: an op's
+// rate changes where a collective starts or ends under it; its work is conserved).
 #pragma once
 
 #include <cstdint>
@@ -79,27 +81,41 @@ struct LayerStageCosts {
   }
 };
 
-// One op of one micro-batch on one GPU as the timeline placed it (seconds).
+// SMs of one GPU and the SMs a running collective holds on every GPU (docs/serving.md, "SM
+// sharing"): compute beside a collective runs at compute_rate() of its full rate.
+struct SmSharing {
+  int32_t gpu_sms = 0;   // >= 1 when comm_sms > 0
+  int32_t comm_sms = 0;  // 0 <= comm_sms < gpu_sms (0: no sharing, whatever gpu_sms is)
+  // (gpu_sms - comm_sms) / gpu_sms: the linear rule (no public measurement of compute at a reduced
+  // SM count); exactly 1 when comm_sms is 0.
+  double compute_rate() const;
+};
+
+// One op of one micro-batch on one GPU as the timeline placed it (seconds). A compute op slowed by
+// SM sharing took sm_lost_s longer than its full-rate time (duration_s - sm_lost_s); 0 otherwise.
 struct TimelineSpan {
   int32_t gpu = 0;
   int32_t layer_idx = 0;
   int32_t mb = 0;
   StageOp op = StageOp::kAttention;
   double start_s = 0, duration_s = 0;
+  double sm_lost_s = 0;
 };
 
-// Per GPU over the run: time computing, in collectives (summed: they overlap compute), and
-// neither (idle waiting for a dependency or a barrier), each in seconds.
+// Per GPU over the run: time computing (SM-sharing slowdowns included), in collectives (summed:
+// they overlap compute), and neither (idle waiting for a dependency or a barrier), each in seconds.
 struct TimelineTotals {
   std::vector<double> compute_s, comm_s, wait_s;
 };
 
-// Runs `layers` (consecutive MoE layers) under `schedule`. Every micro-batch of GPU g is ready at
-// clock_s[g]; on return clock_s[g] is the end of GPU g's last op (both micro-batches joined).
-// Adds to `totals` (sized like clock_s). `spans`, when non-null, receives every op with its
-// start and duration, zero-length ones included, in the order the timeline placed them.
+// Runs `layers` (consecutive MoE layers) under `schedule`, compute sharing each GPU's SMs with the
+// collectives as `sm` says. Every micro-batch of GPU g is ready at clock_s[g] (>= 0); on return
+// clock_s[g] is the end of GPU g's last op (both micro-batches joined). Adds to `totals` (sized
+// like clock_s). `spans`, when non-null, receives every op with its start and duration,
+// zero-length ones included, in issue order (per op, GPU 0 first).
 void run_microbatch_timeline(const MicrobatchSchedule& schedule,
-                             std::span<const LayerStageCosts> layers, std::vector<double>& clock_s,
-                             TimelineTotals& totals, std::vector<TimelineSpan>* spans);
+                             std::span<const LayerStageCosts> layers, const SmSharing& sm,
+                             std::vector<double>& clock_s, TimelineTotals& totals,
+                             std::vector<TimelineSpan>* spans);
 
 }  // namespace moesim::sim

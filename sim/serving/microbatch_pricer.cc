@@ -10,8 +10,8 @@ namespace moesim::sim {
 
 MicrobatchPricer::MicrobatchPricer(const MicrobatchSchedule& schedule, const ModelCard& card,
                                    const AttentionPricer& attention, ExpertPricer& experts,
-                                   int32_t num_gpus)
-    : schedule_(schedule), card_(card), attention_(attention), experts_(experts) {
+                                   int32_t num_gpus, const SmSharing& sm)
+    : schedule_(schedule), sm_(sm), card_(card), attention_(attention), experts_(experts) {
   const auto n = static_cast<size_t>(num_gpus);
   const auto num_classes = static_cast<size_t>(attention_.num_classes());
   for (int mb = 0; mb < 2; ++mb) {
@@ -138,7 +138,7 @@ void MicrobatchPricer::flush(StepState& state, StepObserver* observer) {
   }
   spans_.clear();
   run_microbatch_timeline(schedule_, std::span<const LayerStageCosts>(region_.data(), region_size_),
-                          state.clock_s, totals_, observer ? &spans_ : nullptr);
+                          sm_, state.clock_s, totals_, observer ? &spans_ : nullptr);
   region_size_ = 0;
   for (int32_t g = 0; g < state.num_gpus; ++g) {
     state.compute_s[g] += totals_.compute_s[g];
@@ -147,7 +147,7 @@ void MicrobatchPricer::flush(StepState& state, StepObserver* observer) {
   }
   for (const TimelineSpan& sp : spans_) {
     trace_span(observer, sp.gpu, stage_span_name(sp.op, sp.mb), sp.layer_idx, sp.start_s,
-               sp.duration_s);
+               sp.duration_s, sp.sm_lost_s);
   }
 }
 

@@ -25,9 +25,10 @@ namespace moesim::sim {
 
 class MicrobatchPricer {
  public:
-  // References must outlive the pricer.
+  // References must outlive the pricer. `sm`: how compute shares the SMs with the collectives.
   MicrobatchPricer(const MicrobatchSchedule& schedule, const ModelCard& card,
-                   const AttentionPricer& attention, ExpertPricer& experts, int32_t num_gpus);
+                   const AttentionPricer& attention, ExpertPricer& experts, int32_t num_gpus,
+                   const SmSharing& sm);
 
   // Splits every rank's slices into the two micro-batches and prices their attention per class.
   // After AttentionPricer::price_step() on the same ranks.
@@ -42,6 +43,7 @@ class MicrobatchPricer {
 
  private:
   const MicrobatchSchedule& schedule_;
+  const SmSharing sm_;
   const ModelCard& card_;
   const AttentionPricer& attention_;
   ExpertPricer& experts_;

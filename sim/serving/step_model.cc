@@ -76,7 +76,10 @@ StepModel::StepModel(const ModelCard& card, const Topology& topology,
       schedule = &decode_pipeline_schedule();
     }
     if (schedule) {
-      microbatch_ = std::make_unique<MicrobatchPricer>(*schedule, card_, attention_, experts_, n);
+      // docs/serving.md, "SM sharing": the collectives hold comm_sms of each GPU's SMs.
+      const SmSharing sm{topology_.gpu_spec().num_sms, deployment_.comm_sms};
+      microbatch_ =
+          std::make_unique<MicrobatchPricer>(*schedule, card_, attention_, experts_, n, sm);
     }
   }
   if (options_.speculative.num_draft_tokens > 0) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 
+#include "base/check.h"
 #include "sim/core/distributions.h"
 
 namespace moesim::sim::detail {
@@ -14,6 +15,14 @@ void TraceObserver::on_slice(int32_t gpu_idx, const char* name, int32_t layer_id
                              SimTime duration_ns) {
   out_->push_back(TraceSlice{replica_idx_, gpus_[gpu_idx].value, name, layer_idx, start_ + start_ns,
                              duration_ns});
+}
+
+void TraceObserver::on_sm_sharing(int32_t gpu_idx, int32_t /*layer_idx*/, SimTime lost_ns,
+                                  double sm_share) {
+  MOESIM_CHECK(!out_->empty() && out_->back().gpu == gpus_[gpu_idx].value,
+               "on_sm_sharing follows its slice");
+  out_->back().sm_lost_ns = lost_ns;
+  out_->back().sm_share = sm_share;
 }
 
 void RecordObserver::on_routing(int32_t layer_idx, int32_t moe_layer_idx,

@@ -33,6 +33,8 @@ class TraceObserver final : public StepObserver {
       : out_(out), replica_idx_(replica_idx), gpus_(gpus), start_(start) {}
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override;
+  // Marks the slice just appended (its on_slice() precedes this call).
+  void on_sm_sharing(int32_t gpu_idx, int32_t layer_idx, SimTime lost_ns, double sm_share) override;
 
  private:
   std::vector<TraceSlice>* out_;
@@ -53,6 +55,10 @@ class RecordObserver final : public StepObserver {
   void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                 SimTime duration_ns) override {
     if (chained) chained->on_slice(gpu_idx, name, layer_idx, start_ns, duration_ns);
+  }
+  void on_sm_sharing(int32_t gpu_idx, int32_t layer_idx, SimTime lost_ns,
+                     double sm_share) override {
+    if (chained) chained->on_sm_sharing(gpu_idx, layer_idx, lost_ns, sm_share);
   }
   void on_routing(int32_t layer_idx, int32_t moe_layer_idx, const CountMatrix& src_dst,
                   double dispatch_bytes, double combine_bytes) override;

@@ -18,6 +18,11 @@ class StepObserver {
   // A span of work or waiting on replica GPU `gpu_idx`, relative to the step start.
   virtual void on_slice(int32_t gpu_idx, const char* name, int32_t layer_idx, SimTime start_ns,
                         SimTime duration_ns) {}
+  // Follows the on_slice() of a compute span that ran beside collectives holding SMs
+  // (docs/serving.md, "SM sharing"): it took `lost_ns` longer than at full rate; `sm_share` is the
+  // mean fraction of the GPU's SMs it had (full-rate time / span time, in (0, 1)).
+  virtual void on_sm_sharing(int32_t gpu_idx, int32_t layer_idx, SimTime lost_ns, double sm_share) {
+  }
   // The routing of one MoE layer: selections per (source GPU idx, destination GPU idx).
   virtual void on_routing(int32_t layer_idx, int32_t moe_layer_idx, const CountMatrix& src_dst,
                           double dispatch_bytes, double combine_bytes) {}

@@ -6,14 +6,19 @@
 
 namespace moesim::sim {
 
-void trace_span(StepObserver* observer, int32_t g, const char* name, int32_t layer_idx,
-                double start_s, double dur_s) {
-  if (!observer || !(start_s + dur_s <= kHorizonS)) return;
+bool trace_span(StepObserver* observer, int32_t g, const char* name, int32_t layer_idx,
+                double start_s, double dur_s, double sm_lost_s) {
+  if (!observer || !(start_s + dur_s <= kHorizonS)) return false;
   // Both ends rounded, so that a span ending where the next one starts (the same clock value)
   // never overlaps it by a rounding nanosecond.
   const SimTime start_ns = from_seconds(start_s);
   const SimTime dur_ns = from_seconds(start_s + dur_s) - start_ns;
-  if (dur_ns > 0) observer->on_slice(g, name, layer_idx, start_ns, dur_ns);
+  if (dur_ns <= 0) return false;
+  observer->on_slice(g, name, layer_idx, start_ns, dur_ns);
+  if (sm_lost_s > 0) {
+    observer->on_sm_sharing(g, layer_idx, from_seconds(sm_lost_s), (dur_s - sm_lost_s) / dur_s);
+  }
+  return true;
 }
 
 void StepState::resize(int32_t gpus, int32_t gpus_per_rank) {

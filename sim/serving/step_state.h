@@ -15,9 +15,10 @@ namespace moesim::sim {
 
 // A span of `dur_s` seconds from `start_s` on GPU g for the observer (if any). Spans that round
 // to 0 ns (float residue of equal clocks) are not reported, nor spans ending past the horizon
-// (StepModel refuses such a step).
-void trace_span(StepObserver* observer, int32_t g, const char* name, int32_t layer_idx,
-                double start_s, double dur_s);
+// (StepModel refuses such a step). With `sm_lost_s` > 0 (a compute span slowed by SM sharing) the
+// observer's on_sm_sharing() follows. Returns whether the span was reported.
+bool trace_span(StepObserver* observer, int32_t g, const char* name, int32_t layer_idx,
+                double start_s, double dur_s, double sm_lost_s = 0);
 
 struct StepState {
   int32_t num_gpus = 0;

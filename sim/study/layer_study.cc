@@ -32,7 +32,8 @@ class LayerSpans final : public StepObserver {
         compute_ns_(static_cast<size_t>(num_layers) * num_gpus, 0),
         comm_ns_(static_cast<size_t>(num_layers), 0),
         wait_ns_(static_cast<size_t>(num_layers), 0),
-        experts_ns_(static_cast<size_t>(num_layers) * num_gpus, 0) {}
+        experts_ns_(static_cast<size_t>(num_layers) * num_gpus, 0),
+        sm_lost_ns_(static_cast<size_t>(num_layers), 0) {}
 
   // Keeps GPU 0's spans of layer `layer_idx` (-1: none).
   void keep_spans_of(int32_t layer_idx) { kept_layer_ = layer_idx; }
@@ -62,6 +63,14 @@ class LayerSpans final : public StepObserver {
     }
   }
 
+  void on_sm_sharing(int32_t gpu_idx, int32_t layer_idx, SimTime lost_ns,
+                     double /*sm_share*/) override {
+    if (layer_idx < 0 || layer_idx >= num_layers_) return;
+    sm_lost_ns_[layer_idx] += lost_ns;
+    if (gpu_idx == 0 && layer_idx == kept_layer_)
+      kept_.back().sm_lost_us = static_cast<double>(lost_ns);
+  }
+
   // Wall time of layer `layer_idx`: to the start of the next layer that reported a span (or the
   // output head, or `step_ns`).
   SimTime layer_ns(int32_t layer_idx, SimTime step_ns) const {
@@ -83,18 +92,21 @@ class LayerSpans final : public StepObserver {
   }
   SimTime comm_ns(int32_t layer_idx) const { return comm_ns_[layer_idx]; }
   SimTime wait_ns(int32_t layer_idx) const { return wait_ns_[layer_idx]; }
+  SimTime sm_lost_ns(int32_t layer_idx) const { return sm_lost_ns_[layer_idx]; }
 
  private:
   static constexpr SimTime kNone = std::numeric_limits<SimTime>::max();
   size_t num_gpus_;
   int32_t num_layers_;
   int32_t kept_layer_ = -1;
-  std::vector<LayerStudySpan> kept_;     // start / duration in ns until run_layer_study converts
+  std::vector<LayerStudySpan>
+      kept_;  // start / duration / lost in ns until run_layer_study converts
   std::vector<SimTime> layer_start_ns_;  // per layer, then the output head; kNone: no span
   std::vector<SimTime> compute_ns_;      // per layer x GPU
   std::vector<SimTime> comm_ns_;         // per layer (GPU 0)
   std::vector<SimTime> wait_ns_;         // per layer, summed over GPUs
   std::vector<SimTime> experts_ns_;      // per layer x GPU
+  std::vector<SimTime> sm_lost_ns_;      // per layer, summed over GPUs
 };
 
 }  // namespace
@@ -155,6 +167,7 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
         for (LayerStudySpan sp : spans.kept()) {
           sp.start_us = (sp.start_us - origin) / 1e3;
           sp.duration_us /= 1e3;
+          sp.sm_lost_us /= 1e3;
           options.timeline->push_back(sp);
         }
         std::stable_sort(options.timeline->begin(), options.timeline->end(),
@@ -162,12 +175,14 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
                            return a.start_us < b.start_us;
                          });
       }
-      double layer = 0, comm = 0, compute_max = 0, expert_max = 0, expert_sum = 0, wait = 0;
+      double layer = 0, comm = 0, compute_max = 0, expert_max = 0, expert_sum = 0, wait = 0,
+             sm_lost = 0;
       for (int32_t li = 0; li < num_layers; ++li) {
         if (!card.layers[li].ffn.is_moe) continue;
         layer += static_cast<double>(spans.layer_ns(li, res.duration_ns));
         comm += static_cast<double>(spans.comm_ns(li));
         wait += static_cast<double>(spans.wait_ns(li));
+        sm_lost += static_cast<double>(spans.sm_lost_ns(li));
         SimTime c_max = 0, e_max = 0;
         for (int32_t g = 0; g < num_gpus; ++g) {
           c_max = std::max(c_max, spans.compute_ns(li, g));
@@ -187,6 +202,7 @@ std::vector<LayerStudyRow> run_layer_study(const Scenario& sc,
       row.expert_max_us = expert_max / us_per_layer;
       row.expert_mean_us = expert_sum / static_cast<double>(num_gpus) / us_per_layer;
       row.wait_mean_us = wait / static_cast<double>(num_gpus) / us_per_layer;
+      row.sm_lost_mean_us = sm_lost / static_cast<double>(num_gpus) / us_per_layer;
       row.step_ms = to_ms(res.duration_ns);
       rows.push_back(row);
     }

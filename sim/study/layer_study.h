@@ -1,10 +1,11 @@
 // The teaching case of per-layer communication versus expert compute (`moesim layers`): for each
 // batch size, one decode (or prefill) step of the scenario's replica 0, with the scenario's routing
 // skew and with uniform routing, read per MoE layer off the step model's own spans: the
-// all-to-all's time, the part the layer does not hide, the slowest and the mean GPU's compute and
-// the barrier wait. The crossover (where the all-to-all outgrows expert compute) is read off the
-// model, not written in. The replica is built through ReplicaBuilder as the cluster builds its
-// replica 0. The figures' definitions: docs/serving.md, "The layer study: moesim layers".
+// all-to-all's time, the part the layer does not hide, the slowest and the mean GPU's compute,
+// the barrier wait and the compute time lost to SM sharing. The crossover (where the all-to-all
+// outgrows expert compute) is read off the model, not written in. The replica is built through
+// ReplicaBuilder as the cluster builds its replica 0. The figures' definitions: docs/serving.md,
+// "The layer study: moesim layers".
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,9 @@ struct LayerStudyRow {
   double expert_mean_us = 0;   // mean over GPUs
   double wait_mean_us = 0;     // mean barrier wait ("wait" spans) per GPU per MoE layer; 0 with
                                // overlap (the overlapped timelines emit no "wait" spans)
+  double sm_lost_mean_us = 0;  // compute time lost to SM sharing per GPU per MoE layer (mean over
+                               // GPUs; in compute_max_us already); 0 without a micro-batch
+                               // schedule or with comm_sms = 0
   double step_ms = 0;          // the whole decode step
 };
 
@@ -34,6 +38,7 @@ struct LayerStudySpan {
   std::string name;     // the step model's span name, e.g. "dispatch", "attention/mb1"
   double start_us = 0;  // from the layer's start (its first span on any GPU)
   double duration_us = 0;
+  double sm_lost_us = 0;  // of duration_us, the time lost to SM sharing
 };
 
 struct LayerStudyOptions {

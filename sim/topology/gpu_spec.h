@@ -1,6 +1,6 @@
-// Hardware figures of one GPU model: peak dense tensor FLOP/s per dtype and HBM capacity and
-// bandwidth. Efficiencies (how close kernels get to these peaks) belong to the cost model, not
-// here.
+// Hardware figures of one GPU model: peak dense tensor FLOP/s per dtype, HBM capacity and
+// bandwidth, and its streaming multiprocessors (the units communication kernels take from compute).
+// Efficiencies (how close kernels get to these peaks) belong to the cost model, not here.
 //
 // The catalogue holds vendor datasheet figures (dense, never the 2x "with sparsity" numbers);
 // docs/topologies.md cites the source of each entry.
@@ -37,6 +37,10 @@ struct GpuSpec {
   int64_t hbm_bytes = 0;
   // Peak HBM bandwidth in bytes per second.
   double hbm_bytes_per_s = 0;
+  // Streaming multiprocessors (NVIDIA SMs, AMD compute units), >= 1 in every parsed topology; 0 in
+  // a spec built in code means "not stated". Communication kernels that run beside compute hold
+  // some of them (docs/serving.md, "SM sharing").
+  int32_t num_sms = 0;
   // Price of one GPU-hour in US dollars (the planner's cost figures, docs/sweeps.md); absent
   // unless the topology's [gpu] table gives price_usd_per_hour. The catalogue holds no prices.
   std::optional<double> price_usd_per_hour;

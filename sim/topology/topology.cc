@@ -74,6 +74,7 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
   if (gpu.bf16_flops_per_s <= 0) return {"gpu.bf16_tflops", "must be > 0"};
   if (gpu.hbm_bytes <= 0) return {"gpu.hbm_gbytes", "must be > 0"};
   if (gpu.hbm_bytes_per_s <= 0) return {"gpu.hbm_gbytes_per_s", "must be > 0"};
+  if (gpu.num_sms < 0) return {"gpu.num_sms", "must be >= 0 (0 = not stated)"};
 
   if (spec.gpus_per_node < 1) return {"node.gpus_per_node", "must be >= 1"};
   if (spec.gpus_per_node > kMaxGpusPerNode) {

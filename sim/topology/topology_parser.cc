@@ -56,6 +56,8 @@ SimTime get_latency_ns(TomlTable& t, std::string_view key) {
 
 // HBM beyond 1 PB per GPU is no hardware (and its bytes must fit int64).
 constexpr double kMaxHbmGbytes = 1e6;
+// Streaming multiprocessors of one GPU: today's largest have a few hundred.
+constexpr int64_t kMaxSms = 100000;
 
 GpuSpec parse_gpu(TomlTable& t) {
   GpuSpec gpu;
@@ -70,7 +72,8 @@ GpuSpec parse_gpu(TomlTable& t) {
     gpu = *known;
   }
   // With a model every figure defaults to the catalogue's; without one, name, bf16_tflops,
-  // hbm_gbytes and hbm_gbytes_per_s are required and other dtypes default to 0 (unsupported).
+  // hbm_gbytes, hbm_gbytes_per_s and num_sms are required and other dtypes default to 0
+  // (unsupported).
   auto number = [&](std::string_view key, double catalogue_value, double unit) {
     return model ? t.get_double_or(key, catalogue_value / unit) * unit : t.get_double(key) * unit;
   };
@@ -95,6 +98,8 @@ GpuSpec parse_gpu(TomlTable& t) {
   gpu.hbm_bytes = std::llround(hbm_bytes);
   gpu.hbm_bytes_per_s = number("hbm_gbytes_per_s", gpu.hbm_bytes_per_s, kGiga);
   check_rate(t, "hbm_gbytes_per_s", gpu.hbm_bytes_per_s / kGiga, kGiga, "GB/s", "byte/s");
+  gpu.num_sms = static_cast<int32_t>(model ? t.get_int_in_or("num_sms", 1, kMaxSms, gpu.num_sms)
+                                           : t.get_int_in("num_sms", 1, kMaxSms));
   // Not a hardware figure: no catalogue default, absent unless given.
   gpu.price_usd_per_hour = t.find_double("price_usd_per_hour");
   if (gpu.price_usd_per_hour && !(*gpu.price_usd_per_hour > 0 && *gpu.price_usd_per_hour < 1e9)) {

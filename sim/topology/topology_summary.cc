@@ -98,7 +98,7 @@ std::string summary_text(const TopologySummary& s) {
            (peak > 0 ? fmt(peak / 1e12) + " TFLOP/s" : "-") + (dtype == GpuDtype::kFp4 ? "" : ",");
   }
   out += "; HBM " + fmt(static_cast<double>(s.gpu.hbm_bytes) / 1e9) + " GB at " +
-         gbytes_per_s(s.gpu.hbm_bytes_per_s) +
+         gbytes_per_s(s.gpu.hbm_bytes_per_s) + "; " + std::to_string(s.gpu.num_sms) + " SMs" +
          (s.gpu.price_usd_per_hour ? "; $" + fmt(*s.gpu.price_usd_per_hour) + " per GPU-hour (" +
                                          s.gpu.price_source + ")"
                                    : "; no price") +
@@ -141,6 +141,7 @@ nlohmann::json summary_json(const TopologySummary& s) {
       {"name", s.gpu.name},
       {"hbm_bytes", s.gpu.hbm_bytes},
       {"hbm_bytes_per_s", s.gpu.hbm_bytes_per_s},
+      {"num_sms", s.gpu.num_sms},
       {"price_usd_per_hour", s.gpu.price_usd_per_hour ? nlohmann::json(*s.gpu.price_usd_per_hour)
                                                       : nlohmann::json(nullptr)},
       {"price_source",

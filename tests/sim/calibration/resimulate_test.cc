@@ -142,16 +142,23 @@ TEST(Resimulate, ProfileWithoutFitsReproducesRecordedSteps) {
   EXPECT_EQ(in.num_proxy_queries, 0);
 }
 
-// A run under a micro-batch schedule records it in the trace header; the re-simulation uses it
-// even when the scenario it is given says none, reproduces the recorded steps and routing, and
-// validation's composition of the re-simulated stage costs on the same timeline gives the step
-// model's durations back (to the nanosecond rounding of the spans).
+// A run under a micro-batch schedule records it and the SMs its collectives held in the trace
+// header; the re-simulation uses them even when the scenario it is given says none, reproduces
+// the recorded steps and routing, and validation's composition of the re-simulated stage costs
+// (full-rate work: the time lost to SM sharing taken off the spans) on the same timeline gives
+// the step model's durations back (to the nanosecond rounding of the spans).
 TEST(Resimulate, RecordedOverlapScheduleIsUsed) {
-  for (OverlapMode mode : {OverlapMode::kTwoMicrobatch, OverlapMode::kDecodePipeline}) {
+  for (const auto& [mode, comm_sms] : {std::pair{OverlapMode::kTwoMicrobatch, 0},
+                                       {OverlapMode::kDecodePipeline, 0},
+                                       {OverlapMode::kTwoMicrobatch, 24},
+                                       {OverlapMode::kDecodePipeline, 24}}) {
+    SCOPED_TRACE(comm_sms);
     Scenario sc = tiny_scenario();
     sc.deployment.overlap = mode;
+    sc.deployment.comm_sms = comm_sms;
     const StepTraceFile trace = record(sc);
     EXPECT_EQ(trace.overlap, overlap_mode_name(mode));
+    EXPECT_EQ(trace.comm_sms, comm_sms);
     const MeasurementSet meas = measurements_of(trace);
     const CalibrationProfile profile = empty_profile();
     const ValidationInput in = resimulate_recorded_steps(tiny_scenario(), profile, meas, trace);

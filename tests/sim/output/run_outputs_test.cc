@@ -249,6 +249,30 @@ TEST(ChromeTraceTest, NamesEveryReplicaWithItsRole) {
   EXPECT_NE(pools.str().find("replica 2 (pool agents)"), std::string::npos);
 }
 
+// A compute span slowed by SM sharing (docs/serving.md, "SM sharing") carries its share of the
+// SMs and the time it lost; other spans carry only their layer.
+TEST(ChromeTraceTest, SlowedSpansShowTheirSmShare) {
+  RunOutput out;
+  out.trace.push_back(TraceSlice{0, 3, "experts/mb1", 5, 1000, 11000, 2000, 9.0 / 11});
+  out.trace.push_back(TraceSlice{0, 3, "combine/mb0", 5, 1000, 4000});
+  std::ostringstream os;
+  write_chrome_trace(os, out);
+  const json doc = json::parse(os.str());
+  int32_t spans = 0;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ++spans;
+    if (e["name"] == "experts/mb1") {
+      EXPECT_EQ(e["args"]["layer"], 5);
+      EXPECT_DOUBLE_EQ(e["args"]["sm_share"].get<double>(), 9.0 / 11);
+      EXPECT_DOUBLE_EQ(e["args"]["sm_lost_us"].get<double>(), 2.0);
+    } else {
+      EXPECT_EQ(e["args"], (json{{"layer", 5}}));
+    }
+  }
+  EXPECT_EQ(spans, 2);
+}
+
 // Spans of one GPU track never overlap: each span's end is rounded from the same clock value as
 // the next span's start.
 TEST(ChromeTraceTest, SpansOfATrackDoNotOverlap) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "sim/config/config_error.h"
+#include "sim/scenario/comm_sms.h"
 #include "tests/support/config_errors.h"
 #include "tests/support/scratch_files.h"
 
@@ -69,6 +70,15 @@ const std::map<std::string, std::string>& expected_messages() {
       {"kv_tiers_without_prefix_caching.toml",
        "{dir}/kv_tiers_without_prefix_caching.toml:26:15: kv_tiers.dram_gbytes: KV tiers hold "
        "prefix-cache entries: they need [scheduler] prefix_caching = true"},
+      {"comm_sms_all_of_the_gpu.toml",
+       "{dir}/comm_sms_all_of_the_gpu.toml:9:12: deployment.comm_sms: value 132 is out of range "
+       "[0, 131] (the GPU 'h200-sxm' has 132 SMs; compute keeps at least one)"},
+      {"comm_sms_negative.toml",
+       "{dir}/comm_sms_negative.toml:9:12: deployment.comm_sms: value -1 is out of range [0, 131] "
+       "(the GPU 'h200-sxm' has 132 SMs; compute keeps at least one)"},
+      {"comm_sms_not_an_integer.toml",
+       "{dir}/comm_sms_not_an_integer.toml:9:12: deployment.comm_sms: expected an integer, got "
+       "float"},
       {"calibrated_profile_not_found.toml",
        "{dir}/calibrated_profile_not_found.toml:23:11: cost.profile: file not found: "
        "{dir}/no-such-profile.json"},
@@ -282,6 +292,34 @@ TEST(ScenarioTest, OverlapSchedules) {
             OverlapMode::kDecodePipeline);
   EXPECT_THROW(load_with("microbatch_overlap = false\noverlap = \"simple\""), ConfigError);
   EXPECT_THROW(load_with("overlap = \"dual\""), ConfigError);
+}
+
+// [deployment] comm_sms: the kernel family's default (sim/scenario/comm_sms.h) unless given.
+TEST(ScenarioTest, CommSmsDefaultByKernelFamily) {
+  EXPECT_EQ(default_comm_sms(DispatchAlgorithm::kHierarchical, true), 24);  // DeepEP normal
+  EXPECT_EQ(default_comm_sms(DispatchAlgorithm::kHierarchical, false), 24);
+  EXPECT_EQ(default_comm_sms(DispatchAlgorithm::kLowLatency, false), 0);  // IBGDA: no SMs
+  EXPECT_EQ(default_comm_sms(DispatchAlgorithm::kDirect, true), 32);      // NCCL p2p channels
+  EXPECT_EQ(default_comm_sms(DispatchAlgorithm::kDirect, false), 16);
+  const std::string base =
+      kSource + "/tests/data/bad/scenarios/node_limited_without_hierarchical.toml";
+  std::ifstream in(base);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto load_with = [&](const std::string& keys) {
+    std::string t = text.str();
+    t.replace(t.find("node_limited_traffic = true"), 27, keys);
+    t.replace(t.find("\"../../../../models/tiny.toml\""), 30,
+              "\"" + kSource + "/models/tiny.toml\"");
+    t.replace(t.find("\"../../../../topologies/h200-node.toml\""), 39,
+              "\"" + kSource + "/topologies/h200-node.toml\"");
+    return load_scenario(scratch::write("comm_sms.toml", t)).deployment.comm_sms;
+  };
+  EXPECT_EQ(load_with(""), 32);  // direct, one node of 8 H200
+  EXPECT_EQ(load_with("dispatch = \"hierarchical\""), 24);
+  EXPECT_EQ(load_with("dispatch = \"low_latency\""), 0);
+  EXPECT_EQ(load_with("dispatch = \"hierarchical\"\ncomm_sms = 20"), 20);
+  EXPECT_EQ(load_with("dispatch = \"low_latency\"\ncomm_sms = 131"), 131);
 }
 
 TEST(ScenarioTest, TensorParallelAndDisaggregatedDeployments) {

@@ -53,7 +53,8 @@ TEST(LayerTimelineTest, SequentialScheduleIsTheBarrierPath) {
   std::vector<double> clock = {0, 0};
   TimelineTotals t = zero_totals(2);
   std::vector<TimelineSpan> spans;
-  run_microbatch_timeline(sequential_schedule(), std::vector<LayerStageCosts>{c}, clock, t, &spans);
+  run_microbatch_timeline(sequential_schedule(), std::vector<LayerStageCosts>{c}, SmSharing{},
+                          clock, t, &spans);
   EXPECT_DOUBLE_EQ(clock[0], 19);
   EXPECT_DOUBLE_EQ(clock[1], 19);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 10);
@@ -92,7 +93,7 @@ TEST(LayerTimelineTest, TwoMicrobatchHidesCommunicationUnderCompute) {
   std::vector<TimelineSpan> spans;
   run_microbatch_timeline(two_microbatch_schedule(),
                           std::vector<LayerStageCosts>{layer(0, 1, Stage{0, 4, 1, 3, 2, 5, 3})},
-                          clock, t, &spans);
+                          SmSharing{}, clock, t, &spans);
   EXPECT_DOUBLE_EQ(clock[0], 24);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 24);
   EXPECT_DOUBLE_EQ(t.comm_s[0], 12);
@@ -126,8 +127,8 @@ TEST(LayerTimelineTest, TwoMicrobatchCarriesMicrobatchesAcrossLayers) {
   std::vector<double> clock = {0};
   TimelineTotals t = zero_totals(1);
   run_microbatch_timeline(two_microbatch_schedule(),
-                          std::vector<LayerStageCosts>{layer(0, 1, s), layer(1, 1, s)}, clock, t,
-                          nullptr);
+                          std::vector<LayerStageCosts>{layer(0, 1, s), layer(1, 1, s)}, SmSharing{},
+                          clock, t, nullptr);
   EXPECT_DOUBLE_EQ(clock[0], 48);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 48);
   EXPECT_DOUBLE_EQ(t.comm_s[0], 24);
@@ -145,7 +146,7 @@ TEST(LayerTimelineTest, TwoMicrobatchCommunicationBound) {
   TimelineTotals t = zero_totals(1);
   run_microbatch_timeline(two_microbatch_schedule(),
                           std::vector<LayerStageCosts>{layer(0, 1, Stage{0, 1, 0, 10, 0, 1, 10})},
-                          clock, t, nullptr);
+                          SmSharing{}, clock, t, nullptr);
   EXPECT_DOUBLE_EQ(clock[0], 41);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 4);
   EXPECT_DOUBLE_EQ(t.comm_s[0], 40);
@@ -167,8 +168,8 @@ TEST(LayerTimelineTest, TwoMicrobatchBarriersWaitForTheSlowestGpu) {
   TimelineTotals t = zero_totals(2);
   run_microbatch_timeline(
       two_microbatch_schedule(),
-      std::vector<LayerStageCosts>{layer(0, 2, Stage{0, 4, 1, 3, 2, 0, 3}, {5, 7})}, clock, t,
-      nullptr);
+      std::vector<LayerStageCosts>{layer(0, 2, Stage{0, 4, 1, 3, 2, 0, 3}, {5, 7})}, SmSharing{},
+      clock, t, nullptr);
   EXPECT_DOUBLE_EQ(clock[0], 29);
   EXPECT_DOUBLE_EQ(clock[1], 30);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 24);
@@ -191,8 +192,8 @@ TEST(LayerTimelineTest, IdleGpuWaitsAtTheCombineBarriers) {
   TimelineTotals t = zero_totals(2);
   run_microbatch_timeline(
       two_microbatch_schedule(),
-      std::vector<LayerStageCosts>{layer(0, 2, Stage{0, 1, 0, 1, 0, 0, 1}, {0, 10})}, clock, t,
-      nullptr);
+      std::vector<LayerStageCosts>{layer(0, 2, Stage{0, 1, 0, 1, 0, 0, 1}, {0, 10})}, SmSharing{},
+      clock, t, nullptr);
   EXPECT_DOUBLE_EQ(clock[0], 23);
   EXPECT_DOUBLE_EQ(clock[1], 23);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 2);
@@ -219,7 +220,7 @@ TEST(LayerTimelineTest, DecodePipelineHandComputed) {
   std::vector<TimelineSpan> spans;
   run_microbatch_timeline(decode_pipeline_schedule(),
                           std::vector<LayerStageCosts>{layer(0, 1, Stage{1, 2, 1, 4, 1, 3, 4})},
-                          clock, t, &spans);
+                          SmSharing{}, clock, t, &spans);
   EXPECT_DOUBLE_EQ(clock[0], 26);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 16);
   EXPECT_DOUBLE_EQ(t.comm_s[0], 16);
@@ -262,11 +263,155 @@ TEST(LayerTimelineTest, DecodePipelineTwoLayers) {
   std::vector<double> clock = {0};
   TimelineTotals t = zero_totals(1);
   run_microbatch_timeline(decode_pipeline_schedule(),
-                          std::vector<LayerStageCosts>{layer(0, 1, s), layer(1, 1, s)}, clock, t,
-                          nullptr);
+                          std::vector<LayerStageCosts>{layer(0, 1, s), layer(1, 1, s)}, SmSharing{},
+                          clock, t, nullptr);
   EXPECT_DOUBLE_EQ(clock[0], 49);
   EXPECT_DOUBLE_EQ(t.compute_s[0], 32);
   EXPECT_DOUBLE_EQ(t.comm_s[0], 32);
+}
+
+// SM sharing (docs/serving.md, "SM sharing"): a collective holding 24 of 132 SMs leaves compute
+// beside it 108 / 132 = 9 / 11 of its rate. Work is conserved: an op under a collective for a
+// time T does 9T/11 of its work there and ends 2T/11 later than at full rate.
+const SmSharing kDeepEpNormal{132, 24};
+
+// Two ops: micro-batch 0's dispatch of 4 ms (everything before it costs 0) and micro-batch 1's
+// attention of 10 ms, both from 0. Under the dispatch the attention does 4 x 9/11 = 36/11 ms of
+// work; the remaining 74/11 at full rate end it at 4 + 74/11 = 118/11 ms = 10 + 8/11 ms.
+TEST(LayerTimelineTest, ComputeBesideACollectiveRunsOnTheSmsLeft) {
+  LayerStageCosts c = layer(0, 1, Stage{});
+  c.comm(0, StageOp::kDispatch) = 4e-3;
+  c.compute(1, StageOp::kAttention, 0) = 10e-3;
+  std::vector<double> clock = {0};
+  TimelineTotals t = zero_totals(1);
+  std::vector<TimelineSpan> spans;
+  run_microbatch_timeline(two_microbatch_schedule(), std::vector<LayerStageCosts>{c}, kDeepEpNormal,
+                          clock, t, &spans);
+  EXPECT_NEAR(clock[0], 118e-3 / 11, 1e-15);
+  EXPECT_NEAR(t.compute_s[0], 118e-3 / 11, 1e-15);
+  EXPECT_DOUBLE_EQ(t.comm_s[0], 4e-3);
+  for (const TimelineSpan& s : spans) {
+    const bool slowed = s.op == StageOp::kAttention && s.mb == 1;
+    EXPECT_NEAR(s.sm_lost_s, slowed ? 8e-3 / 11 : 0, 1e-15) << stage_span_name(s.op, s.mb);
+    if (slowed) EXPECT_NEAR(s.duration_s, 118e-3 / 11, 1e-15);
+  }
+}
+
+// The overlap begins and ends mid-op. Two GPUs: micro-batch 0's attention takes 1 on GPU 0 and 3
+// on GPU 1, so its dispatch (a barrier, 4) runs 3 -> 7. GPU 0's micro-batch-1 attention (10)
+// starts at 1: full rate 1 -> 3 (2 done), 9/11 rate 3 -> 7 (36/11 done), full rate for the last
+// 10 - 2 - 36/11 = 52/11: it ends at 7 + 52/11 = 129/11 = 1 + 10 + 4 x 2/11. On GPU 1 it starts
+// with the dispatch at 3 and ends at 3 + 10 + 8/11 = 151/11. The zero-cost collectives after it
+// are barriers: both GPUs end at 151/11, GPU 0 waiting 151/11 - 129/11 = 2.
+TEST(LayerTimelineTest, SmSharingOverlapStartingMidOp) {
+  LayerStageCosts c = layer(0, 2, Stage{});
+  c.compute(0, StageOp::kAttention, 0) = 1;
+  c.compute(0, StageOp::kAttention, 1) = 3;
+  c.comm(0, StageOp::kDispatch) = 4;
+  c.compute(1, StageOp::kAttention, 0) = 10;
+  c.compute(1, StageOp::kAttention, 1) = 10;
+  std::vector<double> clock = {0, 0};
+  TimelineTotals t = zero_totals(2);
+  std::vector<TimelineSpan> spans;
+  run_microbatch_timeline(two_microbatch_schedule(), std::vector<LayerStageCosts>{c}, kDeepEpNormal,
+                          clock, t, &spans);
+  for (const TimelineSpan& s : spans) {
+    if (s.op != StageOp::kAttention || s.mb != 1) continue;
+    EXPECT_DOUBLE_EQ(s.start_s, s.gpu == 0 ? 1 : 3);
+    EXPECT_NEAR(s.start_s + s.duration_s, s.gpu == 0 ? 129.0 / 11 : 151.0 / 11, 1e-12);
+    EXPECT_NEAR(s.sm_lost_s, 8.0 / 11, 1e-12);
+  }
+  EXPECT_NEAR(clock[0], 151.0 / 11, 1e-12);
+  EXPECT_NEAR(clock[1], 151.0 / 11, 1e-12);
+  EXPECT_NEAR(t.compute_s[0], 129.0 / 11, 1e-12);  // 1 + (129/11 - 1)
+  EXPECT_NEAR(t.compute_s[1], 3 + 10 + 8.0 / 11, 1e-12);
+  EXPECT_NEAR(t.wait_s[0], 2, 1e-12);
+  EXPECT_NEAR(t.wait_s[1], 0, 1e-12);
+}
+
+// The prefill case above (attention 4, router 1, dispatch 3, experts 5, shared 2, combine 3) with
+// 24 of 132 SMs held by the collectives; issue order and dependencies as before, r = 9/11:
+//   A: attention 0 -> 4, router 4 -> 5, dispatch 5 -> 8
+//   B: attention 5 -> 105/11 (3 under A's dispatch: 27/11 done, 17/11 after), router -> 116/11,
+//      dispatch 116/11 -> 149/11
+//   A: experts 116/11 -> 177/11 (3 under B's dispatch), combine 177/11 -> 210/11
+//   B: experts 177/11 -> 238/11 (3 under A's combine), combine 238/11 -> 271/11
+//   A: shared 238/11 -> 238/11 + 22/9 = 2384/99 (all under B's combine)
+//   B: shared 2384/99 -> 2592/99 = 288/11 (5/9 under B's combine: 5/11 done, 17/11 after)
+// End 288/11 (24 without sharing); compute 24 + 12 x 2/11 (12 units under a collective).
+TEST(LayerTimelineTest, SmSharingSlowsTheTwoMicrobatchPrefill) {
+  std::vector<double> clock = {0};
+  TimelineTotals t = zero_totals(1);
+  std::vector<TimelineSpan> spans;
+  run_microbatch_timeline(two_microbatch_schedule(),
+                          std::vector<LayerStageCosts>{layer(0, 1, Stage{0, 4, 1, 3, 2, 5, 3})},
+                          kDeepEpNormal, clock, t, &spans);
+  EXPECT_NEAR(clock[0], 288.0 / 11, 1e-12);
+  EXPECT_NEAR(t.compute_s[0], 24 + 24.0 / 11, 1e-12);
+  EXPECT_DOUBLE_EQ(t.comm_s[0], 12);
+  double lost = 0;
+  for (const TimelineSpan& s : spans) {
+    lost += s.sm_lost_s;
+    if (s.op == StageOp::kCombine) {
+      EXPECT_NEAR(s.start_s, s.mb == 0 ? 177.0 / 11 : 238.0 / 11, 1e-12);
+    }
+    if (s.op == StageOp::kSharedExperts && s.mb == 0) {
+      EXPECT_NEAR(s.start_s + s.duration_s, 2384.0 / 99, 1e-12);
+    }
+  }
+  EXPECT_NEAR(lost, 24.0 / 11, 1e-12);
+}
+
+// The decode pipeline over two layers (costs of DecodePipelineTwoLayers) with 24 of 132 SMs.
+// Micro-batch 0's prep of layer 1 is issued before micro-batch 1's dispatch of layer 0 but runs
+// under it: from the one-layer case (B's router ends 44/3, A's combine ends 15):
+//   A: prep L1 15 -> 15 + 11/9 = 146/9 (under B's dispatch 15 -> 19, issued after it)
+//   B: dispatch L0 15 -> 19, shared 146/9 -> 157/9
+//   A: attention L1 157/9 -> 217/11 (14/9 under B's dispatch), router -> 228/11
+//   B: experts L0 228/11 -> 261/11, combine 261/11 -> 305/11
+//   A: dispatch L1 305/11 -> 349/11, shared L1 261/11 -> 2470/99
+//   B: prep L1 305/11 -> 2866/99;  A: experts L1 349/11 -> 382/11, combine -> 426/11
+//   B: attention L1 382/11 -> 3680/99, router -> 3801/99, dispatch 426/11 -> 4230/99,
+//      shared -> 3922/99;  experts 4230/99 -> 4527/99, combine -> 4923/99 = 547/11
+// End 547/11 (49 without sharing). The case was also checked by an event-driven processor-sharing
+// simulation in exact fractions.
+TEST(LayerTimelineTest, SmSharingUnderACollectiveIssuedLater) {
+  const Stage s{1, 2, 1, 4, 1, 3, 4};
+  std::vector<double> clock = {0};
+  TimelineTotals t = zero_totals(1);
+  std::vector<TimelineSpan> spans;
+  run_microbatch_timeline(decode_pipeline_schedule(),
+                          std::vector<LayerStageCosts>{layer(0, 1, s), layer(1, 1, s)},
+                          kDeepEpNormal, clock, t, &spans);
+  EXPECT_NEAR(clock[0], 547.0 / 11, 1e-12);
+  EXPECT_DOUBLE_EQ(t.comm_s[0], 32);
+  for (const TimelineSpan& sp : spans) {
+    if (sp.op == StageOp::kAttentionPrep && sp.mb == 0 && sp.layer_idx == 1) {
+      EXPECT_DOUBLE_EQ(sp.start_s, 15);
+      EXPECT_NEAR(sp.duration_s, 11.0 / 9, 1e-12);
+      EXPECT_NEAR(sp.sm_lost_s, 2.0 / 9, 1e-12);
+    }
+  }
+}
+
+// Low-latency kernels hold no SMs: comm_sms 0 gives the timeline without sharing bit for bit,
+// whatever the GPU.
+TEST(LayerTimelineTest, NoSmsHeldLeavesTheTimelineUnchanged) {
+  const Stage s{1, 2, 1, 4, 1, 3, 4};
+  for (const SmSharing& sm : {SmSharing{}, SmSharing{132, 0}}) {
+    std::vector<double> clock = {0};
+    TimelineTotals t = zero_totals(1);
+    std::vector<TimelineSpan> spans;
+    run_microbatch_timeline(decode_pipeline_schedule(),
+                            std::vector<LayerStageCosts>{layer(0, 1, s), layer(1, 1, s)}, sm, clock,
+                            t, &spans);
+    EXPECT_EQ(clock[0], 49);
+    EXPECT_EQ(t.compute_s[0], 32);
+    for (const TimelineSpan& sp : spans) EXPECT_EQ(sp.sm_lost_s, 0);
+  }
+  EXPECT_EQ(SmSharing{}.compute_rate(), 1.0);
+  EXPECT_EQ(SmSharing({132, 0}).compute_rate(), 1.0);
+  EXPECT_DOUBLE_EQ(kDeepEpNormal.compute_rate(), 108.0 / 132);
 }
 
 TEST(LayerTimelineTest, SpanNames) {

@@ -744,8 +744,8 @@ TEST(StepModelTest, NoOverlapIsTheSequentialTimeline) {
     c.comm(0, StageOp::kCombine) = to_seconds(rec.find(0, "combine", l)->duration_ns);
     TimelineTotals t{std::vector<double>(8, 0.0), std::vector<double>(8, 0.0),
                      std::vector<double>(8, 0.0)};
-    run_microbatch_timeline(sequential_schedule(), std::vector<LayerStageCosts>{c}, clock, t,
-                            nullptr);
+    run_microbatch_timeline(sequential_schedule(), std::vector<LayerStageCosts>{c}, SmSharing{},
+                            clock, t, nullptr);
     const SimTime next = rec.layer_start(l == 3 ? -1 : l + 1);
     for (int32_t g = 0; g < 8; ++g) {
       EXPECT_NEAR(1e9 * clock[g], static_cast<double>(next), 8.0) << "layer " << l;

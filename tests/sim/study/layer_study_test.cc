@@ -150,6 +150,37 @@ TEST(LayerStudy, MicrobatchSchedulesShowTheirTimeline) {
   }
 }
 
+// SM sharing (docs/serving.md): the teaching case (direct dispatch over 8 nodes: NCCL's 16 SMs)
+// under two_microbatch reports the compute time lost per GPU and layer; no GPU loses more than
+// the collectives' time x 16 / 132 (all of it under compute), and with comm_sms = 0 nothing is
+// lost and compute is shorter.
+TEST(LayerStudy, SmSharingIsReportedPerLayer) {
+  Scenario sc = teaching_crossover();
+  sc.deployment.overlap = OverlapMode::kTwoMicrobatch;
+  ASSERT_EQ(sc.deployment.comm_sms, 16);
+  ASSERT_EQ(sc.topology->gpu_spec().num_sms, 132);
+  std::vector<LayerStudySpan> timeline;
+  LayerStudyOptions o;
+  o.timeline = &timeline;
+  const auto shared = run_layer_study(sc, {128}, o);
+  sc.deployment.comm_sms = 0;
+  const auto alone = run_layer_study(sc, {128}, 4096, 1);
+  ASSERT_EQ(shared.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_GT(shared[i].sm_lost_mean_us, 0);
+    EXPECT_LE(shared[i].sm_lost_mean_us, shared[i].comm_us * 16 / 132 + 1e-3);
+    EXPECT_GT(shared[i].compute_max_us, alone[i].compute_max_us);
+    EXPECT_EQ(alone[i].sm_lost_mean_us, 0);
+  }
+  double lost = 0;
+  for (const LayerStudySpan& sp : timeline) {
+    EXPECT_GE(sp.sm_lost_us, 0);
+    EXPECT_LT(sp.sm_lost_us, sp.duration_us);
+    lost += sp.sm_lost_us;
+  }
+  EXPECT_GT(lost, 0);
+}
+
 // With [speculative] (MTP, k = 1), the study's decode step verifies 1 + k tokens per sequence and
 // runs the draft pass: exactly the step a StepModel built as replica 0's runs on those slices with
 // the scenario's speculative decoding. Without the table the same scenario's step is shorter (no

@@ -33,10 +33,16 @@ TEST(GpuSpec, CatalogueHoldsDenseDatasheetFigures) {
   EXPECT_DOUBLE_EQ(mi355x.fp4_flops_per_s, 10066.4e12);
   EXPECT_DOUBLE_EQ(mi355x.tf32_flops_per_s, 0);
   EXPECT_EQ(mi355x.hbm_bytes, 288'000'000'000);
+
+  // Streaming multiprocessors (AMD: compute units), docs/topologies.md.
+  EXPECT_EQ(h100.num_sms, 132);
+  EXPECT_EQ(h200.num_sms, 132);
+  EXPECT_EQ(gb200.num_sms, 148);
+  EXPECT_EQ(mi355x.num_sms, 256);
 }
 
 TEST(GpuSpec, PeakByDtypeReadsTheMatchingField) {
-  GpuSpec s{"x", 1, 2, 3, 4, 5, 6, 7, std::nullopt};
+  GpuSpec s{"x", 1, 2, 3, 4, 5, 6, 7, 8, std::nullopt};
   EXPECT_EQ(s.peak_flops_per_s(GpuDtype::kFp32), 1);
   EXPECT_EQ(s.peak_flops_per_s(GpuDtype::kTf32), 2);
   EXPECT_EQ(s.peak_flops_per_s(GpuDtype::kBf16), 3);

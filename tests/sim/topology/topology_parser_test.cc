@@ -89,6 +89,7 @@ TEST(TopologyParser, ConvertsUnitsAndAppliesGpuOverrides) {
 model = "h200-sxm"
 name = "h200-capped"
 bf16_tflops = 700
+num_sms = 114
 price_usd_per_hour = 3.2
 price_source = "a quote"
 [node]
@@ -115,6 +116,7 @@ switch_latency_ns = 3
   EXPECT_DOUBLE_EQ(spec.gpu.bf16_flops_per_s, 700e12);
   EXPECT_DOUBLE_EQ(spec.gpu.fp8_flops_per_s, 1978.9e12);  // catalogue value kept
   EXPECT_EQ(spec.gpu.hbm_bytes, 141'000'000'000);
+  EXPECT_EQ(spec.gpu.num_sms, 114);
   EXPECT_EQ(spec.gpu.price_usd_per_hour, 3.2);  // not a hardware figure: only when given
   EXPECT_EQ(spec.gpu.price_source, "a quote");
   EXPECT_DOUBLE_EQ(spec.nvlink_bytes_per_s, 100e9);
@@ -136,7 +138,7 @@ switch_latency_ns = 3
 TEST(TopologyParser, CustomGpuWithoutModel) {
   auto doc = TomlDocument::parse_string(
       "[gpu]\nname = 'x1'\nbf16_tflops = 100\nhbm_gbytes = 16\nhbm_gbytes_per_s = 1000\n"
-      "[node]\ngpus_per_node = 1\n",
+      "num_sms = 20\n[node]\ngpus_per_node = 1\n",
       "t.toml");
   TomlTable root = doc.root();
   Topology t = parse_topology(root, "t");
@@ -145,6 +147,7 @@ TEST(TopologyParser, CustomGpuWithoutModel) {
   EXPECT_EQ(t.gpu_spec().fp8_flops_per_s, 0);
   EXPECT_EQ(t.gpu_spec().hbm_bytes, 16'000'000'000);
   EXPECT_DOUBLE_EQ(t.gpu_spec().hbm_bytes_per_s, 1e12);
+  EXPECT_EQ(t.gpu_spec().num_sms, 20);
   EXPECT_FALSE(t.gpu_spec().price_usd_per_hour.has_value());  // no price unless given
 }
 
@@ -188,6 +191,8 @@ TEST(TopologyParser, BadCorpusGivesExactMessages) {
       {"mesh_with_switch_latency.toml",
        "9:23: node.nvswitch_latency_ns: applies only when fabric = \"nvswitch\""},
       {"custom_gpu_missing_hbm.toml", "1:1: gpu.hbm_gbytes: missing required key (number)"},
+      {"custom_gpu_missing_sms.toml", "1:1: gpu.num_sms: missing required key (integer)"},
+      {"sms_not_positive.toml", "3:11: gpu.num_sms: value 0 is out of range [1, 100000]"},
       {"oversubscription_below_one.toml", "15:20: network.oversubscription: must be >= 1"},
       {"unknown_fabric.toml",
        "6:10: node.fabric: unknown value 'mesh' (valid: nvswitch, full_mesh)"},

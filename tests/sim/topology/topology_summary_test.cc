@@ -29,7 +29,7 @@ TEST(TopologySummary, DescribesH800EightByEight) {
             "  8 nodes x 8 H800 SXM5, NVLink 200 GB/s line rate, 400 Gb/s per GPU, "
             "rail-optimised\n"
             "gpu h800-sxm: peak dense fp32 67 TFLOP/s, tf32 494.7 TFLOP/s, bf16 989.4 TFLOP/s, "
-            "fp8 1978.9 TFLOP/s, fp4 -; HBM 80 GB at 3350 GB/s; no price\n"
+            "fp8 1978.9 TFLOP/s, fp4 -; HBM 80 GB at 3350 GB/s; 132 SMs; no price\n"
             "switches: 8 nvswitch, 8 leaf, 8 spine (rail-optimised)\n"
             "links (directed, one per direction):\n"
             "  nvlink        128  160 GB/s               300 ns\n"
