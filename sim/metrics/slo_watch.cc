@@ -25,10 +25,14 @@ std::string count_text(int64_t n, const char* one, const char* many) {
 SloWatch::SloWatch(SloWatchLimits limits, int64_t max_requests, SimTime measured_from_ns)
     : limits_(std::move(limits)), max_requests_(max_requests), measured_from_ns_(measured_from_ns) {
   if (max_requests_ <= 0) return;  // no request: no sample, nothing to decide early
+  if (limits_.min_attainment > 0) deadlines_.push_back({-1, limits_.ttft_ms, {}, {}});
   // Beyond the exact samples the summary's percentiles come from buckets: not watched.
   if (max_requests_ > static_cast<int64_t>(PercentileSketch::kExactSamples)) return;
   for (const SloWatchLimits::Percentile& p : limits_.percentiles) {
     if (p.metric == SloWatchLimits::Metric::kQueueing) continue;
+    if (p.metric == SloWatchLimits::Metric::kTtft) {
+      deadlines_.push_back({static_cast<int>(watched_.size()), p.limit_ms, {}, {}});
+    }
     watched_.push_back({p, samples_above_for_certain(p.quantile, max_requests_), 0});
   }
 }
@@ -41,12 +45,47 @@ int64_t SloWatch::samples_above_for_certain(double quantile, int64_t max_samples
   return max_samples - lo;
 }
 
-void SloWatch::on_first_token(const RequestRecord& r, SimTime now) {
+void SloWatch::on_queued(int64_t key, SimTime arrival_ns) {
+  if (failed() || arrival_ns < measured_from_ns_) return;
+  for (Deadline& d : deadlines_) d.waiting.emplace(arrival_ns, key);
+}
+
+void SloWatch::on_time(SimTime now) {
+  for (Deadline& d : deadlines_) {
+    // Waiting in arrival order: the first has waited longest.
+    while (!failed() && !d.waiting.empty() && to_ms(now - d.waiting.begin()->first) > d.limit_ms) {
+      d.counted.insert(d.waiting.begin()->second);
+      d.waiting.erase(d.waiting.begin());
+      if (d.watched >= 0) {
+        above(watched_[static_cast<size_t>(d.watched)], now);
+      } else {
+        miss(now);
+      }
+    }
+  }
+}
+
+void SloWatch::on_first_token(const RequestRecord& r, SimTime now, int64_t key) {
   if (failed() || r.arrival_ns < measured_from_ns_) return;
   const double ttft_ms = to_ms(r.ttft_ns());
-  sample(SloWatchLimits::Metric::kTtft, ttft_ms, now);
+  // Whether on_time counted it already for the deadline of watched limit `w` (-1: the
+  // attainment's); it waits no more either way.
+  auto counted = [&](int w) {
+    if (key < 0) return false;
+    for (Deadline& d : deadlines_) {
+      if (d.watched != w) continue;
+      d.waiting.erase({r.arrival_ns, key});
+      return d.counted.erase(key) > 0;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < watched_.size(); ++i) {
+    Watched& w = watched_[i];
+    if (w.limit.metric != SloWatchLimits::Metric::kTtft) continue;
+    if (!counted(static_cast<int>(i)) && ttft_ms > w.limit.limit_ms) above(w, now);
+  }
   // Late: missed whether it completes (slo_status) or is in flight at the end (it waited longer).
-  if (ttft_ms > limits_.ttft_ms) miss(now);
+  if (!counted(-1) && ttft_ms > limits_.ttft_ms) miss(now);
 }
 
 void SloWatch::on_complete(const RequestRecord& r, SimTime now) {
@@ -67,13 +106,16 @@ void SloWatch::on_reject(const RequestRecord& r, SimTime now) {
 
 void SloWatch::sample(SloWatchLimits::Metric metric, double value_ms, SimTime now) {
   for (Watched& w : watched_) {
-    if (w.limit.metric != metric || !(value_ms > w.limit.limit_ms)) continue;
-    if (++w.above < w.needed || failed()) continue;
-    failure_ = w.limit.name + " > " + number_text(w.limit.limit_ms) + " (decided early at " +
-               when_text(now) + ": " + count_text(w.above, "sample", "samples") +
-               " above the limit, of at most " + count_text(max_requests_, "request", "requests") +
-               ")";
+    if (w.limit.metric == metric && value_ms > w.limit.limit_ms) above(w, now);
   }
+}
+
+void SloWatch::above(Watched& w, SimTime now) {
+  if (++w.above < w.needed || failed()) return;
+  failure_ = w.limit.name + " > " + number_text(w.limit.limit_ms) + " (decided early at " +
+             when_text(now) + ": " + count_text(w.above, "sample", "samples") +
+             " above the limit, of at most " + count_text(max_requests_, "request", "requests") +
+             ")";
 }
 
 void SloWatch::miss(SimTime now) {

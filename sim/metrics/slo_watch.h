@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "sim/core/time.h"
@@ -39,8 +42,19 @@ class SloWatch {
   // cut, steady_state.h), so what they miss is missed in the measured window whatever the cut.
   SloWatch(SloWatchLimits limits, int64_t max_requests, SimTime measured_from_ns = 0);
 
-  // A request's first token (its TTFT sample).
-  void on_first_token(const RequestRecord& r, SimTime now);
+  // A request routed to a replica, waiting for its first token; `key` names it in
+  // on_first_token (unique per request of the run). From its arrival plus a TTFT limit on it is
+  // above that limit whatever follows: its first token comes later, or it is in flight at the
+  // end having waited longer (a censored value above the limit, a miss for the attainment). Only
+  // requests that can no longer be rejected are queued (a rejected one has no TTFT).
+  void on_queued(int64_t key, SimTime arrival_ns);
+  // Counts the queued requests whose wait has passed a TTFT limit by `now` (call as time moves:
+  // at each step's end and arrival).
+  void on_time(SimTime now);
+
+  // A request's first token (its TTFT sample). `key`: as queued, or -1 for one never queued (a
+  // first token of a request on_time has already counted is not counted again).
+  void on_first_token(const RequestRecord& r, SimTime now, int64_t key = -1);
   // A request completed (its TPOT and end-to-end samples, its attainment).
   void on_complete(const RequestRecord& r, SimTime now);
   // A request rejected (missed for the attainment).
@@ -60,13 +74,22 @@ class SloWatch {
     int64_t needed = 0;  // samples above the limit that make it certain
     int64_t above = 0;
   };
+  // A TTFT limit watched through waits: a percentile's (watched index) or the attainment's (-1).
+  struct Deadline {
+    int watched = -1;
+    double limit_ms = 0;
+    std::set<std::pair<SimTime, int64_t>> waiting;  // (arrival, key), not yet past the limit
+    std::unordered_set<int64_t> counted;            // past it, counted, no first token yet
+  };
   void sample(SloWatchLimits::Metric metric, double value_ms, SimTime now);
+  void above(Watched& w, SimTime now);
   void miss(SimTime now);
 
   SloWatchLimits limits_;
   int64_t max_requests_;
   SimTime measured_from_ns_;
   std::vector<Watched> watched_;
+  std::vector<Deadline> deadlines_;
   int64_t missed_ = 0;
   std::string failure_;
 };

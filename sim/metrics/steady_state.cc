@@ -176,6 +176,14 @@ void judge_convergence(SteadyStateResult& r, const std::vector<double>& ttft_mea
   r.converged = true;
 }
 
+SimTime SystemSeries::max_auto_warmup_ns(SimTime end_ns) const {
+  // As analyse(): MSER-5 over the full bins drops at most half of its batches.
+  const int64_t batches = end_ns / bin_ns_ / kMserBatch;
+  const int64_t cut_bins =
+      (batches / 2 * kMserBatch + kBinsPerSegment - 1) / kBinsPerSegment * kBinsPerSegment;
+  return std::min<SimTime>(end_ns, cut_bins * bin_ns_);
+}
+
 SteadyStateResult SystemSeries::analyse(SimTime end_ns, const SteadyStateSpec& spec,
                                         std::optional<SimTime> arrivals_end_ns) {
   advance(end_ns);

@@ -60,8 +60,9 @@ class SystemSeries {
   SimTime bin_ns() const { return bin_ns_; }
   int64_t in_system() const { return in_system_; }
   SimTime segment_ns() const { return bin_ns_ * kBinsPerSegment; }
-  // The latest warm-up end a steady run can have (half of the first duration's bins).
-  SimTime max_auto_warmup_ns() const { return bin_ns_ * (kBinsPerRun / 2); }
+  // The latest warm-up end that analyse() can detect in a run ending at `end_ns` (MSER-5 cuts
+  // within the first half of its batches, rounded up to a segment).
+  SimTime max_auto_warmup_ns(SimTime end_ns) const;
 
   void on_enter(SimTime now) {
     advance(now);

@@ -115,27 +115,34 @@ void ClusterSim::register_events() {
 void ClusterSim::start_slo_watch() {
   if (sc_.workload.kind == WorkloadKind::kAgent) return;  // later turns depend on the run
   const SimTime end = checked_duration_ns(sc_.run.duration_s, "the run (run.duration_s)");
-  // An extensible run has no bound on its requests, unless its workload has ended before the
-  // last segment of its first duration (terminating: never extended).
-  if (sc_.run.max_duration_s && *sc_.run.max_duration_s > sc_.run.duration_s &&
-      !workload_ends_before(end - series_.segment_ns())) {
-    return;
-  }
-  // Requests the measured window holds whatever the warm-up cut: from the latest cut on; every
-  // request of a terminating run (its open-loop stream ends before the last segment: no
-  // detected cut, steady_state.h).
+  const SimTime max_end =
+      sc_.run.max_duration_s
+          ? std::max(end, checked_duration_ns(*sc_.run.max_duration_s, "run.max_duration_s"))
+          : end;
+  // Requests the measured window holds whatever the warm-up cut and wherever the run ends (at
+  // `end` or an extension's end, run_until_converged): with a fixed warm-up, from it on; else
+  // from the latest detected cut of any end at which the run is not terminating (a terminating
+  // run measures every request from the fixed warm-up or 0, steady_state.h).
   const SimTime fixed_ns =
       sc_.run.steady.warmup_s
           ? (from_seconds(*sc_.run.steady.warmup_s) + series_.segment_ns() - 1) /
                 series_.segment_ns() * series_.segment_ns()
           : 0;
-  const SimTime measured_from_ns =
-      sc_.run.steady.warmup_s || workload_ends_before(end - series_.segment_ns())
-          ? fixed_ns
-          : series_.max_auto_warmup_ns();
+  SimTime measured_from_ns = fixed_ns;
+  if (!sc_.run.steady.warmup_s) {
+    std::vector<SimTime> ends = {end};
+    while (ends.back() < max_end) ends.push_back(std::min(max_end, ends.back() + end));
+    // The latest cut grows with the end, and a run terminating at one end is at every later one.
+    for (auto e = ends.rbegin(); e != ends.rend(); ++e) {
+      if (workload_ends_before(*e - series_.segment_ns())) continue;
+      measured_from_ns = series_.max_auto_warmup_ns(*e);
+      break;
+    }
+  }
   slo_watch_ = std::make_unique<SloWatch>(
       *opt_.stop_on_certain_failure,
-      count_open_loop_arrivals(sc_.workload, sim_.root_seed(), "workload", end), measured_from_ns);
+      count_open_loop_arrivals(sc_.workload, sim_.root_seed(), "workload", max_end),
+      measured_from_ns);
 }
 
 bool ClusterSim::workload_ends_before(SimTime t) const {

@@ -109,6 +109,7 @@ void ClusterSim::route_seq(int32_t sid, const std::string& pool) {
   records_[sid].replica = ri;
   router_.add_outstanding(ri, 1);
   rep.scheduler->enqueue(sid);
+  if (slo_watch_) slo_watch_->on_queued(sid, records_[sid].arrival_ns);
   try_start_step(rep);
 }
 

@@ -34,6 +34,10 @@ void ClusterSim::try_start_step(Replica& r) {
 
 void ClusterSim::on_step_done(const Event& e) {
   check_cancel();
+  if (slo_watch_) {
+    slo_watch_->on_time(sim_.now());
+    check_slo_watch();
+  }
   Replica& r = replicas_[e.id0];
   r.busy = false;
   std::vector<int32_t> to_transfer;
@@ -63,7 +67,7 @@ bool ClusterSim::advance_sequence(Replica& r, int32_t sid, const SeqSlice& sl) {
     records_[sid].first_token_ns = sim_.now();
     series_.on_first_token(records_[sid].arrival_ns, to_ms(records_[sid].ttft_ns()));
     if (slo_watch_) {
-      slo_watch_->on_first_token(records_[sid], sim_.now());
+      slo_watch_->on_first_token(records_[sid], sim_.now(), sid);
       check_slo_watch();
     }
   }

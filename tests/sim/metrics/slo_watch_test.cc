@@ -113,6 +113,69 @@ TEST(SloWatch, CountsOnlyRequestsArrivingAfterTheLatestWarmUpCut) {
   EXPECT_TRUE(w.failed());
 }
 
+// A queued request that has waited past a TTFT limit without a first token is above it whatever
+// follows (a later first token, or in flight at the end, censored above it): counted then, and
+// not again at its first token.
+TEST(SloWatch, CountsAWaitPastTheTtftLimitOnce) {
+  SloWatchLimits lim;
+  SloWatchLimits::Percentile p99;
+  p99.name = "ttft_p99_ms";
+  p99.limit_ms = 1000;
+  lim.percentiles.push_back(p99);
+  lim.ttft_ms = 500;
+  lim.tpot_ms = 1e9;
+  lim.min_attainment = 0.99;
+  // At most 300 requests: p99 needs 300 - floor(0.99 x 299) = 5 above 1 s; the attainment fails
+  // at the fourth miss (297 / 300 < 0.99).
+  SloWatch w(lim, 300);
+  for (int64_t k = 0; k < 3; ++k) w.on_queued(k, 0);
+  w.on_time(from_seconds(0.5));  // waited exactly 0.5 s: not past the attainment's limit
+  EXPECT_FALSE(w.failed());
+  w.on_time(from_seconds(0.6));  // 3 missed
+  EXPECT_FALSE(w.failed());
+  // Its first token at 2 s, before a time past 1 s was seen: a sample above 1 s; missed, counted
+  // by its wait already.
+  w.on_first_token(record(0, 2.0, -1, 0), from_seconds(2.0), 0);
+  EXPECT_FALSE(w.failed());
+  // Requests 1 and 2 wait past 1 s: 3 of the p99's 5.
+  w.on_time(from_seconds(2.1));
+  EXPECT_FALSE(w.failed());
+  // A first token in time settles a request for both limits.
+  w.on_queued(3, from_seconds(3.0));
+  w.on_first_token(record(3.0, 3.1, -1, 0), from_seconds(3.1), 3);
+  w.on_time(from_seconds(10));
+  EXPECT_FALSE(w.failed());
+  // A fourth wait past 0.5 s fails the attainment at the first time seen after it.
+  w.on_queued(4, from_seconds(10));
+  w.on_time(from_seconds(10.4));
+  EXPECT_FALSE(w.failed());
+  w.on_time(from_seconds(10.6));
+  ASSERT_TRUE(w.failed());
+  EXPECT_EQ(w.failure(),
+            "attainment < 0.99 (decided early at 10.600 s: 4 requests missed, of at most 300)");
+}
+
+// Waits past the p99's limit decide it like samples above it; requests queued before the latest
+// warm-up cut are not watched.
+TEST(SloWatch, DecidesAPercentileFromWaits) {
+  SloWatchLimits lim;
+  SloWatchLimits::Percentile p99;
+  p99.name = "ttft_p99_ms";
+  p99.limit_ms = 1000;
+  lim.percentiles.push_back(p99);
+  SloWatch w(lim, 200, from_seconds(1.0));  // 200 - floor(0.99 x 199) = 3 above the limit
+  w.on_queued(0, from_seconds(0.5));        // in the warm-up: never counted
+  w.on_queued(1, from_seconds(1.0));
+  w.on_queued(2, from_seconds(1.0));
+  w.on_time(from_seconds(5));
+  EXPECT_FALSE(w.failed());
+  w.on_first_token(record(1.5, 3.0, -1, 0), from_seconds(5), -1);  // never queued: a sample
+  ASSERT_TRUE(w.failed());
+  EXPECT_EQ(w.failure(),
+            "ttft_p99_ms > 1000 (decided early at 5.000 s: 3 samples above the limit, of at most "
+            "200 requests)");
+}
+
 TEST(SloWatch, WatchesOnlyWhatTheSummaryComputesExactly) {
   SloWatchLimits lim = ttft_p99(1000);
   lim.percentiles.push_back({"queueing_p50_ms", SloWatchLimits::Metric::kQueueing, 0.5, 1});

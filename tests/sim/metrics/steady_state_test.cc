@@ -50,7 +50,13 @@ TEST(SystemSeries, TimeAveragesTheRequestsInTheSystem) {
   SystemSeries s(run);
   EXPECT_EQ(s.bin_ns(), 1000);
   EXPECT_EQ(s.segment_ns(), 32000);
-  EXPECT_EQ(s.max_auto_warmup_ns(), 512000);
+  // MSER-5 drops at most half of the full bins' batches, rounded up to a segment: 204 batches of
+  // 1,024 bins -> 102 x 5 = 510 bins -> 512; an extension to 2,048 bins -> 1,020 -> 1,024; 1,000
+  // bins -> 500 -> 512; 40 bins -> 20 -> 32.
+  EXPECT_EQ(s.max_auto_warmup_ns(run), 512000);
+  EXPECT_EQ(s.max_auto_warmup_ns(2 * run), 1024000);
+  EXPECT_EQ(s.max_auto_warmup_ns(1000 * 1000), 512000);
+  EXPECT_EQ(s.max_auto_warmup_ns(40 * 1000), 32000);
   // One request in the system for the whole run, a second from a quarter on: a step, then flat.
   s.on_enter(0);
   s.on_enter(256000);

@@ -402,42 +402,53 @@ TEST(Search, EarlyVerdictsDecideAsFullProbes) {
   opt.rel_tolerance = 0.05;
   opt.max_doublings = 6;
   opt.diagnose = false;
-  opt.full_probes = true;
-  const SearchResult full = search_rates(t, configs, slo, opt);
-  opt.full_probes = false;
-  const SearchResult early = search_rates(t, configs, slo, opt);
-  int stopped = 0;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const ConfigSearch &a = full.configs[i], &b = early.configs[i];
-    ASSERT_TRUE(a.error.empty()) << a.error;
-    ASSERT_TRUE(a.search.found);
-    ASSERT_GT(a.search.min_fail, 0);
-    EXPECT_EQ(a.search.max_ok, b.search.max_ok);
-    EXPECT_EQ(a.search.min_fail, b.search.min_fail);
-    EXPECT_EQ(a.max_rate_per_s, b.max_rate_per_s);
-    ASSERT_EQ(a.probes.size(), b.probes.size());
-    for (size_t j = 0; j < a.probes.size(); ++j) {
-      const RateProbe &p = a.probes[j], &q = b.probes[j];
-      EXPECT_EQ(p.multiplier, q.multiplier) << j;
-      EXPECT_EQ(p.verdict.meets, q.verdict.meets) << j;
-      if (q.verdict.reason.find("(decided early at ") != std::string::npos) {
-        EXPECT_FALSE(q.verdict.meets);
-        ++stopped;
-        continue;
-      }
-      EXPECT_EQ(p.verdict.reason, q.verdict.reason) << j;
-      EXPECT_EQ(p.verdict.num_decided, q.verdict.num_decided) << j;
-      EXPECT_EQ(p.ttft_p99_ms, q.ttft_p99_ms) << j;
-      EXPECT_EQ(p.output_tokens_per_s, q.output_tokens_per_s) << j;
+  double min_fail = 0;  // the first configuration's, not extended
+  // Probes that may be extended too, with arrivals up to the first duration's end (not a finite
+  // workload there, one from the first extension on): watched from the latest cut at 1.5 s.
+  for (double factor : {2.0, 1.0}) {
+    opt.max_duration_factor = factor;
+    std::vector<std::vector<Override>> probed = configs;
+    if (factor > 1) {
+      for (auto& c : probed) c.push_back({"workload.duration_s", 1.5});
     }
+    opt.full_probes = true;
+    const SearchResult full = search_rates(t, probed, slo, opt);
+    opt.full_probes = false;
+    const SearchResult early = search_rates(t, probed, slo, opt);
+    int stopped = 0;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const ConfigSearch &a = full.configs[i], &b = early.configs[i];
+      ASSERT_TRUE(a.error.empty()) << a.error;
+      ASSERT_TRUE(a.search.found);
+      ASSERT_GT(a.search.min_fail, 0);
+      EXPECT_EQ(a.search.max_ok, b.search.max_ok);
+      EXPECT_EQ(a.search.min_fail, b.search.min_fail);
+      EXPECT_EQ(a.max_rate_per_s, b.max_rate_per_s);
+      ASSERT_EQ(a.probes.size(), b.probes.size());
+      for (size_t j = 0; j < a.probes.size(); ++j) {
+        const RateProbe &p = a.probes[j], &q = b.probes[j];
+        EXPECT_EQ(p.multiplier, q.multiplier) << j;
+        EXPECT_EQ(p.verdict.meets, q.verdict.meets) << j;
+        if (q.verdict.reason.find("(decided early at ") != std::string::npos) {
+          EXPECT_FALSE(q.verdict.meets);
+          ++stopped;
+          continue;
+        }
+        EXPECT_EQ(p.verdict.reason, q.verdict.reason) << j;
+        EXPECT_EQ(p.verdict.num_decided, q.verdict.num_decided) << j;
+        EXPECT_EQ(p.ttft_p99_ms, q.ttft_p99_ms) << j;
+        EXPECT_EQ(p.output_tokens_per_s, q.output_tokens_per_s) << j;
+      }
+    }
+    EXPECT_GT(stopped, 0) << "no probe was decided early at factor " << factor;
+    min_fail = full.configs[0].search.min_fail;
   }
-  EXPECT_GT(stopped, 0) << "no probe was decided early";
 
   // The lowest failing rate of the first configuration, run with the watch: it stops before its
   // duration, with fewer events, and its verdict is the full run's.
   std::vector<Override> o = configs[0];
   Scenario base = t.instantiate(o);
-  o.push_back(rate_override(base, full.configs[0].search.min_fail));
+  o.push_back(rate_override(base, min_fail));
   Scenario sc = t.instantiate(o);
   RunOptions watched;
   watched.stop_on_certain_failure = watch_limits(sc, slo);
