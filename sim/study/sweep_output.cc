@@ -86,6 +86,7 @@ SweepOutcome write_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario
   if (out_path && root && (ranks.active() || !plain_file)) file.emplace(*out_path);
   if (out_path && !ranks.active() && plain_file) {
     const std::string partial = *out_path + ".partial";
+    journal.emplace(partial, "--out");  // locked before it is read
     ResumePoint point;
     if (output.resume) {
       point = find_resume_point(partial, spec, options.shard, options.planner,
@@ -97,7 +98,7 @@ SweepOutcome write_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario
       outcome.csv.resize(static_cast<size_t>(point.keep_bytes));
       kept.read(outcome.csv.data(), point.keep_bytes);
     }
-    journal.emplace(partial, point.keep_bytes, "--out");
+    journal->start(point.keep_bytes);
     options.num_done = point.num_done;
     outcome.num_resumed = point.num_done;
   }
