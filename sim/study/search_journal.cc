@@ -39,7 +39,15 @@ SearchJournal::SearchJournal(const std::string& path, const SearchJournalHeader&
   io::check_output_file(path, "--journal");
   file_.emplace(path, "--journal");  // locked before it is read
   int64_t keep_bytes = 0;
-  if (resume) {
+  if (!resume) {
+    if (const int64_t num_records = io::num_journal_records(path); num_records > 0) {
+      throw ConfigError(path, 0, 0, "--journal",
+                        "holds " + std::to_string(num_records) + " searched configuration" +
+                            (num_records == 1 ? "" : "s") +
+                            ": add --resume to continue from them, or delete the file to start "
+                            "over");
+    }
+  } else {
     std::ifstream in(path, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!text.empty() && text.compare(0, header_text.size(), header_text) != 0) {

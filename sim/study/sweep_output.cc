@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "sim/config/config_error.h"
 #include "sim/io/output_files.h"
 #include "sim/study/sweep_merge.h"
 
@@ -91,6 +92,12 @@ SweepOutcome write_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario
     if (output.resume) {
       point = find_resume_point(partial, spec, options.shard, options.planner,
                                 options.max_duration_factor);
+    } else if (const int64_t num_rows = io::num_journal_records(partial); num_rows > 0) {
+      throw ConfigError(partial, 0, 0, "--out",
+                        "holds " + std::to_string(num_rows) + " finished run" +
+                            (num_rows == 1 ? "" : "s") +
+                            " of an interrupted sweep: add --resume to continue it, or delete "
+                            "the file to start over");
     }
     if (point.keep_bytes > 0) {
       // The rows kept from the killed sweep, for the planner's table at the end.
