@@ -13,6 +13,7 @@
 #include "moesim_version.h"
 #include "sim/config/config_error.h"
 #include "sim/io/output_files.h"
+#include "sim/io/signal_cleanup.h"
 
 namespace {
 
@@ -59,8 +60,8 @@ void print_help() {
   for (const auto& c : kCommands) std::printf("  %-10s %s\n", c.name, c.summary);
   std::printf(
       "\nexit codes: 0 success, 1 failed run or output write, 2 bad input; a broken internal "
-      "invariant aborts "
-      "(134)\n"
+      "invariant aborts (134); SIGTERM, SIGINT and SIGHUP remove temporaries and end with 128 + "
+      "the signal\n"
       "every command that prints a summary takes --json\n");
 }
 
@@ -83,6 +84,11 @@ int main(int argc, char** argv) {
   }
   for (const auto& c : kCommands) {
     if (args[0] != c.name) continue;
+    // SIGTERM, SIGINT, SIGHUP remove the temporaries; `report` and `engine` execute another
+    // program, which would inherit the blocked signals.
+    if (args[0] != "report" && args[0] != "engine") {
+      moesim::sim::io::install_signal_cleanup("moesim");
+    }
     std::vector<std::string> rest(args.begin() + 1, args.end());
     try {
       return c.fn(rest);

@@ -11,12 +11,13 @@ namespace {
 
 constexpr const char* kDescription =
     "Simulates SCENARIO (a scenarios/*.toml file) and prints the summary and the event digest.\n"
-    "Output paths are checked, and --out locked, before the simulation starts; every file is\n"
-    "written atomically.";
+    "Output paths are checked, and --out and --record locked, before the simulation starts; every\n"
+    "file is written atomically, and summary.json, the mark of a complete --out, comes last.";
 
 constexpr const char* kFooter =
     "exit codes: 0 success, 1 conservation broken or an output not written, 2 bad input\n"
-    "           (including an --out that cannot be a directory or is in use by another run)";
+    "           (including an --out that cannot be a directory or is in use by another run);\n"
+    "           SIGTERM, SIGINT, SIGHUP remove the temporaries and end it with 128 + the signal";
 
 // "START_S:END_S" of --trace-window.
 std::pair<double, double> trace_window(const std::string& text) {

@@ -1,5 +1,7 @@
 // POSIX I/O so that every failure has its errno: a stream buffer over a file descriptor that
 // remembers the first failed write(2), then fsync(2), close(2) and rename(2), each checked.
+// Temporaries and lock files are created, renamed and removed through signal_cleanup.h, so that a
+// SIGTERM, SIGINT or SIGHUP removes them.
 #include "sim/io/output_files.h"
 
 #include <fcntl.h>
@@ -7,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -70,11 +73,13 @@ int write_fully(int fd, const char* data, size_t num_bytes) {
 }  // namespace
 
 // A buffered stream buffer over a file descriptor it does not own. After the first failed
-// write(2) it writes nothing more and error() returns that errno.
+// write(2) it writes nothing more, error() returns that errno and failure_seq() its order among
+// the failures of every file.
 class AtomicFile::FdBuf : public std::streambuf {
  public:
   explicit FdBuf(int fd) : fd_(fd) { setp(buffer_.data(), buffer_.data() + buffer_.size()); }
   int error() const { return error_; }
+  int64_t failure_seq() const { return failure_seq_; }
   // Writes the buffered bytes; false after any failure.
   bool drain() {
     write_all(pbase(), static_cast<size_t>(pptr() - pbase()));
@@ -107,11 +112,15 @@ class AtomicFile::FdBuf : public std::streambuf {
 
  private:
   void write_all(const char* data, size_t num_bytes) {
-    if (error_ == 0) error_ = write_fully(fd_, data, num_bytes);
+    if (error_ != 0) return;
+    error_ = write_fully(fd_, data, num_bytes);
+    if (error_ != 0) failure_seq_ = next_failure_seq.fetch_add(1);
   }
 
+  static inline std::atomic<int64_t> next_failure_seq{0};
   int fd_;
   int error_ = 0;
+  int64_t failure_seq_ = -1;
   std::array<char, 1 << 16> buffer_;
 };
 
@@ -146,17 +155,25 @@ class JournalFile::Buf : public std::streambuf {
   int error_ = 0;
 };
 
-JournalFile::JournalFile(std::string path, int64_t keep_bytes, const std::string& option)
-    : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) bad_path(path_, option, "cannot open: " + errno_text(errno));
+JournalFile::JournalFile(std::string path, const std::string& option) : path_(std::move(path)) {
+  int err = 0;
+  kept_.add(path_, OnSignal::kKeepForResume, [&] {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    err = errno;
+    return fd_ >= 0;
+  });
+  if (fd_ < 0) bad_path(path_, option, "cannot open: " + errno_text(err));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
+    err = errno;
     ::close(fd_);
     fd_ = -1;
+    kept_.release();
     if (err == EWOULDBLOCK) bad_path(path_, option, "in use by another moesim run");
     bad_path(path_, option, "cannot lock: " + errno_text(err));
   }
+}
+
+void JournalFile::start(int64_t keep_bytes) {
   if (::ftruncate(fd_, keep_bytes) != 0 || ::lseek(fd_, keep_bytes, SEEK_SET) < 0) {
     throw OutputError("cannot write " + path_ + ": " + errno_text(errno));
   }
@@ -170,16 +187,34 @@ JournalFile::~JournalFile() {
 
 std::ostream& JournalFile::stream() { return *os_; }
 
+void JournalFile::check() const {
+  if (buf_ && buf_->error() != 0) {
+    throw OutputError("cannot write " + path_ + ": " + errno_text(buf_->error()));
+  }
+}
+
 void JournalFile::commit(const std::string& final_path) {
   os_->flush();
-  if (buf_->error() != 0)
-    throw OutputError("cannot write " + path_ + ": " + errno_text(buf_->error()));
+  check();
   if (::fsync(fd_) != 0) throw OutputError("cannot write " + path_ + ": " + errno_text(errno));
-  if (::rename(path_.c_str(), final_path.c_str()) != 0) {
-    throw OutputError("cannot write " + final_path + ": " + errno_text(errno));
-  }
+  int err = 0;
+  kept_.release([&] {
+    if (::rename(path_.c_str(), final_path.c_str()) != 0) err = errno;
+  });
+  if (err != 0) throw OutputError("cannot write " + final_path + ": " + errno_text(err));
   ::close(fd_);
   fd_ = -1;
+}
+
+int64_t num_journal_records(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return 0;
+  int64_t num_lines = 0;
+  std::array<char, 1 << 16> chunk;
+  while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
+    num_lines += std::count(chunk.data(), chunk.data() + in.gcount(), '\n');
+  }
+  return num_lines > 1 ? num_lines - 1 : 0;
 }
 
 void ensure_output_dir(const std::string& dir, const std::string& option) {
@@ -218,31 +253,6 @@ void check_output_file(const std::string& path, const std::string& option) {
   }
 }
 
-OutputDirLock::OutputDirLock(const std::string& dir, const std::string& option) : dir_(dir) {
-  ensure_output_dir(dir, option);
-  const std::string lock_path = (fs::path(dir) / kLockFileName).string();
-  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd_ < 0) bad_path(dir, option, "cannot open the lock file: " + errno_text(errno));
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    int err = errno;
-    ::close(fd_);
-    fd_ = -1;
-    if (err == EWOULDBLOCK) {
-      bad_path(dir, option, "in use by another moesim run (it holds " + lock_path + ")");
-    }
-    bad_path(dir, option, "cannot lock " + lock_path + ": " + errno_text(err));
-  }
-}
-
-OutputDirLock::~OutputDirLock() {
-  if (fd_ >= 0) ::close(fd_);  // releases the flock
-}
-
-OutputDirLock::OutputDirLock(OutputDirLock&& other) noexcept
-    : dir_(std::move(other.dir_)), fd_(other.fd_) {
-  other.fd_ = -1;
-}
-
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   // A link to a regular file keeps being a link: the target is replaced.
   struct stat st {};
@@ -258,18 +268,24 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     }
   }
   int fd = -1;
+  int err = 0;
   if (in_place) {
     fd = ::open(path_.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    err = errno;
   } else {
     do {
       temp_path_ = temp_name_for(path_);
-      fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    } while (fd < 0 && errno == EEXIST);
+      // Created under the clean-up's lock: a signal finds it registered or not yet there.
+      temp_.add(temp_path_, OnSignal::kRemove, [&] {
+        fd = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        err = errno;
+        return fd >= 0;
+      });
+    } while (fd < 0 && err == EEXIST);
     // The new bytes keep the permissions of the file they replace (best effort: metadata).
     if (fd >= 0 && replaces) ::fchmod(fd, st.st_mode & 07777);
   }
   if (fd < 0) {
-    int err = errno;
     temp_path_.clear();
     done_ = true;
     throw OutputError("cannot write " + path_ + ": " + errno_text(err));
@@ -282,44 +298,92 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
 AtomicFile::~AtomicFile() {
   if (done_) return;
   if (fd_ >= 0) ::close(fd_);
-  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+  temp_.release([&] { ::unlink(temp_path_.c_str()); });
 }
 
 std::ostream& AtomicFile::stream() { return *os_; }
 
-void AtomicFile::commit() {
-  if (done_) return;
-  done_ = true;
+int64_t AtomicFile::failed_write_seq() const { return buf_ ? buf_->failure_seq() : -1; }
+
+void AtomicFile::prepare() {
+  if (done_ || prepared_) return;
+  prepared_ = true;
   int err = buf_->drain() ? 0 : buf_->error();
   if (err == 0 && os_->bad()) err = EIO;  // a writer left the stream bad without a failed write
   if (err == 0 && !temp_path_.empty() && ::fsync(fd_) != 0) err = errno;
   if (::close(fd_) != 0 && err == 0) err = errno;
   fd_ = -1;
-  if (err == 0 && !temp_path_.empty() && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    err = errno;
-  }
   if (err != 0) {
-    if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+    done_ = true;
+    temp_.release([&] { ::unlink(temp_path_.c_str()); });
     temp_path_.clear();
     throw OutputError("cannot write " + path_ + ": " + errno_text(err));
   }
-  if (!temp_path_.empty()) sync_dir(parent_dir(path_));
+}
+
+void AtomicFile::publish() {
+  prepare();
+  if (done_) return;
+  done_ = true;
+  if (temp_path_.empty()) return;  // written in place
+  int err = 0;
+  temp_.release([&] {
+    if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+      err = errno;
+      ::unlink(temp_path_.c_str());
+    }
+  });
   temp_path_.clear();
+  if (err != 0) throw OutputError("cannot write " + path_ + ": " + errno_text(err));
+  sync_dir(parent_dir(path_));
 }
 
-void write_file_atomically(const std::string& path,
-                           const std::function<void(std::ostream&)>& fill) {
-  AtomicFile file(path);
-  fill(file.stream());
-  file.commit();
+void AtomicFile::commit() { publish(); }
+
+void remove_output_file(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw OutputError("cannot remove " + path + ": " + errno_text(errno));
+  }
 }
 
-void copy_file_atomically(const std::string& source, const std::string& path) {
+void remove_stale_temporaries(const std::string& dir, const std::vector<std::string>& names) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 2 || name[0] != '.' || name.find(".tmp.") == std::string::npos) continue;
+    bool ours = names.empty();
+    for (const std::string& n : names) {
+      ours = ours || name.rfind("." + n.substr(0, 200) + ".tmp.", 0) == 0;
+    }
+    if (ours && e.is_regular_file(ec)) fs::remove(e.path(), ec);
+  }
+}
+
+std::unique_ptr<AtomicFile> prepared_file(const std::string& path,
+                                          const std::function<void(std::ostream&)>& fill) {
+  auto file = std::make_unique<AtomicFile>(path);
+  fill(file->stream());
+  file->prepare();
+  return file;
+}
+
+std::unique_ptr<AtomicFile> prepared_copy(const std::string& source, const std::string& path) {
   std::ifstream in(source, std::ios::binary);
   std::string bytes;
   if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (!in) throw OutputError("cannot read " + source + ": " + errno_text(errno));
-  write_file_atomically(path, [&](std::ostream& os) { os.write(bytes.data(), bytes.size()); });
+  return prepared_file(path, [&](std::ostream& os) { os.write(bytes.data(), bytes.size()); });
+}
+
+void write_file_atomically(const std::string& path,
+                           const std::function<void(std::ostream&)>& fill) {
+  prepared_file(path, fill)->publish();
+}
+
+void copy_file_atomically(const std::string& source, const std::string& path) {
+  prepared_copy(source, path)->publish();
 }
 
 }  // namespace moesim::sim::io

@@ -1,19 +1,38 @@
 #include "sim/output/run_files.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <utility>
 
 namespace moesim::sim::output {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// The files a run streams into its directory.
+constexpr const char* kStreamedNames[] = {"requests.csv", "steps.csv", "trace.json"};
+constexpr const char* kSummaryName = "summary.json";
+
+}  // namespace
 
 RunFiles::RunFiles(const Scenario& scenario, const std::optional<std::string>& out_dir,
                    const std::optional<std::string>& record_path, RunOptions& options)
     : scenario_(scenario), out_dir_(out_dir), record_path_(record_path) {
   if (out_dir_) {
     lock_.emplace(*out_dir_, "--out");
-    io::ensure_output_dir((fs::path(*out_dir_) / "resolved").string(), "--out");
+    const std::string resolved = (fs::path(*out_dir_) / "resolved").string();
+    io::ensure_output_dir(resolved, "--out");
+    // Under the lock only a run writes these names: their temporaries are a killed run's.
+    std::vector<std::string> names(std::begin(kStreamedNames), std::end(kStreamedNames));
+    names.push_back(kSummaryName);
+    io::remove_stale_temporaries(*out_dir_, names);
+    io::remove_stale_temporaries(resolved, {});
   }
-  if (record_path_) io::check_output_file(*record_path_, "--record");
+  if (record_path_) {
+    io::check_output_file(*record_path_, "--record");
+    record_lock_.emplace(*record_path_, "--record");
+  }
   if (out_dir_ && scenario.outputs.requests_csv) {
     requests_file_.emplace((fs::path(*out_dir_) / "requests.csv").string());
     requests_writer_.emplace(requests_file_->stream());
@@ -33,44 +52,74 @@ RunFiles::RunFiles(const Scenario& scenario, const std::optional<std::string>& o
 
 RunFiles::~RunFiles() = default;
 
-void RunFiles::commit(const RunOutput& out, uint64_t seed,
-                      const std::optional<std::string>& scenario_text) {
-  if (out_dir_) commit_out_dir(out, seed, scenario_text);
-  if (record_path_) {
-    io::write_file_atomically(
-        *record_path_, [&](std::ostream& os) { write_step_trace(os, scenario_, out, seed); });
+void RunFiles::prepare_streamed() {
+  if (trace_file_) trace_writer_->finish();
+  std::vector<io::AtomicFile*> streamed;
+  for (auto* f : {&requests_file_, &steps_file_, &trace_file_}) {
+    if (f->has_value()) streamed.push_back(&f->value());
   }
+  // A full disk fails every file written after it filled: the first failure names the culprit.
+  std::stable_sort(streamed.begin(), streamed.end(), [](io::AtomicFile* a, io::AtomicFile* b) {
+    const uint64_t sa = static_cast<uint64_t>(a->failed_write_seq());  // -1: none, last
+    const uint64_t sb = static_cast<uint64_t>(b->failed_write_seq());
+    return sa < sb;
+  });
+  for (io::AtomicFile* f : streamed) f->prepare();
 }
 
-void RunFiles::commit_out_dir(const RunOutput& out, uint64_t seed,
-                              const std::optional<std::string>& scenario_text) {
+void RunFiles::prepare_resolved(uint64_t seed, const std::optional<std::string>& scenario_text,
+                                std::vector<std::unique_ptr<io::AtomicFile>>& files) {
   const Scenario& sc = scenario_;
-  const fs::path dir(*out_dir_);
-  if (sc.outputs.summary_json) {
-    io::write_file_atomically((dir / "summary.json").string(), [&](std::ostream& os) {
-      os << summary_json(sc, out, seed).dump(2) << "\n";
-    });
-  }
-  if (requests_file_) requests_file_->commit();
-  if (steps_file_) steps_file_->commit();
-  if (trace_file_) {
-    trace_writer_->finish();
-    trace_file_->commit();
-  }
-  // The resolved configuration: the inputs as read, and the values the run used.
-  const fs::path resolved = dir / "resolved";
+  const fs::path resolved = fs::path(*out_dir_) / "resolved";
   if (scenario_text) {
-    io::write_file_atomically((resolved / "scenario.toml").string(),
-                              [&](std::ostream& os) { os << *scenario_text; });
+    files.push_back(io::prepared_file((resolved / "scenario.toml").string(),
+                                      [&](std::ostream& os) { os << *scenario_text; }));
   } else {
-    io::copy_file_atomically(sc.source_file, (resolved / "scenario.toml").string());
+    files.push_back(io::prepared_copy(sc.source_file, (resolved / "scenario.toml").string()));
   }
-  io::copy_file_atomically(sc.model_path, (resolved / fs::path(sc.model_path).filename()).string());
-  io::copy_file_atomically(sc.topology_path,
-                           (resolved / fs::path(sc.topology_path).filename()).string());
-  io::write_file_atomically((resolved / "run.json").string(), [&](std::ostream& os) {
+  files.push_back(
+      io::prepared_copy(sc.model_path, (resolved / fs::path(sc.model_path).filename()).string()));
+  files.push_back(io::prepared_copy(sc.topology_path,
+                                    (resolved / fs::path(sc.topology_path).filename()).string()));
+  files.push_back(io::prepared_file((resolved / "run.json").string(), [&](std::ostream& os) {
     os << resolved_run_json(sc, seed).dump(2) << "\n";
-  });
+  }));
+}
+
+void RunFiles::commit(const RunOutput& out, uint64_t seed,
+                      const std::optional<std::string>& scenario_text) {
+  // Every file complete under its temporary name first: a failure leaves the outputs as they were.
+  std::vector<std::unique_ptr<io::AtomicFile>> files;
+  std::unique_ptr<io::AtomicFile> summary;
+  if (out_dir_) {
+    prepare_streamed();
+    prepare_resolved(seed, scenario_text, files);
+    if (scenario_.outputs.summary_json) {
+      summary = io::prepared_file(
+          (fs::path(*out_dir_) / kSummaryName).string(),
+          [&](std::ostream& os) { os << summary_json(scenario_, out, seed).dump(2) << "\n"; });
+    }
+  }
+  if (record_path_) {
+    files.push_back(io::prepared_file(
+        *record_path_, [&](std::ostream& os) { write_step_trace(os, scenario_, out, seed); }));
+  }
+  // Then the renames, summary.json (the mark of a complete directory) removed first, put last.
+  if (out_dir_) {
+    const fs::path dir(*out_dir_);
+    io::remove_output_file((dir / kSummaryName).string());
+    for (auto [file, name] :
+         {std::pair{&requests_file_, kStreamedNames[0]}, std::pair{&steps_file_, kStreamedNames[1]},
+          std::pair{&trace_file_, kStreamedNames[2]}}) {
+      if (file->has_value()) {
+        (*file)->publish();
+      } else {
+        io::remove_output_file((dir / name).string());  // an earlier run's
+      }
+    }
+  }
+  for (const auto& f : files) f->publish();
+  if (summary) summary->publish();
 }
 
 nlohmann::json resolved_run_json(const Scenario& sc, uint64_t seed) {

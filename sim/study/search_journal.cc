@@ -37,8 +37,17 @@ SearchJournal::SearchJournal(const std::string& path, const SearchJournalHeader&
     : path_(path) {
   const std::string header_text = header_line(header);
   io::check_output_file(path, "--journal");
+  file_.emplace(path, "--journal");  // locked before it is read
   int64_t keep_bytes = 0;
-  if (resume) {
+  if (!resume) {
+    if (const int64_t num_records = io::num_journal_records(path); num_records > 0) {
+      throw ConfigError(path, 0, 0, "--journal",
+                        "holds " + std::to_string(num_records) + " searched configuration" +
+                            (num_records == 1 ? "" : "s") +
+                            ": add --resume to continue from them, or delete the file to start "
+                            "over");
+    }
+  } else {
     std::ifstream in(path, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (!text.empty() && text.compare(0, header_text.size(), header_text) != 0) {
@@ -67,7 +76,7 @@ SearchJournal::SearchJournal(const std::string& path, const SearchJournalHeader&
     }
     keep_bytes = resumed_.empty() ? 0 : static_cast<int64_t>(at);
   }
-  file_.emplace(path, keep_bytes, "--journal");
+  file_->start(keep_bytes);
   if (keep_bytes == 0) file_->stream() << header_text << std::flush;
 }
 
@@ -76,6 +85,7 @@ void SearchJournal::record(const ConfigSearch& c) {
 }
 
 size_t SearchJournal::finish(SearchResult& result) {
+  file_->check();
   if (!file_->stream()) throw io::OutputError("cannot write " + path_);
   for (const nlohmann::json& j : resumed_) {
     read_search_record(j, result.configs.at(j["idx"].get<size_t>()));

@@ -34,11 +34,13 @@ struct SearchJournalHeader {
 
 class SearchJournal {
  public:
-  // Checks that `path` can be written (bad input naming --journal otherwise). With `resume`,
-  // reads the configurations a killed search journaled: a journal whose header differs, or a line
-  // that is not a searched configuration, is a ConfigError naming the file and line; a last line
-  // cut short by the kill is dropped. Then opens the journal to append (the header first when it
-  // starts afresh).
+  // Checks that `path` can be written and locks it (bad input naming --journal otherwise).
+  // Without `resume`, a journal that holds searched configurations is refused (ConfigError
+  // naming how many, --resume and deleting it): starting afresh would discard them. With
+  // `resume`, reads the configurations a killed search journaled: a journal whose header differs,
+  // or a line that is not a searched configuration, is a ConfigError naming the file and line; a
+  // last line cut short by the kill is dropped. Then appends to the journal (the header first
+  // when it starts afresh).
   SearchJournal(const std::string& path, const SearchJournalHeader& header, bool resume);
 
   // With resume: per config_idx, whether the journal holds it (SearchOptions::already_done);

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "sim/config/config_error.h"
 #include "sim/io/output_files.h"
 #include "sim/study/sweep_merge.h"
 
@@ -86,10 +87,17 @@ SweepOutcome write_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario
   if (out_path && root && (ranks.active() || !plain_file)) file.emplace(*out_path);
   if (out_path && !ranks.active() && plain_file) {
     const std::string partial = *out_path + ".partial";
+    journal.emplace(partial, "--out");  // locked before it is read
     ResumePoint point;
     if (output.resume) {
       point = find_resume_point(partial, spec, options.shard, options.planner,
                                 options.max_duration_factor);
+    } else if (const int64_t num_rows = io::num_journal_records(partial); num_rows > 0) {
+      throw ConfigError(partial, 0, 0, "--out",
+                        "holds " + std::to_string(num_rows) + " finished run" +
+                            (num_rows == 1 ? "" : "s") +
+                            " of an interrupted sweep: add --resume to continue it, or delete "
+                            "the file to start over");
     }
     if (point.keep_bytes > 0) {
       // The rows kept from the killed sweep, for the planner's table at the end.
@@ -97,7 +105,7 @@ SweepOutcome write_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario
       outcome.csv.resize(static_cast<size_t>(point.keep_bytes));
       kept.read(outcome.csv.data(), point.keep_bytes);
     }
-    journal.emplace(partial, point.keep_bytes, "--out");
+    journal->start(point.keep_bytes);
     options.num_done = point.num_done;
     outcome.num_resumed = point.num_done;
   }

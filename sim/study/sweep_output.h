@@ -35,8 +35,9 @@ struct SweepOutcome {
 };
 
 // Runs the sweep (run_sweep) into `output`: checks the output file first (rank 0, option
-// "--out"), resumes from the journal when asked, and under an active `ranks` runs shard
-// rank + 1 of size and merges the shards on rank 0. `progress(done, total, resumed)` counts
+// "--out"), resumes from the journal when asked and refuses a journal holding finished runs when
+// not (ConfigError naming how many, --resume and deleting it), and under an active `ranks` runs
+// shard rank + 1 of size and merges the shards on rank 0. `progress(done, total, resumed)` counts
 // this process's runs, `resumed` of them taken from the journal. Throws OutputError when the
 // CSV cannot be written.
 SweepOutcome write_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "sim/api/usage_error.h"
@@ -50,6 +51,7 @@ TEST(ApiSearch, AResumedJournalGivesTheUninterruptedSearch) {
   SearchRequest r = quick();
   r.grid_path = kGrid;
   r.journal_path = scratch::path("search.journal");
+  std::filesystem::remove(*r.journal_path);  // an earlier run's: refused without --resume
   const std::string full = search_json(search(r)).dump();
   r.resume = true;
   const SearchReport resumed = search(r);

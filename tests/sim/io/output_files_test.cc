@@ -1,6 +1,6 @@
 // Output files: atomic writes (no temporary left, no half file, an old file kept on failure),
-// failed writes reported with the path and errno text, output paths checked before use, and
-// the output-directory lock.
+// failed writes reported with the path and errno text and in the order they failed, output paths
+// checked before use, the output-directory and output-file locks, and journals.
 #include "sim/io/output_files.h"
 
 #include <gtest/gtest.h>
@@ -208,6 +208,97 @@ TEST_F(OutputFilesTest, LockRefusesASecondHolder) {
   OutputDirLock again(out, "--out");  // released with its holder
   write_file_atomically(path("plain"), [](std::ostream&) {});
   EXPECT_THROW(OutputDirLock(path("plain"), "--out"), ConfigError);
+}
+
+TEST_F(OutputFilesTest, PreparedFilesAppearOnlyWhenPublished) {
+  write_file_atomically(path("a.csv"), [](std::ostream& os) { os << "old\n"; });
+  std::unique_ptr<AtomicFile> file =
+      prepared_file(path("a.csv"), [](std::ostream& os) { os << "new\n"; });
+  EXPECT_EQ(read(path("a.csv")), "old\n");  // complete under its temporary name only
+  EXPECT_EQ(entries().size(), 2u);
+  file->publish();
+  EXPECT_EQ(read(path("a.csv")), "new\n");
+  EXPECT_EQ(entries(), std::set<std::string>{"a.csv"});
+  { auto dropped = prepared_copy(path("a.csv"), path("b.csv")); }  // never published
+  EXPECT_EQ(entries(), std::set<std::string>{"a.csv"});
+}
+
+// Every file written after a full disk (here: past the file size limit) fails; the order of the
+// failures tells which one the limit stopped first.
+TEST_F(OutputFilesTest, FailedWritesAreOrdered) {
+  AtomicFile first(path("first.csv")), second(path("second.csv")), fine(path("fine.csv"));
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  second.stream() << std::string(1 << 17, 'x') << std::flush;
+  first.stream() << std::string(1 << 17, 'x') << std::flush;
+  fine.stream() << "x" << std::flush;
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_GE(second.failed_write_seq(), 0);
+  EXPECT_GT(first.failed_write_seq(), second.failed_write_seq());
+  EXPECT_EQ(fine.failed_write_seq(), -1);
+  EXPECT_THROW(first.commit(), OutputError);
+  EXPECT_THROW(second.commit(), OutputError);
+  fine.commit();
+  EXPECT_EQ(entries(), std::set<std::string>{"fine.csv"});
+}
+
+TEST_F(OutputFilesTest, FileLockRefusesASecondHolderAndLeavesNothing) {
+  const std::string record = path("steps.jsonl");
+  {
+    OutputFileLock first(record, "--record");
+    EXPECT_EQ(first.lock_path(), path(".steps.jsonl.moesim.lock"));
+    EXPECT_TRUE(fs::exists(first.lock_path()));
+    try {
+      OutputFileLock second(record, "--record");
+      FAIL() << "a second lock on one file was granted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.file(), record);
+      EXPECT_EQ(e.key_path(), "--record");
+      EXPECT_NE(e.reason().find("in use by another moesim run"), std::string::npos) << e.what();
+    }
+    OutputFileLock moved(std::move(first));
+    EXPECT_THROW(OutputFileLock(record, "--record"), ConfigError);
+  }
+  EXPECT_TRUE(entries().empty());  // the holder removed its lock file
+  OutputFileLock again(record, "--record");
+  EXPECT_EQ(OutputFileLock("/dev/null", "--record").lock_path(), "");  // a device: not locked
+}
+
+TEST_F(OutputFilesTest, StaleTemporariesOfTheNamedOutputsAreRemoved) {
+  for (const char* name : {".requests.csv.tmp.123.0", ".summary.json.tmp.9.4", "requests.csv",
+                           ".report.html.tmp.77", ".requests.csv.bak"}) {
+    std::ofstream(path(name)) << "x";
+  }
+  remove_stale_temporaries(dir_.string(), {"requests.csv", "summary.json"});
+  EXPECT_EQ(entries(),
+            (std::set<std::string>{"requests.csv", ".report.html.tmp.77", ".requests.csv.bak"}));
+  remove_stale_temporaries(dir_.string(), {});
+  EXPECT_EQ(entries(), (std::set<std::string>{"requests.csv", ".requests.csv.bak"}));
+}
+
+TEST_F(OutputFilesTest, JournalRecordsAreTheCompleteLinesAfterTheHeader) {
+  EXPECT_EQ(num_journal_records(path("absent")), 0);
+  std::ofstream(path("header")) << "run_idx,num_runs\n";
+  EXPECT_EQ(num_journal_records(path("header")), 0);
+  std::ofstream(path("rows")) << "run_idx,num_runs\n0,3\n1,3\n2,";
+  EXPECT_EQ(num_journal_records(path("rows")), 2);
+}
+
+TEST_F(OutputFilesTest, JournalIsLockedBeforeItIsTruncated) {
+  std::ofstream(path("s.csv.partial")) << "header\nrow\n";
+  JournalFile journal(path("s.csv.partial"), "--out");
+  EXPECT_EQ(read(path("s.csv.partial")), "header\nrow\n");  // untouched until start()
+  EXPECT_THROW(JournalFile(path("s.csv.partial"), "--out"), ConfigError);
+  journal.start(7);
+  journal.stream() << "next\n" << std::flush;
+  journal.check();
+  journal.commit(path("s.csv"));
+  EXPECT_EQ(read(path("s.csv")), "header\nnext\n");
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ std::string read(const std::string& path) {
 
 TEST(SearchJournal, AKilledSearchResumesWithTheConfigurationsItJournaled) {
   const std::string path = scratch::path("search.journal");
+  std::filesystem::remove(path);  // a journal of an earlier run of the test is not this one's
   {
     SearchJournal journal(path, header(), false);
     EXPECT_TRUE(journal.already_done().empty());
@@ -62,8 +63,35 @@ TEST(SearchJournal, AKilledSearchResumesWithTheConfigurationsItJournaled) {
   EXPECT_EQ(read(path), text + search_record_json(searched(1, 4)).dump() + "\n");
 }
 
+// Starting afresh on a journal that holds searched configurations would discard them: refused,
+// naming how many.
+TEST(SearchJournal, RefusesAJournalWithConfigurationsWithoutResume) {
+  const std::string path = scratch::path("finished.journal");
+  std::filesystem::remove(path);
+  {
+    SearchJournal journal(path, header(), false);
+    journal.record(searched(0, 1.5));
+    journal.record(searched(1, 2));
+  }
+  const std::string text = read(path);
+  try {
+    SearchJournal journal(path, header(), false);
+    FAIL() << "the searched configurations were discarded";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), path);
+    EXPECT_EQ(e.key_path(), "--journal");
+    EXPECT_EQ(e.reason(),
+              "holds 2 searched configurations: add --resume to continue from them, or delete "
+              "the file to start over");
+  }
+  EXPECT_EQ(read(path), text);
+  SearchJournal resumed(path, header(), true);
+  EXPECT_EQ(resumed.already_done(), (std::vector<bool>{true, true, false}));
+}
+
 TEST(SearchJournal, RefusesTheJournalOfAnotherSearch) {
   const std::string path = scratch::path("other.journal");
+  std::filesystem::remove(path);  // a journal of an earlier run of the test is not this one's
   { SearchJournal journal(path, header(), false); }
   SearchJournalHeader other = header();
   other.slo = "ttft_p99_ms=200";

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "sim/config/config_error.h"
 #include "tests/support/scratch_files.h"
 
 namespace moesim::sim::study {
@@ -78,6 +79,36 @@ TEST(SweepOutput, ResumesFromThePartialFileOfAKilledSweep) {
   EXPECT_EQ(outcome.stats.num_runs, 5);
   EXPECT_EQ(read(path), expected);
   EXPECT_EQ(outcome.csv, expected);
+}
+
+// Without --resume the finished rows of an interrupted sweep are not thrown away: refused, naming
+// how many there are; a journal holding only the header starts afresh.
+TEST(SweepOutput, RefusesThePartialFileOfAnInterruptedSweepWithoutResume) {
+  const SweepSpec spec = load_sweep(kGrid);
+  const ScenarioTemplate t = ScenarioTemplate::load(spec.scenario_path);
+  const std::string expected = reference_csv(spec, t);
+  size_t at = 0;
+  for (int line = 0; line < 4; ++line) at = expected.find('\n', at) + 1;
+  const std::string path = scratch::path("interrupted.csv");
+  std::filesystem::remove(path);  // the CSV of an earlier run of the test
+  const std::string partial = expected.substr(0, at) + "3,8,1,";
+  std::ofstream(path + ".partial", std::ios::binary) << partial;
+  try {
+    write_sweep(spec, t, two_threads(), {path, false, nullptr}, SingleProcess(), {});
+    FAIL() << "the finished rows were discarded";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.file(), path + ".partial");
+    EXPECT_EQ(e.key_path(), "--out");
+    EXPECT_EQ(e.reason(),
+              "holds 3 finished runs of an interrupted sweep: add --resume to continue it, or "
+              "delete the file to start over");
+  }
+  EXPECT_EQ(read(path + ".partial"), partial);
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  std::ofstream(path + ".partial", std::ios::binary) << expected.substr(0, expected.find('\n') + 1);
+  write_sweep(spec, t, two_threads(), {path, false, nullptr}, SingleProcess(), {});
+  EXPECT_EQ(read(path), expected);
 }
 
 // Two ranks as rank 0 sees them: rank 1 ran shard 2/2 of the grid.
