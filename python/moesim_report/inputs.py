@@ -177,7 +177,9 @@ class RunData:
                     elif kind == "step":
                         if header is None:
                             raise at_key(path, "record", "a step before the header", lineno)
-                        json_checks.check_step_record(rec, path, lineno, moe, num_gpus)
+                        json_checks.check_step_record(
+                            rec, path, lineno, moe, num_gpus,
+                            may_hold_bools="true" in line or "false" in line)
                         steps.append(rec)
         except OSError as e:
             raise in_file(path, e.strerror or str(e)) from None

@@ -11,6 +11,8 @@ here: the JSON reader refuses NaN, Infinity and numbers beyond double's range (i
 
 import math
 
+import numpy as np
+
 from .bad_input import at_key, quote
 
 INT64_MAX = 2**63 - 1
@@ -229,10 +231,39 @@ def check_step_trace_header(rec, file, line):
     return moe, num_gpus
 
 
-def check_step_record(rec, file, line, moe, num_gpus):
+def _check_entry(c, q, entry, experts, num_gpus):
+    if not (isinstance(entry, list) and len(entry) == 4 and all(_type_ok(x, "int") for x in entry)):
+        c.fail(q, "must be [source GPU, expert, destination GPU, count] (4 integers), got "
+               + quote(entry))
+    src, e, dst, n = entry
+    if not 0 <= e < experts:
+        c.fail(q, f"expert {e} outside the layer's {experts} routed experts")
+    for what, g in (("source", src), ("destination", dst)):
+        if not 0 <= g < max(num_gpus, 1):
+            c.fail(q, f"{what} GPU {g} outside the header's {num_gpus} GPUs")
+    if not 0 <= n <= INT64_MAX:
+        c.fail(q, f"count {n} must be >= 0")
+
+
+def _entries_ok(routing, experts, num_gpus):
+    """True when every entry is 4 integers in range, checked as one array (a step trace holds
+    millions of entries: 0.04 us each here against ~1 us one by one). Booleans, which numpy
+    reads as integers, must have been ruled out by the caller."""
+    try:
+        a = np.array(routing)
+    except (ValueError, OverflowError):
+        return False
+    if a.ndim != 2 or a.shape[1] != 4 or a.dtype.kind != "i":
+        return False
+    gpus = max(num_gpus, 1)
+    return bool(((a[:, 1] >= 0) & (a[:, 1] < experts) & (a[:, 0] >= 0) & (a[:, 0] < gpus)
+                 & (a[:, 2] >= 0) & (a[:, 2] < gpus) & (a[:, 3] >= 0)).all())
+
+
+def check_step_record(rec, file, line, moe, num_gpus, may_hold_bools=True):
     """A step record's MoE layers: each routing entry [source GPU, expert, destination GPU,
     count] in the ranges of the header (an expert below the layer's routed experts, a GPU of a
-    replica)."""
+    replica). may_hold_bools: False when the record's text has no true / false."""
     c = Checker(file, line)
     for i, layer in enumerate(c.get(rec, "layers", "", "list") or []):
         p = f"layers[{i}]"
@@ -242,20 +273,10 @@ def check_step_record(rec, file, line, moe, num_gpus):
         if routing and idx not in moe:
             c.fail(p + ".layer", f"layer {idx} has routing but is not a MoE layer of the header")
         experts = moe.get(idx, 0)
-        for j, entry in enumerate(routing):
-            q = f"{p}.routing[{j}]"
-            if not (isinstance(entry, list) and len(entry) == 4
-                    and all(_type_ok(x, "int") for x in entry)):
-                c.fail(q, "must be [source GPU, expert, destination GPU, count] (4 integers), got "
-                       + quote(entry))
-            src, e, dst, n = entry
-            if not 0 <= e < experts:
-                c.fail(q, f"expert {e} outside the layer's {experts} routed experts")
-            for what, g in (("source", src), ("destination", dst)):
-                if not 0 <= g < max(num_gpus, 1):
-                    c.fail(q, f"{what} GPU {g} outside the header's {num_gpus} GPUs")
-            if not 0 <= n <= INT64_MAX:
-                c.fail(q, f"count {n} must be >= 0")
+        if not may_hold_bools and _entries_ok(routing, experts, num_gpus):
+            continue
+        for j, entry in enumerate(routing):  # names the first bad entry
+            _check_entry(c, f"{p}.routing[{j}]", entry, experts, num_gpus)
 
 
 SEARCH_CONFIG = {
