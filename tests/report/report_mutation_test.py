@@ -18,7 +18,7 @@ accepted mutants are built on a stand-in for pyplot that takes every call and ch
 positions of lines, limits and texts are finite numbers (matplotlib refuses the others); with
 --real-pages N the first N accepted mutants of each kind are drawn by matplotlib itself (default 0:
 report.generator and report.browser draw real pages). One refused mutant also goes through
-`moesim report` (exit 2 and one line on stderr). About 5 CPU-seconds in all.
+`moesim report` (exit 2 and one line on stderr). About 5.4 CPU-seconds in all.
 
 usage: report_mutation_test.py --moesim BIN --work DIR [--mutants N] [--seed S] [--real-pages N]"""
 
