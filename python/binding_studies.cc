@@ -1,8 +1,9 @@
-// The module's model_show, topo_show and the studies: layers, prune, collective
-// (sim/api/load.h, layers.h, prune.h, collective.h).
+// The module's model_show, topo_show and the studies: layers, prune, collective, trace_fit
+// (sim/api/load.h, layers.h, prune.h, collective.h, trace_fit.h).
 #include <pybind11/stl.h>
 
 #include "python/binding_util.h"
+#include "sim/api/trace_fit.h"
 
 namespace moesim::python {
 namespace {
@@ -86,6 +87,22 @@ py::object collective(const std::string& topology, OptInt ep, OptInt tokens_per_
   return document(report, text, api::collective_json, api::write_collective_text);
 }
 
+py::object trace_fit(const std::string& trace, OptString kind, OptDouble start_s, OptDouble end_s,
+                     OptInt max_requests, OptInt seed, bool text) {
+  api::TraceFitRequest r;
+  r.path = trace;
+  r.kind = std::move(kind);
+  if (start_s) r.start_s = *start_s;
+  r.end_s = end_s;
+  r.max_requests = max_requests;
+  const api::TraceFitResult result = call([&] {
+    if (seed && *seed < 0) throw api::UsageError{"--seed must be >= 0"};  // as the command's
+    if (seed) r.seed = static_cast<uint64_t>(*seed);
+    return api::trace_fit(r);
+  });
+  return document(result, text, api::trace_fit_json, api::write_trace_fit_text);
+}
+
 }  // namespace
 
 void bind_studies(py::module_& m) {
@@ -109,6 +126,9 @@ void bind_studies(py::module_& m) {
         arg("ll_transport") = none, arg("network_model") = none, arg("seed") = none,
         arg("profile") = none, arg("text") = false,
         "`moesim collective`: the --json document or the text.");
+  m.def("trace_fit", &trace_fit, arg("trace"), arg("kind") = none, arg("start_s") = none,
+        arg("end_s") = none, arg("max_requests") = none, arg("seed") = none, arg("text") = false,
+        "`moesim trace-fit TRACE`: the --json document or the text.");
 }
 
 }  // namespace moesim::python

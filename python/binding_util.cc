@@ -11,15 +11,44 @@ namespace {
 
 toml::table to_table(const py::dict& d, const std::string& name, const std::string& prefix);
 
+// A Python str as UTF-8; ConfigError naming `name` and the key path for one that is not valid
+// Unicode (a lone surrogate).
+std::string utf8(const py::handle& v, const std::string& name, const std::string& key_path) {
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(v.ptr(), &size);
+  if (data == nullptr) {
+    PyErr_Clear();
+    throw sim::ConfigError(name, 0, 0, key_path, "a string that is not valid Unicode text");
+  }
+  return std::string(data, static_cast<size_t>(size));
+}
+
 // A Python value of a scenario dict as a TOML node; ConfigError naming `name` and the key path
-// for anything TOML cannot hold (None, sets, objects).
+// for anything TOML cannot hold (None, sets, objects, integers beyond 64 bits, NaN and
+// infinities: a scenario's numbers are finite).
 std::unique_ptr<toml::node> to_node(const py::handle& v, const std::string& name,
                                     const std::string& key_path) {
   if (py::isinstance<py::bool_>(v)) return std::make_unique<toml::value<bool>>(v.cast<bool>());
-  if (py::isinstance<py::int_>(v)) return std::make_unique<toml::value<int64_t>>(v.cast<int64_t>());
-  if (py::isinstance<py::float_>(v)) return std::make_unique<toml::value<double>>(v.cast<double>());
+  if (py::isinstance<py::int_>(v)) {
+    int overflow = 0;
+    const long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow != 0) {
+      throw sim::ConfigError(name, 0, 0, key_path,
+                             py::repr(v).cast<std::string>() +
+                                 " is beyond the 64-bit integer range [-2^63, 2^63 - 1]");
+    }
+    return std::make_unique<toml::value<int64_t>>(static_cast<int64_t>(i));
+  }
+  if (py::isinstance<py::float_>(v)) {
+    const double d = v.cast<double>();
+    if (!std::isfinite(d)) {
+      throw sim::ConfigError(name, 0, 0, key_path,
+                             py::repr(v).cast<std::string>() + " is not a finite number");
+    }
+    return std::make_unique<toml::value<double>>(d);
+  }
   if (py::isinstance<py::str>(v)) {
-    return std::make_unique<toml::value<std::string>>(v.cast<std::string>());
+    return std::make_unique<toml::value<std::string>>(utf8(v, name, key_path));
   }
   if (py::isinstance<py::dict>(v)) {
     return std::make_unique<toml::table>(to_table(v.cast<py::dict>(), name, key_path));
@@ -46,7 +75,7 @@ toml::table to_table(const py::dict& d, const std::string& name, const std::stri
       throw sim::ConfigError(name, 0, 0, prefix,
                              "a key that is not a string: " + py::repr(k).cast<std::string>());
     }
-    const std::string key = k.cast<std::string>();
+    const std::string key = utf8(k, name, prefix);
     std::unique_ptr<toml::node> n = to_node(v, name, prefix.empty() ? key : prefix + "." + key);
     n->visit([&](auto&& node) { t.insert_or_assign(key, std::move(node)); });
   }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -72,7 +73,9 @@ int report_command(const std::vector<std::string>& argv) {
       .footer("exit codes: 0 written, 1 the page could not be written, 2 bad input");
   if (!cl.parse(argv)) return 0;
   if (!out) throw UsageError{"--out REPORT.html is required"};
-  if (price && !(*price > 0)) throw UsageError{"--gpu-price-per-hour must be > 0"};
+  if (price && !(std::isfinite(*price) && *price > 0)) {
+    throw UsageError{"--gpu-price-per-hour must be a finite number > 0"};
+  }
 
   const std::string dir = python_dir();
   if (dir.empty() || !fs::is_directory(fs::path(dir) / "moesim_report")) {
@@ -88,7 +91,12 @@ int report_command(const std::vector<std::string>& argv) {
   std::string python = MOESIM_REPORT_PYTHON;
   if (const char* env = std::getenv("MOESIM_PYTHON"); env != nullptr && *env != '\0') python = env;
   std::vector<std::string> py = {python, "-m", "moesim_report", input, "--out", *out};
-  if (price) py.insert(py.end(), {"--gpu-price-per-hour", std::to_string(*price)});
+  if (price) {
+    // Every digit of the price: std::to_string keeps six decimals (1e-7 would read as 0).
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", *price);
+    py.insert(py.end(), {"--gpu-price-per-hour", text});
+  }
   if (title) py.insert(py.end(), {"--title", *title});
   std::vector<char*> cargs;
   for (std::string& a : py) cargs.push_back(a.data());

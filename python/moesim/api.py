@@ -5,12 +5,12 @@ moesim._moesim: the same request checks, results and writers as the `moesim` com
 function returns what the command's --json prints, as a dict, or its CSV as a pandas DataFrame.
 run() writes its outputs as `moesim run --out DIR` does, into a temporary directory unless
 out_dir is given, and reads the tables from those files, so the tables have the columns of
-requests.csv.
+requests.csv. Arguments are checked here first (checks.py: types, 64-bit integers, finite
+numbers), so that a bad one is a UsageError naming it, never a TypeError of the binding.
 """
 
 import io
 import json
-import math
 import os
 import sys
 import tempfile
@@ -18,57 +18,53 @@ import tempfile
 import pandas as pd
 
 from . import _moesim
+from . import checks as ck
 from .errors import UsageError
 
 __all__ = ["RunResult", "run", "model_show", "topo_show", "collective", "compare", "sweep",
            "sweep_merge", "sweep_plan", "search", "layers", "prune", "calibrate", "validate",
-           "derive_profile", "steps_table"]
+           "derive_profile", "trace_fit", "steps_table"]
 
 
-def _value_text(value):
-    """An override's value as TOML text (strings quoted, so "2" stays a string)."""
+def _value_text(value, name):
+    """An override's value as TOML text (strings quoted, so "2" stays a string); integers must
+    fit 64 bits and floats be finite, as a scenario file's values."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return str(value)
+        return str(ck.integer(name, value))
     if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return repr(value)
+        return repr(ck.number(name, value))
     if isinstance(value, str):
-        return json.dumps(value)
-    raise UsageError(f"override value {value!r}: not an int, float, bool or str",
-                     reason=f"override value {value!r}: not an int, float, bool or str")
+        return json.dumps(ck.text(name, value))
+    raise ck.usage(name, f"override value {value!r}: not an int, float, bool or str")
 
 
-def _overrides(overrides):
+def _overrides(overrides, name="overrides"):
     """"key.path=value" texts of overrides: a dict {key.path: value} or a list of them."""
     if overrides is None:
         return []
     if isinstance(overrides, dict):
-        return [f"{k}={_value_text(v)}" for k, v in overrides.items()]
-    if isinstance(overrides, str):
-        return [overrides]
-    return [str(item) for item in overrides]
+        out = []
+        for k, v in overrides.items():
+            key = ck.text(f"{name} key", k)
+            out.append(f"{key}={_value_text(v, f'{name}[{key!r}]')}")
+        return out
+    return ck.strings(name, overrides)
 
 
-def _paths(paths):
-    """A key path or a list of them."""
-    if paths is None:
-        return []
-    return [paths] if isinstance(paths, str) else [str(p) for p in paths]
-
-
-def _path(p):
-    return None if p is None else os.fspath(p)
+def _path(p, name="path", required=False):
+    return ck.path(name, p, required)
 
 
 def _slo_text(slo):
     if isinstance(slo, dict):
-        return ",".join(f"{k}={v}" for k, v in slo.items())
-    return slo
+        parts = []
+        for k, v in slo.items():
+            key = ck.text("slo key", k)
+            parts.append(f"{key}={ck.number(f'slo[{key!r}]', v)!r}")
+        return ",".join(parts)
+    return ck.text("slo", slo)
 
 
 class RunResult:
@@ -114,33 +110,64 @@ def steps_table(step_trace_path):
     start_ns, end_ns, step_ns, num_sequences, num_prefill, num_decode, new_tokens,
     context_tokens (sums over the batch), num_moe_layers, dispatch_bytes and combine_bytes (sums
     over the MoE layers)."""
+    path = _path(step_trace_path, "step_trace_path", required=True)
     rows = []
-    with open(step_trace_path) as f:
-        for line in f:
-            rec = json.loads(line)
-            if rec.get("record") != "step":
-                continue
-            seqs = rec.get("sequences", [])
-            layers = rec.get("layers", [])
-            rows.append({
-                "step": rec["step"],
-                "replica": rec["replica"],
-                "start_ns": rec["start_ns"],
-                "end_ns": rec["end_ns"],
-                "step_ns": rec.get("sim", {}).get("step_ns", rec["end_ns"] - rec["start_ns"]),
-                "num_sequences": len(seqs),
-                "num_prefill": sum(1 for s in seqs if s["phase"] == "prefill"),
-                "num_decode": sum(1 for s in seqs if s["phase"] == "decode"),
-                "new_tokens": sum(s["new_tokens"] for s in seqs),
-                "context_tokens": sum(s["context_tokens"] for s in seqs),
-                "num_moe_layers": len(layers),
-                "dispatch_bytes": sum(l.get("dispatch_bytes", 0) for l in layers),
-                "combine_bytes": sum(l.get("combine_bytes", 0) for l in layers),
-            })
+    for lineno, rec in _jsonl_records(path):
+        if rec.get("record") != "step":
+            continue
+        try:
+            rows.append(_step_row(rec))
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ck.bad_file(path, f"not a step record of docs/schemas/step_trace.md "
+                              f"({type(e).__name__}: {e})", line=lineno) from None
     columns = ["step", "replica", "start_ns", "end_ns", "step_ns", "num_sequences", "num_prefill",
                "num_decode", "new_tokens", "context_tokens", "num_moe_layers", "dispatch_bytes",
                "combine_bytes"]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _jsonl_records(path):
+    """(line number, record) of a JSONL file; ConfigError naming the file and line for a file
+    that cannot be read or a line that is not a JSON object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ck.bad_file(path, f"not JSON: {e.msg} (column {e.colno})",
+                                      line=lineno) from None
+                except (ValueError, RecursionError) as e:
+                    raise ck.bad_file(path, f"not JSON: {type(e).__name__}", line=lineno) from None
+                if not isinstance(rec, dict):
+                    raise ck.bad_file(path, "a record is a JSON object", line=lineno)
+                yield lineno, rec
+    except OSError as e:
+        raise ck.bad_file(path, f"cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ck.bad_file(path, "not UTF-8 text") from None
+
+
+def _step_row(rec):
+    seqs = rec.get("sequences", [])
+    layers = rec.get("layers", [])
+    return {
+        "step": rec["step"],
+        "replica": rec["replica"],
+        "start_ns": rec["start_ns"],
+        "end_ns": rec["end_ns"],
+        "step_ns": rec.get("sim", {}).get("step_ns", rec["end_ns"] - rec["start_ns"]),
+        "num_sequences": len(seqs),
+        "num_prefill": sum(1 for s in seqs if s["phase"] == "prefill"),
+        "num_decode": sum(1 for s in seqs if s["phase"] == "decode"),
+        "new_tokens": sum(s["new_tokens"] for s in seqs),
+        "context_tokens": sum(s["context_tokens"] for s in seqs),
+        "num_moe_layers": len(layers),
+        "dispatch_bytes": sum(l.get("dispatch_bytes", 0) for l in layers),
+        "combine_bytes": sum(l.get("combine_bytes", 0) for l in layers),
+    }
 
 
 def _run_once(scenario, overrides, base_dir, **request):
@@ -151,7 +178,7 @@ def _run_once(scenario, overrides, base_dir, **request):
     if base_dir is not None:
         raise UsageError("base_dir is only for a scenario dict (a file's paths are relative to "
                          "the file)", reason="base_dir is only for a scenario dict")
-    return _moesim.run(os.fspath(scenario), overrides, **request)
+    return _moesim.run(_path(scenario, "scenario", required=True), overrides, **request)
 
 
 def run(scenario, overrides=None, *, fidelity=None, seed=None, duration_s=None, steps=True,
@@ -174,13 +201,20 @@ def run(scenario, overrides=None, *, fidelity=None, seed=None, duration_s=None, 
     Raises ConfigError (file, key_path, reason) on bad input.
     """
     texts = _overrides(overrides)
-    window = None if trace_window is None else (float(trace_window[0]), float(trace_window[1]))
+    if not isinstance(scenario, dict):
+        _path(scenario, "scenario", required=True)
+    window = ck.window("trace_window", trace_window)
+    steps = ck.flag("steps", steps)
+    out_path = _path(out_dir, "out_dir")
+    base_dir = _path(base_dir, "base_dir")
     with tempfile.TemporaryDirectory(prefix="moesim-run-") as tmp:
-        out = os.path.abspath(out_dir) if out_dir is not None else os.path.join(tmp, "out")
-        record = os.path.join(out if out_dir is not None else tmp, "steps.jsonl")
-        request = dict(seed=seed, duration_s=duration_s, fidelity=fidelity, fidelity_check=fidelity_check,
-                       trace_window=window, record_steps=record_steps, out_dir=out,
-                       diagnose=diagnose)
+        out = os.path.abspath(out_path) if out_path is not None else os.path.join(tmp, "out")
+        record = os.path.join(out if out_path is not None else tmp, "steps.jsonl")
+        request = dict(seed=ck.integer("seed", seed), duration_s=ck.number("duration_s", duration_s),
+                       fidelity=ck.text("fidelity", fidelity),
+                       fidelity_check=ck.integer("fidelity_check", fidelity_check),
+                       trace_window=window, record_steps=ck.integer("record_steps", record_steps),
+                       out_dir=out, diagnose=ck.flag("diagnose", diagnose))
         want_steps = steps and fidelity != "fast"
         try:
             code, summary = _run_once(scenario, texts, base_dir,
@@ -201,12 +235,13 @@ def run(scenario, overrides=None, *, fidelity=None, seed=None, duration_s=None, 
 
 def model_show(card, context=None):
     """`moesim model show CARD --json` as a dict (a TOML card or a HuggingFace config.json)."""
-    return _moesim.model_show(os.fspath(card), context=context)
+    return _moesim.model_show(_path(card, "card", required=True),
+                              context=ck.integer("context", context))
 
 
 def topo_show(topology):
     """`moesim topo show FILE --json` as a dict."""
-    return _moesim.topo_show(os.fspath(topology))
+    return _moesim.topo_show(_path(topology, "topology", required=True))
 
 
 def collective(topology, *, ep, tokens_per_gpu, hidden, top_k, experts=None, dispatch_dtype=None,
@@ -217,13 +252,17 @@ def collective(topology, *, ep, tokens_per_gpu, hidden, top_k, experts=None, dis
     if model is not None and network_model is not None:
         raise UsageError("give network_model only (model is its former name)",
                          reason="give network_model only (model is its former name)")
+    i, t = ck.integer, ck.text
     return _moesim.collective(
-        os.fspath(topology), ep=ep, tokens_per_gpu=tokens_per_gpu, hidden=hidden, top_k=top_k,
-        experts=experts, expert_groups=expert_groups, topk_groups=topk_groups,
-        dispatch_dtype=dispatch_dtype, combine_dtype=combine_dtype, skew=skew,
-        algorithm=algorithm, ll_transport=ll_transport,
-        network_model=network_model if network_model is not None else model, seed=seed,
-        profile=_path(profile))
+        _path(topology, "topology", required=True), ep=i("ep", ep),
+        tokens_per_gpu=i("tokens_per_gpu", tokens_per_gpu), hidden=i("hidden", hidden),
+        top_k=i("top_k", top_k), experts=i("experts", experts),
+        expert_groups=i("expert_groups", expert_groups), topk_groups=i("topk_groups", topk_groups),
+        dispatch_dtype=t("dispatch_dtype", dispatch_dtype),
+        combine_dtype=t("combine_dtype", combine_dtype), skew=t("skew", skew),
+        algorithm=t("algorithm", algorithm), ll_transport=t("ll_transport", ll_transport),
+        network_model=t("network_model", network_model if network_model is not None else model),
+        seed=i("seed", seed), profile=_path(profile, "profile"))
 
 
 def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=None,
@@ -232,10 +271,15 @@ def compare(a, b, *, seed=None, replications=None, resamples=None, confidence=No
     set_a / set_b: overrides of A or B (a dict {key.path: value} or a list of "key.path=value",
     as run's overrides); drop_a / drop_b: key paths (a str or a list) removed from A or B first,
     e.g. compare(s, s, drop_a="policies") compares a policy against the same scenario without it."""
-    return _moesim.compare(os.fspath(a), os.fspath(b), set_a=_overrides(set_a),
-                           set_b=_overrides(set_b), drop_a=_paths(drop_a), drop_b=_paths(drop_b),
-                           seed=seed, replications=replications, resamples=resamples,
-                           confidence=confidence, duration_s=duration_s, threads=threads)
+    return _moesim.compare(_path(a, "a", required=True), _path(b, "b", required=True),
+                           set_a=_overrides(set_a, "set_a"), set_b=_overrides(set_b, "set_b"),
+                           drop_a=ck.strings("drop_a", drop_a), drop_b=ck.strings("drop_b", drop_b),
+                           seed=ck.integer("seed", seed),
+                           replications=ck.integer("replications", replications),
+                           resamples=ck.integer("resamples", resamples),
+                           confidence=ck.number("confidence", confidence),
+                           duration_s=ck.number("duration_s", duration_s),
+                           threads=ck.integer("threads", threads))
 
 
 def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attainment=None,
@@ -247,10 +291,14 @@ def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attai
     write the planner's table (`--plan`, a .csv or .json file); max_duration_factor (default 5:
     how far a run that has not converged runs on). The summary the command prints at the end
     goes to stderr."""
+    n = ck.number
     code, csv, summary = _moesim.sweep(
-        os.fspath(sweep_file), out=_path(out), resume=resume, threads=threads, shard=shard,
-        slo=_slo_text(slo), min_attainment=min_attainment, gpu_price_per_hour=gpu_price_per_hour,
-        plan=_path(plan), max_duration_factor=max_duration_factor)
+        _path(sweep_file, "sweep_file", required=True), out=_path(out, "out"),
+        resume=ck.flag("resume", resume), threads=ck.integer("threads", threads),
+        shard=ck.text("shard", shard), slo=None if slo is None else _slo_text(slo),
+        min_attainment=n("min_attainment", min_attainment),
+        gpu_price_per_hour=n("gpu_price_per_hour", gpu_price_per_hour), plan=_path(plan, "plan"),
+        max_duration_factor=n("max_duration_factor", max_duration_factor))
     sys.stderr.write(summary)
     if out is not None:
         return pd.read_csv(out)
@@ -259,13 +307,14 @@ def sweep(sweep_file, *, threads=None, shard=None, out=None, slo=None, min_attai
 
 def sweep_merge(out, *shards):
     """`moesim sweep merge OUT.csv SHARD.csv...`: the shards' CSVs joined in grid order."""
-    _moesim.sweep_merge([os.fspath(s) for s in shards], os.fspath(out))
+    _moesim.sweep_merge([_path(s, f"shards[{k}]", required=True) for k, s in enumerate(shards)],
+                        _path(out, "out", required=True))
 
 
 def sweep_plan(csv, plan=None):
     """`moesim sweep plan SWEEP.csv [--plan FILE]`: the planner's summary of a finished sweep's
     CSV (text); plan also writes its table."""
-    return _moesim.sweep_plan(os.fspath(csv), _path(plan))
+    return _moesim.sweep_plan(_path(csv, "csv", required=True), _path(plan, "plan"))
 
 
 def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, seed=None,
@@ -283,14 +332,19 @@ def search(scenario, slo, *, grid=None, target_rate=None, min_attainment=None, s
 
     slo: "ttft_p99_ms=2000,tpot_p99_ms=100" or a dict {name: limit}.
     """
+    i, n = ck.integer, ck.number
     result = _moesim.search(
-        os.fspath(scenario), slo=_slo_text(slo), grid=_path(grid), target_rate=target_rate,
-        min_attainment=min_attainment, seed=seed, tolerance=tolerance,
-        max_doublings=max_doublings, replications=replications,
-        max_duration_factor=max_duration_factor, threads=threads,
-        journal=_path(journal), resume=resume,
-        gpu_price_per_hour=gpu_price_per_hour, plan=_path(plan),
-        probe_infeasible=probe_infeasible, full_probes=full_probes)
+        _path(scenario, "scenario", required=True), slo=None if slo is None else _slo_text(slo),
+        grid=_path(grid, "grid"), target_rate=n("target_rate", target_rate),
+        min_attainment=n("min_attainment", min_attainment), seed=i("seed", seed),
+        tolerance=n("tolerance", tolerance), max_doublings=i("max_doublings", max_doublings),
+        replications=i("replications", replications),
+        max_duration_factor=n("max_duration_factor", max_duration_factor),
+        threads=i("threads", threads), journal=_path(journal, "journal"),
+        resume=ck.flag("resume", resume),
+        gpu_price_per_hour=n("gpu_price_per_hour", gpu_price_per_hour), plan=_path(plan, "plan"),
+        probe_infeasible=ck.flag("probe_infeasible", probe_infeasible),
+        full_probes=ck.flag("full_probes", full_probes))
     rows = []
     for c in result["configs"]:
         row = {"config_idx": c["config_idx"]}
@@ -306,20 +360,26 @@ def layers(scenario, *, batches=None, context=None, seed=None, network_model=Non
            prefill=None, timeline=False):
     """`moesim layers SCENARIO --json`: a list of rows (one per batch size and routing), or
     {"rows": [...], "timeline": [...]} with timeline=True. batches: sequences per GPU (a list)."""
-    return _moesim.layers(os.fspath(scenario), batches=None if batches is None else list(batches),
-                          context=context, seed=seed, network_model=network_model,
-                          overlap=overlap, prefill=prefill, timeline=timeline)
+    return _moesim.layers(_path(scenario, "scenario", required=True),
+                          batches=ck.integers("batches", batches),
+                          context=ck.integer("context", context), seed=ck.integer("seed", seed),
+                          network_model=ck.text("network_model", network_model),
+                          overlap=ck.text("overlap", overlap),
+                          prefill=ck.integer("prefill", prefill),
+                          timeline=ck.flag("timeline", timeline))
 
 
 def prune(scenario, *, fractions=None, batch_per_gpu=None, context=None, profile_steps=None,
           tokens_per_step=None, write_plan=None):
     """`moesim prune SCENARIO --json` as a dict; write_plan: the plan of the (single) fraction
     as a file for [policies.expert_pruning] plan_file."""
-    return _moesim.prune(os.fspath(scenario),
-                         fractions=None if fractions is None else [float(f) for f in fractions],
-                         batch_per_gpu=batch_per_gpu, context=context,
-                         profile_steps=profile_steps, tokens_per_step=tokens_per_step,
-                         write_plan=_path(write_plan))
+    return _moesim.prune(_path(scenario, "scenario", required=True),
+                         fractions=ck.numbers_("fractions", fractions),
+                         batch_per_gpu=ck.integer("batch_per_gpu", batch_per_gpu),
+                         context=ck.integer("context", context),
+                         profile_steps=ck.integer("profile_steps", profile_steps),
+                         tokens_per_step=ck.integer("tokens_per_step", tokens_per_step),
+                         write_plan=_path(write_plan, "write_plan"))
 
 
 def calibrate(measurements, *, out, name=None, max_segments=None, min_samples=None,
@@ -328,25 +388,40 @@ def calibrate(measurements, *, out, name=None, max_segments=None, min_samples=No
     """`moesim calibrate MEAS.jsonl... --out PROFILE.toml --json` as a dict: fits a cost-model
     profile from engine measurements (a path or a list of them) and writes it to out
     (docs/calibration.md). nccl_tests: nccl-tests alltoall_perf outputs (a path or a list)."""
-    paths = [measurements] if isinstance(measurements, (str, os.PathLike)) else measurements
-    tests = [nccl_tests] if isinstance(nccl_tests, (str, os.PathLike)) else (nccl_tests or [])
-    return _moesim.calibrate([os.fspath(p) for p in paths], out=_path(out), name=name,
-                             max_segments=max_segments, min_samples=min_samples,
-                             min_size_gap=min_size_gap, max_spread=max_spread,
-                             topology=_path(topology), nccl_tests=[os.fspath(t) for t in tests],
-                             nccl_ranks=nccl_ranks)
+    return _moesim.calibrate(ck.paths("measurements", measurements, required=True),
+                             out=_path(out, "out"), name=ck.text("name", name),
+                             max_segments=ck.integer("max_segments", max_segments),
+                             min_samples=ck.integer("min_samples", min_samples),
+                             min_size_gap=ck.number("min_size_gap", min_size_gap),
+                             max_spread=ck.number("max_spread", max_spread),
+                             topology=_path(topology, "topology"),
+                             nccl_tests=ck.paths("nccl_tests", nccl_tests),
+                             nccl_ranks=ck.integer("nccl_ranks", nccl_ranks))
 
 
 def validate(scenario, *, profile, measurements, trace=None, out_dir=None):
     """`moesim validate SCENARIO --profile P --measurements M --json` as a dict (report.json):
     simulated against measured time per op kind, phase, step and end to end."""
-    return _moesim.validate(os.fspath(scenario), profile=_path(profile),
-                            measurements=_path(measurements), trace=_path(trace),
-                            out_dir=_path(out_dir))
+    return _moesim.validate(_path(scenario, "scenario", required=True),
+                            profile=_path(profile, "profile"),
+                            measurements=_path(measurements, "measurements"),
+                            trace=_path(trace, "trace"), out_dir=_path(out_dir, "out_dir"))
 
 
 def derive_profile(from_profile, *, source_topology, topology, out, name=None):
     """`moesim derive-profile FROM --source-topology S --topology T --out OUT`: writes the
     derived profile; returns {"name", "derivation", "out"}."""
-    return _moesim.derive_profile(os.fspath(from_profile), source_topology=_path(source_topology),
-                                  topology=_path(topology), out=_path(out), name=name)
+    return _moesim.derive_profile(_path(from_profile, "from_profile", required=True),
+                                  source_topology=_path(source_topology, "source_topology"),
+                                  topology=_path(topology, "topology"), out=_path(out, "out"),
+                                  name=ck.text("name", name))
+
+
+def trace_fit(trace, *, kind=None, start_s=None, end_s=None, max_requests=None, seed=None):
+    """`moesim trace-fit TRACE --json` as a dict: the workload model fitted to a window of a
+    Mooncake (.jsonl) or Azure (.csv) trace and its goodness of fit (docs/workload.md)."""
+    return _moesim.trace_fit(_path(trace, "trace", required=True), kind=ck.text("kind", kind),
+                             start_s=ck.number("start_s", start_s),
+                             end_s=ck.number("end_s", end_s),
+                             max_requests=ck.integer("max_requests", max_requests),
+                             seed=ck.integer("seed", seed))

@@ -1,15 +1,16 @@
 """The exceptions of the moesim module (docs/python.md).
 
 Bad input of any kind (a scenario, model or topology file, a scenario dict, an override, an
-argument) raises ConfigError, a ValueError carrying where the problem is and why, as the command
-line prints it before exiting with code 2.
+argument, a file given to steps_table, report or engine) raises ConfigError, a ValueError
+carrying where the problem is and why, as the command line prints it before exiting with code 2.
 """
 
 
 class ConfigError(ValueError):
     """Bad input. Attributes: file (the file, or the name standing for a scenario dict; "" when
-    the input was an argument), key_path (dotted TOML key, "" when none; also as key), reason,
-    line and column (0 when unknown). str() is the command line's one-line message."""
+    the input was an argument), key_path (dotted TOML key, JSON key path or CSV column; "" when
+    none; also as key), reason, line and column (0 when unknown). str() is the command line's
+    one-line message."""
 
     def __init__(self, message, file="", key_path="", reason="", line=0, column=0):
         super().__init__(message)
@@ -29,8 +30,22 @@ class UsageError(ConfigError):
 
 
 class OutputError(OSError):
-    """An output file could not be written (the command line's exit code 1)."""
+    """An output file could not be written (the command line's exit code 1). Attributes: file
+    (when known) and reason."""
 
     def __init__(self, message, file="", key_path="", reason="", line=0, column=0):
         super().__init__(message)
+        self.file = file
         self.reason = reason or message
+
+
+class EngineError(RuntimeError):
+    """moesim-engine failed at run time (its exit code 1: out of device memory, no device, a
+    device or library error) or was killed. Attributes: exit_code (negative: the signal),
+    reason (its error line), stderr (all it printed there)."""
+
+    def __init__(self, message, exit_code=1, stderr=""):
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.reason = message
+        self.stderr = stderr

@@ -7,6 +7,6 @@ network, and opens offline. `moesim report` runs this package; `python3 -m moesi
 """
 
 from .inputs import BadInput, detect
-from .page import build_report
+from .page import WriteError, build_report, write_report
 
-__all__ = ["BadInput", "detect", "build_report"]
+__all__ = ["BadInput", "WriteError", "detect", "build_report", "write_report"]

@@ -9,6 +9,7 @@ import tomllib
 import matplotlib.pyplot as plt
 import numpy as np
 
+from .json_checks import Checker
 from .markup import fmt, fmt_bytes
 
 COMPUTE_SPANS = ("attention", "dense_ffn", "router", "experts", "lm_head")
@@ -502,13 +503,26 @@ def _actions(page, run):
 MIN_ATTAINMENT = 0.99  # a run meets its [slo] at this attainment (the sweep's default)
 
 
-def _resolved_toml(run, name):
+def _resolved_toml(run, name, tables=(), numbers=(), texts=()):
+    """A file of resolved/ as a dict, or None when it is absent or not TOML (the page then
+    describes less). Its `tables` must be tables, `numbers` (dotted) finite numbers > 0 and
+    `texts` strings where present: BadInput otherwise."""
     path = os.path.join(run.dir, "resolved", os.path.basename(name))
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError):
+            doc = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
         return None
+    c = Checker(path)
+    for key in tables:
+        c.get(doc, key, "", "dict")
+    for key in numbers + texts:
+        table, _, leaf = key.rpartition(".")
+        parent = doc.get(table, {}) if table else doc
+        if leaf in parent:
+            c.value(parent[leaf], key, "num" if key in numbers else "str", above=0
+                    if key in numbers else None)
+    return doc
 
 
 def _price_text(gpu):
@@ -566,9 +580,11 @@ def describe(page, run):
     """The deployment at the top of the page and the SLO verdict banner."""
     s = run.summary
     rj = run.run_json or {}
-    sc = _resolved_toml(run, "scenario.toml") or {}
+    sc = _resolved_toml(run, "scenario.toml", tables=("deployment",), texts=("topology",)) or {}
     topo = sc.get("topology")
-    topo_doc = _resolved_toml(run, topo) if isinstance(topo, str) else None
+    topo_doc = (_resolved_toml(run, topo, tables=("gpu",), numbers=("gpu.price_usd_per_hour",),
+                               texts=("gpu.price_source", "gpu.model", "gpu.name"))
+                if topo else None)
     gpu = (topo_doc or {}).get("gpu", {})
     dep = sc.get("deployment", {})
     reps, per = rj.get("replicas"), rj.get("gpus_per_replica")

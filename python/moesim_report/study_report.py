@@ -181,7 +181,7 @@ def build_sweep(page, df, params, gpu_price, path):
         # configuration feasible under its feasible_limits.
         feasible = df.groupby("config_idx")["feasible"].apply(lambda s: bool((s == True).all()))
         conf["feasible_csv"] = conf["config_idx"].map(feasible)
-        limits = df["feasible_limits"].dropna().unique()
+        limits = df["feasible_limits"].dropna().unique() if "feasible_limits" in df else []
         limits = limits[0] if len(limits) == 1 else None
     if "feasible_csv" in conf:
         conf["feasible"] = conf["feasible_csv"].astype(bool)
