@@ -40,7 +40,7 @@ test: build
 # (tests/fuzz/) in the same build: `make fuzz` runs each for FUZZ_SECONDS from its seed corpus.
 SAN_BUILD ?= build-sanitize
 SAN_CXX ?= clang++-14
-SAN_EXCLUDE ?= notebook|python\.|report\.|CalibrationLoop|cli\.mpi_sweep|engine_mpi_cpu_replay
+SAN_EXCLUDE ?= notebook|python\.|report\.|cli\.mpi_sweep|engine_mpi_cpu_replay
 # Whole-scenario replays that take over 7 s each under the sanitizers (docs/reliability.md): their
 # code paths run instrumented in smaller tests; they run uninstrumented in `make test`.
 SAN_SLOW ?= scenarios_units_|cli\.search_threads|PlacementPolicyCompare\.|PolicyStepTraceTest\.|cli\.sweep_resume|cli\.validate_placement_changes|ConcurrencyCapTest\.CapOf32LowersTpotAgainst128OnTheShippedPair|FidelityAgreement\.ThousandGpuDecodeHeavyDeploymentAgrees|EplbPolicy\.MeasuredBalanceAfterARebalanceIsThePredictedOne|QueueIsolationTest\.IsolationImprovesShortRequestTtftP99OnTheShippedPair|PolicyConservationTest\.RequestsInAnAdmissionDelayAreCountedInFlight|LongContextCapTest\.ShippedScenarioRoutesLongPromptsToTheirPool
