@@ -1,9 +1,12 @@
 // moesim-engine: replays recorded simulator steps on a backend and measures them, or benchmarks
-// each operation. Exit codes: 0 success; 1 runtime failure (out of memory, backend unavailable,
-// cannot write output); 2 usage or input error (bad flags, malformed or mismatched trace).
+// each operation. Exit codes, as moesim's: 0 success; 1 runtime failure (out of memory, backend
+// unavailable, a write that failed, e.g. a full disk); 2 usage or input error (bad flags, values
+// outside their domains, a malformed or mismatched trace, an --out that cannot be opened).
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -19,6 +22,7 @@
 #include "engine/launch_ranks.h"
 #include "engine/measurement.h"
 #include "engine/mpi_launch.h"
+#include "engine/options.h"
 #include "engine/replay.h"
 #include "engine/replay_plan.h"
 #include "engine/shape_limits.h"
@@ -73,111 +77,15 @@ bench options:
   --out FILE                also write JSONL records (schema moesim.measurements.v1, mode bench)
 )";
 
-class UsageError : public InputError {
- public:
-  using InputError::InputError;
-};
-
-struct Args {
-  std::string command;
-  std::string trace_path;
-  std::map<std::string, std::string> flags;
-
-  bool has(const std::string& k) const { return flags.count(k) > 0; }
-  std::string get(const std::string& k, const std::string& fallback) const {
-    auto it = flags.find(k);
-    return it == flags.end() ? fallback : it->second;
-  }
-};
-
-const std::vector<std::string> kFlags = {"--backend",
-                                         "--warmup",
-                                         "--repeats",
-                                         "--memory-limit-gib",
-                                         "--peak-bf16-tflops",
-                                         "--peak-fp8-tflops",
-                                         "--peak-gbps",
-                                         "--gpus",
-                                         "--layers",
-                                         "--expert-dtype",
-                                         "--max-steps",
-                                         "--seed",
-                                         "--shapes",
-                                         "--tokens",
-                                         "--contexts",
-                                         "--out",
-                                         "--ranks",
-                                         "--rank",
-                                         "--nranks",
-                                         "--nccl-id-file",
-                                         "--local-device",
-                                         "--replica"};
-
-const std::vector<std::string> kMultiRankFlags = {"--rank",         "--nranks",  "--nccl-id-file",
-                                                  "--local-device", "--replica", "--ranks"};
-
-Args parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--", 0) == 0) {
-      if (std::find(kFlags.begin(), kFlags.end(), arg) == kFlags.end()) {
-        throw UsageError("unknown option " + arg);
-      }
-      if (i + 1 >= argc) throw UsageError(arg + " needs a value");
-      a.flags[arg] = argv[++i];
-    } else if (a.command.empty()) {
-      a.command = arg;
-    } else if (a.command == "replay" && a.trace_path.empty()) {
-      a.trace_path = arg;
-    } else {
-      throw UsageError("unexpected argument '" + arg + "'");
-    }
-  }
-  return a;
-}
-
-int64_t parse_int(const std::string& flag, const std::string& v, int64_t min_value) {
-  size_t used = 0;
-  int64_t x = 0;
-  try {
-    x = std::stoll(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || v.empty()) throw UsageError(flag + " " + v + ": expected an integer");
-  if (x < min_value) throw UsageError(flag + " " + v + ": must be >= " + std::to_string(min_value));
-  return x;
-}
-
-double parse_positive(const std::string& flag, const std::string& v) {
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v.size() || !(x > 0)) throw UsageError(flag + " " + v + ": expected a number > 0");
-  return x;
-}
-
-std::vector<int64_t> parse_int_list(const std::string& flag, const std::string& v, int64_t min) {
-  std::vector<int64_t> out;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(parse_int(flag, item, min));
-  if (out.empty()) throw UsageError(flag + ": empty list");
-  return out;
-}
+using Args = EngineArgs;
 
 // The backend named by --backend. `num_ranks_sharing_memory` ranks in this process split the
 // CPU backend's memory limit (--memory-limit-gib or 80% of MemAvailable) equally.
 std::unique_ptr<Backend> backend_from(const Args& a, int num_ranks_sharing_memory = 1) {
   BackendOptions options;
-  if (a.has("--memory-limit-gib")) {
-    options.memory_limit_bytes = static_cast<int64_t>(
-        parse_positive("--memory-limit-gib", a.get("--memory-limit-gib", "")) * (1ll << 30));
+  if (const std::optional<double> gib =
+          positive_flag(a, "--memory-limit-gib", kMaxMemoryLimitGib)) {
+    options.memory_limit_bytes = static_cast<int64_t>(*gib * (1ll << 30));
   }
   if (num_ranks_sharing_memory > 1) {
     options.memory_limit_bytes =
@@ -193,16 +101,10 @@ std::unique_ptr<Backend> backend_from(const Args& a, int num_ranks_sharing_memor
 
 DevicePeaks peaks_from(const Args& a, const Backend& backend) {
   DevicePeaks p = backend.peaks();
-  if (a.has("--peak-bf16-tflops")) {
-    p.bf16_flops_per_s =
-        parse_positive("--peak-bf16-tflops", a.get("--peak-bf16-tflops", "")) * 1e12;
-  }
-  if (a.has("--peak-fp8-tflops")) {
-    p.fp8_flops_per_s = parse_positive("--peak-fp8-tflops", a.get("--peak-fp8-tflops", "")) * 1e12;
-  }
-  if (a.has("--peak-gbps")) {
-    p.memory_bytes_per_s = parse_positive("--peak-gbps", a.get("--peak-gbps", "")) * 1e9;
-  }
+  if (auto v = positive_flag(a, "--peak-bf16-tflops", kMaxPeakTflops))
+    p.bf16_flops_per_s = *v * 1e12;
+  if (auto v = positive_flag(a, "--peak-fp8-tflops", kMaxPeakTflops)) p.fp8_flops_per_s = *v * 1e12;
+  if (auto v = positive_flag(a, "--peak-gbps", kMaxPeakGbps)) p.memory_bytes_per_s = *v * 1e9;
   return p;
 }
 
@@ -210,15 +112,10 @@ DevicePeaks peaks_from(const Args& a, const Backend& backend) {
 RankFlags rank_flags_from(const Args& a) {
   RankFlags f;
   f.backend = a.get("--backend", "cpu");
-  if (a.has("--rank")) f.rank = parse_int("--rank", a.get("--rank", ""), 0);
-  if (a.has("--nranks")) f.nranks = parse_int("--nranks", a.get("--nranks", ""), 1);
-  if (a.has("--local-device")) {
-    f.local_device = parse_int("--local-device", a.get("--local-device", ""), 0);
-  }
+  if (a.has("--rank")) f.rank = int_flag(a, "--rank", 0, 0, kMaxEngineGpus - 1);
+  if (a.has("--nranks")) f.nranks = int_flag(a, "--nranks", 1, 1, kMaxEngineGpus);
+  if (a.has("--local-device")) f.local_device = int_flag(a, "--local-device", 0, 0, 1023);
   f.nccl_id_file = a.get("--nccl-id-file", "");
-  if (a.has("--nccl-id-file") && f.nccl_id_file.empty()) {
-    throw UsageError("--nccl-id-file: empty path");
-  }
   f.gpus_given = a.has("--gpus") || a.has("--ranks");
   f.replica_given = a.has("--replica");
   return f;
@@ -232,31 +129,44 @@ int failed(int exit_code) {
   return exit_code;
 }
 
+// Opens the --out file. One that cannot be opened (a missing directory, no permission) is a bad
+// output path, as for moesim: InputError (exit 2) with errno's reason.
+void open_output(std::ofstream& out, const std::string& path) {
+  errno = 0;
+  out.open(path);
+  if (!out) {
+    throw InputError("cannot write " + path + ": " + std::strerror(errno != 0 ? errno : EIO));
+  }
+}
+
+// Closes the --out file; false (the path and errno's reason printed) when a write failed, e.g.
+// a full disk: exit 1.
+bool close_output(std::ofstream& out, const std::string& path) {
+  errno = 0;
+  out.close();
+  if (out) return true;
+  std::cerr << "moesim-engine: error writing " << path << ": "
+            << std::strerror(errno != 0 ? errno : EIO) << "\n";
+  return false;
+}
+
 int run_replay(const Args& a) {
-  if (a.trace_path.empty()) throw UsageError("replay needs a STEPS.jsonl argument");
-  if (!a.has("--out")) throw UsageError("replay needs --out MEAS.jsonl");
-  for (const char* f : {"--shapes", "--tokens", "--contexts"}) {
-    if (a.has(f)) throw UsageError(std::string(f) + " is a bench option");
-  }
-  if (a.has("--gpus") && a.has("--ranks")) {
-    throw UsageError("--gpus and --ranks are the same option; give one");
-  }
   const RankPlan plan =
       plan_ranks(rank_flags_from(a), launcher_rank_from_env(std::getenv), have_mpi());
   ReplayOptions o;
   const std::string gpu_flag = a.has("--ranks") ? "--ranks" : "--gpus";
   if (a.has(gpu_flag)) {
-    for (int64_t g : parse_int_list(gpu_flag, a.get(gpu_flag, ""), 0)) {
+    for (int64_t g : int_list_flag(a, gpu_flag, "", 0, kMaxEngineGpus - 1)) {
       o.gpus.push_back(static_cast<int32_t>(g));
     }
   }
   o.layers = a.get("--layers", "all");
-  o.warmup = static_cast<int>(parse_int("--warmup", a.get("--warmup", "1"), 0));
-  o.repeats = static_cast<int>(parse_int("--repeats", a.get("--repeats", "3"), 1));
-  o.seed = static_cast<uint64_t>(parse_int("--seed", a.get("--seed", "1"), 0));
+  o.warmup = static_cast<int>(int_flag(a, "--warmup", 1, 0, kMaxEngineRuns));
+  o.repeats = static_cast<int>(int_flag(a, "--repeats", 3, 1, kMaxEngineRuns));
+  o.seed = static_cast<uint64_t>(int_flag(a, "--seed", 1, 0, INT64_MAX));
   o.expert_dtype = a.get("--expert-dtype", "");
-  o.max_steps = a.has("--max-steps") ? parse_int("--max-steps", a.get("--max-steps", ""), 0) : -1;
-  o.replica_idx = a.has("--replica") ? parse_int("--replica", a.get("--replica", ""), 0) : -1;
+  o.max_steps = int_flag(a, "--max-steps", -1, 0, INT64_MAX);
+  o.replica_idx = int_flag(a, "--replica", -1, 0, kMaxEngineGpus - 1);
   o.engine_version = MOESIM_VERSION;
   const StepTrace trace = read_step_trace(a.trace_path);
   const std::vector<std::string> unsupported = shape_limit_violations(
@@ -281,11 +191,8 @@ int run_replay(const Args& a) {
       backend->init_distributed(config);
     }
   }
-  std::ofstream out(out_path);
-  if (!out) {
-    std::cerr << "moesim-engine: cannot write " << out_path << "\n";
-    return failed(1);
-  }
+  std::ofstream out;
+  open_output(out, out_path);
   MeasurementWriter writer(out);
   ReplaySummary s;
   std::string where;
@@ -303,11 +210,7 @@ int run_replay(const Args& a) {
               std::to_string(backend->world_size()) + " on " + where;
     }
   }
-  out.close();
-  if (!out) {
-    std::cerr << "moesim-engine: error writing " << out_path << "\n";
-    return failed(1);
-  }
+  if (!close_output(out, out_path)) return failed(1);
   std::cout << "replayed " << s.num_steps << " steps x " << s.gpus.size() << " GPUs x "
             << s.layers.size() << " layers on " << where << ": " << s.num_op_records
             << " op records -> " << out_path << "\n";
@@ -321,34 +224,22 @@ int run_replay(const Args& a) {
 }
 
 int run_bench_command(const Args& a) {
-  for (const char* f : {"--gpus", "--layers", "--expert-dtype", "--max-steps", "--seed"}) {
-    if (a.has(f)) throw UsageError(std::string(f) + " is a replay option");
-  }
-  for (const std::string& f : kMultiRankFlags) {
-    if (a.has(f)) throw UsageError(f + " is a replay option");
-  }
   std::unique_ptr<Backend> backend = backend_from(a);
   const bool cpu = backend->name() == "cpu";
   BenchOptions o;
   o.shapes = a.get("--shapes", cpu ? "tiny" : "dsv3");
   o.tokens =
-      parse_int_list("--tokens", a.get("--tokens", cpu ? "1,16,64" : "1,16,128,512,2048"), 1);
-  o.contexts =
-      parse_int_list("--contexts", a.get("--contexts", cpu ? "256,2048" : "1024,8192,32768"), 0);
-  o.warmup = static_cast<int>(parse_int("--warmup", a.get("--warmup", "1"), 0));
-  o.repeats = static_cast<int>(parse_int("--repeats", a.get("--repeats", "3"), 1));
+      int_list_flag(a, "--tokens", cpu ? "1,16,64" : "1,16,128,512,2048", 1, kMaxBenchTokens);
+  o.contexts = int_list_flag(a, "--contexts", cpu ? "256,2048" : "1024,8192,32768", 0,
+                             kMaxBenchContextTokens);
+  o.warmup = static_cast<int>(int_flag(a, "--warmup", 1, 0, kMaxEngineRuns));
+  o.repeats = static_cast<int>(int_flag(a, "--repeats", 3, 1, kMaxEngineRuns));
   o.peaks = peaks_from(a, *backend);
   o.engine_version = MOESIM_VERSION;
   std::ofstream out;
-  if (a.has("--out")) {
-    out.open(a.get("--out", ""));
-    if (!out) {
-      std::cerr << "moesim-engine: cannot write " << a.get("--out", "") << "\n";
-      return 1;
-    }
-  }
+  if (a.has("--out")) open_output(out, a.get("--out", ""));
   run_bench(*backend, o, std::cout, a.has("--out") ? &out : nullptr);
-  return 0;
+  return a.has("--out") && !close_output(out, a.get("--out", "")) ? 1 : 0;
 }
 
 int main_impl(int argc, char** argv) {
@@ -366,10 +257,8 @@ int main_impl(int argc, char** argv) {
     }
   }
   try {
-    const Args a = parse_args(argc, argv);
-    if (a.command == "replay") return run_replay(a);
-    if (a.command == "bench") return run_bench_command(a);
-    throw UsageError(a.command.empty() ? "missing command" : "unknown command '" + a.command + "'");
+    const Args a = parse_engine_args(std::vector<std::string>(argv + 1, argv + argc));
+    return a.command == "replay" ? run_replay(a) : run_bench_command(a);
   } catch (const UsageError& e) {
     // The one line that matters; the usage text is one flag away.
     std::cerr << "moesim-engine: " << e.what() << " (see moesim-engine --help)\n";

@@ -2,13 +2,13 @@
 #include "engine/step_trace.h"
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 
+#include "base/input_file.h"
 #include "base/json_depth.h"
 #include "base/json_number.h"
 #include "engine/input_error.h"
@@ -592,11 +592,13 @@ StepTrace parse_step_trace(std::string_view text, const std::string& file_name) 
 }
 
 StepTrace read_step_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_step_trace(buffer.str(), path);
+  InputFile file(path, InputKind::kData);
+  std::optional<std::string> text = file.ok() ? file.read_all() : std::nullopt;
+  if (!text) {
+    throw InputError(path + ": " +
+                     (file.problem()->missing ? "cannot open" : file.problem()->reason));
+  }
+  return parse_step_trace(*text, path);
 }
 
 }  // namespace moesim::engine

@@ -5,11 +5,12 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
+
+#include "base/number_text.h"
 
 namespace moesim::cli {
 namespace {
@@ -65,23 +66,30 @@ std::string option_of(const std::string& what) {
   return colon == std::string::npos ? "" : what.substr(0, colon);
 }
 
+// Every number of every command goes through base/number_text.h (int64 range, finite values);
+// the command's API checks the option's documented domain.
 std::optional<int64_t> to_integer(const std::string& name, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const long long x = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') {
-    throw UsageError{"option " + name + ": not an integer: " + text};
-  }
-  if (errno == ERANGE) throw UsageError{"option " + name + ": integer out of range: " + text};
+  std::string reason;
+  const std::optional<int64_t> x = parse_integer_text(text, &reason);
+  if (!x) throw UsageError{"option " + name + ": " + reason};
   return x;
 }
 
 std::optional<double> to_number(const std::string& name, const std::string& text) {
-  char* end = nullptr;
-  const double x = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') throw UsageError{"option " + name + ": not a number: " + text};
+  std::string reason;
+  const std::optional<double> x = parse_number_text(text, &reason);
+  if (!x) throw UsageError{"option " + name + ": " + reason};
   return x;
 }
+
+// An argument for a message: at most 100 characters (an unknown option of 100 KB is cut).
+std::string cut_argument(const std::string& arg) {
+  constexpr size_t kMaxChars = 100;
+  return arg.size() <= kMaxChars ? arg : arg.substr(0, kMaxChars) + "... (cut)";
+}
+
+// Set while a ParseOnly lives on this thread.
+thread_local bool parse_only = false;
 
 // Whether `word` is `candidate` with letters left out ("--sed" of "--seed").
 bool is_subsequence(const std::string& word, const std::string& candidate) {
@@ -111,10 +119,10 @@ std::vector<double> parse_number_list(const std::string& name, const std::string
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const double x = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0') throw UsageError{name + ": not a number: '" + item + "'"};
-    out.push_back(x);
+    std::string reason;
+    const std::optional<double> x = parse_number_text(item, &reason);
+    if (!x) throw UsageError{name + ": " + reason};
+    out.push_back(*x);
   }
   if (out.empty()) throw UsageError{name + ": empty list"};
   return out;
@@ -255,6 +263,18 @@ CommandLine& CommandLine::option(const std::string& names, std::vector<std::stri
   return *this;
 }
 
+CommandLine& CommandLine::option_with(const std::string& names, const std::string& placeholder,
+                                      const std::string& help,
+                                      std::function<void(const std::string&)> convert) {
+  impl_->raw.push_back(std::make_unique<std::string>());
+  std::string* text = impl_->raw.back().get();
+  CLI::Option* opt = impl_->add_value(names, text, placeholder, help);
+  impl_->after_parse.push_back([opt, text, convert = std::move(convert)] {
+    if (opt->count() > 0) convert(*text);
+  });
+  return *this;
+}
+
 CommandLine& CommandLine::footer(const std::string& text) {
   impl_->app.footer(text);
   return *this;
@@ -267,7 +287,7 @@ bool CommandLine::parse(const std::vector<std::string>& argv) {
   try {
     impl_->app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
-    std::fputs(help().c_str(), stdout);
+    if (!parse_only) std::fputs(help().c_str(), stdout);
     return false;
   } catch (const CLI::ArgumentMismatch& e) {
     const std::string what = e.what();
@@ -283,14 +303,17 @@ bool CommandLine::parse(const std::vector<std::string>& argv) {
     if (!looks_like_option(arg)) continue;
     const std::string name = arg.substr(0, arg.find('='));
     const std::string hint = nearest(name, impl_->option_names);
-    throw UsageError{"unknown option " + name +
+    throw UsageError{"unknown option " + cut_argument(name) +
                      (hint.empty() ? "" : " (did you mean " + hint + "?)")};
   }
   for (const auto& step : impl_->after_parse) step();
   if (!impl_->app.remaining().empty()) {
-    throw UsageError{"unexpected argument: " + impl_->app.remaining().front()};
+    throw UsageError{"unexpected argument: " + cut_argument(impl_->app.remaining().front())};
   }
-  return true;
+  return !parse_only;
 }
+
+ParseOnly::ParseOnly() { parse_only = true; }
+ParseOnly::~ParseOnly() { parse_only = false; }
 
 }  // namespace moesim::cli

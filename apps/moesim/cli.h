@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,8 +20,8 @@ namespace moesim::cli {
 
 using UsageError = sim::api::UsageError;
 
-// The comma-separated numbers of option `name` ("4,8,16"); a malformed item or an empty list is
-// a usage error naming the option.
+// The comma-separated numbers of option `name` ("4,8,16"); a malformed or non-finite item or an
+// empty list is a usage error naming the option.
 std::vector<double> parse_number_list(const std::string& name, const std::string& text);
 
 // Levenshtein edit distance between `a` and `b` (insertions, deletions, substitutions).
@@ -33,7 +34,9 @@ std::string nearest(const std::string& word, const std::vector<std::string>& can
 
 // One subcommand's arguments. Options take "--name VALUE" or "--name=VALUE"; names may list a
 // short alias ("-o,--out"). Each option may be given once, except the repeatable ones. Numbers
-// are read strictly: a malformed or out-of-range number is a usage error naming the option.
+// are read strictly by base/number_text.h: a malformed number, an integer beyond int64 or a
+// number that is not finite ("nan", "inf", "1e400") is a usage error naming the option; each
+// command's API then checks the option's documented domain.
 class CommandLine {
  public:
   // `usage`: the command's synopsis after "moesim ", e.g. "run SCENARIO [options]";
@@ -56,14 +59,20 @@ class CommandLine {
                       const std::string& placeholder, const std::string& help);
   CommandLine& option(const std::string& names, std::optional<double>* value,
                       const std::string& placeholder, const std::string& help);
+  // An option whose text `convert` turns into its value during parse() (a list, a range, a
+  // pair); `convert` throws UsageError naming the option for a bad value.
+  CommandLine& option_with(const std::string& names, const std::string& placeholder,
+                           const std::string& help,
+                           std::function<void(const std::string& text)> convert);
   // A repeatable option: every value, in the order given.
   CommandLine& option(const std::string& names, std::vector<std::string>* values,
                       const std::string& placeholder, const std::string& help);
   // Text after the options in --help (exit codes, notes).
   CommandLine& footer(const std::string& text);
 
-  // Parses `argv` (the arguments after the subcommand words). Returns false when --help (-h) was
-  // given: the help is then printed on stdout and nothing else is read. Throws UsageError.
+  // Parses `argv` (the arguments after the subcommand words) and converts every value. Returns
+  // false when --help (-h) was given: the help is then printed on stdout and nothing else is
+  // read; and under a ParseOnly, after a complete parse (nothing printed). Throws UsageError.
   bool parse(const std::vector<std::string>& argv);
   // The generated help text.
   std::string help() const;
@@ -71,6 +80,17 @@ class CommandLine {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+// While one lives on this thread, CommandLine::parse() checks and converts every argument and
+// then returns false, as for --help, so that a command returns 0 before any work: the CLI's
+// argument fuzz target (tests/fuzz/cli_args_fuzz.cc) parses every command's options this way.
+class ParseOnly {
+ public:
+  ParseOnly();
+  ~ParseOnly();
+  ParseOnly(const ParseOnly&) = delete;
+  ParseOnly& operator=(const ParseOnly&) = delete;
 };
 
 // Subcommands. Each returns the process exit code (0 ok, 1 failed run or output, 2 bad input)

@@ -30,7 +30,8 @@ constexpr const char* kDescription =
 std::vector<int64_t> parse_batches(const std::string& text) {
   std::vector<int64_t> out;
   for (double v : parse_number_list("--batches", text)) {
-    if (v < 1 || v != std::floor(v) || v > 1e9) {
+    // A whole number within int64 (the domain is the API's check).
+    if (v != std::floor(v) || !(std::fabs(v) < 9.2e18)) {
       std::ostringstream os;
       os << "--batches: bad value '" << v << "' (sequences per GPU: a whole number >= 1)";
       throw UsageError{os.str()};
@@ -44,13 +45,13 @@ std::vector<int64_t> parse_batches(const std::string& text) {
 
 int layers_command(const std::vector<std::string>& argv) {
   sim::api::LayersRequest request;
-  std::optional<std::string> batches;
   std::optional<int64_t> context, seed, prefill;
   bool json = false;
   CommandLine cl("layers SCENARIO [options]", kDescription);
   cl.positional("SCENARIO", &request.scenario_path, "a scenario file")
-      .option("--batches", &batches, "N,N,...",
-              "sequences per GPU, one step each (default 4,8,16,32,64,128)")
+      .option_with("--batches", "N,N,...",
+                   "sequences per GPU, one step each (default 4,8,16,32,64,128)",
+                   [&](const std::string& text) { request.batches = parse_batches(text); })
       .option("--context", &context, "TOKENS", "cached context per sequence (default 4096)")
       .option("--seed", &seed, "N", "routing seed (default 1)")
       .option("--network-model", &request.network_model, "NAME", "replaces [network] model")
@@ -65,7 +66,6 @@ int layers_command(const std::vector<std::string>& argv) {
             "{\"rows\": [...], \"timeline\": [...]})")
       .flag("--json", &json, "one JSON document");
   if (!cl.parse(argv)) return 0;
-  if (batches) request.batches = parse_batches(*batches);
   if (context) request.context_tokens = *context;
   if (seed) request.seed = *seed;
   if (prefill) request.prefill_tokens = *prefill;

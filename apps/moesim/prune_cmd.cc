@@ -38,14 +38,14 @@ std::vector<double> parse_fractions(const std::string& text) {
 int prune_command(const std::vector<std::string>& argv) {
   sim::api::PruneRequest request;
   std::optional<int64_t> batch, context, profile_steps, tokens_per_step;
-  std::optional<std::string> fractions;
   bool json = false, progress = false;
   CommandLine cl("prune SCENARIO [options]", kDescription);
   cl.positional("SCENARIO", &request.scenario_path, "a scenario file")
       .option("--batch-per-gpu", &batch, "N", "decode sequences per attention rank (default 64)")
       .option("--context", &context, "TOKENS", "context of every decode sequence (default 4096)")
-      .option("--fractions", &fractions, "F,...",
-              "pruned fractions, each in [0, 1) (default 0,0.2,0.4,0.6)")
+      .option_with("--fractions", "F,...",
+                   "pruned fractions, each in [0, 1) (default 0,0.2,0.4,0.6)",
+                   [&](const std::string& text) { request.fractions = parse_fractions(text); })
       .option("--profile-steps", &profile_steps, "N",
               "steps profiled, and held out for the mass lost (default 8)")
       .option("--tokens-per-step", &tokens_per_step, "N",
@@ -57,7 +57,6 @@ int prune_command(const std::vector<std::string>& argv) {
       .flag("--progress", &progress,
             "stages done and time left on stderr even when it is not a terminal");
   if (!cl.parse(argv)) return 0;
-  if (fractions) request.fractions = parse_fractions(*fractions);
   if (batch) request.batch_per_gpu = *batch;
   if (context) request.context_tokens = *context;
   if (profile_steps) request.profile_steps = *profile_steps;

@@ -78,7 +78,8 @@ int report_command(const std::vector<std::string>& argv) {
   }
 
   const std::string dir = python_dir();
-  if (dir.empty() || !fs::is_directory(fs::path(dir) / "moesim_report")) {
+  std::error_code ec;  // $MOESIM_PYTHON_DIR beyond the path limits is "cannot find", not an abort
+  if (dir.empty() || !fs::is_directory(fs::path(dir) / "moesim_report", ec)) {
     throw UsageError{
         "cannot find the report package python/moesim_report (set MOESIM_PYTHON_DIR "
         "to the directory that holds it)"};

@@ -1,9 +1,12 @@
 // `moesim run SCENARIO`: simulates a scenario (sim/api/run.h), prints the summary and the event
 // digest, and writes the outputs and the resolved configuration to --out DIR.
-#include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "apps/moesim/cli.h"
+#include "base/number_text.h"
 #include "sim/api/run.h"
 
 namespace moesim::cli {
@@ -19,17 +22,15 @@ constexpr const char* kFooter =
     "           (including an --out that cannot be a directory or is in use by another run);\n"
     "           SIGTERM, SIGINT, SIGHUP remove the temporaries and end it with 128 + the signal";
 
-// "START_S:END_S" of --trace-window.
+// "START_S:END_S" of --trace-window: two finite numbers (their range is the API's check).
 std::pair<double, double> trace_window(const std::string& text) {
   const size_t colon = text.find(':');
-  char* end = nullptr;
-  const double a = std::strtod(text.c_str(), &end);
-  if (colon == std::string::npos || end != text.c_str() + colon) {
-    throw UsageError{"--trace-window wants START_S:END_S"};
-  }
-  const double b = std::strtod(text.c_str() + colon + 1, &end);
-  if (*end != '\0') throw UsageError{"--trace-window wants 0 <= START <= END <= 1e7"};
-  return {a, b};
+  if (colon == std::string::npos) throw UsageError{"--trace-window wants START_S:END_S"};
+  std::string reason;
+  const std::optional<double> a = parse_number_text(text.substr(0, colon), &reason);
+  const std::optional<double> b = a ? parse_number_text(text.substr(colon + 1), &reason) : a;
+  if (!b) throw UsageError{"--trace-window wants START_S:END_S: " + reason};
+  return {*a, *b};
 }
 
 }  // namespace
@@ -37,7 +38,6 @@ std::pair<double, double> trace_window(const std::string& text) {
 int run_command(const std::vector<std::string>& argv) {
   sim::api::RunRequest request;
   std::vector<std::string> sets;
-  std::optional<std::string> window;
   bool json = false;
   CommandLine cl("run SCENARIO [options]", kDescription);
   cl.positional("SCENARIO", &request.scenario.path, "a scenario file (scenarios/*.toml)")
@@ -58,8 +58,8 @@ int run_command(const std::vector<std::string>& argv) {
               "write the executed steps as JSONL (docs/schemas/step_trace.md)")
       .option("--record-steps", &request.record_steps, "N",
               "steps recorded at most (default: [outputs] record_max_steps)")
-      .option("--trace-window", &window, "START_S:END_S",
-              "Chrome-trace window in simulated seconds")
+      .option_with("--trace-window", "START_S:END_S", "Chrome-trace window in simulated seconds",
+                   [&](const std::string& text) { request.trace_window_s = trace_window(text); })
       .option("--fidelity", &request.fidelity, "exact|fast",
               "the step model's fidelity (overrides run.fidelity; docs/fast_fidelity.md)")
       .option("--fidelity-check", &request.fidelity_check, "N",
@@ -81,7 +81,6 @@ int run_command(const std::vector<std::string>& argv) {
   for (const std::string& text : sets) {
     request.scenario.overrides.push_back(sim::study::parse_override(text, "--set"));
   }
-  if (window) request.trace_window_s = trace_window(*window);
   // The summary is printed before the outputs are written: a failed write comes after it.
   request.on_finished = [json](const sim::api::RunResult& result) {
     if (json) {

@@ -1,5 +1,8 @@
 #include "sim/api/calibration.h"
 
+#include <cstdint>
+
+#include "sim/api/option_domain.h"
 #include "sim/api/usage_error.h"
 #include "sim/calibration/collective_reader.h"
 #include "sim/calibration/measurement_reader.h"
@@ -13,25 +16,28 @@ namespace {
 CalibrateOptions calibrate_options(const CalibrateRequest& r) {
   CalibrateOptions opt;
   opt.name = r.name.value_or("");
+  // Domains (docs/calibration.md): counts within int32, ratios finite; NaN is in none of them.
   if (r.max_segments) {
-    if (*r.max_segments < 1) throw UsageError{"--max-segments must be >= 1"};
+    check_option_in("--max-segments", *r.max_segments, 1, 1000, "regimes per fit");
     opt.fit.max_segments = static_cast<int32_t>(*r.max_segments);
   }
   if (r.min_samples) {
-    if (*r.min_samples < 2) throw UsageError{"--min-samples must be >= 2"};
+    check_option_in("--min-samples", *r.min_samples, 2, INT32_MAX, "measured records");
     opt.min_samples = static_cast<int32_t>(*r.min_samples);
   }
   if (r.min_size_gap) {
-    if (*r.min_size_gap != 0 && *r.min_size_gap <= 1) {
-      throw UsageError{"--min-size-gap must be > 1, or 0 to disable"};
+    if (*r.min_size_gap != 0 && !(*r.min_size_gap > 1 && *r.min_size_gap <= 1e15)) {
+      throw UsageError{"--min-size-gap must be > 1 and at most 1e15, or 0 to disable"};
     }
     opt.min_size_gap = *r.min_size_gap;
   }
   if (r.max_spread) {
-    if (*r.max_spread <= 0) throw UsageError{"--max-spread must be > 0"};
+    if (!(*r.max_spread > 0 && *r.max_spread <= 1e15)) {
+      throw UsageError{"--max-spread must be > 0 and at most 1e15"};
+    }
     opt.max_repeat_spread = *r.max_spread;
   }
-  if (r.nccl_ranks && *r.nccl_ranks < 2) throw UsageError{"--nccl-ranks must be >= 2"};
+  if (r.nccl_ranks) check_option_in("--nccl-ranks", *r.nccl_ranks, 2, 1 << 20, "ranks");
   if (!r.nccl_tests.empty() && !r.topology_path) {
     throw UsageError{"--nccl-tests needs --topology"};
   }

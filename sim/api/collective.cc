@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "sim/api/option_domain.h"
 #include "sim/api/usage_error.h"
 #include "sim/config/config_error.h"
 #include "sim/cost/profile.h"
@@ -26,6 +27,18 @@ WireDtype wire_dtype(const std::string& text, const std::string& name) {
 study::CollectiveStudySpec study_spec(const CollectiveRequest& r) {
   if (r.topology_path.empty()) throw UsageError{"missing --topology"};
   study::CollectiveStudySpec spec;
+  // Domains before the narrowing casts (an --ep of 2^32 + 8 was read as 8): GPUs within a
+  // topology's 2^20, one step's tokens per GPU within scheduler.max_batch_tokens_per_gpu's range,
+  // sizes and counts within a model card's 2^24.
+  constexpr int64_t kMaxCount = int64_t{1} << 24;
+  check_option_in("--ep", required(r.ep, "--ep"), 1, int64_t{1} << 20, "GPUs");
+  check_option_in("--tokens-per-gpu", required(r.tokens_per_gpu, "--tokens-per-gpu"), 1, kMaxCount,
+                  "tokens of one step");
+  check_option_in("--hidden", required(r.hidden, "--hidden"), 1, kMaxCount, "elements");
+  check_option_in("--top-k", required(r.top_k, "--top-k"), 1, kMaxCount, "experts per token");
+  check_option_in("--experts", r.experts, 1, kMaxCount, "experts");
+  check_option_in("--expert-groups", r.expert_groups, 1, kMaxCount, "groups");
+  if (r.topk_groups) check_option_in("--topk-groups", *r.topk_groups, 1, kMaxCount, "groups");
   spec.ep_size = static_cast<int32_t>(required(r.ep, "--ep"));
   spec.tokens_per_gpu = required(r.tokens_per_gpu, "--tokens-per-gpu");
   spec.hidden = required(r.hidden, "--hidden");

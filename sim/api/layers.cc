@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/api/option_domain.h"
 #include "sim/api/text_format.h"
 #include "sim/api/usage_error.h"
 #include "sim/serving/network_models.h"
@@ -9,11 +10,17 @@
 namespace moesim::sim::api {
 namespace {
 
+// Sequences per GPU of one step: scheduler.max_seqs' ceiling. Tokens per attention rank of one
+// step: scheduler.max_batch_tokens_per_gpu's ceiling (docs/scenarios.md).
+constexpr int64_t kMaxSeqsPerGpu = int64_t{1} << 20;
+constexpr int64_t kMaxStepTokensPerRank = int64_t{1} << 24;
+
 void check_request(const LayersRequest& r, OverlapMode* overlap_mode) {
   for (const int64_t b : r.batches) {
-    if (b < 1 || b > 1000000000) {
+    if (b < 1 || b > kMaxSeqsPerGpu) {
       throw UsageError{"--batches: bad value '" + std::to_string(b) +
-                       "' (sequences per GPU: a whole number >= 1)"};
+                       "' (sequences per GPU: a whole number in [1, " +
+                       std::to_string(kMaxSeqsPerGpu) + "], scheduler.max_seqs' range)"};
     }
   }
   if (r.batches.empty()) throw UsageError{"--batches: empty list"};
@@ -31,6 +38,33 @@ void check_request(const LayersRequest& r, OverlapMode* overlap_mode) {
     for (const std::string& m : models) valid += (valid.empty() ? "" : ", ") + m;
     throw UsageError{"--network-model: unknown model '" + *r.network_model + "' (valid: " + valid +
                      ")"};
+  }
+}
+
+// The request's token counts within what one step of the scenario's model can hold, as the
+// scenario's own keys are: a context the model supports, and a step's tokens per attention rank
+// within scheduler.max_batch_tokens_per_gpu's range (a prefill of 2^25 tokens tripped an
+// internal check; 2^62 printed negative times).
+void check_against_scenario(const LayersRequest& r, const Scenario& sc) {
+  const int64_t max_context = sc.model->max_context_tokens;
+  check_option_in("--context", r.context_tokens, 0, max_context,
+                  "tokens: the model's max_context_tokens");
+  check_option_in("--prefill", r.prefill_tokens, 0, max_context - r.context_tokens,
+                  "tokens: --context + --prefill <= the model's max_context_tokens " +
+                      std::to_string(max_context));
+  const int64_t tokens_per_seq =
+      r.prefill_tokens > 0 ? r.prefill_tokens
+                           : 1 + (sc.speculative.enabled ? sc.speculative.num_draft_tokens : 0);
+  const int64_t tp = std::max<int64_t>(1, sc.deployment.attention_tp);
+  for (const int64_t b : r.batches) {
+    const double tokens = static_cast<double>(b) * static_cast<double>(tp * tokens_per_seq);
+    if (tokens > static_cast<double>(kMaxStepTokensPerRank)) {
+      throw UsageError{format_text(
+          "--batches: %lld sequences per GPU of %lld tokens make %.0f tokens per attention rank in "
+          "one step; at most %lld (scheduler.max_batch_tokens_per_gpu's range)",
+          static_cast<long long>(b), static_cast<long long>(tokens_per_seq), tokens,
+          static_cast<long long>(kMaxStepTokensPerRank))};
+    }
   }
 }
 
@@ -87,6 +121,7 @@ LayersReport layers(const LayersRequest& request) {
   report.request = request;
   report.scenario = load_scenario(request.scenario_path);
   Scenario& sc = report.scenario;
+  check_against_scenario(request, sc);
   if (request.network_model) sc.network_model = *request.network_model;
   if (request.overlap) sc.deployment.overlap = overlap_mode;
   study::LayerStudyOptions options;

@@ -17,12 +17,16 @@ namespace moesim::sim::api {
 
 struct LayersRequest {
   std::string scenario_path;
-  std::vector<int64_t> batches = {4, 8, 16, 32, 64, 128};  // sequences per GPU, each >= 1
-  int64_t context_tokens = 4096;                           // >= 0
-  int64_t seed = 1;                                        // >= 0
+  // Sequences per GPU, each in [1, 2^20]; each batch's tokens per attention rank (sequences x
+  // attention TP x tokens per sequence) at most 2^24 (scheduler.max_batch_tokens_per_gpu's range).
+  std::vector<int64_t> batches = {4, 8, 16, 32, 64, 128};
+  int64_t context_tokens = 4096;             // in [0, the model's max_context_tokens]
+  int64_t seed = 1;                          // >= 0
   std::optional<std::string> network_model;  // replaces [network] model (a registered name)
   std::optional<std::string> overlap;        // replaces [deployment] overlap
-  int64_t prefill_tokens = 0;                // > 0: each sequence a prefill chunk, >= 0
+  // > 0: each sequence a prefill chunk of this many tokens; context_tokens + prefill_tokens at
+  // most the model's max_context_tokens.
+  int64_t prefill_tokens = 0;
   bool timeline = false;  // GPU 0's spans of the middle MoE layer, first batch size
 };
 

@@ -16,8 +16,9 @@ void check_request(const SearchRequest& r, const study::RankGroup& ranks) {
     throw UsageError{"--journal cannot be combined with mpirun"};
   }
   if (!r.slo) throw UsageError{"--slo is required"};
-  if (r.target_rate_per_s && !(*r.target_rate_per_s > 0)) {
-    throw UsageError{"--target-rate must be > 0"};
+  // arrival.rate_per_s's ceiling (docs/scenarios.md).
+  if (r.target_rate_per_s && !(*r.target_rate_per_s > 0 && *r.target_rate_per_s <= 1e9)) {
+    throw UsageError{"--target-rate must be > 0 and at most 1e9 per second"};
   }
   if (r.min_attainment && !(*r.min_attainment >= 0 && *r.min_attainment <= 1)) {
     throw UsageError{"--min-attainment must be in [0, 1]"};

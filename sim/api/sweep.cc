@@ -1,11 +1,11 @@
 #include "sim/api/sweep.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "sim/api/text_format.h"
 #include "sim/api/usage_error.h"
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 #include "sim/io/output_files.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/sweep_merge.h"
@@ -159,11 +159,7 @@ void sweep_merge(const std::vector<std::string>& shard_paths, const std::string&
 
 study::Plan sweep_plan(const std::string& csv_path, const std::optional<std::string>& plan_path) {
   check_plan_path(plan_path);
-  std::ifstream in(csv_path, std::ios::binary);
-  if (!in) throw ConfigError(csv_path, 0, 0, "", "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return plan_of_csv(text.str(), csv_path, plan_path);
+  return plan_of_csv(read_input_text(csv_path, InputKind::kData), csv_path, plan_path);
 }
 
 void write_sweep_plan_summary(std::ostream& os, const study::Plan& plan,

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "sim/api/option_domain.h"
 #include "sim/api/text_format.h"
 #include "sim/api/usage_error.h"
+#include "sim/core/horizon.h"
 #include "sim/workload/azure_trace.h"
 #include "sim/workload/mooncake_trace.h"
 
@@ -50,9 +52,13 @@ TraceFitResult trace_fit(const TraceFitRequest& request) {
   TraceFitResult out;
   out.request = request;
   out.kind = kind_of(request);
-  if (!(request.start_s >= 0)) throw UsageError{"--start-s must be >= 0"};
-  if (request.end_s && !(*request.end_s > request.start_s)) {
-    throw UsageError{"--end-s must be greater than --start-s"};
+  // Trace time within the simulation's horizon (100 years, sim/core/horizon.h).
+  check_option_in("--start-s", request.start_s, 0.0, kHorizonS, "seconds of trace time");
+  if (request.end_s) {
+    check_option_in("--end-s", *request.end_s, 0.0, kHorizonS, "seconds of trace time");
+    if (!(*request.end_s > request.start_s)) {
+      throw UsageError{"--end-s must be greater than --start-s"};
+    }
   }
   if (request.max_requests && *request.max_requests < 1) {
     throw UsageError{"--max-requests must be >= 1"};

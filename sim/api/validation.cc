@@ -18,9 +18,11 @@ namespace fs = std::filesystem;
 // The step trace the measurements name: as written, else beside the measurements file.
 std::string resolve_trace(const std::string& recorded, const std::string& meas_file) {
   if (recorded.empty()) return recorded;
-  if (fs::exists(recorded)) return recorded;
+  // Non-throwing: a recorded name beyond the path limits is reported when it is read.
+  std::error_code ec;
+  if (fs::exists(recorded, ec)) return recorded;
   fs::path beside = fs::path(meas_file).parent_path() / fs::path(recorded).filename();
-  return fs::exists(beside) ? beside.string() : recorded;
+  return fs::exists(beside, ec) ? beside.string() : recorded;
 }
 
 void write_reports(const fs::path& dir, const ValidationReport& report) {

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
 
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 
 namespace moesim::sim {
 
@@ -66,11 +66,9 @@ std::vector<CollectiveSample> parse_nccl_tests_alltoall(std::string_view text,
 }
 
 std::vector<CollectiveSample> read_nccl_tests_alltoall(const std::string& path, int32_t num_ranks) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open the nccl-tests output");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_nccl_tests_alltoall(ss.str(), path, num_ranks);
+  return parse_nccl_tests_alltoall(
+      read_input_text(path, InputKind::kData, "cannot open the nccl-tests output"), path,
+      num_ranks);
 }
 
 std::vector<CollectiveSample> collective_samples_of(const std::vector<MeasurementSet>& sets) {

@@ -1,11 +1,11 @@
 #include "sim/calibration/measurement_reader.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
 #include "base/json_number.h"
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -256,9 +256,8 @@ StepSample read_step(const RecordReader& r) {
 }  // namespace
 
 MeasurementSet read_measurements(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open the measurement file");
-  return read_measurements(in, path);
+  return read_input_stream(path, InputKind::kData, "cannot open the measurement file",
+                           [&](std::istream& in) { return read_measurements(in, path); });
 }
 
 MeasurementSet read_measurements(std::istream& in, const std::string& path) {

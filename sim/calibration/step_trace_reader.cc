@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
 #include "base/json_number.h"
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -212,9 +212,8 @@ TracePlacementChange read_placement(const Ctx& c, const json& j, const StepTrace
 }  // namespace
 
 StepTraceFile read_step_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open the step trace");
-  return read_step_trace(in, path);
+  return read_input_stream(path, InputKind::kData, "cannot open the step trace",
+                           [&](std::istream& in) { return read_step_trace(in, path); });
 }
 
 StepTraceFile read_step_trace(std::istream& in, const std::string& path) {

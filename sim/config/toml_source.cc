@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <tuple>
+
+#include "sim/config/input_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -364,11 +365,7 @@ TomlDocument TomlDocument::parse_string(std::string_view text, const std::string
 }
 
 TomlDocument TomlDocument::load_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_string(ss.str(), path);
+  return parse_string(read_input_text(path, InputKind::kConfig), path);
 }
 
 TomlTable TomlDocument::root() const { return TomlTable(table_.get(), file_, ""); }

@@ -7,6 +7,11 @@
 namespace moesim::sim {
 namespace {
 
+std::string cut_for_message(const std::string& text) {
+  constexpr size_t kMaxChars = 400;
+  return text.size() <= kMaxChars ? text : text.substr(0, kMaxChars) + "... (cut)";
+}
+
 std::string format_message(const std::string& file, int line, int column,
                            const std::string& key_path, const std::string& reason) {
   std::string msg = file.empty() ? std::string("<input>") : file;
@@ -15,10 +20,10 @@ std::string format_message(const std::string& file, int line, int column,
     if (column > 0) msg += ":" + std::to_string(column);
   }
   msg += ": ";
-  if (!key_path.empty()) msg += key_path + ": ";
-  // A reason quoting a huge input value (a 300 KB string) is cut: a message is for people.
-  constexpr size_t kMaxReason = 400;
-  msg += reason.size() <= kMaxReason ? reason : reason.substr(0, kMaxReason) + "... (cut)";
+  // A key path naming a huge unknown key (100 KB) and a reason quoting a huge input value (a
+  // 300 KB string) are cut alike: a message is for people.
+  if (!key_path.empty()) msg += cut_for_message(key_path) + ": ";
+  msg += cut_for_message(reason);
   return msg;
 }
 

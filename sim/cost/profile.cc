@@ -3,11 +3,10 @@
 #include <toml++/toml.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <ostream>
-#include <sstream>
 
+#include "sim/config/input_files.h"
 #include "sim/config/toml_source.h"
 
 namespace moesim::sim {
@@ -407,11 +406,7 @@ CalibrationProfile parse_profile(std::string_view text, const std::string& name)
 }
 
 CalibrationProfile load_profile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open the profile");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_profile(ss.str(), path);
+  return parse_profile(read_input_text(path, InputKind::kConfig, "cannot open the profile"), path);
 }
 
 }  // namespace moesim::sim

@@ -4,10 +4,9 @@
 // pattern has its own table; a table for an unused kind is an error, as is any unknown key.
 #include "sim/model/model_card_parser.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 
+#include "sim/config/input_files.h"
 #include "sim/config/toml_source.h"
 #include "sim/model/hf_config.h"
 
@@ -244,11 +243,7 @@ ModelCard parse_model_card(TomlTable& root) {
 
 ModelCard load_model_card(const std::string& path) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return parse_hf_config(ss.str(), path);
+    return parse_hf_config(read_input_text(path, InputKind::kConfig), path);
   }
   TomlDocument doc = TomlDocument::load_file(path);
   TomlTable root = doc.root();

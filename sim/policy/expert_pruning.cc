@@ -1,10 +1,10 @@
 #include "sim/policy/expert_pruning.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 #include "sim/model/model_card.h"
 #include "sim/routing/routing_spec.h"
 
@@ -54,13 +54,16 @@ ExpertPruningSettings parse_expert_pruning_settings(TomlTable& table, const Scen
   if (config.plan_file.empty()) return settings;
   std::filesystem::path path(config.plan_file);
   if (path.is_relative()) path = std::filesystem::path(scenario.source_file).parent_path() / path;
-  std::ifstream in(path);
-  if (!in) table.fail("plan_file", "cannot read " + path.string());
-  std::stringstream text;
-  text << in.rdbuf();
+  InputFile file(path.string(), InputKind::kConfig);
+  const std::optional<std::string> text = file.ok() ? file.read_all() : std::nullopt;
+  if (!text) {
+    table.fail("plan_file", file.problem()->missing
+                                ? "cannot read " + path.string()
+                                : "cannot read (" + file.problem()->reason + "): " + path.string());
+  }
   try {
     settings.plan = std::make_shared<const PruningPlan>(
-        parse_pruning_plan_json(text.str(), path.string(), routing_shape_of(card)));
+        parse_pruning_plan_json(*text, path.string(), routing_shape_of(card)));
   } catch (const ConfigError& e) {
     table.fail("plan_file", path.string() + ": " + e.key_path() + ": " + e.reason());
   }

@@ -1,6 +1,5 @@
 #include "sim/routing/routing_trace.h"
 
-#include <fstream>
 #include <istream>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -9,6 +8,7 @@
 #include "base/json_depth.h"
 #include "base/json_number.h"
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -192,9 +192,8 @@ RoutingTrace read_routing_trace(std::istream& in, const std::string& file_name) 
 }
 
 RoutingTrace load_routing_trace(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open routing trace");
-  return read_routing_trace(in, path);
+  return read_input_stream(path, InputKind::kData, "cannot open routing trace",
+                           [&](std::istream& in) { return read_routing_trace(in, path); });
 }
 
 RoutingTraceWriter::RoutingTraceWriter(std::ostream& out, const RoutingTraceHeader& header)

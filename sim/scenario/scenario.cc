@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "sim/config/input_files.h"
 #include "sim/config/toml_source.h"
 #include "sim/model/model_card_parser.h"
 #include "sim/placement/eplb.h"
@@ -36,9 +37,7 @@ void read_eplb_loads(Scenario& s, const RoutingShape& shape, TomlTable& dep,
                      const std::string& base_dir) {
   DeploymentSpec& d = s.deployment;
   d.eplb_loads_path = resolve(base_dir, d.eplb_loads_path);
-  if (!std::filesystem::exists(d.eplb_loads_path)) {
-    dep.fail("eplb_loads", "file not found: " + d.eplb_loads_path);
-  }
+  check_input_path(dep, "eplb_loads", d.eplb_loads_path, InputKind::kData);
   const RoutingTrace trace = load_routing_trace(d.eplb_loads_path);
   if (trace.header.num_moe_layers != shape.num_moe_layers ||
       trace.header.num_experts != shape.num_experts) {
@@ -365,9 +364,7 @@ void parse_cost(TomlTable& t, const std::string& base_dir, Scenario& s) {
   s.cost.kind = kind == "roofline" ? CostModelKind::kRoofline : CostModelKind::kCalibrated;
   if (s.cost.kind == CostModelKind::kCalibrated) {
     s.cost.profile_path = resolve(base_dir, t.get_string("profile"));
-    if (!std::filesystem::exists(s.cost.profile_path)) {
-      t.fail("profile", "file not found: " + s.cost.profile_path);
-    }
+    check_input_path(t, "profile", s.cost.profile_path, InputKind::kConfig);
     // Read once, here: every run, sweep point and replica shares the parsed profile.
     s.cost.profile = std::make_shared<const CalibrationProfile>(load_profile(s.cost.profile_path));
   }
@@ -413,12 +410,10 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   s.description = root.get_string_or("description", "");
 
   s.model_path = resolve(base_dir, root.get_string("model"));
-  if (!std::filesystem::exists(s.model_path)) root.fail("model", "file not found: " + s.model_path);
+  check_input_path(root, "model", s.model_path, InputKind::kConfig);
   s.model = std::make_shared<const ModelCard>(load_model_card(s.model_path));
   s.topology_path = resolve(base_dir, root.get_string("topology"));
-  if (!std::filesystem::exists(s.topology_path)) {
-    root.fail("topology", "file not found: " + s.topology_path);
-  }
+  check_input_path(root, "topology", s.topology_path, InputKind::kConfig);
   s.topology = std::make_shared<const Topology>(load_topology(s.topology_path));
 
   TomlTable dep = root.get_table("deployment");

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/config/input_files.h"
 #include "sim/model/model_card_parser.h"
 
 namespace moesim::sim {
@@ -16,7 +17,7 @@ void read_draft_model(TomlTable& t, const ModelCard& card, const std::string& ba
   std::filesystem::path p(t.get_string("draft_model"));
   if (!p.is_absolute()) p = (std::filesystem::path(base_dir) / p).lexically_normal();
   s.draft_model_path = p.string();
-  if (!std::filesystem::exists(p)) t.fail("draft_model", "file not found: " + s.draft_model_path);
+  check_input_path(t, "draft_model", s.draft_model_path, InputKind::kConfig);
   auto draft = std::make_shared<const ModelCard>(load_model_card(s.draft_model_path));
   if (draft->vocab_size != card.vocab_size) {
     t.fail("draft_model", "draft model '" + draft->name + "' has vocab_size " +

@@ -1,11 +1,12 @@
 #include "sim/study/collective_study.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "base/check.h"
+#include "base/number_text.h"
 #include "sim/core/distributions.h"
 #include "sim/network/hierarchical_traffic.h"
 
@@ -15,8 +16,10 @@ namespace {
 
 // Parses all of `text` as a finite number into *value; false otherwise.
 bool parse_number(std::string_view text, double* value) {
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
-  return ec == std::errc() && end == text.data() + text.size() && std::isfinite(*value);
+  std::string reason;
+  const std::optional<double> parsed = parse_number_text(text, &reason);
+  if (parsed) *value = *parsed;
+  return parsed.has_value();
 }
 
 // A seeded random permutation of 0 .. n-1 (Fisher-Yates).

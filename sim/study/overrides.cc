@@ -2,9 +2,9 @@
 
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
+#include "sim/config/input_files.h"
 #include "sim/policy/policy_registry.h"
 
 namespace moesim::sim::study {
@@ -75,15 +75,12 @@ std::string overrides_text(std::span<const Override> overrides) {
 }
 
 ScenarioTemplate ScenarioTemplate::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  const std::string text = read_input_text(path, InputKind::kConfig);
   ScenarioTemplate t;
   t.path_ = path;
   t.base_dir_ = std::filesystem::path(path).parent_path().string();
   try {
-    t.root_ = std::make_shared<const toml::table>(toml::parse(ss.str(), path));
+    t.root_ = std::make_shared<const toml::table>(toml::parse(text, path));
   } catch (const toml::parse_error& e) {
     throw ConfigError(path, static_cast<int>(e.source().begin.line),
                       static_cast<int>(e.source().begin.column), "",

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
+#include "base/number_text.h"
 #include "sim/config/config_error.h"
 #include "sim/metrics/figure_text.h"
 
@@ -52,11 +54,10 @@ SearchSlo parse_search_slo(const std::string& text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) throw bad(item, "want NAME=VALUE");
     std::string name = item.substr(0, eq), value_text = item.substr(eq + 1);
-    char* end = nullptr;
-    double value = std::strtod(value_text.c_str(), &end);
-    if (value_text.empty() || *end != '\0' || !std::isfinite(value)) {
-      throw bad(name, "not a number: '" + value_text + "'");
-    }
+    std::string reason;  // base/number_text.h: the one parse of typed numbers
+    const std::optional<double> parsed = parse_number_text(value_text, &reason);
+    if (!parsed) throw bad(name, "not a number: '" + value_text + "'");
+    const double value = *parsed;
     if (name == "attainment") {
       if (value < 0 || value > 1) throw bad(name, "must be in [0, 1]");
       slo.min_attainment = value;

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
+#include <optional>
 #include <set>
-#include <sstream>
 
 #include "base/check.h"
+#include "sim/config/input_files.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/study/csv.h"
@@ -315,9 +315,11 @@ SweepStats run_sweep(const SweepSpec& spec, const ScenarioTemplate& scenario,
 ResumePoint find_resume_point(const std::string& path, const SweepSpec& spec, const Shard& shard,
                               const SweepPlanner& planner, double max_duration_factor) {
   ResumePoint point;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return point;
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  InputFile in(path, InputKind::kData);
+  if (!in.ok() && in.problem()->missing) return point;
+  const std::optional<std::string> read = in.ok() ? in.read_all() : std::nullopt;
+  if (!read) throw_input_problem(path, *in.problem(), "");
+  const std::string& text = *read;
   const std::string header = sweep_csv_header(spec) + "\n";
   if (text.size() < header.size()) {
     // A kill before the header was complete: nothing to keep, if it is this sweep's beginning.

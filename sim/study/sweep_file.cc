@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 #include "sim/policy/policy_registry.h"
 
 namespace moesim::sim::study {
@@ -155,13 +155,10 @@ bool is_schema_error(const ConfigError& e) {
 }  // namespace
 
 SweepSpec load_sweep(const std::string& path, const std::optional<std::string>& scenario_path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open file");
-  std::ostringstream text;
-  text << in.rdbuf();
+  const std::string text = read_input_text(path, InputKind::kConfig);
   toml::table root;
   try {
-    root = toml::parse(text.str(), path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     throw ConfigError(path, static_cast<int>(e.source().begin.line),
                       static_cast<int>(e.source().begin.column), "",

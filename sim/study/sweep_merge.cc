@@ -1,10 +1,11 @@
 #include "sim/study/sweep_merge.h"
 
-#include <fstream>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 #include "sim/study/csv.h"
 
 namespace moesim::sim::study {
@@ -22,15 +23,27 @@ int64_t parse_index(const std::string& cell, const std::string& file, int line,
 }  // namespace
 
 void merge_sweep_csvs(const std::vector<std::string>& paths, std::ostream& out) {
-  std::vector<std::ifstream> files;
-  files.reserve(paths.size());
+  std::vector<std::unique_ptr<InputFile>> files;
   std::vector<NamedCsv> inputs;
   for (const std::string& path : paths) {
-    files.emplace_back(path, std::ios::binary);
-    if (!files.back()) throw ConfigError(path, 0, 0, "", "cannot open file");
-    inputs.push_back(NamedCsv{path, &files.back()});
+    files.push_back(std::make_unique<InputFile>(path, InputKind::kData));
+    if (!files.back()->ok())
+      throw_input_problem(path, *files.back()->problem(), "cannot open file");
+    inputs.push_back(NamedCsv{path, &files.back()->stream()});
   }
-  merge_sweep_csv_streams(inputs, out);
+  // A shard that passed the size limit while read was cut: report that, not what the cut made.
+  auto check_reads = [&] {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (!files[i]->ok()) throw_input_problem(paths[i], *files[i]->problem(), "cannot open file");
+    }
+  };
+  try {
+    merge_sweep_csv_streams(inputs, out);
+  } catch (const ConfigError&) {
+    check_reads();
+    throw;
+  }
+  check_reads();
 }
 
 void merge_sweep_csv_streams(const std::vector<NamedCsv>& inputs, std::ostream& out) {

@@ -19,6 +19,13 @@ constexpr int64_t kMaxLeafSpineCables = int64_t{1} << 20;
 // A GPU's scale-up or NIC bandwidth beyond 1 PB/s is no hardware (and keeps the bisection's
 // integer flow, whose capacities sum over every link, inside int64).
 constexpr double kMaxGpuLinkBytesPerS = 1e15;
+// Likewise a peak beyond 1 EFLOP/s per dtype or HBM beyond 1 PB/s (a 1e300 TFLOP/s peak became
+// an infinite rate), a leaf's uplinks oversubscribed beyond 100:1 (1e300 made them carry 5e-299
+// GB/s), or more than 64 NICs per GPU.
+constexpr double kMaxFlopsPerS = 1e18;
+constexpr double kMaxHbmBytesPerS = 1e15;
+constexpr double kMaxOversubscription = 100;
+constexpr int32_t kMaxNicsPerGpu = 64;
 
 // a + b for latencies read from the file; ConfigError on overflow.
 SimTime add_latency(const std::string& topology, SimTime a, SimTime b) {
@@ -70,10 +77,14 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
                                                   {"gpu.fp4_tflops", gpu.fp4_flops_per_s}};
   for (const auto& [key, value] : flops) {
     if (value < 0) return {key, "must be >= 0 (0 = dtype unsupported)"};
+    if (!(value <= kMaxFlopsPerS)) return {key, "must be at most 1000000 (1 EFLOP/s)"};
   }
   if (gpu.bf16_flops_per_s <= 0) return {"gpu.bf16_tflops", "must be > 0"};
   if (gpu.hbm_bytes <= 0) return {"gpu.hbm_gbytes", "must be > 0"};
   if (gpu.hbm_bytes_per_s <= 0) return {"gpu.hbm_gbytes_per_s", "must be > 0"};
+  if (!(gpu.hbm_bytes_per_s <= kMaxHbmBytesPerS)) {
+    return {"gpu.hbm_gbytes_per_s", "must be at most 1000000 (1 PB/s)"};
+  }
   if (gpu.num_sms < 0) return {"gpu.num_sms", "must be >= 0 (0 = not stated)"};
 
   if (spec.gpus_per_node < 1) return {"node.gpus_per_node", "must be >= 1"};
@@ -115,6 +126,9 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
                                      std::to_string(domain) + ")"};
   }
   if (spec.nics_per_gpu < 1) return {"network.nics_per_gpu", "must be >= 1"};
+  if (spec.nics_per_gpu > kMaxNicsPerGpu) {
+    return {"network.nics_per_gpu", "must be at most " + std::to_string(kMaxNicsPerGpu)};
+  }
   if (spec.nic_bytes_per_s < 0) return {"network.nic_gbps", "must be >= 0"};
   if (spec.nic_bytes_per_s > kMaxGpuLinkBytesPerS) {
     return {"network.nic_gbps", "must be at most 8000000 (1 PB/s)"};
@@ -128,7 +142,9 @@ SpecProblem check_topology_spec(const TopologySpec& spec) {
   if (spec.leaf_spine_latency_ns < 0) return {"network.leaf_spine_latency_ns", "must be >= 0"};
   if (spec.switch_latency_ns < 0) return {"network.switch_latency_ns", "must be >= 0"};
   if (spec.num_spines < 0) return {"network.num_spines", "must be >= 0"};
-  if (!(spec.oversubscription >= 1)) return {"network.oversubscription", "must be >= 1"};
+  if (!(spec.oversubscription >= 1 && spec.oversubscription <= kMaxOversubscription)) {
+    return {"network.oversubscription", "must be in [1, 100]"};
+  }
   if (has_nics) {
     if (spec.leaf_gpus < 1) return {"network.leaf_gpus", "must be >= 1"};
     const int32_t num_leaves = spec.rail_optimized

@@ -1,10 +1,10 @@
 #include "sim/workload/azure_trace.h"
 
 #include <charconv>
-#include <fstream>
 
 #include "base/checked_number.h"
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -179,9 +179,8 @@ std::vector<TraceRecord> read_azure_trace(std::istream& in, const std::string& n
 }
 
 std::vector<TraceRecord> read_azure_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open trace file");
-  return read_azure_trace(in, path);
+  return read_input_stream(path, InputKind::kData, "cannot open trace file",
+                           [&](std::istream& in) { return read_azure_trace(in, path); });
 }
 
 }  // namespace moesim::sim

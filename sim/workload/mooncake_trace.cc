@@ -1,12 +1,12 @@
 #include "sim/workload/mooncake_trace.h"
 
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/json_depth.h"
 #include "base/json_number.h"
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 
 namespace moesim::sim {
 namespace {
@@ -136,9 +136,8 @@ std::vector<TraceRecord> read_mooncake_trace(std::istream& in, const std::string
 }
 
 std::vector<TraceRecord> read_mooncake_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, 0, 0, "", "cannot open trace file");
-  return read_mooncake_trace(in, path);
+  return read_input_stream(path, InputKind::kData, "cannot open trace file",
+                           [&](std::istream& in) { return read_mooncake_trace(in, path); });
 }
 
 }  // namespace moesim::sim

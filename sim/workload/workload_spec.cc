@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "sim/config/input_files.h"
 #include "sim/core/horizon.h"
 #include "sim/workload/azure_trace.h"
 #include "sim/workload/mooncake_trace.h"
@@ -159,7 +159,11 @@ void parse_trace(TomlTable& t, WorkloadSpec& s, const std::string& base_dir) {
   TraceWorkloadSpec& tr = s.trace;
   const std::filesystem::path given = t.get_string("path");
   tr.path = (given.is_relative() ? std::filesystem::path(base_dir) / given : given).string();
-  if (!std::ifstream(tr.path)) t.fail("path", "cannot open trace file '" + tr.path + "'");
+  if (const std::optional<InputProblem> problem = input_file_problem(tr.path, InputKind::kData)) {
+    t.fail("path", problem->missing
+                       ? "cannot open trace file '" + tr.path + "'"
+                       : "cannot open trace file (" + problem->reason + "): '" + tr.path + "'");
+  }
   const std::string replay = t.get_enum_or("replay", {"window", "loop", "model"}, "window");
   tr.replay = replay == "loop"    ? TraceReplay::kLoop
               : replay == "model" ? TraceReplay::kModel

@@ -77,10 +77,10 @@ TEST(CommandLine, UsageErrorsAreOneLineAndNameTheOption) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"s.toml", "--ot", "x"}, "unknown option --ot (did you mean --out?)"},
       {{"s.toml", "--frobnicate"}, "unknown option --frobnicate"},
-      {{"s.toml", "--seed", "x"}, "option --seed: not an integer: x"},
-      {{"s.toml", "--seed", "1.5"}, "option --seed: not an integer: 1.5"},
+      {{"s.toml", "--seed", "x"}, "option --seed: not an integer: 'x'"},
+      {{"s.toml", "--seed", "1.5"}, "option --seed: not an integer: '1.5'"},
       {{"s.toml", "--seed", "99999999999999999999"},
-       "option --seed: integer out of range: 99999999999999999999"},
+       "option --seed: integer out of range (beyond +-9.2e18): '99999999999999999999'"},
       {{"s.toml", "--seed", "1", "--seed", "2"}, "option --seed given twice"},
       {{"s.toml", "--seed"}, "option --seed needs a value"},
       {{}, "missing argument: SCENARIO"},
@@ -111,6 +111,68 @@ TEST(CommandLine, HelpIsGeneratedFromTheDeclarations) {
   testing::internal::CaptureStdout();
   EXPECT_FALSE(cl.parse({"--help"}));
   EXPECT_EQ(testing::internal::GetCapturedStdout(), help);
+}
+
+TEST(CommandLine, NumbersAreFiniteAndWithinTheirType) {
+  // Every command's numbers go through one parse: non-finite values and integers beyond int64
+  // are refused, never clamped or passed on to a fit.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--spread", "nan"}, "option --spread: not a finite number: 'nan'"},
+      {{"--spread", "inf"}, "option --spread: not a finite number: 'inf'"},
+      {{"--spread", "-Infinity"}, "option --spread: not a finite number: '-Infinity'"},
+      {{"--spread", "1e400"}, "option --spread: out of a double's range: '1e400'"},
+      {{"--spread", "0x10"}, "option --spread: not a number: '0x10'"},
+      {{"--count", "18446744073709551616"},
+       "option --count: integer out of range (beyond +-9.2e18): '18446744073709551616'"},
+      {{"--count", "-9223372036854775809"},
+       "option --count: integer out of range (beyond +-9.2e18): '-9223372036854775809'"},
+  };
+  for (const auto& [argv, message] : cases) {
+    std::optional<double> spread;
+    std::optional<int64_t> count;
+    CommandLine cl("calibrate [options]", "test");
+    cl.option("--spread", &spread, "X", "x").option("--count", &count, "N", "n");
+    EXPECT_EQ(usage_error(cl, argv), message) << argv[1];
+  }
+}
+
+TEST(CommandLine, LongUnknownOptionsAreCutInTheMessage) {
+  std::optional<int64_t> seed;
+  CommandLine cl("run [options]", "test");
+  cl.option("--seed", &seed, "N", "seed");
+  const std::string message = usage_error(cl, {"--" + std::string(100000, 'k')});
+  EXPECT_EQ(message, "unknown option --" + std::string(98, 'k') + "... (cut)");
+}
+
+TEST(CommandLine, ConvertedOptionsRunTheirConversionDuringParse) {
+  std::vector<double> batches;
+  CommandLine cl("layers [options]", "test");
+  cl.option_with("--batches", "N,...", "batches",
+                 [&](const std::string& text) { batches = parse_number_list("--batches", text); });
+  ASSERT_TRUE(cl.parse({"--batches", "4,8"}));
+  EXPECT_EQ(batches, (std::vector<double>{4, 8}));
+  CommandLine bad("layers [options]", "test");
+  bad.option_with("--batches", "N,...", "batches",
+                  [&](const std::string& text) { batches = parse_number_list("--batches", text); });
+  EXPECT_EQ(usage_error(bad, {"--batches", "4,nan"}), "--batches: not a finite number: 'nan'");
+}
+
+TEST(CommandLine, ParseOnlyChecksEverythingAndStopsBeforeTheCommand) {
+  std::optional<int64_t> seed;
+  std::string scenario;
+  {
+    const ParseOnly parse_only;
+    CommandLine cl("run SCENARIO [options]", "test");
+    cl.positional("SCENARIO", &scenario, "a file").option("--seed", &seed, "N", "seed");
+    EXPECT_FALSE(cl.parse({"s.toml", "--seed", "4"}));
+    EXPECT_EQ(seed, 4);
+    CommandLine bad("run SCENARIO [options]", "test");
+    bad.positional("SCENARIO", &scenario, "a file").option("--seed", &seed, "N", "seed");
+    EXPECT_EQ(usage_error(bad, {"s.toml", "--seed", "x"}), "option --seed: not an integer: 'x'");
+  }
+  CommandLine cl("run SCENARIO [options]", "test");
+  cl.positional("SCENARIO", &scenario, "a file");
+  EXPECT_TRUE(cl.parse({"s.toml"}));
 }
 
 TEST(ParseNumberList, IsStrict) {

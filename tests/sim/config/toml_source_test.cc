@@ -56,5 +56,24 @@ TEST(TomlSource, EnumListsValidValues) {
             "t.toml:1:8: kind: unknown value 'mla2' (valid: mla, gqa)");
 }
 
+TEST(TomlSource, AHugeUnknownKeyIsCutInTheMessage) {
+  // A 100 KB unknown key was echoed whole, in the key path and in the reason.
+  auto doc = TomlDocument::parse_string("[hw]\n" + std::string(100000, 'k') + " = 1\n", "t.toml");
+  TomlTable hw = doc.root().get_table("hw");
+  const std::string message = config_error_of([&] { hw.finish(); });
+  EXPECT_LT(message.size(), 1000u);
+  EXPECT_EQ(message.rfind("t.toml:2:1: hw.kkkk", 0), 0u) << message.substr(0, 100);
+}
+
+TEST(TomlSource, FilesThatAreNotRegularAreRefusedBeforeReading) {
+  // /dev/zero was read until memory ran out.
+  EXPECT_EQ(config_error_of([] { TomlDocument::load_file("/dev/zero"); }),
+            "/dev/zero: not a regular file (a character device)");
+  EXPECT_EQ(config_error_of([] { TomlDocument::load_file("/"); }),
+            "/: not a regular file (a directory)");
+  EXPECT_EQ(config_error_of([] { TomlDocument::load_file("/nonexistent/a.toml"); }),
+            "/nonexistent/a.toml: cannot open file");
+}
+
 }  // namespace
 }  // namespace moesim::sim

@@ -413,7 +413,15 @@ TEST(Topology, InvalidSpecsAreConfigErrorsNamingTheKey) {
   EXPECT_EQ(message(s), "test: network.num_spines: must be >= 1: the network has 16 leaf switches");
   s = h800_sxm_cluster_spec(8, 32, 8, true);
   s.oversubscription = 0.5;
-  EXPECT_EQ(message(s), "test: network.oversubscription: must be >= 1");
+  EXPECT_EQ(message(s), "test: network.oversubscription: must be in [1, 100]");
+  s.oversubscription = 1e300;  // accepted before: the leaf uplinks carried 5e-299 GB/s
+  EXPECT_EQ(message(s), "test: network.oversubscription: must be in [1, 100]");
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
+  s.gpu.bf16_flops_per_s = 1e300 * 1e12;  // an infinite peak
+  EXPECT_EQ(message(s), "test: gpu.bf16_tflops: must be at most 1000000 (1 EFLOP/s)");
+  s = h800_sxm_cluster_spec(8, 32, 8, true);
+  s.nics_per_gpu = 65;
+  EXPECT_EQ(message(s), "test: network.nics_per_gpu: must be at most 64");
   s = h800_sxm_cluster_spec(8, 32, 8, true);
   s.gpu.hbm_bytes_per_s = -1;
   EXPECT_EQ(message(s), "test: gpu.hbm_gbytes_per_s: must be > 0");
