@@ -17,8 +17,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <streambuf>
 
+#include "base/input_file.h"
 #include "sim/config/config_error.h"
 
 namespace moesim::sim::io {
@@ -207,13 +209,11 @@ void JournalFile::commit(const std::string& final_path) {
 }
 
 int64_t num_journal_records(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return 0;
-  int64_t num_lines = 0;
-  std::array<char, 1 << 16> chunk;
-  while (in.read(chunk.data(), chunk.size()) || in.gcount() > 0) {
-    num_lines += std::count(chunk.data(), chunk.data() + in.gcount(), '\n');
-  }
+  // A regular file of bounded size only: a device named as the journal (/dev/zero) holds none.
+  InputFile in(path, InputKind::kData);
+  const std::optional<std::string> text = in.ok() ? in.read_all() : std::nullopt;
+  if (!text) return 0;
+  const auto num_lines = static_cast<int64_t>(std::count(text->begin(), text->end(), '\n'));
   return num_lines > 1 ? num_lines - 1 : 0;
 }
 

@@ -1,10 +1,10 @@
 #include "sim/study/search_journal.h"
 
-#include <fstream>
-#include <iterator>
+#include <optional>
 
 #include "base/json_depth.h"
 #include "sim/config/config_error.h"
+#include "sim/config/input_files.h"
 #include "sim/study/search_record.h"
 
 namespace moesim::sim::study {
@@ -48,8 +48,10 @@ SearchJournal::SearchJournal(const std::string& path, const SearchJournalHeader&
                             "over");
     }
   } else {
-    std::ifstream in(path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    InputFile in(path, InputKind::kData);  // a missing journal starts empty
+    const std::optional<std::string> read = in.ok() ? in.read_all() : std::nullopt;
+    if (!read && !in.problem()->missing) throw_input_problem(path, *in.problem(), "");
+    const std::string text = read.value_or("");
     if (!text.empty() && text.compare(0, header_text.size(), header_text) != 0) {
       throw ConfigError(path, 1, 0, "", "the journal of another search (its header differs)");
     }
