@@ -15,6 +15,7 @@
 
 #include "sim/core/ids.h"
 #include "sim/core/time.h"
+#include "sim/metrics/record_spool.h"
 #include "sim/metrics/run_metrics.h"
 #include "sim/metrics/slo_watch.h"
 #include "sim/metrics/step_totals.h"
@@ -127,6 +128,11 @@ struct RunOptions {
   // reach request_sinks and the summary's streaming statistics (request_stats.h).
   bool keep_requests = false;
   std::vector<RequestSink*> request_sinks;  // not owned; must outlive the run
+  // Where the records of requests rejected on arrival wait for older records before they reach
+  // request_sinks and keep_requests (not owned; record_spool.h). Null: a spool in memory, which
+  // grows with the rejections behind the oldest request in flight; the run's files pass one on
+  // disk. Unused when there are no sinks and records are not kept.
+  RecordSpool* record_spool = nullptr;
   // With chrome_trace: slices go here as they are made instead of RunOutput::trace (not owned).
   TraceSink* trace_sink = nullptr;
   // Keep one StepSeriesRow per executed step in RunOutput::step_series, or hand each to

@@ -37,6 +37,8 @@ RunFiles::RunFiles(const Scenario& scenario, const std::optional<std::string>& o
     requests_file_.emplace((fs::path(*out_dir_) / "requests.csv").string());
     requests_writer_.emplace(requests_file_->stream());
     options.request_sinks.push_back(&*requests_writer_);
+    record_spool_.emplace(fs::path(requests_file_->path()).parent_path().string());
+    options.record_spool = &*record_spool_;
   }
   if (out_dir_ && scenario.outputs.steps_csv) {
     steps_file_.emplace((fs::path(*out_dir_) / "steps.csv").string());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/io/output_files.h"
+#include "sim/output/file_record_spool.h"
 #include "sim/output/run_outputs.h"
 
 namespace moesim::sim::output {
@@ -55,6 +56,8 @@ class RunFiles {
   std::optional<io::OutputFileLock> record_lock_;
   std::optional<io::AtomicFile> requests_file_, steps_file_, trace_file_;
   std::optional<RequestsCsvWriter> requests_writer_;
+  // Where rejected requests' records wait for older ones (with requests.csv).
+  std::optional<FileRecordSpool> record_spool_;
   std::optional<StepsCsvWriter> steps_writer_;
   std::optional<ChromeTraceWriter> trace_writer_;
 };

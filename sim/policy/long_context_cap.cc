@@ -108,6 +108,10 @@ void LongContextCapPolicy::on_complete(PolicyContext& ctx, const Request& reques
   pending_accuracy_.erase(it);
 }
 
+void LongContextCapPolicy::on_reject(PolicyContext& ctx, const Request& request) {
+  pending_accuracy_.erase(request.id.value);
+}
+
 void LongContextCapPolicy::on_finish(PolicyContext& ctx) {
   std::vector<double> sorted = accuracies_;
   std::sort(sorted.begin(), sorted.end());

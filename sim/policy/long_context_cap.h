@@ -51,6 +51,8 @@ class LongContextCapPolicy final : public ServingPolicy {
   // Moves the completed request's expected accuracy into the distribution.
   void on_complete(PolicyContext& ctx, const Request& request,
                    const RequestRecord& record) override;
+  // Drops a rejected request's expected accuracy (it never completes).
+  void on_reject(PolicyContext& ctx, const Request& request) override;
   // Reports the expected-accuracy distribution (completed requests) and the count of requests
   // over the threshold.
   void on_finish(PolicyContext& ctx) override;

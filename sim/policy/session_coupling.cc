@@ -139,6 +139,10 @@ void SessionCouplingPolicy::on_arrival(PolicyContext& ctx, Request& request,
   s.eff_hashes = request.prefix_block_hashes;
 }
 
+void SessionCouplingPolicy::on_reject(PolicyContext& ctx, const Request& request) {
+  if (request.session.valid()) sessions_.erase(request.session.value);
+}
+
 void SessionCouplingPolicy::on_finish(PolicyContext& ctx) {
   const std::string p = "session_coupling.";
   const double n = static_cast<double>(std::max<int64_t>(num_checks_, 1));

@@ -60,6 +60,8 @@ class SessionCouplingPolicy final : public ServingPolicy {
   std::string_view name() const override { return "session_coupling"; }
   // Checks a session's turn and applies the zone's action (requests outside sessions pass).
   void on_arrival(PolicyContext& ctx, Request& request, AdmissionDecision& decision) override;
+  // A rejected turn ends its session (the workload abandons it): its state goes.
+  void on_reject(PolicyContext& ctx, const Request& request) override;
   // Reports rho / health statistics, tokens removed and summary time.
   void on_finish(PolicyContext& ctx) override;
 

@@ -424,6 +424,7 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   }
   TomlTable wl = root.get_table("workload");
   s.workload = parse_workload(wl, base_dir);
+  s.workload.max_request_tokens = s.model->max_context_tokens;
 
   parse_moe_routing(root, dep, path, base_dir, s);
 

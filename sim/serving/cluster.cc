@@ -4,6 +4,7 @@
 #include "sim/serving/cluster.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -82,6 +83,8 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
                                       sched.pending_prefill_tokens()};
     });
   }
+  emits_records_ = !opt_.request_sinks.empty() || opt_.keep_requests;
+  spool_ = opt_.record_spool != nullptr ? opt_.record_spool : &memory_spool_;
   workload_ = std::make_unique<WorkloadGenerator>(sc_.workload, sim_.rng("workload"));
   if (opt_.stop_on_certain_failure) start_slo_watch();
 }
@@ -99,9 +102,10 @@ void ClusterSim::register_events() {
   k_delayed_ = sim_.register_kind("delayed_admission", [this](const Event& e, Scheduler&) {
     auto it = delayed_.find(e.id0);
     MOESIM_CHECK(it != delayed_.end(), "unknown delayed admission");
-    std::string pool = std::move(it->second);
+    const int32_t sid = it->second.first;
+    const std::string pool = std::move(it->second.second);
     delayed_.erase(it);
-    route_seq(static_cast<int32_t>(e.id0), pool);
+    route_seq(sid, pool);
   });
   // Registered only with KV tiers: a scenario without them keeps its event kinds (and digest).
   if (sc_.kv_tiers.enabled) {
@@ -252,7 +256,7 @@ SteadyStateResult ClusterSim::run_until_converged(SimTime end) {
                       sc_.run.steady);
     // A terminating run is done when its requests are: with more than 1% of them still in flight
     // their latencies (and the p99s) are unknown, not censored at random.
-    const int64_t in_flight = series_.in_system(), arrived = records_.size();
+    const int64_t in_flight = series_.in_system(), arrived = num_arrived_;
     if (w.terminating && in_flight * 100 > arrived) {
       w.converged = false;
       w.reason = std::to_string(in_flight) + " of " + std::to_string(arrived) +
@@ -277,14 +281,26 @@ SteadyStateResult ClusterSim::run_until_converged(SimTime end) {
 void ClusterSim::retire_finished(bool all) {
   // Only final records retire before the end: their end time is not read.
   const SimTime end_ns = sim_.now();
-  while (!records_.empty() && (all || records_.front().outcome != RequestOutcome::kInFlight)) {
+  while (true) {
+    // Spooled records (rejected on arrival, already counted) that arrived before the window's
+    // front go first: the sinks see arrival order.
+    const int64_t front_idx = records_.empty() ? INT64_MAX : seqs_.front().arrival_idx;
+    if (!spool_->empty() && spool_->front_idx() < front_idx) {
+      emit_record(spool_->pop(), end_ns);
+      continue;
+    }
+    if (records_.empty() || (!all && records_.front().outcome == RequestOutcome::kInFlight)) break;
     const RequestRecord& rec = records_.front();
     stats_.add(rec, end_ns);
-    for (RequestSink* sink : opt_.request_sinks) sink->add(rec, end_ns);
-    if (opt_.keep_requests) kept_.push_back(rec);
+    if (emits_records_) emit_record(rec, end_ns);
     records_.pop_front();
     seqs_.pop_front();
   }
+}
+
+void ClusterSim::emit_record(const RequestRecord& rec, SimTime end_ns) {
+  for (RequestSink* sink : opt_.request_sinks) sink->add(rec, end_ns);
+  if (opt_.keep_requests) kept_.push_back(rec);
 }
 
 void ClusterSim::check_conservation(RunOutput& out) {
@@ -296,8 +312,9 @@ void ClusterSim::check_conservation(RunOutput& out) {
     if (rec.outcome == RequestOutcome::kInFlight) rec.generated_tokens = seqs_[i].generated;
   }
   retire_finished(/*all=*/true);
+  MOESIM_CHECK(spool_->empty(), "spooled records left after the last one retired");
   const int64_t completed = stats_.num_completed(), rejected = stats_.num_rejected(),
-                in_flight = stats_.num_in_flight(), arrived = records_.size();
+                in_flight = stats_.num_in_flight(), arrived = num_arrived_;
   // In flight = held by a replica (waiting, running or between prefill and decode pools) or
   // still waiting out a policy's admission delay (e.g. a session rebuild's summary).
   const int64_t live = static_cast<int64_t>(delayed_.size()) + router_.total_outstanding();

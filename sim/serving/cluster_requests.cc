@@ -42,8 +42,7 @@ void ClusterSim::on_arrival(const Event& e) {
   check_cancel();
 }
 
-void ClusterSim::reject(int32_t sid, const std::string& reason) {
-  RequestRecord& rec = records_[sid];
+void ClusterSim::count_rejection(Request& req, RequestRecord& rec, const std::string& reason) {
   rec.outcome = RequestOutcome::kRejected;
   rec.reject_reason = reason;
   series_.on_leave(sim_.now());
@@ -53,9 +52,29 @@ void ClusterSim::reject(int32_t sid, const std::string& reason) {
     slo_watch_->on_reject(rec, sim_.now());
     check_slo_watch();
   }
-  if (seqs_[sid].req.session.valid()) workload_->abandon_session(seqs_[sid].req.session);
+  for (auto& p : policies_) p->on_reject(*policy_ctx_, req);
+  if (req.session.valid()) workload_->abandon_session(req.session);
   // Never admitted: nothing reads its prefix blocks again.
-  std::vector<uint64_t>().swap(seqs_[sid].req.prefix_block_hashes);
+  std::vector<uint64_t>().swap(req.prefix_block_hashes);
+}
+
+void ClusterSim::reject_on_arrival(Request& req, int64_t arrival_idx, const std::string& reason) {
+  RequestRecord rec = arrival_record(req, sim_.now());
+  count_rejection(req, rec, reason);
+  // A rejected record's statistics do not depend on the order they are added in (counts).
+  stats_.add(rec, sim_.now());
+  if (!emits_records_) return;
+  // retire_finished() ran at this arrival: with the window empty, every older record is out.
+  if (records_.empty()) {
+    MOESIM_CHECK(spool_->empty(), "spooled records behind an empty window");
+    emit_record(rec, sim_.now());
+  } else {
+    spool_->push(arrival_idx, rec);
+  }
+}
+
+void ClusterSim::reject(int32_t sid, const std::string& reason) {
+  count_rejection(seqs_[sid].req, records_[sid], reason);
 }
 
 void ClusterSim::admit_request(Request req) {
@@ -65,46 +84,63 @@ void ClusterSim::admit_request(Request req) {
     if (decision.reject) break;
   }
   retire_finished();
-  const auto sid = static_cast<int32_t>(seqs_.size());
-  Seq s;
-  s.sid = sid;
-  s.req = std::move(req);
-  s.prefill_target = s.req.prompt_tokens + decision.extra_prefill_tokens;
-  seqs_.push_back(std::move(s));
-  const Request& r = seqs_[sid].req;
-  records_.push_back(arrival_record(r, sim_.now()));
+  const int64_t arrival_idx = num_arrived_++;
   series_.on_enter(sim_.now());
-  if (r.attempt_idx > 0) recorder_.counters().actions["rollback_reissue"]++;
+  if (req.attempt_idx > 0) recorder_.counters().actions["rollback_reissue"]++;
   if (decision.reject) {
-    reject(sid, decision.reject_reason);
+    reject_on_arrival(req, arrival_idx, decision.reject_reason);
     return;
   }
-  if (r.prompt_tokens + r.output_tokens > card_.max_context_tokens) {
-    reject(sid, "context_too_long");
+  // prompt + output > the model's context, without overflowing (trace rows may hold any int64).
+  if (req.prompt_tokens > card_.max_context_tokens - req.output_tokens) {
+    reject_on_arrival(req, arrival_idx, "context_too_long");
     return;
   }
   // A sequence that cannot fit in one rank's KV pool even alone is refused up front.
   const GpuMemoryLayout& lay = replicas_[0].scheduler->layout();
-  const int64_t total = seqs_[sid].prefill_target + r.output_tokens;
-  if (blocks_for_sequence(lay, total, sc_.scheduler.kv_block_tokens) > lay.num_kv_blocks) {
-    reject(sid, "kv_capacity");
+  const int64_t prefill_target = req.prompt_tokens + decision.extra_prefill_tokens;
+  if (blocks_for_sequence(lay, prefill_target + req.output_tokens, sc_.scheduler.kv_block_tokens) >
+      lay.num_kv_blocks) {
+    reject_on_arrival(req, arrival_idx, "kv_capacity");
     return;
   }
+  int32_t ri = -1;
+  if (decision.delay_ns <= 0) {
+    ri = router_.pick(req, false, decision.pool);
+    if (static_cast<int64_t>(replicas_[ri].scheduler->num_waiting()) >=
+        sc_.scheduler.max_queued_requests) {
+      reject_on_arrival(req, arrival_idx, "queue_full");
+      return;
+    }
+  }
+  const auto sid = static_cast<int32_t>(seqs_.size());
+  Seq s;
+  s.sid = sid;
+  s.arrival_idx = arrival_idx;
+  s.prefill_target = prefill_target;
+  s.req = std::move(req);
+  seqs_.push_back(std::move(s));
+  records_.push_back(arrival_record(seqs_[sid].req, sim_.now()));
   if (decision.delay_ns > 0) {
-    delayed_.emplace(sid, decision.pool);
-    sim_.schedule_after(decision.delay_ns, k_delayed_, sid);
+    delayed_.emplace(arrival_idx, std::make_pair(sid, std::move(decision.pool)));
+    sim_.schedule_after(decision.delay_ns, k_delayed_, arrival_idx);
     return;
   }
-  route_seq(sid, decision.pool);
+  enqueue(sid, ri);
 }
 
 void ClusterSim::route_seq(int32_t sid, const std::string& pool) {
   const int32_t ri = router_.pick(seqs_[sid].req, false, pool);
-  Replica& rep = replicas_[ri];
-  if (static_cast<int64_t>(rep.scheduler->num_waiting()) >= sc_.scheduler.max_queued_requests) {
+  if (static_cast<int64_t>(replicas_[ri].scheduler->num_waiting()) >=
+      sc_.scheduler.max_queued_requests) {
     reject(sid, "queue_full");
     return;
   }
+  enqueue(sid, ri);
+}
+
+void ClusterSim::enqueue(int32_t sid, int32_t ri) {
+  Replica& rep = replicas_[ri];
   seqs_[sid].replica = ri;
   records_[sid].replica = ri;
   router_.add_outstanding(ri, 1);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/core/id_window.h"
@@ -75,11 +76,23 @@ class ClusterSim {
   void schedule_arrival(Request req, bool open_loop);
   void on_arrival(const Event& e);
   void admit_request(Request req);
+  // What every rejection does: the record's outcome, the counters, the SLO watch, the policies,
+  // the session; frees the request's prefix hashes.
+  void count_rejection(Request& req, RequestRecord& rec, const std::string& reason);
+  // A rejection on arrival: the request gets no sequence; its record goes to the statistics now
+  // and to the sinks through the spool (record_spool.h) once the older records have.
+  void reject_on_arrival(Request& req, int64_t arrival_idx, const std::string& reason);
+  // A sequence's rejection after its arrival (a delayed admission meeting a full queue).
   void reject(int32_t sid, const std::string& reason);
   void route_seq(int32_t sid, const std::string& pool);
+  // Queues sequence `sid` on replica `ri` (its queue has room).
+  void enqueue(int32_t sid, int32_t ri);
   void complete(Replica& r, int32_t sid);
-  // Retires the final records at the front of the window (all of them with `all`, at the end).
+  // Retires the final records at the front of the window (all of them with `all`, at the end),
+  // with the spooled records that arrived before them.
   void retire_finished(bool all = false);
+  // A final record, in arrival order, to the sinks and RunOptions::keep_requests.
+  void emit_record(const RequestRecord& rec, SimTime end_ns);
   // cluster_steps.cc
   void try_start_step(Replica& r);
   void on_step_done(const Event& e);
@@ -116,7 +129,10 @@ class ClusterSim {
   std::unique_ptr<DraftAcceptance> draft_acceptance_;  // [speculative]: acceptance draws
   std::unique_ptr<DraftAccounting> draft_accounting_;
   std::unique_ptr<StepRecording> recording_;
-  std::map<int64_t, std::string> delayed_;   // seq id -> pool, while delayed by a policy
+  // While delayed by a policy: arrival index (the event's id) -> sequence id and pool.
+  std::map<int64_t, std::pair<int32_t, std::string>> delayed_;
+  // While their KV moves to a decode replica: arrival index (the event's id) -> sequence id.
+  std::map<int64_t, int32_t> transferring_;
   std::unique_ptr<PdTransfer> pd_transfer_;  // with P/D pools
   std::unique_ptr<WorkloadGenerator> workload_;
   std::map<int64_t, Request> pending_;  // arrivals scheduled but not yet happened
@@ -124,9 +140,15 @@ class ClusterSim {
   std::optional<SimTime> open_loop_end_ns_;
   int64_t next_pending_key_ = 0;
   // Sequences and their records by sequence id, from the oldest one not final on (IdWindow);
-  // retire_finished() hands final records at the front to stats_, the sinks and kept_.
+  // retire_finished() hands final records at the front to stats_, the sinks and kept_. Requests
+  // rejected on arrival have none: their records wait in spool_ while older ones are in the
+  // window (only with sinks or kept records; stats_ counts them at once).
   IdWindow<Seq> seqs_;
   IdWindow<RequestRecord> records_;
+  int64_t num_arrived_ = 0;  // arrivals so far: the next arrival index
+  bool emits_records_ = false;
+  MemoryRecordSpool memory_spool_;
+  RecordSpool* spool_ = nullptr;  // RunOptions::record_spool, else memory_spool_
   // Requests in the system and output tokens over time: where the warm-up ends, whether the run
   // converged (steady_state.h); the request figures by arrival segment, cut there at the end.
   SystemSeries series_;

@@ -105,12 +105,17 @@ void ClusterSim::transfer_kv(Replica& r, int32_t sid) {
   s.prefilled = s.prefill_target;
   s.rank = -1;
   records_[sid].replica = dst;
-  sim_.schedule_after(duration_ns, k_transfer_, sid, dst);
+  transferring_.emplace(s.arrival_idx, sid);
+  sim_.schedule_after(duration_ns, k_transfer_, s.arrival_idx, dst);
 }
 
 void ClusterSim::on_transfer_done(const Event& e) {
+  auto it = transferring_.find(e.id0);
+  MOESIM_CHECK(it != transferring_.end(), "unknown KV transfer");
+  const int32_t sid = it->second;
+  transferring_.erase(it);
   Replica& dr = replicas_[e.id1];
-  dr.scheduler->enqueue(static_cast<int32_t>(e.id0));
+  dr.scheduler->enqueue(sid);
   try_start_step(dr);
 }
 

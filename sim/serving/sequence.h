@@ -1,8 +1,9 @@
 // One request being served, as the replica schedulers and the cluster see it: its request, where
 // it runs (replica, attention rank), how far its prefill and decode got, and the KV blocks it
 // holds. Sequences live in one table owned by the cluster, indexed by sequence id (the order of
-// arrival), because a sequence moves between replicas under P/D disaggregation; the table keeps
-// only the window from the oldest unfinished sequence on (IdWindow).
+// admission), because a sequence moves between replicas under P/D disaggregation; the table keeps
+// only the window from the oldest unfinished sequence on (IdWindow). A request rejected on
+// arrival never gets a sequence.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +32,9 @@ struct alignas(64) Seq {
   Request req;
   int32_t sid = -1;  // sequence id: the index in the cluster's table
   int32_t replica = -1;
+  // The request's place among the cluster's arrivals (rejected ones included, which get no
+  // sequence): the order of records, and the id of its events in the digest.
+  int64_t arrival_idx = -1;
   int64_t num_hit_blocks = 0;       // leading prefix blocks pinned from the cache
   int64_t num_inserted_blocks = 0;  // prompt prefix blocks this sequence inserted (pinned)
   uint64_t admit_order = 0;         // the scheduler's admission counter at the last admission

@@ -118,6 +118,9 @@ class ServingPolicy {
   // After a request completes (its record is final).
   virtual void on_complete(PolicyContext& ctx, const Request& request,
                            const RequestRecord& record) {}
+  // After a request is rejected, by a policy or the cluster (its record is final): what a policy
+  // keeps for it must go, since nothing else ends it.
+  virtual void on_reject(PolicyContext& ctx, const Request& request) {}
   // Whether on_expert_loads should be called (it costs a pass over experts per MoE layer).
   virtual bool wants_expert_loads() const { return false; }
   // After each step: expected selections per routed expert of one MoE layer on one replica.

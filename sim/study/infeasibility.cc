@@ -129,11 +129,11 @@ std::vector<RequestBound> request_bounds(const Scenario& sc, uint64_t seed, std:
       b.cached_tokens = n * kPrefixBlockTokens;
       seen.insert(h.begin(), h.end());
     }
-    const int64_t total = r->prompt_tokens + r->output_tokens;
-    const int64_t need = blocks_for_sequence(layout, total, sched.kv_block_tokens);
-    if (total > sc.model->max_context_tokens) {
+    // prompt + output over the context, without overflowing (trace rows may hold any int64).
+    if (r->prompt_tokens > sc.model->max_context_tokens - r->output_tokens) {
       b.rejected = "context_too_long";
-    } else if (need > layout.num_kv_blocks) {
+    } else if (blocks_for_sequence(layout, r->prompt_tokens + r->output_tokens,
+                                   sched.kv_block_tokens) > layout.num_kv_blocks) {
       b.rejected = "kv_capacity";
     }
     all.push_back(b);

@@ -16,8 +16,9 @@ namespace moesim::sim {
 inline constexpr int64_t kPrefixBlockTokens = 512;
 
 // Number of prefix blocks covering `prompt_tokens` tokens (the last block may be partial).
+// Precondition: prompt_tokens >= 0 (any int64: rounded up without overflowing).
 inline int64_t num_prefix_blocks(int64_t prompt_tokens) {
-  return (prompt_tokens + kPrefixBlockTokens - 1) / kPrefixBlockTokens;
+  return prompt_tokens / kPrefixBlockTokens + (prompt_tokens % kPrefixBlockTokens != 0 ? 1 : 0);
 }
 
 // Content domain of a request, used by the routing model to pick expert popularity profiles.
@@ -59,6 +60,8 @@ struct Request {
   // One hash per 512-token block of the prompt: size() == num_prefix_blocks(prompt_tokens).
   // Equal hashes at equal positions mean equal content (re-usable KV blocks); Mooncake traces
   // give them, generators assign fresh ones for new content and repeat them for re-used prefix.
+  // Exception: a generated request (not an agent turn) whose prompt + output exceed the model's
+  // context (WorkloadSpec::max_request_tokens) has none: the run rejects it on arrival.
   std::vector<uint64_t> prefix_block_hashes;
   Domain domain = Domain::kChat;
 };

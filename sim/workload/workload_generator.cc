@@ -72,6 +72,16 @@ void WorkloadGenerator::extend_hashes(std::vector<uint64_t>& hashes, int64_t pro
   while (hashes.size() < num_blocks) hashes.push_back(next_block_hash_++);
 }
 
+void WorkloadGenerator::hash_prompt(Request& r) {
+  if (r.prompt_tokens > spec_.max_request_tokens - r.output_tokens) {
+    // Rejected on arrival: no blocks, whatever the size; the counter moves as if they were made,
+    // so later requests' hashes do not depend on the limit.
+    next_block_hash_ += static_cast<uint64_t>(num_prefix_blocks(r.prompt_tokens));
+    return;
+  }
+  extend_hashes(r.prefix_block_hashes, r.prompt_tokens);
+}
+
 Request WorkloadGenerator::new_request(SimTime arrival_ns, Domain domain) {
   MOESIM_CHECK(next_request_id_ < std::numeric_limits<int32_t>::max(), "request ids exhausted");
   Request r;
@@ -125,7 +135,7 @@ std::optional<Request> WorkloadGenerator::next_synthetic() {
     r.reasoning_tokens = reasoning_tokens_->sample_int(rng_);
     r.output_tokens += r.reasoning_tokens;
   }
-  extend_hashes(r.prefix_block_hashes, r.prompt_tokens);
+  hash_prompt(r);
   return r;
 }
 
@@ -255,7 +265,7 @@ std::optional<Request> WorkloadGenerator::next_trace_row() {
       }
     }
   } else {
-    extend_hashes(r.prefix_block_hashes, r.prompt_tokens);
+    hash_prompt(r);
   }
   ++num_open_loop_;
   return r;
@@ -271,7 +281,7 @@ std::optional<Request> WorkloadGenerator::next_model_draw() {
   if (spec_.trace.model->has_hash_ids) {
     r.prefix_block_hashes = std::move(d->hash_ids);
   } else {
-    extend_hashes(r.prefix_block_hashes, r.prompt_tokens);
+    hash_prompt(r);
   }
   ++num_open_loop_;
   return r;

@@ -79,6 +79,8 @@ class WorkloadGenerator {
   Domain draw_domain();
   // Appends fresh block hashes to `hashes` until it covers `prompt_tokens`.
   void extend_hashes(std::vector<uint64_t>& hashes, int64_t prompt_tokens);
+  // Gives an open-loop request its prompt's block hashes: none over spec_.max_request_tokens.
+  void hash_prompt(Request& r);
   Request new_request(SimTime arrival_ns, Domain domain);
   Request session_request(SessionId session, const ActiveSession& s, SimTime arrival_ns,
                           int64_t reused_prefix_tokens);

@@ -118,6 +118,11 @@ struct WorkloadSpec {
   SyntheticWorkloadSpec synthetic;  // kind == kSynthetic
   AgentWorkloadSpec agent;          // kind == kAgent
   TraceWorkloadSpec trace;          // kind == kMooncake or kAzure
+  // The model's context (set with the model by the scenario; default: no limit). A synthetic
+  // request, trace row or trace-model draw whose prompt + output tokens exceed it is rejected on
+  // arrival (context_too_long), like any request over the context: the generator makes no prefix
+  // hashes for it, so a row of 1e18 tokens costs what a row of 5,000 does.
+  int64_t max_request_tokens = INT64_MAX;
 };
 
 // Parses the [workload] table `t` (its path is e.g. "workload") and calls t.finish(). Relative

@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "sim/config/config_error.h"
 #include "sim/topology/topology_parser.h"
@@ -102,6 +103,30 @@ TEST(ClusterTest, PromptsBeyondTheContextAreRejected) {
   }
   EXPECT_GT(rejected, 0);
   EXPECT_EQ(out.counters.actions.at("reject:context_too_long"), rejected);
+}
+
+// Trace rows with token counts no model holds (1e18, INT64_MAX) are rejected on arrival like a
+// row merely over the context, and counted. Before, an Azure row of 1e18 tokens ran out of
+// memory making its prefix hashes, and a Mooncake output of INT64_MAX overflowed prompt + output
+// and was admitted, in flight forever.
+TEST(ClusterTest, AbsurdTraceRowsAreRejectedAsTooLong) {
+  for (const std::string name : {"tiny_absurd_azure", "tiny_absurd_mooncake"}) {
+    SCOPED_TRACE(name);
+    const RunOutput out = run(name);
+    testing::expect_sane_run(out, name);
+    std::vector<std::string> outcomes;
+    for (const RequestRecord& r : out.requests) {
+      outcomes.push_back(std::string(request_outcome_name(r.outcome)) + ":" + r.reject_reason);
+    }
+    const std::vector<std::string> expected =
+        name == "tiny_absurd_azure"
+            ? std::vector<std::string>{"completed:", "rejected:context_too_long",
+                                       "rejected:context_too_long", "rejected:context_too_long",
+                                       "completed:"}
+            : std::vector<std::string>{"completed:", "rejected:context_too_long",
+                                       "rejected:context_too_long", "completed:"};
+    EXPECT_EQ(outcomes, expected);
+  }
 }
 
 TEST(ClusterTest, ScarceKvPreemptsAndEveryPreemptedRequestCompletes) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <string>
+#include <vector>
 
 #include "sim/study/overrides.h"
 #include "sim/study/simulate.h"
@@ -28,6 +30,18 @@ RequestBound bound(double prefill_ms, double decode_ms, int64_t output_tokens = 
   b.decode_ms = decode_ms;
   b.rejected = std::move(rejected);
   return b;
+}
+
+// Trace rows of 1e18 and INT64_MAX tokens are bounds rejected as too long, like a row merely over
+// the context. Before, INT64_MAX + INT64_MAX overflowed, the row was priced as admitted and
+// `moesim run --diagnose` chunked its prefill for ever.
+TEST(Infeasibility, AbsurdTraceRowsAreTooLong) {
+  const Scenario sc = load_scenario(std::string(MOESIM_SOURCE_DIR) +
+                                    "/tests/data/scenarios/tiny_absurd_azure.toml");
+  std::vector<std::string> rejected;
+  for (const RequestBound& b : request_bounds(sc, 1)) rejected.push_back(b.rejected);
+  EXPECT_EQ(rejected, (std::vector<std::string>{"", "context_too_long", "context_too_long",
+                                                "context_too_long", ""}));
 }
 
 // A request alone on an idle replica gets its first token after its isolated prefill: the run's

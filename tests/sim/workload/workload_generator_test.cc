@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <tuple>
 
 #include "sim/core/horizon.h"
@@ -449,6 +450,34 @@ TEST(WorkloadGenerator, TraceModelIsDeterministicAndEndsAtTheDuration) {
   }
   // Azure rows carry no prefix information: fresh blocks, as in a window replay.
   EXPECT_EQ(a[1].prefix_block_hashes.front(), a[0].prefix_block_hashes.back() + 1);
+}
+
+// Rows of 1e18 and INT64_MAX tokens (an Azure CSV holds any int64): over the model's context
+// (max_request_tokens), they get no prefix blocks, so they cost what a row merely over it does;
+// the run rejects them on arrival (tests/sim/serving/cluster_test.cc). Before, the generator
+// made one hash per 512 tokens of the row: 16.8 GB and 45 s before running out of memory.
+TEST(WorkloadGenerator, RowsOverTheContextGetNoPrefixBlocks) {
+  std::istringstream csv(
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+      "2023-11-16 18:15:46.0,1000,10\n"
+      "2023-11-16 18:15:46.1,1000000000000000000,5\n"
+      "2023-11-16 18:15:46.2,9223372036854775807,9223372036854775807\n"
+      "2023-11-16 18:15:46.3,5000,10\n"
+      "2023-11-16 18:15:46.4,1000,10\n");
+  WorkloadSpec spec = trace_spec(WorkloadKind::kAzure, "absurd.csv", read_azure_trace(csv, "t"));
+  spec.max_request_tokens = 4096;
+  RngStream rng(1, "workload");
+  WorkloadGenerator gen(spec, rng);
+  const std::vector<Request> reqs = gen.generate_all();
+  ASSERT_EQ(reqs.size(), 5u);
+  EXPECT_EQ(reqs[0].prefix_block_hashes, (std::vector<uint64_t>{0, 1}));
+  for (int i = 1; i <= 3; ++i) EXPECT_TRUE(reqs[i].prefix_block_hashes.empty()) << i;
+  EXPECT_EQ(reqs[1].prompt_tokens, 1'000'000'000'000'000'000);
+  EXPECT_EQ(reqs[2].output_tokens, INT64_MAX);
+  // The hash counter moves as if their blocks were made (2 + 1953125000000000 + 2^54 + 10):
+  // later requests' hashes do not depend on the limit.
+  const uint64_t next = 2 + 1'953'125'000'000'000 + (uint64_t{1} << 54) + 10;
+  EXPECT_EQ(reqs[4].prefix_block_hashes, (std::vector<uint64_t>{next, next + 1}));
 }
 
 TEST(WorkloadGenerator, AzureReplayWithWindow) {
