@@ -22,23 +22,16 @@
 
 #include "base/input_file.h"
 #include "sim/config/config_error.h"
+#include "sim/io/path_text.h"
 
 namespace moesim::sim::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string errno_text(int err) { return std::strerror(err); }
-
-[[noreturn]] void bad_path(const std::string& path, const std::string& option,
-                           const std::string& reason) {
-  throw ConfigError(path, 0, 0, option, reason);
-}
-
-std::string parent_dir(const std::string& path) {
-  fs::path parent = fs::path(path).parent_path();
-  return parent.empty() ? std::string(".") : parent.string();
-}
+using detail::bad_path;
+using detail::errno_text;
+using detail::parent_dir;
 
 // Keeps temporary names within NAME_MAX (255) however long the final name is.
 std::string temp_name_for(const std::string& path) {
