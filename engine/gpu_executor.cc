@@ -1,0 +1,599 @@
+// The op execution behind replay and serve: engine/gpu_executor.h.
+#include "engine/gpu_executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "base/check.h"
+#include "engine/layer_weights.h"
+#include "engine/permutation.h"
+#include "engine/synthetic.h"
+#include "engine/timing.h"
+
+namespace moesim::engine {
+
+namespace {
+
+// A [num_rows, cols] view starting at row `row_begin` of a buffer holding rows of `cols`.
+Tensor rows_view(const Tensor& buffer, int64_t row_begin, int64_t num_rows, int64_t cols) {
+  const int64_t row_bytes = cols * dtype_size_bytes(buffer.dtype);
+  MOESIM_CHECK((row_begin + num_rows) * row_bytes <= buffer.size_bytes(),
+               "replay buffer too small for the step (memory plan out of date)");
+  return Tensor{
+      static_cast<char*>(buffer.data) + row_begin * row_bytes, buffer.dtype, {num_rows, cols}};
+}
+
+// The same bytes with another shape (no larger than the buffer).
+Tensor reshaped(const Tensor& buffer, const Shape& shape) {
+  const Tensor t{buffer.data, buffer.dtype, shape};
+  MOESIM_CHECK(t.size_bytes() <= buffer.size_bytes(), "replay buffer too small");
+  return t;
+}
+
+// A view of the first `experts` experts of an FFN's weights.
+FfnWeights first_experts(const FfnWeights& w, int64_t experts) {
+  FfnWeights v = w;
+  v.num_experts = experts;
+  v.gate_up.shape[0] = experts;
+  v.down.shape[0] = experts;
+  if (!v.gate_up_scale.empty()) {
+    v.gate_up_scale.shape = {experts};
+    v.down_scale.shape = {experts};
+  }
+  return v;
+}
+
+// Buffers of one simulated GPU, sized by the memory plan's extents.
+struct GpuBuffers {
+  std::vector<DeviceTensor> storage;
+  Tensor x, normed, attn_out, shared_out;      // [T, hidden]
+  Tensor router_ids, router_weights;           // [sent rows] I32 / FP32
+  Tensor permuted, slots;                      // [sent rows, hidden]
+  Tensor expert_in, expert_out;                // [received rows, hidden]
+  Tensor a2a_send, a2a_recv;                   // [sent / received rows, hidden], dispatch dtype
+  Tensor mla_prefill_cache, mla_decode_cache;  // [rows * width] flat
+  Tensor gqa_prefill_cache, gqa_decode_cache;  // K then V, flat
+  Tensor kda_prefill_state, kda_decode_state;  // FP32 flat
+};
+
+struct StateSizes {
+  int64_t mla_row = 0;  // kv_lora + rope
+  int64_t gqa_row = 0;  // kv_heads * d (each of K and V)
+  int64_t kda_recurrent = 0;
+  int64_t kda_conv = 0;
+};
+
+StateSizes state_sizes(const StepTrace& trace, const std::vector<LayerRun>& layers) {
+  StateSizes s;
+  for (const LayerRun& r : layers) {
+    const TraceLayer& l = trace.model.layers[r.layer_idx];
+    if (l.attention_kind == AttentionKind::kMla) {
+      s.mla_row = std::max(s.mla_row, l.mla.kv_lora_rank + l.mla.qk_rope_head_dim);
+    } else if (l.attention_kind == AttentionKind::kGqa) {
+      s.gqa_row = std::max(s.gqa_row, l.gqa.num_kv_heads * l.gqa.head_dim);
+    } else {
+      const KdaShape& k = l.kda;
+      s.kda_recurrent = std::max(s.kda_recurrent, k.num_heads * k.head_dim_k * k.head_dim_v);
+      s.kda_conv = std::max(
+          s.kda_conv, (k.short_conv_kernel - 1) * k.num_heads * (2 * k.head_dim_k + k.head_dim_v));
+    }
+  }
+  return s;
+}
+
+GpuBuffers allocate_buffers(Backend& backend, const StepTrace& trace, const GpuExtents& x,
+                            const StateSizes& st, const ReplayDtypes& d, uint64_t seed) {
+  GpuBuffers b;
+  const int64_t hidden = trace.model.hidden_size;
+  const int64_t t = std::max<int64_t>(x.max_tokens, 1);
+  const int64_t sent = std::max<int64_t>(x.max_sent_rows, 1);
+  const int64_t recv = std::max<int64_t>(x.max_received_rows, 1);
+  uint64_t id = 1u << 20;
+  auto make = [&](DType dtype, const Shape& shape, const char* name, float scale) {
+    b.storage.push_back(backend.allocate(dtype, shape, name));
+    if (dtype != DType::kI32 && shape_num_elements(shape) > 0) {
+      backend.fill_synthetic(b.storage.back().view, synthetic_seed(seed, id++), scale);
+    }
+    return b.storage.back().view;
+  };
+  b.x = make(d.activations, {t, hidden}, "activations", 1.0f);
+  b.normed = make(d.activations, {t, hidden}, "normed activations", 1.0f);
+  b.attn_out = make(d.activations, {t, hidden}, "attention output", 1.0f);
+  b.shared_out = make(d.activations, {t, hidden}, "shared expert output", 1.0f);
+  b.router_ids = make(DType::kI32, {sent}, "router ids", 0);
+  b.router_weights = make(DType::kF32, {sent}, "router weights", 0.5f);
+  b.permuted = make(d.activations, {sent, hidden}, "permuted tokens", 1.0f);
+  b.slots = make(d.activations, {sent, hidden}, "unpermuted slots", 1.0f);
+  b.expert_in = make(d.activations, {recv, hidden}, "expert input", 1.0f);
+  b.expert_out = make(d.activations, {recv, hidden}, "expert output", 1.0f);
+  b.a2a_send = make(d.dispatch, {sent, hidden}, "all-to-all send", 1.0f);
+  b.a2a_recv = make(d.dispatch, {recv, hidden}, "all-to-all receive", 1.0f);
+  b.mla_prefill_cache =
+      make(d.kv_cache, {x.max_prefill_cache_rows * st.mla_row}, "MLA cache", 1.0f);
+  b.mla_decode_cache = make(d.kv_cache, {x.max_decode_cache_rows * st.mla_row}, "MLA cache", 1.0f);
+  b.gqa_prefill_cache =
+      make(d.kv_cache, {2 * x.max_prefill_cache_rows * st.gqa_row}, "KV cache", 1.0f);
+  b.gqa_decode_cache =
+      make(d.kv_cache, {2 * x.max_decode_cache_rows * st.gqa_row}, "KV cache", 1.0f);
+  b.kda_prefill_state = make(
+      DType::kF32, {x.max_prefill_sequences * (st.kda_recurrent + st.kda_conv)}, "KDA state", 0.1f);
+  b.kda_decode_state = make(
+      DType::kF32, {x.max_decode_sequences * (st.kda_recurrent + st.kda_conv)}, "KDA state", 0.1f);
+  return b;
+}
+
+// The output head runs as the backend's router op (logits GEMM + softmax + top-1 pick: greedy
+// sampling) over column tiles of the vocabulary shard, at most this many columns each: the CUDA
+// router's top-k kernel handles up to 1024 columns, and no other backend op is a plain GEMM.
+constexpr int64_t kLmHeadTileColumns = 1024;
+
+// The record of the output head: one op per step after the last layer, layer -1, scale 1.
+const LayerRun kLmHeadRun{-1, 1};
+
+struct LmHead {
+  std::vector<DeviceTensor> storage;
+  std::vector<RouterWeights> tiles;  // w_gate [hidden, tile columns]
+  std::vector<RouterConfig> configs;
+  Tensor ids, probs;  // [max tokens, 1] I32 / FP32
+  int64_t vocab = 0;
+};
+
+LmHead build_lm_head(Backend& backend, const StepTrace& trace, int32_t gpu, int64_t max_rows,
+                     DType dtype, uint64_t seed) {
+  LmHead h;
+  h.vocab = lm_head_vocab(trace, gpu);
+  if (h.vocab <= 0) return h;
+  const int64_t hidden = trace.model.hidden_size;
+  uint64_t id = 1u << 24;
+  for (int64_t col = 0; col < h.vocab; col += kLmHeadTileColumns) {
+    const int64_t cols = std::min(kLmHeadTileColumns, h.vocab - col);
+    h.storage.push_back(backend.allocate(dtype, {hidden, cols}, "output head"));
+    backend.fill_synthetic(h.storage.back().view, synthetic_seed(seed, id++),
+                           1.0f / std::sqrt(static_cast<float>(hidden)));
+    h.tiles.push_back(RouterWeights{h.storage.back().view, Tensor{}});
+    h.configs.push_back(RouterConfig{cols, 1, ScoringFunc::kSoftmax, false, 1.0f});
+  }
+  const int64_t rows = std::max<int64_t>(max_rows, 1);
+  h.storage.push_back(backend.allocate(DType::kI32, {rows, 1}, "output head ids"));
+  h.ids = h.storage.back().view;
+  h.storage.push_back(backend.allocate(DType::kF32, {rows, 1}, "output head probabilities"));
+  h.probs = h.storage.back().view;
+  return h;
+}
+
+struct ContextStats {
+  int64_t sum = 0;
+  int64_t max = 0;
+};
+
+ContextStats context_stats(const AttentionBatch& batch) {
+  ContextStats c;
+  for (int64_t v : batch.context_tokens) {
+    c.sum += v;
+    c.max = std::max(c.max, v);
+  }
+  return c;
+}
+
+}  // namespace
+
+// One simulated GPU's weights, buffers and the execution of its share of a step.
+class Executor {
+ public:
+  Executor(Backend& backend, const StepTrace& trace, const std::vector<LayerRun>& layers,
+           const ReplayDtypes& dtypes, int32_t gpu, const GpuExtents& extents,
+           const ExecutorOptions& options, MeasurementWriter* writer)
+      : backend_(backend),
+        trace_(trace),
+        options_(options),
+        layers_(layers),
+        dtypes_(dtypes),
+        gpu_(gpu),
+        writer_(writer) {
+    int64_t local = 0;
+    for (const TracePlacement& p : trace_.placements) {
+      local = std::max(local, num_local_experts(p, gpu_));
+    }
+    for (const LayerRun& r : layers_) {
+      weights_.push_back(build_layer_weights(backend_, trace_.model.layers[r.layer_idx], local,
+                                             dtypes_, options_.seed));
+    }
+    buffers_ = allocate_buffers(backend_, trace_, extents, state_sizes(trace_, layers_), dtypes_,
+                                options_.seed);
+    lm_head_ = build_lm_head(backend_, trace_, gpu_, extents.max_tokens, dtypes_.activations,
+                             options_.seed);
+  }
+
+  int64_t num_op_records() const { return num_op_records_; }
+  int64_t num_step_records() const { return num_step_records_; }
+
+  void run_step(const TraceStep& step) {
+    step_ = &step;
+    step_record_ = StepRecord{step.step_idx, step.replica_idx, gpu_, 0, 0, 0, 0, step.sim_step_ns};
+    prefill_ = AttentionBatch{};
+    decode_ = AttentionBatch{};
+    for (const TraceSequence& s : step.sequences) {
+      if (s.gpu != gpu_) continue;
+      AttentionBatch& b = s.phase == Phase::kPrefill ? prefill_ : decode_;
+      b.new_tokens.push_back(s.new_tokens);
+      b.context_tokens.push_back(s.context_tokens);
+    }
+    all_ = prefill_;
+    all_.new_tokens.insert(all_.new_tokens.end(), decode_.new_tokens.begin(),
+                           decode_.new_tokens.end());
+    all_.context_tokens.insert(all_.context_tokens.end(), decode_.context_tokens.begin(),
+                               decode_.context_tokens.end());
+    tokens_ = all_.total_new_tokens();
+    for (size_t i = 0; i < layers_.size(); ++i) run_layer(layers_[i], weights_[i]);
+    run_lm_head();
+    if (writer_ != nullptr) writer_->write_step(step_record_);
+    ++num_step_records_;
+  }
+
+ private:
+  const TraceReplica& step_replica(const TraceStep& step) const {
+    const TraceReplica* replica = nullptr;
+    for (const TraceReplica& r : trace_.replicas) {
+      if (r.replica_idx == step.replica_idx) replica = &r;
+    }
+    MOESIM_CHECK(replica != nullptr, "step replica validated by the reader");
+    return *replica;
+  }
+
+  // Whether any two GPUs exchange tokens in `routing` (multi-rank: then every rank enters the
+  // layer's all-to-alls, its own share possibly empty).
+  static bool has_remote_traffic(const TraceMoeLayer* routing) {
+    if (routing == nullptr) return false;
+    for (const RoutingEntry& e : routing->routing) {
+      if (e.src_gpu != e.dst_gpu) return true;
+    }
+    return false;
+  }
+
+  void run_layer(const LayerRun& run, const LayerWeights& w) {
+    const TraceLayer& l = trace_.model.layers[run.layer_idx];
+    const int64_t hidden = trace_.model.hidden_size;
+    const DType act = dtypes_.activations;
+    run_ = &run;
+    const Tensor x = rows_view(buffers_.x, 0, tokens_, hidden);
+    const Tensor normed = rows_view(buffers_.normed, 0, tokens_, hidden);
+    const Tensor attn_out = rows_view(buffers_.attn_out, 0, tokens_, hidden);
+    if (tokens_ > 0) {
+      time(OpKind::kRmsnorm, tokens_, all_, rmsnorm_cost(2 * tokens_, hidden, 2, act), act,
+           trace_.model.dtypes.attention, [&] {
+             backend_.rmsnorm(x, w.attn_norm, 1e-6f, normed);
+             backend_.rmsnorm(x, w.ffn_norm, 1e-6f, normed);
+           });
+    }
+    run_attention(l, w, prefill_, true, 0);
+    run_attention(l, w, decode_, false, prefill_.total_new_tokens());
+    if (!l.is_moe) {
+      if (tokens_ > 0) {
+        time(OpKind::kDenseFfn, tokens_, all_,
+             ffn_cost({tokens_}, hidden, l.intermediate_size, dtypes_.dense_ffn, act),
+             dtypes_.dense_ffn, trace_.model.dtypes.dense_ffn,
+             [&] { backend_.expert_ffn(normed, {tokens_}, w.dense, attn_out); });
+      }
+      return;
+    }
+    run_moe(l, w, normed);
+  }
+
+  // The output head after the last layer, as the simulator prices it: one row per prefill
+  // sequence and one per new token of a decode sequence (a speculative verification of 1 + d
+  // tokens needs the logits of each); the input rows stand for the final hidden states.
+  void run_lm_head() {
+    const int64_t rows = prefill_.num_sequences() + decode_.total_new_tokens();
+    if (lm_head_.tiles.empty() || rows == 0) return;
+    const int64_t hidden = trace_.model.hidden_size;
+    const DType act = dtypes_.activations;
+    run_ = &kLmHeadRun;
+    const Tensor in = rows_view(buffers_.normed, 0, rows, hidden);
+    const Tensor ids = rows_view(lm_head_.ids, 0, rows, 1);
+    const Tensor probs = rows_view(lm_head_.probs, 0, rows, 1);
+    time(OpKind::kLmHead, rows, all_, lm_head_cost(rows, hidden, lm_head_.vocab, act, act), act,
+         std::string(dtype_name(act)), [&] {
+           for (size_t i = 0; i < lm_head_.tiles.size(); ++i) {
+             backend_.router(in, lm_head_.tiles[i], lm_head_.configs[i], ids, probs);
+           }
+         });
+  }
+
+  void run_attention(const TraceLayer& l, const LayerWeights& w, const AttentionBatch& batch,
+                     bool prefill, int64_t row0) {
+    if (batch.num_sequences() == 0) return;
+    const int64_t hidden = trace_.model.hidden_size;
+    const int64_t n = batch.total_new_tokens();
+    const int64_t rows = batch.total_cache_rows();
+    const Tensor in = rows_view(buffers_.normed, row0, n, hidden);
+    const Tensor out = rows_view(buffers_.attn_out, row0, n, hidden);
+    const DType a = dtypes_.attention;
+    const DType act = dtypes_.activations;
+    const std::string& trace_dtype = trace_.model.dtypes.attention;
+    switch (l.attention_kind) {
+      case AttentionKind::kMla: {
+        const MlaForm form = prefill ? MlaForm::kNaive : MlaForm::kAbsorbed;
+        const Tensor cache =
+            reshaped(prefill ? buffers_.mla_prefill_cache : buffers_.mla_decode_cache,
+                     {rows, l.mla.kv_lora_rank + l.mla.qk_rope_head_dim});
+        time(prefill ? OpKind::kAttnMlaPrefill : OpKind::kAttnMlaDecode, n, batch,
+             mla_cost(l.mla, batch, form, a, dtypes_.kv_cache, act), a, trace_dtype,
+             [&] { backend_.mla_attention(w.mla, batch, form, in, cache, out); });
+        break;
+      }
+      case AttentionKind::kGqa: {
+        const Tensor& buf = prefill ? buffers_.gqa_prefill_cache : buffers_.gqa_decode_cache;
+        const int64_t width = l.gqa.num_kv_heads * l.gqa.head_dim;
+        const Tensor k_cache = reshaped(buf, {rows, width});
+        const Tensor v_cache{
+            static_cast<char*>(buf.data) + k_cache.size_bytes(), buf.dtype, {rows, width}};
+        MOESIM_CHECK(2 * k_cache.size_bytes() <= buf.size_bytes(), "KV cache too small");
+        time(prefill ? OpKind::kAttnGqaPrefill : OpKind::kAttnGqaDecode, n, batch,
+             gqa_cost(l.gqa, batch, a, dtypes_.kv_cache, act), a, trace_dtype,
+             [&] { backend_.gqa_attention(w.gqa, batch, in, k_cache, v_cache, out); });
+        break;
+      }
+      case AttentionKind::kKda: {
+        const KdaShape& k = l.kda;
+        const int64_t seqs = batch.num_sequences();
+        const Tensor& buf = prefill ? buffers_.kda_prefill_state : buffers_.kda_decode_state;
+        const Tensor recurrent = reshaped(buf, {seqs, k.num_heads, k.head_dim_k, k.head_dim_v});
+        const Tensor conv{
+            static_cast<char*>(buf.data) + recurrent.size_bytes(),
+            DType::kF32,
+            {seqs, k.short_conv_kernel - 1, k.num_heads * (2 * k.head_dim_k + k.head_dim_v)}};
+        MOESIM_CHECK(recurrent.size_bytes() + conv.size_bytes() <= buf.size_bytes(),
+                     "KDA state too small");
+        const KdaState state{recurrent, conv};
+        time(prefill ? OpKind::kAttnKdaPrefill : OpKind::kAttnKdaDecode, n, batch,
+             kda_cost(k, batch, a, act), a, trace_dtype,
+             [&] { backend_.kda_attention(w.kda, batch, in, state, out); });
+        break;
+      }
+    }
+  }
+
+  void run_moe(const TraceLayer& l, const LayerWeights& w, const Tensor& normed) {
+    const int64_t hidden = trace_.model.hidden_size;
+    const int64_t k = l.top_k;
+    const DType act = dtypes_.activations;
+    const TraceDtypes& td = trace_.model.dtypes;
+    const TraceMoeLayer* routing = step_->moe_layer(l.layer_idx);
+    const TracePlacement& placement =
+        trace_.placement_at(step_->replica_idx, step_->step_idx, l.layer_idx);
+    const int64_t sent = tokens_ * k;
+
+    // Forced routing of this GPU's tokens, and its send / receive row counts per GPU.
+    std::vector<ExpertSelectionCount> counts;
+    std::map<int32_t, int64_t> send_rows, recv_rows;
+    std::map<int32_t, int64_t> recv_per_expert;
+    if (routing != nullptr) {
+      for (const RoutingEntry& e : routing->routing) {
+        if (e.src_gpu == gpu_) {
+          counts.push_back({e.expert, e.dst_gpu, e.count});
+          send_rows[e.dst_gpu] += e.count;
+        }
+        if (e.dst_gpu == gpu_) {
+          recv_rows[e.src_gpu] += e.count;
+          recv_per_expert[e.expert] += e.count;
+        }
+      }
+    }
+    Permutation perm;
+    DeviceTensor gather, scatter;
+    if (tokens_ > 0) {
+      const ForcedRouting forced = assign_forced_routing(tokens_, k, counts);
+      perm = make_permutation(forced.expert_ids, k, l.num_routed_experts);
+      gather = upload_ints(backend_, perm.gather_rows, {sent}, "gather rows");
+      scatter = upload_ints(backend_, perm.scatter_rows, {sent}, "scatter rows");
+      const Tensor ids = reshaped(buffers_.router_ids, {tokens_, k});
+      const Tensor weights = reshaped(buffers_.router_weights, {tokens_, k});
+      const RouterConfig config{l.num_routed_experts, k, l.scoring, true, 1.0f};
+      time(OpKind::kRouter, tokens_, all_,
+           router_cost(tokens_, hidden, l.num_routed_experts, k, act, act), act, td.shared_experts,
+           [&] { backend_.router(normed, w.router, config, ids, weights); });
+      const Tensor permuted = rows_view(buffers_.permuted, 0, sent, hidden);
+      time(OpKind::kPermute, sent, all_, permute_cost(sent, hidden, act), act, td.attention,
+           [&] { backend_.permute(normed, gather.view, permuted); });
+    }
+
+    // Dispatch all-to-all (real only with every rank present).
+    all_to_all(OpKind::kDispatchA2a, send_rows, recv_rows, td.dispatch);
+
+    // Local experts: those with a replica here, in expert order.
+    std::vector<int32_t> local;
+    for (int32_t e = 0; e < static_cast<int32_t>(placement.expert_gpus.size()); ++e) {
+      const auto& gpus = placement.expert_gpus[e];
+      if (std::find(gpus.begin(), gpus.end(), gpu_) != gpus.end()) local.push_back(e);
+    }
+    std::vector<int64_t> tokens_per_expert;
+    int64_t received = 0;
+    for (int32_t e : local) {
+      tokens_per_expert.push_back(recv_per_expert.count(e) ? recv_per_expert[e] : 0);
+      received += tokens_per_expert.back();
+    }
+    if (received > 0) {
+      const FfnWeights experts = first_experts(w.experts, static_cast<int64_t>(local.size()));
+      const Tensor in = rows_view(buffers_.expert_in, 0, received, hidden);
+      const Tensor out = rows_view(buffers_.expert_out, 0, received, hidden);
+      OpRecord& r = time(
+          OpKind::kExpertFfn, received, all_,
+          ffn_cost(tokens_per_expert, hidden, l.expert_intermediate_size, dtypes_.experts, act),
+          dtypes_.experts, td.experts,
+          [&] { backend_.expert_ffn(in, tokens_per_expert, experts, out); });
+      r.experts = local;
+      r.tokens_per_expert = tokens_per_expert;
+      if (writer_ != nullptr) writer_->write_op(r);
+    }
+
+    const Tensor shared_out = rows_view(buffers_.shared_out, 0, tokens_, hidden);
+    if (tokens_ > 0 && l.num_shared_experts > 0) {
+      time(OpKind::kSharedExpert, tokens_, all_,
+           ffn_cost({tokens_}, hidden, l.num_shared_experts * l.shared_intermediate_size,
+                    dtypes_.shared_experts, act),
+           dtypes_.shared_experts, td.shared_experts,
+           [&] { backend_.expert_ffn(normed, {tokens_}, w.shared, shared_out); });
+    }
+
+    // Combine all-to-all: the reverse traffic.
+    all_to_all(OpKind::kCombineA2a, recv_rows, send_rows, td.combine);
+
+    if (tokens_ > 0) {
+      // The expert outputs of this GPU's tokens return in permuted order; the permuted buffer
+      // stands in for them when other ranks are absent.
+      const Tensor permuted = rows_view(buffers_.permuted, 0, sent, hidden);
+      const Tensor slots = rows_view(buffers_.slots, 0, sent, hidden);
+      time(OpKind::kUnpermute, sent, all_, permute_cost(sent, hidden, act), act, td.combine,
+           [&] { backend_.unpermute(permuted, scatter.view, slots); });
+      const Tensor slots3 = reshaped(buffers_.slots, {tokens_, k, hidden});
+      const Tensor weights = reshaped(buffers_.router_weights, {tokens_, k});
+      const Tensor out = rows_view(buffers_.attn_out, 0, tokens_, hidden);
+      const Tensor shared = l.num_shared_experts > 0 ? shared_out : Tensor{};
+      time(OpKind::kCombine, tokens_, all_,
+           combine_cost(tokens_, k, hidden, l.num_shared_experts > 0, act), act, td.combine,
+           [&] { backend_.weighted_combine(slots3, weights, shared, out); });
+    }
+  }
+
+  void all_to_all(OpKind kind, const std::map<int32_t, int64_t>& send,
+                  const std::map<int32_t, int64_t>& recv, const std::string& trace_dtype) {
+    const int64_t hidden = trace_.model.hidden_size;
+    const TraceReplica* replica = &step_replica(*step_);
+    std::vector<int64_t> send_rows, recv_rows;
+    int64_t send_total = 0, recv_total = 0, remote_send = 0, remote_recv = 0;
+    for (int32_t g : replica->gpus) {
+      const int64_t s = send.count(g) ? send.at(g) : 0;
+      const int64_t r = recv.count(g) ? recv.at(g) : 0;
+      send_rows.push_back(s);
+      recv_rows.push_back(r);
+      send_total += s;
+      recv_total += r;
+      if (g != gpu_) {
+        remote_send += s;
+        remote_recv += r;
+      }
+    }
+    const bool own_traffic = remote_send > 0 || remote_recv > 0;
+    const bool multi_rank = backend_.world_size() > 1;
+    if (multi_rank ? !has_remote_traffic(step_->moe_layer(run_->layer_idx)) : !own_traffic) return;
+    const double row_bytes = static_cast<double>(hidden * dtype_size_bytes(dtypes_.dispatch));
+    const OpCost cost = all_to_all_cost(remote_send * row_bytes, remote_recv * row_bytes);
+    const Tensor send_buf = kind == OpKind::kDispatchA2a
+                                ? rows_view(buffers_.a2a_send, 0, send_total, hidden)
+                                : rows_view(buffers_.a2a_recv, 0, send_total, hidden);
+    const Tensor recv_buf = kind == OpKind::kDispatchA2a
+                                ? rows_view(buffers_.a2a_recv, 0, recv_total, hidden)
+                                : rows_view(buffers_.a2a_send, 0, recv_total, hidden);
+    const bool available =
+        multi_rank && backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
+    OpRecord r = base_record(kind, remote_send, all_, cost, dtypes_.dispatch, trace_dtype);
+    if (available && options_.timed) {
+      const TimingStats t = time_op(backend_, options_.warmup, options_.repeats, [&] {
+        backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
+      });
+      set_timing(r, t);
+    }
+    if (own_traffic) write(r);
+  }
+
+  OpRecord base_record(OpKind op, int64_t tokens, const AttentionBatch& batch, const OpCost& cost,
+                       DType dtype, const std::string& trace_dtype) const {
+    OpRecord r;
+    r.step_idx = step_->step_idx;
+    r.replica_idx = step_->replica_idx;
+    r.sim_gpu = gpu_;
+    r.layer_idx = run_->layer_idx;
+    r.layer_scale = run_->scale;
+    r.op = op;
+    r.tokens = tokens;
+    const ContextStats c = context_stats(batch);
+    r.context_tokens_sum = c.sum;
+    r.context_tokens_max = c.max;
+    r.num_sequences = batch.num_sequences();
+    r.cost = cost;
+    r.dtype = std::string(dtype_name(dtype));
+    r.trace_dtype = trace_dtype;
+    return r;
+  }
+
+  void set_timing(OpRecord& r, const TimingStats& t) {
+    r.measured = true;
+    r.measured_ns = t.median_ns;
+    r.min_ns = t.min_ns;
+    r.max_ns = t.max_ns;
+  }
+
+  void write(const OpRecord& r) {
+    ++step_record_.num_ops;
+    if (r.measured) {
+      step_record_.measured_ns_sum += r.measured_ns;
+      step_record_.scaled_ns_sum += r.measured_ns * r.layer_scale;
+    } else {
+      ++step_record_.num_not_measured;
+    }
+    ++num_op_records_;
+    if (r.op != OpKind::kExpertFfn && writer_ != nullptr) writer_->write_op(r);
+  }
+
+  // Times `op` and records it. expert_ffn records are completed and written by the caller.
+  template <typename Fn>
+  OpRecord& time(OpKind kind, int64_t tokens, const AttentionBatch& batch, const OpCost& cost,
+                 DType dtype, const std::string& trace_dtype, Fn&& op) {
+    last_ = base_record(kind, tokens, batch, cost, dtype, trace_dtype);
+    if (options_.timed) {
+      set_timing(last_, time_op(backend_, options_.warmup, options_.repeats, op));
+    } else {
+      op();
+    }
+    write(last_);
+    return last_;
+  }
+
+  Backend& backend_;
+  const StepTrace& trace_;
+  const ExecutorOptions options_;
+  const std::vector<LayerRun> layers_;
+  const ReplayDtypes dtypes_;
+  int32_t gpu_;
+  MeasurementWriter* writer_;
+  int64_t num_op_records_ = 0;
+  int64_t num_step_records_ = 0;
+
+  std::vector<LayerWeights> weights_;
+  GpuBuffers buffers_;
+  LmHead lm_head_;
+  const TraceStep* step_ = nullptr;
+  const LayerRun* run_ = nullptr;
+  AttentionBatch prefill_, decode_, all_;
+  int64_t tokens_ = 0;
+  StepRecord step_record_;
+  OpRecord last_;
+};
+
+int64_t lm_head_vocab(const StepTrace& trace, int32_t gpu) {
+  int64_t tp = 1;
+  for (const TraceReplica& r : trace.replicas) {
+    if (std::find(r.gpus.begin(), r.gpus.end(), gpu) != r.gpus.end() && r.attention == "tp") {
+      tp = std::max<int64_t>(1, r.attention_tp);
+    }
+  }
+  return trace.model.vocab_size / tp;
+}
+
+GpuExecutor::GpuExecutor(Backend& backend, const StepTrace& deployment,
+                         const std::vector<LayerRun>& layers, const ReplayDtypes& dtypes,
+                         int32_t gpu, const GpuExtents& extents, const ExecutorOptions& options,
+                         MeasurementWriter* writer)
+    : impl_(std::make_unique<Executor>(backend, deployment, layers, dtypes, gpu, extents, options,
+                                       writer)) {}
+
+GpuExecutor::~GpuExecutor() = default;
+
+void GpuExecutor::run_step(const TraceStep& step) { impl_->run_step(step); }
+
+int64_t GpuExecutor::num_op_records() const { return impl_->num_op_records(); }
+
+int64_t GpuExecutor::num_step_records() const { return impl_->num_step_records(); }
+
+}  // namespace moesim::engine
