@@ -275,11 +275,15 @@ int64_t layer_weight_bytes(const TraceLayer& l, int64_t local_experts, const Rep
 
 ReplayMemoryPlan plan_memory(const StepTrace& trace, const std::vector<LayerRun>& layers,
                              int32_t gpu, const ReplayDtypes& d) {
+  return plan_memory(trace, layers, gpu, d, gpu_extents(trace, gpu));
+}
+
+ReplayMemoryPlan plan_memory(const StepTrace& trace, const std::vector<LayerRun>& layers,
+                             int32_t gpu, const ReplayDtypes& d, const GpuExtents& x) {
   // Local experts: the most any placement of the trace puts on this GPU.
   int64_t local = 0;
   for (const TracePlacement& p : trace.placements)
     local = std::max(local, num_local_experts(p, gpu));
-  const GpuExtents x = gpu_extents(trace, gpu);
   const int64_t hidden = trace.model.hidden_size;
   ReplayMemoryPlan plan;
   // Weights: every selected layer, resident for the whole replay.

@@ -85,5 +85,9 @@ int64_t num_local_experts(const TracePlacement& placement, int32_t gpu);
 
 ReplayMemoryPlan plan_memory(const StepTrace& trace, const std::vector<LayerRun>& layers,
                              int32_t gpu, const ReplayDtypes& dtypes);
+// The same for steps bounded by `extents` (the serving loop sizes them from its scheduler's
+// limits, not from recorded steps).
+ReplayMemoryPlan plan_memory(const StepTrace& trace, const std::vector<LayerRun>& layers,
+                             int32_t gpu, const ReplayDtypes& dtypes, const GpuExtents& extents);
 
 }  // namespace moesim::engine
