@@ -250,10 +250,11 @@ StepPlan Scheduler::plan_step() {
   plan_decodes(budget, plan);
   plan_prefills(budget, plan);
   plan_admissions(budget, plan);
-  // Rank-major; within a rank decode first, then prefill (stable: each in planning order).
+  // Rank-major; within a rank prefill chunks, then decode tokens (the contract's order; stable:
+  // each in planning order).
   std::stable_sort(plan.sequences.begin(), plan.sequences.end(),
                    [](const PlannedSequence& a, const PlannedSequence& b) {
-                     return a.rank != b.rank ? a.rank < b.rank : (!a.prefill && b.prefill);
+                     return a.rank != b.rank ? a.rank < b.rank : (a.prefill && !b.prefill);
                    });
   plan_pending_ = !plan.sequences.empty();
   pending_ = plan.sequences;

@@ -64,10 +64,12 @@ struct PlannedSequence {
 };
 
 struct StepPlan {
-  std::vector<PlannedSequence> sequences;  // rank-major; within a rank decode, then prefill
+  std::vector<PlannedSequence> sequences;  // rank-major; within a rank prefill, then decode
   std::vector<int64_t> preempted;          // preempted by recompute while planning this step
-  std::vector<int64_t> admitted;           // admitted from the queue this step (arrival order)
-  int64_t num_tokens() const;              // sum of new_tokens
+  // Admitted from the queue this step, in queue order (a preempted request again when it is
+  // re-admitted: its first admission is its first_scheduled time).
+  std::vector<int64_t> admitted;
+  int64_t num_tokens() const;  // sum of new_tokens
   bool empty() const { return sequences.empty(); }
 };
 

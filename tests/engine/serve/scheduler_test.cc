@@ -78,10 +78,10 @@ TEST(Scheduler, DecodeTokensComeFirstAndTakeTheirShareOfTheBudget) {
   run_step(s);  // 1: whole prompt, first token
   s.add(req(2, 600, 2));
   Step s2 = run_step(s);
-  // 1 decode token, then 511 of request 2's prompt.
-  EXPECT_EQ(s2.plan.sequences, (Seqs{decode(1, 0, 100), prefill(2, 0, 511, 0, false)}));
+  // 1 decode token first, then 511 of request 2's prompt (the plan lists prefill first).
+  EXPECT_EQ(s2.plan.sequences, (Seqs{prefill(2, 0, 511, 0, false), decode(1, 0, 100)}));
   Step s3 = run_step(s);
-  EXPECT_EQ(s3.plan.sequences, (Seqs{decode(1, 0, 101), prefill(2, 0, 89, 511, true)}));
+  EXPECT_EQ(s3.plan.sequences, (Seqs{prefill(2, 0, 89, 511, true), decode(1, 0, 101)}));
   EXPECT_EQ(s3.outcome.first_token, Ids{2});
   Step s4 = run_step(s);
   EXPECT_EQ(s4.plan.sequences, (Seqs{decode(1, 0, 102), decode(2, 0, 600)}));
@@ -161,7 +161,7 @@ TEST(Scheduler, MaxSeqsCapsSequencesInFlight) {
   EXPECT_EQ(s1.plan.admitted, (Ids{1, 2}));
   EXPECT_EQ(s1.outcome.finished, Ids{1});
   Step s2 = run_step(s);  // 1 finished: 3 is admitted beside 2's decode
-  EXPECT_EQ(s2.plan.sequences, (Seqs{decode(2, 0, 10), prefill(3, 0, 10, 0, true)}));
+  EXPECT_EQ(s2.plan.sequences, (Seqs{prefill(3, 0, 10, 0, true), decode(2, 0, 10)}));
 }
 
 TEST(Scheduler, MaxStepTokensAndRankChoice) {
