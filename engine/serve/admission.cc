@@ -54,10 +54,7 @@ SchedulerConfig replica_config(const SchedulerConfig& base, const AdmissionConfi
   c.num_ranks = num_ranks;
   if (config.concurrency_cap) {
     const ConcurrencyCap& cap = *config.concurrency_cap;
-    if (cap.max_seqs_per_replica < 0 || cap.max_step_tokens_per_replica < 0) {
-      throw std::invalid_argument("admission.concurrency_cap: values must be >= 0");
-    }
-    if (cap.max_seqs_per_replica == 0 && cap.max_step_tokens_per_replica == 0) {
+    if (cap.max_seqs_per_replica <= 0 && cap.max_step_tokens_per_replica <= 0) {
       throw std::invalid_argument("admission.concurrency_cap: at least one value must be > 0");
     }
     if (cap.max_seqs_per_replica > 0) c.max_seqs = cap.max_seqs_per_replica;
@@ -117,12 +114,7 @@ ServeFront::ServeFront(const AdmissionConfig& config, const SchedulerConfig& bas
     if (l.action == LongContextAction::kRoute) {
       pool_index(l.pool, "admission.long_context_cap.pool");
     }
-    if (!l.short_pool.empty()) {
-      pool_index(l.short_pool, "admission.long_context_cap.short_pool");
-    } else if (!config_.pools.empty()) {
-      throw std::invalid_argument(
-          "admission.long_context_cap.short_pool: required when pools are declared");
-    }
+    if (!l.short_pool.empty()) pool_index(l.short_pool, "admission.long_context_cap.short_pool");
   }
 }
 

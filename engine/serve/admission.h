@@ -2,9 +2,10 @@
 // cap, queue isolation, long-context cap: docs/policies/), the named replica pools, the replica
 // router (docs/serving.md "Router and replicas") and one Scheduler per replica. Like the
 // scheduler it is pure and deterministic: the serve loop hands it arrivals in arrival order and
-// drives each replica's Scheduler. Policies the engine cannot run are refused with an
-// std::invalid_argument naming them (cache-aware routing needs a prefix cache; the long-context
-// cap's summarize and offline actions change the request or hold it for a batch window).
+// drives each replica's Scheduler (not thread-safe: the loop serialises calls). Policies the
+// engine cannot run are refused with an std::invalid_argument naming them (cache-aware routing
+// needs a prefix cache; the long-context cap's summarize and offline actions change the request or
+// hold it for a batch window).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +31,7 @@ struct PoolSpec {
   std::vector<int64_t> replicas;  // replica indices, each in at most one pool
 };
 
-// docs/policies/concurrency_cap.md; 0 keeps the scheduler's value.
+// docs/policies/concurrency_cap.md; 0 or -1 keeps the scheduler's value (one must be > 0).
 struct ConcurrencyCap {
   int64_t max_seqs_per_replica = 0;
   int64_t max_step_tokens_per_replica = 0;
@@ -55,7 +56,7 @@ struct LongContextCap {
   int64_t threshold_tokens = 131072;
   LongContextAction action = LongContextAction::kReject;
   std::string pool;        // kRoute: the long-context pool (required)
-  std::string short_pool;  // the other requests' pool; required when pools are declared
+  std::string short_pool;  // the other requests' pool; "": queue isolation's or the first pool
 };
 
 struct AdmissionConfig {
@@ -86,8 +87,8 @@ class ServeFront {
   // `base`: the trace's scheduler settings (its num_ranks is ignored); `num_ranks[r]`: attention
   // ranks of replica r. The concurrency cap replaces max_seqs / max_step_tokens. Throws
   // std::invalid_argument on a bad combination (unknown or overlapping pools, a pool without
-  // replicas, a replica out of range, a policy naming an undeclared pool, pools declared but
-  // no pool for short requests where a routing policy needs one).
+  // replicas, a replica out of range, a policy naming an undeclared pool, a concurrency cap
+  // with no value > 0).
   ServeFront(const AdmissionConfig& config, const SchedulerConfig& base,
              const std::vector<int64_t>& num_ranks);
 

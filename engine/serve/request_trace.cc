@@ -38,6 +38,12 @@ SchedulerConfig RequestTrace::scheduler_config() const {
   return c;
 }
 
+Arrival arrival_of(const TraceRequest& request) {
+  return Arrival{ServeRequest{request.request_id, request.arrival_ns, request.prompt_tokens,
+                              request.output_tokens},
+                 request.session_id};
+}
+
 namespace {
 
 constexpr int64_t kMaxTokens = int64_t{1} << 40;  // far above any context, far from int64 sums
@@ -63,7 +69,7 @@ TraceSchedulerSettings parse_scheduler(const Where& w, const json& j) {
   no_unknown_keys(w, s, p,
                   {"max_seqs", "max_batch_tokens_per_gpu", "max_step_tokens", "chunked_prefill",
                    "kv_block_tokens", "kv_blocks_per_rank", "preemption", "max_queued_requests",
-                   "max_context_tokens", "prefix_caching"});
+                   "max_context_tokens", "prefix_caching", "prefix_block_tokens"});
   TraceSchedulerSettings t;
   t.max_seqs = int_field(w, s, p, "max_seqs", 1);
   t.max_batch_tokens_per_gpu = int_field(w, s, p, "max_batch_tokens_per_gpu", 1, kMaxTokens);
@@ -79,6 +85,7 @@ TraceSchedulerSettings parse_scheduler(const Where& w, const json& j) {
   t.max_queued_requests = limit_field(w, s, p, "max_queued_requests");
   t.max_context_tokens = int_field(w, s, p, "max_context_tokens", 1);
   t.prefix_caching = bool_field(w, s, p, "prefix_caching");
+  t.prefix_block_tokens = int_field_or(w, s, p, "prefix_block_tokens", 1, 512, kMaxTokens);
   return t;
 }
 
@@ -128,9 +135,10 @@ void parse_admission(const Where& w, const json& j, AdmissionConfig& config) {
     const json& c = object_field(w, a, "admission", "concurrency_cap");
     no_unknown_keys(w, c, p, {"max_seqs_per_replica", "max_step_tokens_per_replica"});
     ConcurrencyCap cap;
-    cap.max_seqs_per_replica = int_field(w, c, p, "max_seqs_per_replica", 0);
-    cap.max_step_tokens_per_replica = int_field(w, c, p, "max_step_tokens_per_replica", 0);
-    if (cap.max_seqs_per_replica == 0 && cap.max_step_tokens_per_replica == 0) {
+    // -1 (or 0): the table leaves the limit unset and the scheduler's own applies.
+    cap.max_seqs_per_replica = int_field(w, c, p, "max_seqs_per_replica", -1);
+    cap.max_step_tokens_per_replica = int_field(w, c, p, "max_step_tokens_per_replica", -1);
+    if (cap.max_seqs_per_replica <= 0 && cap.max_step_tokens_per_replica <= 0) {
       w.fail(p, "at least one of max_seqs_per_replica, max_step_tokens_per_replica must be > 0");
     }
     config.concurrency_cap = cap;
@@ -142,11 +150,14 @@ void parse_admission(const Where& w, const json& j, AdmissionConfig& config) {
     QueueIsolation iso;
     iso.long_threshold_tokens = int_field(w, q, p, "long_threshold_tokens", 1);
     iso.isolate = bool_field(w, q, p, "isolate");
-    if (iso.isolate || q.contains("short_pool")) {
+    // Without isolation the pools route nothing (the writer gives "").
+    if (iso.isolate) {
       iso.short_pool = pool_field(w, q, p, "short_pool", config.pools);
-    }
-    if (iso.isolate || q.contains("long_pool")) {
       iso.long_pool = pool_field(w, q, p, "long_pool", config.pools);
+    } else {
+      for (const char* key : {"short_pool", "long_pool"}) {
+        if (q.contains(key)) string_field(w, q, p, key);
+      }
     }
     if (iso.isolate && iso.short_pool == iso.long_pool) {
       w.fail(join(p, "long_pool"), "must differ from short_pool ('" + iso.short_pool + "')");
@@ -162,21 +173,14 @@ void parse_admission(const Where& w, const json& j, AdmissionConfig& config) {
     } catch (const std::invalid_argument& e) {
       w.fail(join(p, "action"), e.what());
     }
-    // The accuracy table is an input of the simulator's report, not of serving.
-    no_unknown_keys(w, l, p,
-                    {"threshold_tokens", "action", "pool", "short_pool", "accuracy_context_tokens",
-                     "accuracy"});
+    no_unknown_keys(w, l, p, {"threshold_tokens", "action", "pool", "short_pool"});
     cap.threshold_tokens = int_field(w, l, p, "threshold_tokens", 1);
     if (cap.action == LongContextAction::kRoute) {
       cap.pool = pool_field(w, l, p, "pool", config.pools);
     } else if (l.contains("pool")) {
       w.fail(join(p, "pool"), "only for action 'route'");
     }
-    if (l.contains("short_pool")) {
-      cap.short_pool = pool_field(w, l, p, "short_pool", config.pools);
-    } else if (!config.pools.empty()) {
-      w.fail(join(p, "short_pool"), "missing (required when pools are declared)");
-    }
+    if (l.contains("short_pool")) cap.short_pool = pool_field(w, l, p, "short_pool", config.pools);
     config.long_context_cap = cap;
   }
 }
@@ -273,7 +277,7 @@ void parse_header(const Where& w, const json& j, RequestTrace& trace) {
   }
 }
 
-TraceRequest parse_request(const Where& w, const json& j) {
+TraceRequest parse_request(const Where& w, const json& j, int64_t prefix_block_tokens) {
   no_unknown_keys(w, j, "",
                   {"record", "request_id", "arrival_ns", "prompt_tokens", "output_tokens",
                    "session_id", "turn_idx", "domain", "prefix_blocks"});
@@ -283,9 +287,15 @@ TraceRequest parse_request(const Where& w, const json& j) {
   r.arrival_ns = int_field(w, j, "", "arrival_ns", 0);
   r.prompt_tokens = int_field(w, j, "", "prompt_tokens", 1);
   r.output_tokens = int_field(w, j, "", "output_tokens", 1);
-  r.session_id = int_field_or(w, j, "", "session_id", 0, -1);
-  r.turn_idx = int_field_or(w, j, "", "turn_idx", 0, -1);
-  r.domain = j.contains("domain") ? string_field(w, j, "", "domain") : "";
+  r.session_id = int_field_or(w, j, "", "session_id", -1, -1);
+  r.turn_idx = int_field_or(w, j, "", "turn_idx", 0, 0);
+  if (j.contains("domain")) {
+    r.domain = string_field(w, j, "", "domain");
+    if (r.domain != "code" && r.domain != "math" && r.domain != "chat" &&
+        r.domain != "multilingual") {
+      w.fail("domain", "unknown domain '" + r.domain + "' (valid: code, math, chat, multilingual)");
+    }
+  }
   if (j.contains("prefix_blocks")) {
     const json& blocks = array_field(w, j, "", "prefix_blocks");
     for (size_t i = 0; i < blocks.size(); ++i) {
@@ -294,6 +304,13 @@ TraceRequest parse_request(const Where& w, const json& j) {
                "expected an unsigned integer hash, got " + describe(blocks[i]));
       }
       r.prefix_blocks.push_back(blocks[i].get<uint64_t>());
+    }
+    const int64_t expected = (r.prompt_tokens + prefix_block_tokens - 1) / prefix_block_tokens;
+    if (static_cast<int64_t>(r.prefix_blocks.size()) != expected) {
+      w.fail("prefix_blocks", "has " + std::to_string(r.prefix_blocks.size()) +
+                                  " hashes, expected ceil(prompt_tokens / " +
+                                  std::to_string(prefix_block_tokens) +
+                                  ") = " + std::to_string(expected));
     }
   }
   return r;
@@ -322,7 +339,7 @@ RequestTrace parse_request_trace(std::string_view text, const std::string& file_
     const std::string kind = string_field(w, j, "", "record");
     if (kind == "header") w.fail("record", "a second header");
     if (kind != "request") w.fail("record", "unknown record kind '" + kind + "' (valid: request)");
-    TraceRequest r = parse_request(w, j);
+    TraceRequest r = parse_request(w, j, trace.scheduler.prefix_block_tokens);
     if (!trace.requests.empty() && r.arrival_ns < trace.requests.back().arrival_ns) {
       w.fail("arrival_ns", "requests must come in arrival order: " + std::to_string(r.arrival_ns) +
                                " < " + std::to_string(trace.requests.back().arrival_ns) +

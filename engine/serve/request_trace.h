@@ -33,6 +33,7 @@ struct TraceSchedulerSettings {
   int64_t max_queued_requests = -1;      // -1: no cap
   int64_t max_context_tokens = 0;
   bool prefix_caching = false;  // the engine has no prefix cache: it computes every prompt token
+  int64_t prefix_block_tokens = 512;  // tokens per prefix_blocks hash (optional, default 512)
 };
 
 struct TraceRequest {
@@ -41,9 +42,9 @@ struct TraceRequest {
   int64_t arrival_ns = 0;
   int64_t prompt_tokens = 0;
   int64_t output_tokens = 0;
-  int64_t session_id = -1;  // -1 when absent
-  int64_t turn_idx = -1;    // -1 when absent
-  std::string domain;       // "" when absent
+  int64_t session_id = -1;      // -1: an independent request (the default)
+  int64_t turn_idx = 0;         // default 0
+  std::string domain = "chat";  // code, math, chat or multilingual (default chat)
   std::vector<uint64_t> prefix_blocks;
 };
 
@@ -66,6 +67,9 @@ struct RequestTrace {
   // The scheduler settings as a SchedulerConfig (num_ranks 1: ServeFront sets each replica's).
   SchedulerConfig scheduler_config() const;
 };
+
+// The arrival the ServeFront takes for `request`.
+Arrival arrival_of(const TraceRequest& request);
 
 // Reads and validates a request trace. Throws InputError; a missing file is "FILE: cannot open".
 RequestTrace read_request_trace(const std::string& path);

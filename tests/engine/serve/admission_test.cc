@@ -91,6 +91,10 @@ TEST(ServeFront, LongContextCapRejectsOrRoutesPromptsOverTheThreshold) {
   EXPECT_EQ(over.reject_reason, "long_context");
   EXPECT_EQ(over.replica, -1);
   EXPECT_TRUE(rejecting.arrive(arrival(1, 1000)).queued());
+  // Pools without a short_pool: the others go to the first pool.
+  config.pools = {{"main", {1}}, {"spare", {0}}};
+  ServeFront first_pool(config, base_config(), {1, 1});
+  EXPECT_EQ(first_pool.arrive(arrival(0, 10)).replica, 1);
 
   config.pools = {{"main", {0}}, {"long", {1}}};
   config.long_context_cap = LongContextCap{1000, LongContextAction::kRoute, "long", "main"};
@@ -152,10 +156,10 @@ TEST(ServeFront, RefusesWhatTheEngineCannotRun) {
             }).find("'c' is not declared"),
             std::string::npos);
   config.queue_isolation.reset();
-  config.long_context_cap = LongContextCap{1000, LongContextAction::kReject, "", ""};
+  config.concurrency_cap = ConcurrencyCap{-1, 0};
   EXPECT_NE(refusal([&] {
               ServeFront(config, base_config(), {1, 1});
-            }).find("short_pool: required when pools are declared"),
+            }).find("at least one value must be > 0"),
             std::string::npos);
 }
 

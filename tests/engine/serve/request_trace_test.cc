@@ -69,7 +69,11 @@ TEST(RequestTrace, ReadsTheTinyTrace) {
   EXPECT_EQ(t.requests[0].domain, "chat");
   EXPECT_EQ(t.requests[1].session_id, -1);
   EXPECT_EQ(t.requests[1].line, 3);
-  EXPECT_EQ(t.requests[2].prefix_blocks, (std::vector<uint64_t>{18446744073709551615ull, 7}));
+  EXPECT_EQ(t.requests[1].domain, "code");
+  EXPECT_EQ(t.requests[2].domain, "chat");  // the default
+  EXPECT_EQ(t.requests[2].turn_idx, 0);     // the default
+  EXPECT_EQ(t.requests[2].prefix_blocks, std::vector<uint64_t>{18446744073709551615ull});
+  EXPECT_EQ(arrival_of(t.requests[1]).request.prompt_tokens, 9000);
   // The front built from it routes by class with the capped schedulers.
   ServeFront front(t.admission, c, t.ranks_per_replica());
   EXPECT_EQ(front.scheduler(1).config().max_seqs, 32);
@@ -110,6 +114,21 @@ TEST(RequestTrace, UnknownKeysAreErrors) {
             std::string::npos);
 }
 
+TEST(RequestTrace, ReadsTheWritersConventions) {
+  // -1: a concurrency-cap limit the table leaves unset; "" pools without isolation.
+  const RequestTrace capped = parse_request_trace(
+      with("\"max_step_tokens_per_replica\": 4096", "\"max_step_tokens_per_replica\": -1"),
+      "t.jsonl");
+  ServeFront front(capped.admission, capped.scheduler_config(), capped.ranks_per_replica());
+  EXPECT_EQ(front.scheduler(0).config().max_seqs, 32);
+  EXPECT_EQ(front.scheduler(0).config().max_step_tokens, -1);
+  const RequestTrace shared = parse_request_trace(
+      with("\"isolate\": true, \"short_pool\": \"short\", \"long_pool\": \"long\"",
+           "\"isolate\": false, \"short_pool\": \"\", \"long_pool\": \"\""),
+      "t.jsonl");
+  EXPECT_FALSE(shared.admission.queue_isolation->isolate);
+}
+
 TEST(RequestTrace, RefusesBadValues) {
   EXPECT_EQ(error_of(with("\"max_step_tokens\": -1", "\"max_step_tokens\": 0")),
             "bad.jsonl:1: scheduler.max_step_tokens: must be -1 (no limit) or >= 1, got 0");
@@ -140,6 +159,12 @@ TEST(RequestTrace, RefusesBadRequestRecords) {
             "bad.jsonl:4: output_tokens: must be >= 1, got 0");
   EXPECT_EQ(error_of(with("18446744073709551615", "-3")),
             "bad.jsonl:4: prefix_blocks[0]: expected an unsigned integer hash, got -3");
+  EXPECT_EQ(error_of(with("[18446744073709551615]", "[1, 2]")),
+            "bad.jsonl:4: prefix_blocks: has 2 hashes, expected ceil(prompt_tokens / 512) = 1");
+  EXPECT_EQ(error_of(with("\"code\"", "\"poetry\"")),
+            "bad.jsonl:3: domain: unknown domain 'poetry' (valid: code, math, chat, multilingual)");
+  EXPECT_EQ(error_of(with("\"session_id\": -1", "\"session_id\": -2")),
+            "bad.jsonl:3: session_id: must be >= -1, got -2");
   EXPECT_EQ(error_of(with("\"record\": \"request\", \"request_id\": 1",
                           "\"record\": \"step\", \"request_id\": 1")),
             "bad.jsonl:3: record: unknown record kind 'step' (valid: request)");
