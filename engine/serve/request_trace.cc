@@ -305,7 +305,8 @@ TraceRequest parse_request(const Where& w, const json& j, int64_t prefix_block_t
       }
       r.prefix_blocks.push_back(blocks[i].get<uint64_t>());
     }
-    const int64_t expected = (r.prompt_tokens + prefix_block_tokens - 1) / prefix_block_tokens;
+    const int64_t expected = r.prompt_tokens / prefix_block_tokens +
+                             (r.prompt_tokens % prefix_block_tokens != 0 ? 1 : 0);
     if (static_cast<int64_t>(r.prefix_blocks.size()) != expected) {
       w.fail("prefix_blocks", "has " + std::to_string(r.prefix_blocks.size()) +
                                   " hashes, expected ceil(prompt_tokens / " +

@@ -161,6 +161,9 @@ TEST(RequestTrace, RefusesBadRequestRecords) {
             "bad.jsonl:4: prefix_blocks[0]: expected an unsigned integer hash, got -3");
   EXPECT_EQ(error_of(with("[18446744073709551615]", "[1, 2]")),
             "bad.jsonl:4: prefix_blocks: has 2 hashes, expected ceil(prompt_tokens / 512) = 1");
+  EXPECT_EQ(error_of(with("\"prompt_tokens\": 100", "\"prompt_tokens\": 9223372036854775807")),
+            "bad.jsonl:4: prefix_blocks: has 1 hashes, expected ceil(prompt_tokens / 512) = "
+            "18014398509481984");
   EXPECT_EQ(error_of(with("\"code\"", "\"poetry\"")),
             "bad.jsonl:3: domain: unknown domain 'poetry' (valid: code, math, chat, multilingual)");
   EXPECT_EQ(error_of(with("\"session_id\": -1", "\"session_id\": -2")),
