@@ -136,7 +136,6 @@ void Scheduler::preempt(int64_t request_id, StepPlan& plan) {
   seq.admit_seq = -1;
   seq.kv_tokens = 0;
   seq.prefill_target = seq.request.prompt_tokens + seq.generated;
-  ++seq.preemptions;
   ++preemptions_[request_id];
   queue_.push_front(request_id);
   plan.preempted.push_back(request_id);

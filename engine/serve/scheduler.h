@@ -116,7 +116,6 @@ class Scheduler {
     int64_t kv_tokens = 0;       // tokens in the KV cache
     int64_t generated = 0;       // output tokens emitted
     int64_t blocks = 0;          // KV blocks held
-    int64_t preemptions = 0;
   };
   struct Budget;
 
