@@ -152,8 +152,9 @@ void ClusterSim::start_slo_watch() {
 bool ClusterSim::workload_ends_before(SimTime t) const {
   const WorkloadSpec& w = sc_.workload;
   const bool counted = w.num_requests || w.num_sessions;
-  const bool window = (w.kind == WorkloadKind::kMooncake || w.kind == WorkloadKind::kAzure) &&
-                      w.trace.replay == TraceReplay::kWindow;
+  const bool window = ((w.kind == WorkloadKind::kMooncake || w.kind == WorkloadKind::kAzure) &&
+                       w.trace.replay == TraceReplay::kWindow) ||
+                      w.kind == WorkloadKind::kRequestTrace;
   // As the run dates the stream's end (cluster_requests.cc): a window's end when it has one and
   // no count, else the last arrival.
   if (w.duration_s && !counted && !window) return from_seconds(*w.duration_s) < t;

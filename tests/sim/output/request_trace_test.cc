@@ -185,5 +185,28 @@ TEST(RequestTrace, AFailedWriteNamesThePathAndTheReason) {
   }
 }
 
+TEST(RequestTrace, ATraceForAnotherModelIsRefused) {
+  const std::string trace = scratch::write(
+      "other_model.jsonl",
+      R"({"record": "header", "schema": "moesim.request_trace.v1", "model": {"name": "qwen"}})"
+      "\n");
+  const std::string scenario =
+      scratch::write("replay_other_model.toml",
+                     "name = \"replay\"\nmodel = \"" MOESIM_SOURCE_DIR
+                     "/models/tiny.toml\"\ntopology = \"" MOESIM_SOURCE_DIR
+                     "/topologies/cpu-2.toml\"\n[deployment]\nreplicas = 1\ngpus_per_replica = 2\n"
+                     "[workload]\nkind = \"request_trace\"\npath = "
+                     "\"other_model.jsonl\"\n[run]\nduration_s = 0.01\n");
+  try {
+    load_scenario(scenario);
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              trace +
+                  ":1: model.name: the trace was exported for model \"qwen\" but the "
+                  "scenario's model is \"tiny\"");
+  }
+}
+
 }  // namespace
 }  // namespace moesim::sim::output
