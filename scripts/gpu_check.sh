@@ -2,7 +2,8 @@
 # GPU check for a machine with only the CUDA toolkit (no package registry): configure the engine
 # alone (MOESIM_ENGINE_ONLY) against the header-only dependencies and GoogleTest sources carried
 # in a folder, build it, run the CUDA-vs-CPU tests, replay the shipped step trace on the GPU
-# (single rank) and on two in-process CPU ranks (the multi-rank path), run the GPU bench, and
+# (single rank) and on two in-process CPU ranks (the multi-rank path), serve a request trace on
+# the GPU and on two CPU ranks (moesim-engine serve), run the GPU bench, and
 # write every log and result to OUT_DIR. Bounded to 8 minutes in total; every step has its own
 # timeout and failures are reported (nonzero exit), never hung on.
 #
@@ -194,6 +195,12 @@ run "replay_$BACKEND" 90 "$ENGINE" replay "$TRACE" --backend "$BACKEND" \
 # the CUDA tests (NcclCommunicatorTest), a single H200 cannot host two NCCL ranks.
 run replay_cpu_2ranks 60 "$ENGINE" replay "$TRACE" --backend cpu --nranks 2 \
   --out "$OUT_DIR/replay_cpu_2ranks.jsonl"
+# The serving loop: a one-GPU request trace on the backend under test (the CUDA backend serves
+# one GPU), and the two-rank trace on CPU threads (the multi-rank serving path).
+run "serve_$BACKEND" 60 "$ENGINE" serve "$ROOT/tests/data/engine/tiny_serve_1gpu.jsonl" \
+  --backend "$BACKEND" --out "$OUT_DIR/serve_$BACKEND"
+run serve_cpu_2ranks 60 "$ENGINE" serve "$ROOT/tests/data/engine/tiny_serve_ep2.jsonl" \
+  --backend cpu --out "$OUT_DIR/serve_cpu_2ranks"
 run "bench_$BACKEND" 150 "$ENGINE" bench "${BENCH_ARGS[@]}" --out "$OUT_DIR/bench_$BACKEND.jsonl"
 
 if [[ $MODE == cpu ]]; then

@@ -124,6 +124,14 @@ int run_serve_command(const EngineArgs& a, const CommandBackendFactory& make_bac
     throw InputError(msg);
   }
   select_layers(o.layers, deployment.model);  // a bad --layers fails before any work
+  size_t num_gpus = 0;
+  for (const TraceReplica& r : deployment.replicas) num_gpus += r.gpus.size();
+  if (backend_name != "cpu" && num_gpus > 1) {
+    // The rank threads exchange tokens through the in-process communicator, in host memory.
+    throw InputError(a.trace_path + ": the deployment has " + std::to_string(num_gpus) +
+                     " GPUs; the " + backend_name +
+                     " backend serves one GPU (multi-GPU serving runs on the cpu backend)");
+  }
 
   ServeInput input;
   input.deployment = &deployment;

@@ -315,12 +315,11 @@ void run_rank(Shared& shared, ReplicaRanks& ranks, int64_t replica_pos, int rank
               const ServeBackendFactory& make_backend, RankResult& result) {
   try {
 #ifdef _OPENMP
-    // The ranks are this process's parallelism: each gets an equal share of the cores for its
-    // GEMMs unless OMP_NUM_THREADS says otherwise (oversubscribed OpenMP teams spin-wait on
-    // each other: 10x slower steps on 2 cores).
-    if (std::getenv("OMP_NUM_THREADS") == nullptr) {
-      omp_set_num_threads(std::max(1, omp_get_num_procs() / total_ranks));
-    }
+    // One OpenMP thread per rank unless OMP_NUM_THREADS says otherwise: the ranks are the
+    // process's parallelism, the CPU profile is fitted from one-thread replays, and OpenMP
+    // teams that outnumber the free cores spin-wait on each other (10x slower steps on the
+    // shared 2-core machine).
+    if (std::getenv("OMP_NUM_THREADS") == nullptr) omp_set_num_threads(1);
 #endif
     std::unique_ptr<Backend> backend = make_backend(ranks.first_thread_rank() + rank, total_ranks);
     result.backend = backend->name();
