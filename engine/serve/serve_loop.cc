@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -32,16 +33,30 @@ using Clock = std::chrono::steady_clock;
 
 // The largest step one GPU of a replica served with `config` can be given (the executor's
 // buffers are sized once from it).
-GpuExtents serve_extents(const SchedulerConfig& config, int64_t max_top_k, int64_t num_ranks) {
+GpuExtents serve_extents(const SchedulerConfig& config, const std::vector<ServedArrival>& arrivals,
+                         int64_t max_top_k, int64_t num_ranks) {
   GpuExtents x;
   int64_t tokens = config.max_batch_tokens_per_gpu;
   if (config.max_step_tokens > 0) tokens = std::min(tokens, config.max_step_tokens);
   const int64_t seqs = std::min(config.max_seqs, tokens);
-  // Every sequence of a rank holds its KV in the rank's pool, so the rows one attention call reads
-  // are at most the pool's tokens (and at most max_seqs sequences of the longest context).
-  int64_t rows = config.kv_blocks_per_rank * config.kv_block_tokens;
-  if (config.max_context_tokens > 0) {
-    rows = std::min(rows, config.max_seqs * config.max_context_tokens);
+  // The rows one attention call reads: the KV of the rank's sequences in the step, at most the
+  // rank's pool and at most the max_seqs largest requests of the trace (prompt + output, in whole
+  // blocks; a recomputation re-prefills prompt + generated tokens, no more). The pool alone is
+  // sized for a GPU's memory, far more than a CPU should allocate for synthetic caches.
+  std::vector<int64_t> sizes;
+  for (const ServedArrival& a : arrivals) {
+    const int64_t t = a.arrival.request.prompt_tokens + a.arrival.request.output_tokens;
+    sizes.push_back((t + config.kv_block_tokens - 1) / config.kv_block_tokens *
+                    config.kv_block_tokens);
+  }
+  const size_t n = std::min(sizes.size(), static_cast<size_t>(config.max_seqs));
+  std::partial_sort(sizes.begin(), sizes.begin() + static_cast<std::ptrdiff_t>(n), sizes.end(),
+                    std::greater<>());
+  int64_t rows = 0;
+  for (size_t i = 0; i < n; ++i) rows += sizes[i];
+  int64_t pool = 0;
+  if (!__builtin_mul_overflow(config.kv_blocks_per_rank, config.kv_block_tokens, &pool)) {
+    rows = std::min(rows, pool);
   }
   x.max_tokens = tokens;
   x.max_prefill_sequences = seqs;
@@ -336,8 +351,9 @@ void run_rank(Shared& shared, ReplicaRanks& ranks, int64_t replica_pos, int rank
     const ReplayDtypes dtypes =
         resolve_dtypes(d.model.dtypes, *backend, shared.options.expert_dtype);
     const int32_t gpu = ranks.replica().gpus.at(rank);
-    const GpuExtents extents = serve_extents(shared.front.scheduler(replica_pos).config(),
-                                             max_top_k(d.model), ranks.num_ranks());
+    const GpuExtents extents =
+        serve_extents(shared.front.scheduler(replica_pos).config(), shared.input.arrivals,
+                      max_top_k(d.model), ranks.num_ranks());
     const ReplayMemoryPlan plan = plan_memory(d, layers, gpu, dtypes, extents);
     // hidden x vocab x element bytes: within int64 by the reader's bounds (2^17 x 2^22 x 4).
     const int64_t head_bytes =
