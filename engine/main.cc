@@ -1,7 +1,8 @@
-// moesim-engine: replays recorded simulator steps on a backend and measures them, or benchmarks
-// each operation. Exit codes, as moesim's: 0 success; 1 runtime failure (out of memory, backend
-// unavailable, a write that failed, e.g. a full disk); 2 usage or input error (bad flags, values
-// outside their domains, a malformed or mismatched trace, an --out that cannot be opened).
+// moesim-engine: replays recorded simulator steps on a backend and measures them, benchmarks
+// each operation, or serves a request trace with its own scheduler. Exit codes, as moesim's: 0
+// success; 1 runtime failure (out of memory, backend unavailable, a write that failed, e.g. a full
+// disk); 2 usage or input error (bad flags, values outside their domains, a malformed or mismatched
+// trace, an --out that cannot be opened).
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include "engine/options.h"
 #include "engine/replay.h"
 #include "engine/replay_plan.h"
+#include "engine/serve/serve_command.h"
 #include "engine/shape_limits.h"
 #include "engine/step_trace.h"
 #include "moesim_version.h"
@@ -35,6 +37,7 @@ namespace {
 constexpr const char* kUsage = R"(usage:
   moesim-engine replay STEPS.jsonl --out MEAS.jsonl [options]
   moesim-engine bench [--out FILE] [options]
+  moesim-engine serve REQUESTS.jsonl --out DIR [options]
   moesim-engine --help | --version
 
 common options:
@@ -69,6 +72,14 @@ multi-rank replay (rank r plays GPU r of one replica; the all-to-alls are real a
                             else R)
   --replica R               the replica the ranks play (default: the trace's first)
   --out PATH                with one process per rank, PATH must contain {rank}
+
+serve options (serves a request trace in wall-clock time; docs/engine.md "Serving"):
+  --out DIR                 writes DIR/steps.jsonl, DIR/requests.csv, then DIR/summary.json
+  --layers PROFILE          as for replay (default all)
+  --expert-dtype bf16|fp8   as for replay
+  --seed N                  seed of the synthetic weights and the routing draws (default 1)
+  --max-wall-s X            stop after X seconds of wall time; unfinished requests stay in flight
+  (--backend and --memory-limit-gib as above; each replica GPU is a thread of this process)
 
 bench options:
   --shapes tiny|dsv3        layer shapes (default tiny on cpu, dsv3 otherwise)
@@ -258,6 +269,11 @@ int main_impl(int argc, char** argv) {
   }
   try {
     const Args a = parse_engine_args(std::vector<std::string>(argv + 1, argv + argc));
+    if (a.command == "serve") {
+      const int code = serve::run_serve_command(
+          a, [&](int num_ranks) { return backend_from(a, num_ranks); }, std::cout);
+      return code == 0 ? 0 : failed(code);
+    }
     return a.command == "replay" ? run_replay(a) : run_bench_command(a);
   } catch (const UsageError& e) {
     // The one line that matters; the usage text is one flag away.

@@ -15,6 +15,10 @@ const std::vector<std::string> kReplayFlags = {
     "--gpus", "--layers", "--expert-dtype", "--max-steps",    "--seed",   "--ranks",
     "--rank", "--nranks", "--nccl-id-file", "--local-device", "--replica"};
 const std::vector<std::string> kBenchFlags = {"--shapes", "--tokens", "--contexts"};
+// serve takes these and no others.
+const std::vector<std::string> kServeFlags = {"--backend",   "--memory-limit-gib", "--out",
+                                              "--layers",    "--expert-dtype",     "--seed",
+                                              "--max-wall-s"};
 
 bool listed(const std::vector<std::string>& flags, const std::string& flag) {
   return std::find(flags.begin(), flags.end(), flag) != flags.end();
@@ -45,6 +49,7 @@ void check_numbers(const EngineArgs& a) {
   positive_flag(a, "--peak-bf16-tflops", kMaxPeakTflops);
   positive_flag(a, "--peak-fp8-tflops", kMaxPeakTflops);
   positive_flag(a, "--peak-gbps", kMaxPeakGbps);
+  positive_flag(a, "--max-wall-s", kMaxServeWallSeconds);
   for (const char* gpus : {"--gpus", "--ranks"}) {
     if (a.has(gpus)) int_list_flag(a, gpus, "", 0, kMaxEngineGpus - 1);
   }
@@ -80,30 +85,41 @@ EngineArgs parse_engine_args(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     if (arg.rfind("--", 0) == 0) {
-      if (!listed(kCommonFlags, arg) && !listed(kReplayFlags, arg) && !listed(kBenchFlags, arg)) {
+      if (!listed(kCommonFlags, arg) && !listed(kReplayFlags, arg) && !listed(kBenchFlags, arg) &&
+          !listed(kServeFlags, arg)) {
         throw UsageError("unknown option " + cut(arg));
       }
       if (i + 1 >= argv.size()) throw UsageError(arg + " needs a value");
       a.flags[arg] = argv[++i];
     } else if (a.command.empty()) {
       a.command = arg;
-    } else if (a.command == "replay" && a.trace_path.empty()) {
+    } else if ((a.command == "replay" || a.command == "serve") && a.trace_path.empty()) {
       a.trace_path = arg;
     } else {
       throw UsageError("unexpected argument '" + cut(arg) + "'");
     }
   }
-  if (a.command != "replay" && a.command != "bench") {
+  if (a.command != "replay" && a.command != "bench" && a.command != "serve") {
     throw UsageError(a.command.empty() ? "missing command"
                                        : "unknown command '" + cut(a.command) + "'");
   }
   for (const auto& [flag, value] : a.flags) {
+    if (a.command != "serve" && flag == "--max-wall-s") {
+      throw UsageError(flag + " is a serve option");
+    }
     if (a.command == "bench" && listed(kReplayFlags, flag)) {
       throw UsageError(flag + " is a replay option");
     }
     if (a.command == "replay" && listed(kBenchFlags, flag)) {
       throw UsageError(flag + " is a bench option");
     }
+    if (a.command == "serve" && !listed(kServeFlags, flag)) {
+      throw UsageError(flag + " is not a serve option");
+    }
+  }
+  if (a.command == "serve") {
+    if (a.trace_path.empty()) throw UsageError("serve needs a REQUESTS.jsonl argument");
+    if (!a.has("--out")) throw UsageError("serve needs --out DIR");
   }
   if (a.command == "replay") {
     if (a.trace_path.empty()) throw UsageError("replay needs a STEPS.jsonl argument");

@@ -27,13 +27,14 @@ inline constexpr int64_t kMaxEngineRuns = 1000000;           // --warmup, --repe
 inline constexpr double kMaxMemoryLimitGib = 1e6;            // --memory-limit-gib: about 1 PB
 inline constexpr double kMaxPeakTflops = 1e6;                // --peak-*-tflops: 1 EFLOP/s
 inline constexpr double kMaxPeakGbps = 1e6;                  // --peak-gbps: 1 PB/s
+inline constexpr double kMaxServeWallSeconds = 1e6;          // --max-wall-s: 11.6 days
 inline constexpr int64_t kMaxEngineGpus = int64_t{1} << 20;  // GPU ids, ranks, replicas
 inline constexpr int64_t kMaxBenchTokens = int64_t{1} << 24;
 inline constexpr int64_t kMaxBenchContextTokens = INT32_MAX;  // tokens + context fit int32
 
 struct EngineArgs {
-  std::string command;     // "replay" or "bench"
-  std::string trace_path;  // replay's STEPS.jsonl
+  std::string command;     // "replay", "bench" or "serve"
+  std::string trace_path;  // replay's STEPS.jsonl, serve's REQUESTS.jsonl
   std::map<std::string, std::string> flags;
 
   bool has(const std::string& flag) const { return flags.count(flag) > 0; }

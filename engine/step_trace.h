@@ -11,80 +11,11 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/trace_header.h"
 
 namespace moesim::engine {
 
 inline constexpr std::string_view kStepTraceSchema = "moesim.step_trace.v1";
-
-enum class AttentionKind { kMla, kGqa, kKda };
-// "mla", "gqa", "kda".
-std::string_view attention_kind_name(AttentionKind kind);
-
-// One layer of the model: attention shapes (only the member of `kind` is meaningful; hidden
-// sizes filled in from the model) and the FFN.
-struct TraceLayer {
-  int64_t layer_idx = 0;
-  AttentionKind attention_kind = AttentionKind::kMla;
-  MlaShape mla;
-  GqaShape gqa;
-  KdaShape kda;
-  bool is_moe = false;
-  int64_t intermediate_size = 0;  // dense FFN
-  // MoE
-  int64_t num_routed_experts = 0;
-  int64_t top_k = 0;
-  int64_t num_shared_experts = 0;
-  int64_t expert_intermediate_size = 0;
-  int64_t shared_intermediate_size = 0;
-  ScoringFunc scoring = ScoringFunc::kSoftmax;
-};
-
-// Storage formats named in the trace (step_trace.md lists the values; the replay maps them onto
-// what a backend runs and records both).
-struct TraceDtypes {
-  std::string attention = "bf16";
-  std::string dense_ffn = "bf16";
-  std::string experts = "bf16";
-  std::string shared_experts = "bf16";
-  std::string kv_cache = "bf16";
-  std::string state = "fp32";
-  std::string dispatch = "bf16";
-  std::string combine = "bf16";
-};
-
-struct TraceModel {
-  std::string name;
-  int64_t hidden_size = 0;
-  int64_t vocab_size = 0;
-  TraceDtypes dtypes;
-  std::vector<TraceLayer> layers;  // layers[i].layer_idx == i
-};
-
-struct TraceTopology {
-  std::string name;
-  int64_t num_gpus = 0;
-  int64_t gpus_per_node = 0;
-  std::string gpu;
-};
-
-struct TraceReplica {
-  int64_t replica_idx = 0;
-  std::vector<int32_t> gpus;
-  std::string attention;  // "dp" or "tp"
-  int64_t attention_tp = 1;
-  int64_t ep_size = 1;
-};
-
-// Expert -> GPUs holding a replica of it, valid from `from_step` on: for every replica (the
-// header's placement, replica_idx -1) or for one replica's steps (a placement record naming it),
-// in every MoE layer (layer_idx -1) or in one (a placement record with "layer").
-struct TracePlacement {
-  int64_t from_step = 0;
-  int64_t replica_idx = -1;
-  int64_t layer_idx = -1;
-  int64_t num_slots_per_gpu = 0;
-  std::vector<std::vector<int32_t>> expert_gpus;
-};
 
 enum class Phase { kPrefill, kDecode };
 

@@ -14,8 +14,9 @@ namespace {
 
 constexpr const char* kDescription =
     "Simulates SCENARIO (a scenarios/*.toml file) and prints the summary and the event digest.\n"
-    "Output paths are checked, and --out and --record locked, before the simulation starts; every\n"
-    "file is written atomically, and summary.json, the mark of a complete --out, comes last.";
+    "Output paths are checked, and --out, --record and --export-requests locked, before the\n"
+    "simulation starts; every file is written atomically, and summary.json, the mark of a\n"
+    "complete --out, comes last.";
 
 constexpr const char* kFooter =
     "exit codes: 0 success, 1 conservation broken or an output not written, 2 bad input\n"
@@ -56,6 +57,10 @@ int run_command(const std::vector<std::string>& argv) {
               "report.html` makes an HTML page of them")
       .option("--record", &request.record_path, "FILE",
               "write the executed steps as JSONL (docs/schemas/step_trace.md)")
+      .option("--export-requests", &request.export_requests_path, "FILE",
+              "write every arrival as the request trace, JSONL (docs/schemas/request_trace.md): "
+              "what `moesim-engine serve` serves and a [workload] kind = \"request_trace\" "
+              "replays")
       .option("--record-steps", &request.record_steps, "N",
               "steps recorded at most (default: [outputs] record_max_steps)")
       .option_with("--trace-window", "START_S:END_S", "Chrome-trace window in simulated seconds",

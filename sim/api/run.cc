@@ -28,6 +28,9 @@ void check_numbers(const RunRequest& r) {
     throw UsageError{"--duration must be in [1e-6, 1e7] seconds (run.duration_s's range)"};
   }
   if (r.record_steps && *r.record_steps <= 0) throw UsageError{"--record-steps must be > 0"};
+  if (r.record_path && r.export_requests_path && *r.record_path == *r.export_requests_path) {
+    throw UsageError{"--record and --export-requests name the same file"};
+  }
   if (r.fidelity_check && *r.fidelity_check <= 0) throw UsageError{"--fidelity-check must be > 0"};
   if (r.replications && (*r.replications < 1 || *r.replications > 1000)) {
     throw UsageError{"--replications must be in 1..1000"};
@@ -163,6 +166,7 @@ RunResult run(const RunRequest& request) {
   RunOptions options = run_options(request, sc);
   result.seed = request.seed ? static_cast<uint64_t>(*request.seed) : sc.run.seed;
   output::RunFiles files(sc, request.out_dir, request.record_path, options);
+  if (request.export_requests_path) files.export_requests(*request.export_requests_path, options);
 
   auto policies = make_policies(sc);
   const auto wall_start = std::chrono::steady_clock::now();

@@ -1,6 +1,6 @@
 // `moesim run`: one simulation of a scenario, its summary, and the outputs it writes when asked
-// (--out DIR, --record FILE: sim/output/run_files.h). Output paths are checked, and the output
-// directory locked, before the simulation starts.
+// (--out DIR, --record FILE, --export-requests FILE: sim/output/run_files.h). Output paths are
+// checked, and the output directory locked, before the simulation starts.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,8 @@ struct RunRequest {
                                            // resolved/ (docs/outputs.md)
   std::optional<std::string> record_path;  // the executed steps as JSONL (exact fidelity)
   std::optional<int64_t> record_steps;     // > 0 (default: [outputs] record_max_steps)
+  // Every arrival as the request trace (docs/schemas/request_trace.md), what the engine serves.
+  std::optional<std::string> export_requests_path;
   // The Chrome trace's window in simulated seconds, 0 <= start <= end <= 1e7 (needs out_dir).
   std::optional<std::pair<double, double>> trace_window_s;
   // After the run, say which requests no rate could serve within the scenario's [slo].

@@ -13,6 +13,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -368,6 +369,16 @@ std::unique_ptr<AtomicFile> prepared_copy(const std::string& source, const std::
   if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (!in) throw OutputError("cannot read " + source + ": " + errno_text(errno));
   return prepared_file(path, [&](std::ostream& os) { os.write(bytes.data(), bytes.size()); });
+}
+
+int open_unnamed_file(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+  // No O_TMPFILE on this file system: a named temporary, unlinked before anything is written.
+  std::string name = (fs::path(dir) / ".moesim-spool-XXXXXX").string();
+  const int named = ::mkostemp(name.data(), O_CLOEXEC);
+  if (named >= 0) ::unlink(name.c_str());
+  return named;
 }
 
 void write_file_atomically(const std::string& path,

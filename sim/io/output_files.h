@@ -131,6 +131,11 @@ class JournalFile {
 // records a journal holds. 0 when the file is absent.
 int64_t num_journal_records(const std::string& path);
 
+// A file with no name in directory `dir`, open for reading and writing (O_TMPFILE; where the file
+// system lacks it, a temporary name unlinked before anything is written), so that no signal or
+// kill leaves it behind: a spool. Returns the descriptor, or -1 with errno set.
+int open_unnamed_file(const std::string& dir);
+
 // Writes `path` atomically with what `fill` writes to the stream (AtomicFile + commit). An
 // exception from `fill` propagates after the temporary is removed.
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& fill);

@@ -107,6 +107,16 @@ class RequestSink {
   virtual void add(const RequestRecord& record, SimTime end_ns) = 0;
 };
 
+// Where every arrival goes as it happens (RunOptions::arrival_sink), before the admission
+// policies see it (`moesim run --export-requests`): in arrival order (ties: sequence order),
+// rejected ones included. `arrival_ns` is the simulated time it arrived (requests.csv's).
+struct Request;
+class ArrivalSink {
+ public:
+  virtual ~ArrivalSink() = default;
+  virtual void add(const Request& request, SimTime arrival_ns) = 0;
+};
+
 // Where Chrome-trace slices go as they are made (RunOptions::trace_sink), in the order
 // RunOutput::trace would hold them.
 class TraceSink {
@@ -141,6 +151,11 @@ struct RunOptions {
   StepSeriesSink* step_series_sink = nullptr;
   bool record_steps = false;
   int64_t record_max_steps = 1000;
+  // Every arrival, as it happens, to this sink (not owned; must outlive the run).
+  ArrivalSink* arrival_sink = nullptr;
+  // Sum the routing model's expected selections of every routed expert over the run's steps
+  // into RunOutput::expert_selections (the loads load-driven policies act on; recording only).
+  bool expert_selections = false;
   bool chrome_trace = false;
   SimTime trace_start_ns = 0;
   SimTime trace_end_ns = 0;

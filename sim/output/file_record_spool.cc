@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
-#include <filesystem>
 
 #include "base/check.h"
 #include "sim/io/output_files.h"
@@ -31,21 +29,10 @@ void append(std::vector<char>& buf, const void* p, size_t n) {
   buf.insert(buf.end(), c, c + n);
 }
 
-// An unnamed file in `dir`, or -1 with errno set.
-int open_unnamed(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
-  // No O_TMPFILE on this file system: a named temporary, unlinked before anything is written.
-  std::string name = (std::filesystem::path(dir) / ".moesim-spool-XXXXXX").string();
-  const int named = ::mkostemp(name.data(), O_CLOEXEC);
-  if (named >= 0) ::unlink(name.c_str());
-  return named;
-}
-
 }  // namespace
 
 FileRecordSpool::FileRecordSpool(const std::string& dir) : dir_(dir) {
-  fd_ = open_unnamed(dir_);
+  fd_ = io::open_unnamed_file(dir_);
   if (fd_ < 0) fail("cannot make", errno);
   read_buf_.reserve(kBufferBytes);
   write_buf_.reserve(kBufferBytes);

@@ -54,6 +54,12 @@ RunFiles::RunFiles(const Scenario& scenario, const std::optional<std::string>& o
 
 RunFiles::~RunFiles() = default;
 
+void RunFiles::export_requests(const std::string& path, RunOptions& options) {
+  request_trace_.emplace(path, scenario_);
+  options.arrival_sink = &*request_trace_;
+  options.expert_selections = true;
+}
+
 void RunFiles::prepare_streamed() {
   if (trace_file_) trace_writer_->finish();
   std::vector<io::AtomicFile*> streamed;
@@ -106,6 +112,7 @@ void RunFiles::commit(const RunOutput& out, uint64_t seed,
     files.push_back(io::prepared_file(
         *record_path_, [&](std::ostream& os) { write_step_trace(os, scenario_, out, seed); }));
   }
+  if (request_trace_) files.push_back(request_trace_->prepare(out, seed));
   // Then the renames, summary.json (the mark of a complete directory) removed first, put last.
   if (out_dir_) {
     const fs::path dir(*out_dir_);

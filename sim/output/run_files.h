@@ -1,12 +1,13 @@
-// The files of one run (`moesim run --out DIR [--record FILE]`, docs/outputs.md): the output
-// directory and the record file are locked and every output path checked before the simulation
-// starts; requests.csv, steps.csv and trace.json stream to temporaries while the run goes (the run
-// keeps none of them in memory). After it, every file is first completed under its temporary
-// name, with summary.json, resolved/ (the configuration as read and the values the run used) and
-// the step trace; only then are they renamed into place, summary.json last: it is the mark of a
-// complete directory, removed before the first rename. A failure before the renames (a full disk)
-// leaves the directory as it was; a signal during them leaves no summary.json. Every file is
-// written atomically (sim/io), and a signal removes the temporaries (sim/io/signal_cleanup.h).
+// The files of one run (`moesim run --out DIR [--record FILE] [--export-requests FILE]`,
+// docs/outputs.md): the output directory and the record files are locked and every output path
+// checked before the simulation starts; requests.csv, steps.csv and trace.json stream to
+// temporaries while the run goes (the run keeps none of them in memory). After it, every file is
+// first completed under its temporary name, with summary.json, resolved/ (the configuration as read
+// and the values the run used), the step trace and the request trace; only then are they renamed
+// into place, summary.json last: it is the mark of a complete directory, removed before the first
+// rename. A failure before the renames (a full disk) leaves the directory as it was; a signal
+// during them leaves no summary.json. Every file is written atomically (sim/io), and a signal
+// removes the temporaries (sim/io/signal_cleanup.h).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "sim/io/output_files.h"
 #include "sim/output/file_record_spool.h"
+#include "sim/output/request_trace.h"
 #include "sim/output/run_outputs.h"
 
 namespace moesim::sim::output {
@@ -31,15 +33,19 @@ class RunFiles {
   RunFiles(const Scenario& scenario, const std::optional<std::string>& out_dir,
            const std::optional<std::string>& record_path, RunOptions& options);
   ~RunFiles();
+  // Also the request trace at `path` ("--export-requests", request_trace.h): checked and locked
+  // now, its records spooled through options.arrival_sink while the run goes (it asks for
+  // options.expert_selections), completed and published by commit() with the other files.
+  void export_requests(const std::string& path, RunOptions& options);
   RunFiles(const RunFiles&) = delete;
   RunFiles& operator=(const RunFiles&) = delete;
 
   // After the run: completes the streamed files (the one whose write failed first is reported
   // first), writes resolved/ (scenario.toml: `scenario_text` when given, the scenario with
   // overrides or held in memory, else a copy of its file; the model card, the topology and
-  // run.json), the step trace at record_path and summary.json, then renames them into place,
-  // summary.json last. Outputs of an earlier run in the directory that this run does not write
-  // (requests.csv, steps.csv, trace.json) are removed with the old summary.json. Throws
+  // run.json), the step trace at record_path, the request trace and summary.json, then renames them
+  // into place, summary.json last. Outputs of an earlier run in the directory that this run does
+  // not write (requests.csv, steps.csv, trace.json) are removed with the old summary.json. Throws
   // OutputError when a file cannot be written.
   void commit(const RunOutput& out, uint64_t seed, const std::optional<std::string>& scenario_text);
 
@@ -60,6 +66,7 @@ class RunFiles {
   std::optional<FileRecordSpool> record_spool_;
   std::optional<StepsCsvWriter> steps_writer_;
   std::optional<ChromeTraceWriter> trace_writer_;
+  std::optional<RequestTraceWriter> request_trace_;  // export_requests()
 };
 
 // resolved/run.json: the seed and the values the run used (models, scheduler, deployment, SLO,

@@ -224,11 +224,26 @@ json model_shapes_json(const ModelCard& card, const DeploymentSpec& d) {
   return m;
 }
 
-void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed) {
+namespace {
+
+// Slots per GPU: the most experts any GPU hosts (the engine sizes every GPU's weights so).
+json placement_json(const std::vector<std::vector<int32_t>>& expert_gpus) {
+  std::map<int32_t, int32_t> slots_of_gpu;
+  int32_t max_slots = 0;
+  for (const auto& e : expert_gpus) {
+    for (int32_t g : e) max_slots = std::max(max_slots, ++slots_of_gpu[g]);
+  }
+  return json{{"num_slots_per_gpu", max_slots}, {"expert_gpus", expert_gpus}};
+}
+
+}  // namespace
+
+json trace_header_json(const std::string& schema, const Scenario& sc, const RunOutput& out,
+                       uint64_t seed) {
   const DeploymentSpec& d = sc.deployment;
   json h;
   h["record"] = "header";
-  h["schema"] = "moesim.step_trace.v1";
+  h["schema"] = schema;
   h["moesim_version"] = MOESIM_VERSION;
   h["scenario"] = sc.name;
   h["seed"] = seed;
@@ -251,17 +266,12 @@ void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out
                     {"ep_size", d.gpus_per_replica}});
   }
   h["replicas"] = reps;
-  // Slots per GPU: the most experts any GPU hosts (the engine sizes every GPU's weights so).
-  auto placement_json = [](const std::vector<std::vector<int32_t>>& expert_gpus) {
-    std::map<int32_t, int32_t> slots_of_gpu;
-    int32_t max_slots = 0;
-    for (const auto& e : expert_gpus) {
-      for (int32_t g : e) max_slots = std::max(max_slots, ++slots_of_gpu[g]);
-    }
-    return json{{"num_slots_per_gpu", max_slots}, {"expert_gpus", expert_gpus}};
-  };
   h["placement"] = placement_json(out.expert_gpus);
-  os << h.dump() << "\n";
+  return h;
+}
+
+void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed) {
+  os << trace_header_json("moesim.step_trace.v1", sc, out, seed).dump() << "\n";
   // A per-layer placement record names its layer by the model's layer index.
   std::vector<int32_t> moe_layer_ids;
   for (size_t i = 0; i < sc.model->layers.size(); ++i) {

@@ -63,6 +63,11 @@ class ChromeTraceWriter final : public TraceSink {
 // The same document from a run that collected its slices (RunOutput::trace).
 void write_chrome_trace(std::ostream& os, const RunOutput& out,
                         const DeploymentSpec* deployment = nullptr);
+// The header both traces start with (docs/schemas/step_trace.md): record "header", `schema`,
+// moesim_version, scenario, seed, overlap, comm_sms, model, topology, replicas and placement (MoE
+// layer 0's at the start). --record and --export-requests both write it through this function.
+nlohmann::json trace_header_json(const std::string& schema, const Scenario& sc,
+                                 const RunOutput& out, uint64_t seed);
 // Header with the model shapes, topology, replicas and placement, then one line per step.
 void write_step_trace(std::ostream& os, const Scenario& sc, const RunOutput& out, uint64_t seed);
 // The model card as the step-trace header's "model" object.

@@ -47,6 +47,7 @@ class LongContextCapPolicy final : public ServingPolicy {
   // Preconditions (checked): the table is well formed (as the parser validates).
   explicit LongContextCapPolicy(LongContextCapParams params);
   std::string_view name() const override { return "long_context_cap"; }
+  const LongContextCapParams& params() const { return params_; }
   void on_arrival(PolicyContext& ctx, Request& request, AdmissionDecision& decision) override;
   // Moves the completed request's expected accuracy into the distribution.
   void on_complete(PolicyContext& ctx, const Request& request,

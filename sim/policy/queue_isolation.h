@@ -33,6 +33,7 @@ class QueueIsolationPolicy final : public ServingPolicy {
 
   explicit QueueIsolationPolicy(QueueIsolationParams params);
   std::string_view name() const override { return "queue_isolation"; }
+  const QueueIsolationParams& params() const { return params_; }
   // Classes the request (action "class_short" / "class_long") and, when isolating, sets its
   // pool.
   void on_arrival(PolicyContext& ctx, Request& request, AdmissionDecision& decision) override;

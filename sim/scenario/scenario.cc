@@ -425,6 +425,13 @@ Scenario parse_scenario(std::shared_ptr<const TomlDocument> doc, const std::stri
   TomlTable wl = root.get_table("workload");
   s.workload = parse_workload(wl, base_dir);
   s.workload.max_request_tokens = s.model->max_context_tokens;
+  if (s.workload.kind == WorkloadKind::kRequestTrace &&
+      s.workload.request_trace->model_name != s.model->name) {
+    // The scenario gives the deployment; the model must be the one the requests were made for.
+    throw ConfigError(s.workload.request_trace_path, 1, 0, "model.name",
+                      "the trace was exported for model \"" + s.workload.request_trace->model_name +
+                          "\" but the scenario's model is \"" + s.model->name + "\"");
+  }
 
   parse_moe_routing(root, dep, path, base_dir, s);
 

@@ -58,7 +58,7 @@ ClusterSim::ClusterSim(const Scenario& sc, const RunOptions& opt, uint64_t seed,
                                                   sc_.outputs.trace_replicas);
   }
   setup_.root_seed = sim_.root_seed();
-  setup_.report_expert_loads = any_wants_loads_;
+  setup_.report_expert_loads = any_wants_loads_ || opt_.expert_selections;
   setup_.check_fidelity = opt_.fidelity_check_every > 0;
   setup_.kv_tiers = kv_tiers_.get();
   setup_.seqs = &seqs_;
@@ -152,8 +152,9 @@ void ClusterSim::start_slo_watch() {
 bool ClusterSim::workload_ends_before(SimTime t) const {
   const WorkloadSpec& w = sc_.workload;
   const bool counted = w.num_requests || w.num_sessions;
-  const bool window = (w.kind == WorkloadKind::kMooncake || w.kind == WorkloadKind::kAzure) &&
-                      w.trace.replay == TraceReplay::kWindow;
+  const bool window = ((w.kind == WorkloadKind::kMooncake || w.kind == WorkloadKind::kAzure) &&
+                       w.trace.replay == TraceReplay::kWindow) ||
+                      w.kind == WorkloadKind::kRequestTrace;
   // As the run dates the stream's end (cluster_requests.cc): a window's end when it has one and
   // no count, else the last arrival.
   if (w.duration_s && !counted && !window) return from_seconds(*w.duration_s) < t;
@@ -225,6 +226,14 @@ RunOutput ClusterSim::run() {
     out.fidelity_samples_skipped = fidelity_checker_->skipped();
   }
   if (draft_acceptance_) out.speculative = draft_acceptance_->totals();
+  if (!expert_selections_.empty()) {
+    const auto num_moe = static_cast<size_t>(num_moe_layers(card_));
+    const size_t num_experts = expert_selections_.size() / num_moe;
+    for (size_t l = 0; l < num_moe; ++l) {
+      const auto row = expert_selections_.begin() + static_cast<std::ptrdiff_t>(l * num_experts);
+      out.expert_selections.emplace_back(row, row + static_cast<std::ptrdiff_t>(num_experts));
+    }
+  }
   return out;
 }
 

@@ -42,6 +42,10 @@ struct RunOutput {
   // placement differs from layer 0's at the start appears at its replica's first recorded step.
   using PlacementChange = ::moesim::sim::PlacementChange;
   std::vector<PlacementChange> placement_changes;
+  // RunOptions::expert_selections: per MoE layer (model order), per routed expert, the expected
+  // selections summed over every executed step (drafts excluded); empty without it or when the
+  // routing model states no expectation.
+  std::vector<std::vector<double>> expert_selections;
   bool conservation_ok = false;
   std::string conservation_message;
   // RunOptions::fidelity_check_every > 0: the sampled steps timed on both fidelities

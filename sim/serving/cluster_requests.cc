@@ -78,6 +78,7 @@ void ClusterSim::reject(int32_t sid, const std::string& reason) {
 }
 
 void ClusterSim::admit_request(Request req) {
+  if (opt_.arrival_sink) opt_.arrival_sink->add(req, sim_.now());
   AdmissionDecision decision;
   for (auto& p : policies_) {
     p->on_arrival(*policy_ctx_, req, decision);

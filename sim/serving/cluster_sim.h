@@ -111,6 +111,9 @@ class ClusterSim {
   EventKind k_delayed_ = 0, k_kv_load_ = 0;  // k_kv_load_ registered only with [kv_tiers]
   std::vector<std::unique_ptr<ServingPolicy>> policies_;
   bool any_wants_loads_ = false;
+  // RunOptions::expert_selections: the steps' expected loads summed (MoE layer x expert,
+  // row-major; empty until a step reports some).
+  std::vector<double> expert_selections_;
   ClusterRouter router_;
   // The lower KV tiers of every node ([kv_tiers]; null without): the schedulers demote to and
   // load from them.

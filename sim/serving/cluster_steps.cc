@@ -26,6 +26,12 @@ void ClusterSim::try_start_step(Replica& r) {
   if (draft_accounting_) draft_accounting_->on_step(r, res);
   recording_->finish(r, batch, res);
   if (any_wants_loads_) r.step_expert_loads = res.expert_loads;
+  if (opt_.expert_selections && !res.expert_loads.empty()) {
+    if (expert_selections_.empty()) expert_selections_.assign(res.expert_loads.size(), 0.0);
+    for (size_t i = 0; i < res.expert_loads.size(); ++i) {
+      expert_selections_[i] += res.expert_loads[i];
+    }
+  }
   r.last_step_ns = res.duration_ns;
   r.busy = true;
   sim_.schedule_after(res.duration_ns, k_step_done_, r.idx, r.step_idx);

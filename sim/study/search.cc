@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "base/check.h"
+#include "sim/config/config_error.h"
 #include "sim/metrics/figure_text.h"
 #include "sim/study/parallel_runs.h"
 #include "sim/study/simulate.h"
@@ -21,6 +22,8 @@ double base_rate_per_s(const Scenario& scenario) {
       return w.synthetic.arrival.rate_per_s;
     case WorkloadKind::kAgent:
       return w.agent.arrival.rate_per_s;
+    case WorkloadKind::kRequestTrace:
+      return 0.0;  // fixed arrivals: no rate to scale
     case WorkloadKind::kMooncake:
     case WorkloadKind::kAzure:
       break;
@@ -57,6 +60,9 @@ Override rate_override(const Scenario& scenario, double multiplier) {
       return {"workload.arrival.rate_per_s", w.synthetic.arrival.rate_per_s * multiplier};
     case WorkloadKind::kAgent:
       return {"workload.arrival.rate_per_s", w.agent.arrival.rate_per_s * multiplier};
+    case WorkloadKind::kRequestTrace:
+      throw ConfigError(w.request_trace_path, 0, 0, "workload.kind",
+                        "a request trace's arrivals are fixed: it has no rate to search");
     case WorkloadKind::kMooncake:
     case WorkloadKind::kAzure:
       break;

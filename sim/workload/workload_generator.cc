@@ -41,6 +41,10 @@ WorkloadGenerator::WorkloadGenerator(WorkloadSpec spec, RngStream& rng)
         system_prompt_hashes_.push_back(next_block_hash_++);
       }
       break;
+    case WorkloadKind::kRequestTrace:
+      MOESIM_CHECK(spec_.request_trace != nullptr, "request trace workload without rows");
+      next_block_hash_ = spec_.request_trace->hash_bound;
+      break;
     case WorkloadKind::kMooncake:
     case WorkloadKind::kAzure: {
       const TraceWorkloadSpec& tr = spec_.trace;
@@ -105,6 +109,9 @@ std::optional<Request> WorkloadGenerator::next() {
     case WorkloadKind::kMooncake:
     case WorkloadKind::kAzure:
       r = next_trace_row();
+      break;
+    case WorkloadKind::kRequestTrace:
+      r = next_request_trace_row();
       break;
   }
   if (!r) exhausted_ = true;
@@ -174,6 +181,7 @@ Request WorkloadGenerator::session_request(SessionId session, const ActiveSessio
 }
 
 std::optional<Request> WorkloadGenerator::on_turn_completed(SessionId session, SimTime now) {
+  if (spec_.kind == WorkloadKind::kRequestTrace) return std::nullopt;
   auto it = sessions_.find(session.value);
   MOESIM_CHECK(it != sessions_.end(), "on_turn_completed for a session that is not active");
   ActiveSession& s = it->second;
@@ -210,6 +218,7 @@ std::optional<Request> WorkloadGenerator::on_turn_completed(SessionId session, S
 }
 
 void WorkloadGenerator::abandon_session(SessionId session) {
+  if (spec_.kind == WorkloadKind::kRequestTrace) return;
   auto it = sessions_.find(session.value);
   MOESIM_CHECK(it != sessions_.end(), "abandon_session for a session that is not active");
   sessions_.erase(it);
@@ -283,6 +292,28 @@ std::optional<Request> WorkloadGenerator::next_model_draw() {
   } else {
     hash_prompt(r);
   }
+  ++num_open_loop_;
+  return r;
+}
+
+std::optional<Request> WorkloadGenerator::next_request_trace_row() {
+  const std::vector<RequestTraceRow>& rows = spec_.request_trace->rows;
+  if (trace_idx_ >= rows.size()) return std::nullopt;
+  const RequestTraceRow& row = rows[trace_idx_++];
+  Request r;
+  r.id = RequestId(row.request_id);
+  r.arrival_ns = row.arrival_ns;
+  r.domain = row.domain;
+  r.prompt_tokens = row.prompt_tokens;
+  r.output_tokens = row.output_tokens;
+  if (row.session_id >= 0) r.session = SessionId(row.session_id);
+  r.turn_idx = row.turn_idx;
+  if (row.has_prefix_blocks) {
+    r.prefix_block_hashes = row.prefix_blocks;
+  } else {
+    hash_prompt(r);  // fresh hashes above every hash of the file
+  }
+  ++stats_.num_requests;
   ++num_open_loop_;
   return r;
 }

@@ -56,11 +56,13 @@ class WorkloadGenerator {
   std::vector<Request> generate_all();
 
   // Called by the serving layer when the request of `session` that it was last given completes
-  // at `now`. Returns the session's next request (the next turn, or a re-issue of a failed turn
-  // after a rollback), arriving at now + tool wait; nullopt when the session has ended.
-  // Call exactly once per request of the session. Precondition (checked): the session is active.
+  // at `now`. A request trace replays its session turns open-loop: nothing follows, nullopt.
+  // Returns the session's next request (the next turn, or a re-issue of a failed turn after a
+  // rollback), arriving at now + tool wait; nullopt when the session has ended. Call exactly once
+  // per request of the session. Precondition (checked): the session is active.
   std::optional<Request> on_turn_completed(SessionId session, SimTime now);
-  // Ends an active session early (e.g. its request was rejected). Precondition (checked): active.
+  // Ends an active session early (e.g. its request was rejected). Precondition (checked): active
+  // (a request trace's sessions: a no-op).
   void abandon_session(SessionId session);
 
   size_t num_active_sessions() const { return sessions_.size(); }
@@ -89,6 +91,7 @@ class WorkloadGenerator {
   std::optional<Request> next_agent_session();
   std::optional<Request> next_trace_row();
   std::optional<Request> next_model_draw();
+  std::optional<Request> next_request_trace_row();
 
   WorkloadSpec spec_;
   RngStream& rng_;

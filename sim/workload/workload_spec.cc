@@ -225,6 +225,22 @@ void parse_trace(TomlTable& t, WorkloadSpec& s, const std::string& base_dir) {
   }
 }
 
+// kind = "request_trace": the file only; its rows are the arrivals (no rate, window or domain
+// mix applies).
+void parse_request_trace(TomlTable& t, WorkloadSpec& s, const std::string& base_dir) {
+  const std::filesystem::path given = t.get_string("path");
+  s.request_trace_path =
+      (given.is_relative() ? std::filesystem::path(base_dir) / given : given).string();
+  if (const std::optional<InputProblem> problem =
+          input_file_problem(s.request_trace_path, InputKind::kData)) {
+    t.fail("path", problem->missing ? "cannot open request trace '" + s.request_trace_path + "'"
+                                    : "cannot open request trace (" + problem->reason + "): '" +
+                                          s.request_trace_path + "'");
+  }
+  s.request_trace =
+      std::make_shared<const RequestTraceFile>(read_request_trace(s.request_trace_path));
+}
+
 }  // namespace
 
 std::string_view workload_kind_name(WorkloadKind kind) {
@@ -237,6 +253,8 @@ std::string_view workload_kind_name(WorkloadKind kind) {
       return "mooncake";
     case WorkloadKind::kAzure:
       return "azure";
+    case WorkloadKind::kRequestTrace:
+      return "request_trace";
   }
   return "?";
 }
@@ -273,6 +291,10 @@ double trace_rate_multiplier(const TraceWorkloadSpec& spec) {
 
 std::string workload_description(const WorkloadSpec& spec) {
   std::string out(workload_kind_name(spec.kind));
+  if (spec.kind == WorkloadKind::kRequestTrace) {
+    return out + " " + std::filesystem::path(spec.request_trace_path).filename().string() + " (" +
+           std::to_string(spec.request_trace->rows.size()) + " requests)";
+  }
   if (spec.kind != WorkloadKind::kMooncake && spec.kind != WorkloadKind::kAzure) return out;
   const TraceWorkloadSpec& tr = spec.trace;
   out += " trace " + std::filesystem::path(tr.path).filename().string() + ", ";
@@ -295,7 +317,14 @@ std::string workload_description(const WorkloadSpec& spec) {
 
 WorkloadSpec parse_workload(TomlTable& t, const std::string& base_dir) {
   WorkloadSpec s;
-  const std::string kind = t.get_enum("kind", {"synthetic", "agent", "mooncake", "azure"});
+  const std::string kind =
+      t.get_enum("kind", {"synthetic", "agent", "mooncake", "azure", "request_trace"});
+  if (kind == "request_trace") {
+    s.kind = WorkloadKind::kRequestTrace;
+    parse_request_trace(t, s, base_dir);
+    t.finish();
+    return s;
+  }
   if (kind == "synthetic") {
     s.kind = WorkloadKind::kSynthetic;
     parse_synthetic(t, s);

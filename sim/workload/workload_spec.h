@@ -1,10 +1,12 @@
 // The [workload] table of a scenario, parsed once into plain structs. Full key reference:
-// docs/workload.md. Four kinds:
+// docs/workload.md. Five kinds:
 //   synthetic  open-loop requests: arrival process, prompt/output/reasoning length distributions;
 //   agent      multi-turn agent sessions arriving open-loop; each later turn arrives a tool wait
 //              after the previous one completes, with a context that grows every turn;
 //   mooncake   a Mooncake JSONL trace (with prefix-block hashes);
-//   azure      an Azure LLM inference CSV trace.
+//   azure      an Azure LLM inference CSV trace;
+//   request_trace  a request trace that `moesim run --export-requests` wrote
+//              (request_trace_reader.h): exactly those arrivals, replayed open-loop.
 // A trace is replayed as its window (exactly), as the window looped without end, or as a model
 // fitted from the window (trace_model.h); the last two sustain a rate for any duration.
 #pragma once
@@ -20,14 +22,15 @@
 #include "sim/config/toml_source.h"
 #include "sim/workload/arrival_process.h"
 #include "sim/workload/request.h"
+#include "sim/workload/request_trace_reader.h"
 #include "sim/workload/trace_model.h"
 #include "sim/workload/trace_record.h"
 #include "sim/workload/value_distribution.h"
 
 namespace moesim::sim {
 
-enum class WorkloadKind { kSynthetic, kAgent, kMooncake, kAzure };
-// "synthetic", "agent", "mooncake", "azure".
+enum class WorkloadKind { kSynthetic, kAgent, kMooncake, kAzure, kRequestTrace };
+// "synthetic", "agent", "mooncake", "azure", "request_trace".
 std::string_view workload_kind_name(WorkloadKind kind);
 
 struct SyntheticWorkloadSpec {
@@ -118,6 +121,10 @@ struct WorkloadSpec {
   SyntheticWorkloadSpec synthetic;  // kind == kSynthetic
   AgentWorkloadSpec agent;          // kind == kAgent
   TraceWorkloadSpec trace;          // kind == kMooncake or kAzure
+  // kind == kRequestTrace: the file (resolved against the scenario's directory) and its rows,
+  // read by parse_workload (shared, never modified).
+  std::string request_trace_path;
+  std::shared_ptr<const RequestTraceFile> request_trace;
   // The model's context (set with the model by the scenario; default: no limit). A synthetic
   // request, trace row or trace-model draw whose prompt + output tokens exceed it is rejected on
   // arrival (context_too_long), like any request over the context: the generator makes no prefix

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
@@ -162,6 +163,56 @@ TEST(EngineMain, InconsistentRankOptionsExitWith2) {
   const Result bench = run("bench --nranks 2");
   EXPECT_EQ(bench.exit_code, 2);
   EXPECT_NE(bench.output.find("--nranks is a replay option"), std::string::npos) << bench.output;
+}
+
+}  // namespace
+
+namespace {
+
+const std::string kRequests =
+    std::string(MOESIM_SOURCE_DIR) + "/tests/data/engine/tiny_serve_ep2.jsonl";
+
+std::string read_all(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "r");
+  if (f == nullptr) return "";
+  std::string s;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), f)) > 0) s.append(buf.data(), n);
+  fclose(f);
+  return s;
+}
+
+TEST(EngineMain, ServeWritesRequestsStepsAndSummaryLast) {
+  const std::string dir = temp_path("serve_out");
+  const Result r = run("serve " + kRequests + " --out " + dir);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("served 10 requests (10 completed, 0 rejected, 0 in flight)"),
+            std::string::npos)
+      << r.output;
+  const std::string csv = read_all(dir + "/requests.csv");
+  EXPECT_EQ(csv.rfind("request_id,session_id,turn_idx,attempt_idx,replica,domain,outcome,", 0),
+            0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 11);
+  EXPECT_NE(read_all(dir + "/steps.jsonl").find("\"record\":\"step\""), std::string::npos);
+  EXPECT_NE(read_all(dir + "/summary.json").find("\"completed\": 10"), std::string::npos);
+  EXPECT_EQ(read_all(dir + "/summary.json.tmp"), "");
+}
+
+TEST(EngineMain, ServeUsageErrorsExitWith2) {
+  const Result flag = run("serve " + kRequests + " --out /tmp --repeats 3");
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_NE(flag.output.find("--repeats is not a serve option"), std::string::npos);
+  const Result out = run("serve " + kRequests + " --out " + kRequests);
+  EXPECT_EQ(out.exit_code, 2);
+  EXPECT_NE(out.output.find("not a directory"), std::string::npos) << out.output;
+  const Result tp = run("serve " + std::string(MOESIM_SOURCE_DIR) +
+                        "/tests/data/engine/tiny_requests.jsonl --out " + temp_path("serve_tp"));
+  EXPECT_EQ(tp.exit_code, 2);
+  EXPECT_NE(tp.output.find("data-parallel attention only"), std::string::npos) << tp.output;
+  const Result wall = run("replay " + kTrace + " --out /dev/null --max-wall-s 1");
+  EXPECT_EQ(wall.exit_code, 2);
+  EXPECT_NE(wall.output.find("--max-wall-s is a serve option"), std::string::npos);
 }
 
 }  // namespace

@@ -111,7 +111,7 @@ const std::map<std::string, std::string>& expected_messages() {
        "{dir}/negative_length.jsonl:2: input_length: must be >= 1 (got -5)"},
       {"unknown_kind.toml",
        "{dir}/unknown_kind.toml:2:8: workload.kind: unknown value 'mooncak' (valid: synthetic, "
-       "agent, mooncake, azure)"},
+       "agent, mooncake, azure, request_trace)"},
       {"window_selects_nothing.toml",
        "{dir}/window_selects_nothing.toml:4:11: workload.start_s: the window [5000, inf) s "
        "selects no requests (the trace spans [0, 3537] s)"},
