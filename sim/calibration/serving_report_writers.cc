@@ -81,7 +81,8 @@ void write_serving_markdown(std::ostream& os, const ServingComparison& c) {
   os << "SLOs: TTFT p99 <= " << num(c.slo.ttft_ms) << " ms and TPOT p99 <= " << num(c.slo.tpot_ms)
      << " ms (engine: the mean of its runs' p99s).\n\n";
   os << "Knee (highest offered rate meeting the SLOs): measured " << knee_text(c.measured_knee)
-     << ", predicted " << knee_text(c.predicted_knee) << ", error " << pct(c.knee_error_rel, true)
+     << ", predicted " << knee_text(c.predicted_knee) << ", error "
+     << (c.knee_error_rel ? pct(c.knee_error_rel, true) : "n/a (a knee outside the rates)")
      << ".\n\n";
   os << "- measured: " << c.measured_knee.rule << "\n- predicted: " << c.predicted_knee.rule
      << "\n\n## Load points\n\n";
