@@ -161,7 +161,7 @@ def main(argv=None):
                    help="the scenario key the rate sets (default %s)" % RATE_KEY)
     r.add_argument("--repeats", type=int, default=3, help="serve runs per trace (default 3)")
     r.add_argument("--moesim", default="build/apps/moesim")
-    r.add_argument("--engine", default="build/apps/moesim-engine")
+    r.add_argument("--engine", default="build/engine/moesim-engine")
     r.add_argument("--profile", required=True, help="fitted from bench / replay only")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="scenario override for the export and the validation (repeatable)")
