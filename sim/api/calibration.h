@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "sim/calibration/calibrate.h"
+#include "sim/calibration/serving_comparison.h"
 #include "sim/calibration/validation.h"
 #include "sim/cost/profile.h"
+#include "sim/study/overrides.h"
 
 namespace moesim::sim::api {
 
@@ -54,6 +56,26 @@ struct ValidateRequest {
 // Locks out_dir first, re-simulates the measured steps and writes the reports when asked.
 // Text and JSON: sim/calibration/validation_writers.h.
 ValidationReport validate(const ValidateRequest& request);
+
+// `moesim validate SCENARIO --profile PROFILE.toml --serving RUN_DIR... --out DIR`: serve runs of
+// `moesim-engine serve` against the simulator's re-simulation of the same request traces
+// (sim/calibration/serving_comparison.h; docs/calibration.md, "Serving validation").
+struct ServingValidateRequest {
+  std::string scenario_path;
+  std::optional<std::string> profile_path;  // required
+  std::vector<std::string> run_dirs;        // serve runs' --out directories (>= 1)
+  // Applied to the scenario (as `moesim run --set`) before its workload is replaced by each
+  // load point's request trace: the setting the traces were exported and served with.
+  std::vector<study::Override> overrides;
+  std::optional<std::string> out_dir;  // required: report.json, report.md, points.csv, resim/
+};
+
+// Locks out_dir, reads the runs (ConfigError naming the file and key or row), groups them by the
+// trace they served (one load point per trace), re-simulates each trace with the profile until
+// every request has completed (run.duration_s doubled from twice the engine's longest run, up to
+// 1e7 s), writing the re-simulation's requests.csv and summary.json under out_dir/resim/N-NAME/,
+// compares (compare_serving, the scenario's [slo] limits) and writes the reports.
+ServingComparison validate_serving(const ServingValidateRequest& request);
 
 struct DeriveProfileRequest {
   std::string from_path;                            // a fitted profile

@@ -257,6 +257,15 @@ void resimulate_replica(const Context& cx, int32_t replica_idx, ValidationInput&
 
 }  // namespace
 
+Scenario calibrated_scenario(const Scenario& scenario, const CalibrationProfile& profile) {
+  Scenario calibrated = scenario;
+  calibrated.cost = CostSpec{};
+  calibrated.cost.kind = CostModelKind::kCalibrated;
+  calibrated.cost.profile = std::make_shared<const CalibrationProfile>(profile);
+  calibrated.cost.roofline = scenario.cost.roofline;
+  return calibrated;
+}
+
 ValidationInput resimulate_recorded_steps(const Scenario& scenario,
                                           const CalibrationProfile& profile,
                                           const MeasurementSet& measurements,
@@ -267,13 +276,7 @@ ValidationInput resimulate_recorded_steps(const Scenario& scenario,
         trace.file, 1, 0, "model.name",
         "trace model '" + trace.model + "' differs from the scenario's '" + card.name + "'");
   }
-  // The scenario priced by the profile: its fits, the scenario's roofline parameters as the
-  // fallback, and its [network] calibration applied to the topology (cost_model_factory.h).
-  Scenario calibrated = scenario;
-  calibrated.cost = CostSpec{};
-  calibrated.cost.kind = CostModelKind::kCalibrated;
-  calibrated.cost.profile = std::make_shared<const CalibrationProfile>(profile);
-  calibrated.cost.roofline = scenario.cost.roofline;
+  Scenario calibrated = calibrated_scenario(scenario, profile);
   // The schedule the trace's steps were timed with (the reader checked the name); traces from
   // before the key: the scenario's.
   if (!trace.overlap.empty()) parse_overlap_mode(trace.overlap, &calibrated.deployment.overlap);

@@ -17,6 +17,11 @@
 
 namespace moesim::sim {
 
+// `scenario` priced by `profile` in place of its own [cost]: the profile's fits, the scenario's
+// roofline parameters as the fallback, and its [network] calibration applied to the topology
+// (cost_model_factory.h). Also what `moesim validate --serving` re-simulates with.
+Scenario calibrated_scenario(const Scenario& scenario, const CalibrationProfile& profile);
+
 // Re-simulates every step of `trace` whose step number `measurements` holds a step sample for,
 // replica by replica in trace order, with the placement in force at that step (the header's,
 // then each placement record from its step on) and the overlap schedule the trace records
