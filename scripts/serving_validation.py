@@ -31,8 +31,11 @@ def rate_label(rate):
 def plan(args):
     """The experiment's commands in order: (kind, argv). Paths are under args.out."""
     sets = []
+    deployment_sets = []  # the validation replaces [workload]: its overrides are the export's
     for s in args.set:
         sets += ["--set", s]
+        if not s.startswith("workload."):
+            deployment_sets += ["--set", s]
     traces = {}
     cmds = []
     for r in args.rates:
@@ -49,7 +52,7 @@ def plan(args):
             cmds.append(("serve", [args.engine, "serve", traces[r], "--out", d] +
                          args.engine_arg))
     cmds.append(("validate", [args.moesim, "validate", args.scenario, "--profile", args.profile]
-                 + sets + ["--out", os.path.join(args.out, "validate"), "--serving"] + run_dirs))
+                 + deployment_sets + ["--out", os.path.join(args.out, "validate"), "--serving"] + run_dirs))
     return cmds
 
 
