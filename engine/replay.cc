@@ -515,9 +515,10 @@ class GpuReplay {
         multi_rank && backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
     OpRecord r = base_record(kind, remote_send, all_, cost, dtypes_.dispatch, trace_dtype);
     if (available) {
-      const TimingStats t = time_op(backend_, options_.warmup, options_.repeats, [&] {
-        backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
-      });
+      const TimingStats t = time_op(
+          backend_, options_.warmup, options_.repeats,
+          [&] { backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows); },
+          collective_policy(options_.timing));
       set_timing(r, t);
     }
     if (own_traffic) write(r);
@@ -543,12 +544,7 @@ class GpuReplay {
     return r;
   }
 
-  void set_timing(OpRecord& r, const TimingStats& t) {
-    r.measured = true;
-    r.measured_ns = t.median_ns;
-    r.min_ns = t.min_ns;
-    r.max_ns = t.max_ns;
-  }
+  void set_timing(OpRecord& r, const TimingStats& t) { record_timing(t, r); }
 
   void write(const OpRecord& r) {
     ++step_record_.num_ops;
@@ -567,7 +563,7 @@ class GpuReplay {
   OpRecord& time(OpKind kind, int64_t tokens, const AttentionBatch& batch, const OpCost& cost,
                  DType dtype, const std::string& trace_dtype, Fn&& op) {
     last_ = base_record(kind, tokens, batch, cost, dtype, trace_dtype);
-    set_timing(last_, time_op(backend_, options_.warmup, options_.repeats, op));
+    set_timing(last_, time_op(backend_, options_.warmup, options_.repeats, op, options_.timing));
     write(last_);
     return last_;
   }
@@ -640,6 +636,11 @@ MeasurementHeader make_replay_header(const Backend& backend, const StepTrace& tr
   header.warmup = options.warmup;
   header.repeats = options.repeats;
   header.seed = options.seed;
+  header.estimator = std::string(estimator_name(options.timing.estimator));
+  header.max_wait_fraction = options.timing.max_wait_fraction;
+  header.max_extra_runs =
+      options.timing.max_extra_runs < 0 ? options.repeats : options.timing.max_extra_runs;
+  header.pinned = options.timing.pinned;
   return header;
 }
 
