@@ -3,6 +3,7 @@
 // single-threaded, steady_clock otherwise (see make_cpu_timer in cpu_backend.h).
 #include "engine/cpu/cpu_backend.h"
 
+#include <malloc.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -241,7 +243,18 @@ class CpuBackend : public Backend {
 
 }  // namespace
 
+void keep_freed_heap_memory() {
+  static const bool done = [] {
+    // The largest threshold glibc accepts (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit).
+    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+    return true;
+  }();
+  (void)done;
+}
+
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  keep_freed_heap_memory();
   return std::make_unique<CpuBackend>(options);
 }
 
