@@ -12,8 +12,8 @@
 # Environment: STEPS (steps recorded per tiny workload, default 60), REPEATS (default 7),
 # SLICE_STEPS (steps of the DeepSeek-V3 slice, default 8; 0 leaves it out), SLICE_REPEATS
 # (default 2, no warmup run and no retries of disturbed repeats: each of its ops converts
-# DeepSeek-V3-sized BF16 weights to FP32, 0.1-3 s per op on one thread, so its replay costs ~10 s
-# of CPU per step and GPU; its disturbed ops are flagged, not re-run), MACHINE (profile suffix,
+# DeepSeek-V3-sized BF16 weights to FP32, 0.4-0.8 s per op on one thread, so its replay costs
+# ~13 s of CPU per step and GPU; its disturbed ops are flagged, not re-run), MACHINE (profile suffix,
 # default the CPU model, lower-case, dashes), PROFILE_DIR (where the profile and its reports go,
 # default profiles).
 set -euo pipefail

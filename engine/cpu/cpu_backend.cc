@@ -245,8 +245,9 @@ class CpuBackend : public Backend {
 
 void keep_freed_heap_memory() {
   static const bool done = [] {
-    // The largest threshold glibc accepts (DEFAULT_MMAP_THRESHOLD_MAX on 64-bit).
-    mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+    // No allocation is served by a mapping of its own (a thread arena that cannot hold one falls
+    // back to the main heap), and the main heap's top is never returned to the kernel.
+    mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
     return true;
   }();
