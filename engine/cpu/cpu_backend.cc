@@ -245,8 +245,9 @@ class CpuBackend : public Backend {
 
 void keep_freed_heap_memory() {
   static const bool done = [] {
-    // No allocation is served by a mapping of its own (a thread arena that cannot hold one falls
-    // back to the main heap), and the main heap's top is never returned to the kernel.
+    // No allocation is served by a mapping of its own — except on a thread other than the main
+    // one (--nranks), where glibc still maps one larger than a thread arena (64 MiB) — and the
+    // main heap's top is never returned to the kernel.
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
     return true;
