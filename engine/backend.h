@@ -335,6 +335,10 @@ class Backend {
   // Waits for all queued work.
   virtual void synchronize() = 0;
   virtual std::unique_ptr<Timer> make_timer() = 0;
+  // Host threads besides the caller that run this backend's operations (the CPU backend's
+  // OpenMP workers), as kernel thread ids: timing records their run-queue wait and may pin them
+  // (engine/timing.h). Empty by default.
+  virtual std::vector<int> worker_thread_ids() { return {}; }
 };
 
 // ---- Registry ----------------------------------------------------------------------------------

@@ -118,6 +118,8 @@ void write_headers(const BenchContext& b) {
     header.model = b.o.shapes;
     header.warmup = b.o.warmup;
     header.repeats = b.o.repeats;
+    header.estimator = "median";  // of the clean runs (point() below)
+    header.max_extra_runs = b.o.repeats;
     MeasurementWriter(*b.jsonl).write_header(header);
   }
 }
@@ -126,7 +128,9 @@ void write_headers(const BenchContext& b) {
 void point(const BenchContext& b, OpKind op, int64_t tokens, int64_t context, const OpCost& cost,
            const std::function<void()>& fn) {
   const DevicePeaks& p = b.o.peaks;
-  const TimingStats t = time_op(b.backend, b.o.warmup, b.o.repeats, fn);
+  TimingPolicy median;
+  median.estimator = Estimator::kMedian;
+  const TimingStats t = time_op(b.backend, b.o.warmup, b.o.repeats, fn, median);
   const double s = static_cast<double>(std::max<int64_t>(t.median_ns, 1)) * 1e-9;
   char line[160];
   std::snprintf(line, sizeof(line), "%-18s %7lld %8lld %12.1f %9s %9s %13s %10s\n",

@@ -489,9 +489,10 @@ class Executor {
         multi_rank && backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
     OpRecord r = base_record(kind, remote_send, all_, cost, dtypes_.dispatch, trace_dtype);
     if (available && options_.timed) {
-      const TimingStats t = time_op(backend_, options_.warmup, options_.repeats, [&] {
-        backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
-      });
+      const TimingStats t = time_op(
+          backend_, options_.warmup, options_.repeats,
+          [&] { backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows); },
+          collective_policy(options_.timing));
       set_timing(r, t);
     }
     if (own_traffic) write(r);
@@ -517,12 +518,7 @@ class Executor {
     return r;
   }
 
-  void set_timing(OpRecord& r, const TimingStats& t) {
-    r.measured = true;
-    r.measured_ns = t.median_ns;
-    r.min_ns = t.min_ns;
-    r.max_ns = t.max_ns;
-  }
+  void set_timing(OpRecord& r, const TimingStats& t) { record_timing(t, r); }
 
   void write(const OpRecord& r) {
     ++step_record_.num_ops;
@@ -542,7 +538,7 @@ class Executor {
                  DType dtype, const std::string& trace_dtype, Fn&& op) {
     last_ = base_record(kind, tokens, batch, cost, dtype, trace_dtype);
     if (options_.timed) {
-      set_timing(last_, time_op(backend_, options_.warmup, options_.repeats, op));
+      set_timing(last_, time_op(backend_, options_.warmup, options_.repeats, op, options_.timing));
     } else {
       op();
     }

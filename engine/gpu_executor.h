@@ -19,14 +19,16 @@
 #include "engine/measurement.h"
 #include "engine/replay_plan.h"
 #include "engine/step_trace.h"
+#include "engine/timing.h"
 
 namespace moesim::engine {
 
 struct ExecutorOptions {
   bool timed = true;
-  int warmup = 1;     // timed only: untimed runs of each op before timing (>= 0)
-  int repeats = 3;    // timed only: timed runs of each op (>= 1)
-  uint64_t seed = 1;  // root seed of the synthetic weights and activations
+  int warmup = 1;       // timed only: untimed runs of each op before timing (>= 0)
+  int repeats = 3;      // timed only: timed runs of each op (>= 1)
+  uint64_t seed = 1;    // root seed of the synthetic weights and activations
+  TimingPolicy timing;  // timed only: estimator, noisy-run retries (engine/timing.h)
 };
 
 class Executor;

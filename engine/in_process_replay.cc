@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "engine/cpu/thread_communicator.h"
+#include "engine/timing.h"
 
 namespace moesim::engine {
 
@@ -32,9 +33,13 @@ void run_rank(int rank, const StepTrace& trace, const ReplayOptions& options,
     config.world_size = communicator->world_size();
     config.communicator = communicator;
     backend->init_distributed(config);
+    // Each rank's thread (and its backend's workers) on CPUs of its own when there are enough.
+    ReplayOptions rank_options = options;
+    rank_options.timing.pinned =
+        pin_op_threads(options.timing.pin, rank, config.world_size, backend->worker_thread_ids());
     MeasurementWriter writer(result.records);
-    result.summary = replay_trace(*backend, trace, options, writer);
-    result.header = make_replay_header(*backend, trace, options, result.summary);
+    result.summary = replay_trace(*backend, trace, rank_options, writer);
+    result.header = make_replay_header(*backend, trace, rank_options, result.summary);
   } catch (const CommunicatorAbortedError&) {
     result.aborted = true;
   } catch (...) {

@@ -43,7 +43,8 @@ constexpr const char* kUsage = R"(usage:
 common options:
   --backend cpu|cuda        execution backend (default cpu)
   --warmup N                untimed runs per op (default 1)
-  --repeats N               timed runs per op; the median is reported (default 3)
+  --repeats N               timed runs per op (default 3); replay reports an estimator over the
+                            clean ones (below), bench the median
   --memory-limit-gib X      cpu backend: memory it may use (default 80% of available RAM)
   --peak-bf16-tflops X      peak figures printed and recorded beside achieved rates
   --peak-fp8-tflops X       (override what the backend reports; cpu reports none)
@@ -71,6 +72,16 @@ multi-rank replay (rank r plays GPU r of one replica; the all-to-alls are real a
   --local-device D          device ordinal of this rank (default: the launcher's local rank,
                             else R)
   --replica R               the replica the ranks play (default: the trace's first)
+
+replay timing (docs/engine.md, "Timing on a shared machine"):
+  --estimator min|median|trimmed_mean
+                            what measured_ns reports over the clean samples (default min)
+  --max-wait-fraction X     a sample whose threads waited on a run queue longer than X times
+                            the sample is noisy and replaced (default 0.1)
+  --retries N               extra timed runs per op to replace noisy ones (default: --repeats);
+                            an op still short of clean samples is flagged "noisy"
+  --pin auto|on|off         pin the threads that run ops (ranks, backend workers) to CPUs of
+                            their own; auto: when there are two or more and enough CPUs
   --out PATH                with one process per rank, PATH must contain {rank}
 
 serve options (serves a request trace in wall-clock time; docs/engine.md "Serving"):
@@ -178,6 +189,11 @@ int run_replay(const Args& a) {
   o.expert_dtype = a.get("--expert-dtype", "");
   o.max_steps = int_flag(a, "--max-steps", -1, 0, INT64_MAX);
   o.replica_idx = int_flag(a, "--replica", -1, 0, kMaxEngineGpus - 1);
+  o.timing.estimator = *parse_estimator(a.get("--estimator", "min"));
+  o.timing.max_wait_fraction =
+      positive_flag(a, "--max-wait-fraction", kMaxWaitFraction).value_or(0.1);
+  o.timing.max_extra_runs = static_cast<int>(int_flag(a, "--retries", -1, 0, kMaxEngineRuns));
+  o.timing.pin = *parse_pin_mode(a.get("--pin", "auto"));
   o.engine_version = MOESIM_VERSION;
   const StepTrace trace = read_step_trace(a.trace_path);
   const std::vector<std::string> unsupported = shape_limit_violations(
@@ -201,6 +217,10 @@ int run_replay(const Args& a) {
       if (backend->name() == "cpu") config.communicator = make_mpi_communicator();
       backend->init_distributed(config);
     }
+    const bool per_rank = plan.mode == RankMode::kProcessPerRank;
+    o.timing.pinned =
+        pin_op_threads(o.timing.pin, per_rank ? plan.config.rank : 0,
+                       per_rank ? plan.config.world_size : 1, backend->worker_thread_ids());
   }
   std::ofstream out;
   open_output(out, out_path);

@@ -35,7 +35,12 @@ void MeasurementWriter::write_header(const MeasurementHeader& h) {
             {"sim_gpus", h.sim_gpus},
             {"warmup", h.warmup},
             {"repeats", h.repeats},
-            {"seed", h.seed}};
+            {"seed", h.seed},
+            {"timing",
+             {{"estimator", h.estimator},
+              {"max_wait_fraction", h.max_wait_fraction},
+              {"max_extra_runs", h.max_extra_runs},
+              {"pinned", h.pinned}}}};
   out_ << j.dump() << '\n';
   ++num_records_;
   backend_ = h.backend;
@@ -68,6 +73,14 @@ void MeasurementWriter::write_op(const OpRecord& r) {
   if (r.measured) {
     j["min_ns"] = r.min_ns;
     j["max_ns"] = r.max_ns;
+    if (!r.estimator.empty()) {
+      j["estimator"] = r.estimator;
+      j["wait_ns"] = r.wait_ns ? json(*r.wait_ns) : json(nullptr);
+      j["noisy"] = r.noisy;
+      j["retries"] = r.retries;
+      j["samples_ns"] = r.samples_ns;
+      if (!r.samples_wait_ns.empty()) j["samples_wait_ns"] = r.samples_wait_ns;
+    }
   }
   if (r.op == OpKind::kExpertFfn) {
     j["experts"] = r.experts;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -37,6 +38,11 @@ struct MeasurementHeader {
   int warmup = 0;
   int repeats = 0;
   uint64_t seed = 0;
+  // How ops were timed (engine/timing.h), written as the header's "timing" object.
+  std::string estimator = "min";
+  double max_wait_fraction = 0.1;
+  int max_extra_runs = 0;
+  bool pinned = false;
 };
 
 struct OpRecord {
@@ -56,9 +62,16 @@ struct OpRecord {
   std::string dtype;        // storage dtype the op ran with (weights for GEMM ops)
   std::string trace_dtype;  // the dtype the trace asked for
   bool measured = false;
-  int64_t measured_ns = 0;  // median of repeats; meaningful only when measured
-  int64_t min_ns = 0;
+  int64_t measured_ns = 0;  // `estimator` over the clean samples; meaningful only when measured
+  int64_t min_ns = 0;       // over the clean samples
   int64_t max_ns = 0;
+  // Timing detail (engine/timing.h); written only when measured and the estimator is set.
+  std::string estimator;           // "" leaves every field below out
+  std::optional<int64_t> wait_ns;  // run-queue wait of the reported sample(s); null: unknown
+  bool noisy = false;
+  int64_t retries = 0;                   // timed runs beyond the repeats
+  std::vector<int64_t> samples_ns;       // every timed run in run order
+  std::vector<int64_t> samples_wait_ns;  // the wait around each; empty when unknown
 };
 
 struct StepRecord {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/number_text.h"
+#include "engine/timing.h"
 
 namespace moesim::engine {
 namespace {
@@ -14,6 +15,9 @@ const std::vector<std::string> kCommonFlags = {
 const std::vector<std::string> kReplayFlags = {
     "--gpus", "--layers", "--expert-dtype", "--max-steps",    "--seed",   "--ranks",
     "--rank", "--nranks", "--nccl-id-file", "--local-device", "--replica"};
+// How replays time their ops (engine/timing.h).
+const std::vector<std::string> kReplayTimingFlags = {"--estimator", "--max-wait-fraction",
+                                                     "--retries", "--pin"};
 const std::vector<std::string> kBenchFlags = {"--shapes", "--tokens", "--contexts"};
 // serve takes these and no others.
 const std::vector<std::string> kServeFlags = {"--backend",   "--memory-limit-gib", "--out",
@@ -59,6 +63,15 @@ void check_numbers(const EngineArgs& a) {
   int_flag(a, "--rank", 0, 0, kMaxEngineGpus - 1);
   int_flag(a, "--nranks", 1, 1, kMaxEngineGpus);
   int_flag(a, "--local-device", 0, 0, 1023);
+  positive_flag(a, "--max-wait-fraction", kMaxWaitFraction);
+  int_flag(a, "--retries", 0, 0, kMaxEngineRuns);
+  if (a.has("--estimator") && !parse_estimator(a.get("--estimator", ""))) {
+    throw UsageError("--estimator " + cut(a.get("--estimator", "")) +
+                     ": expected min, median or trimmed_mean");
+  }
+  if (a.has("--pin") && !parse_pin_mode(a.get("--pin", ""))) {
+    throw UsageError("--pin " + cut(a.get("--pin", "")) + ": expected auto, on or off");
+  }
   if (a.has("--tokens") || a.has("--contexts")) {
     const std::vector<int64_t> tokens = int_list_flag(a, "--tokens", "1", 1, kMaxBenchTokens);
     const std::vector<int64_t> contexts =
@@ -85,7 +98,8 @@ EngineArgs parse_engine_args(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     if (arg.rfind("--", 0) == 0) {
-      if (!listed(kCommonFlags, arg) && !listed(kReplayFlags, arg) && !listed(kBenchFlags, arg) &&
+      if (!listed(kCommonFlags, arg) && !listed(kReplayFlags, arg) &&
+          !listed(kReplayTimingFlags, arg) && !listed(kBenchFlags, arg) &&
           !listed(kServeFlags, arg)) {
         throw UsageError("unknown option " + cut(arg));
       }
@@ -107,7 +121,7 @@ EngineArgs parse_engine_args(const std::vector<std::string>& argv) {
     if (a.command != "serve" && flag == "--max-wall-s") {
       throw UsageError(flag + " is a serve option");
     }
-    if (a.command == "bench" && listed(kReplayFlags, flag)) {
+    if (a.command == "bench" && (listed(kReplayFlags, flag) || listed(kReplayTimingFlags, flag))) {
       throw UsageError(flag + " is a replay option");
     }
     if (a.command == "replay" && listed(kBenchFlags, flag)) {

@@ -24,6 +24,7 @@ class UsageError : public InputError {
 
 // Domains of the numeric flags (docs/engine.md, "Command line").
 inline constexpr int64_t kMaxEngineRuns = 1000000;           // --warmup, --repeats
+inline constexpr double kMaxWaitFraction = 1e6;              // --max-wait-fraction
 inline constexpr double kMaxMemoryLimitGib = 1e6;            // --memory-limit-gib: about 1 PB
 inline constexpr double kMaxPeakTflops = 1e6;                // --peak-*-tflops: 1 EFLOP/s
 inline constexpr double kMaxPeakGbps = 1e6;                  // --peak-gbps: 1 PB/s

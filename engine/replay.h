@@ -15,6 +15,7 @@
 #include "engine/backend.h"
 #include "engine/measurement.h"
 #include "engine/step_trace.h"
+#include "engine/timing.h"
 
 namespace moesim::engine {
 
@@ -22,13 +23,14 @@ struct ReplayOptions {
   std::vector<int32_t> gpus;   // simulated GPUs to play; empty = select_gpus() default
   std::string layers = "all";  // replay profile (engine/replay_plan.h)
   int warmup = 1;              // untimed runs of each op before timing (>= 0)
-  int repeats = 3;             // timed runs of each op; the median is reported (>= 1)
+  int repeats = 3;             // clean timed runs of each op wanted (>= 1)
   uint64_t seed = 1;           // root seed of synthetic weights and activations
   std::string expert_dtype;    // "" = from the trace; "bf16" or "fp8" overrides
   int64_t max_steps = -1;      // replay only the first max_steps steps; -1 = all
   std::string engine_version;  // written to the header
   int64_t replica_idx = -1;    // multi-rank only: the replica whose GPUs the ranks play; -1 =
                                // the trace's first replica
+  TimingPolicy timing;         // estimator, noisy-sample retries, pinning (engine/timing.h)
 };
 
 struct ReplaySummary {

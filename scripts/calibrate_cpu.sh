@@ -2,16 +2,18 @@
 # The CPU calibration loop (docs/calibration.md): record -> CPU replay -> calibrate -> validate.
 #   scripts/calibrate_cpu.sh BUILD_DIR [OUT_DIR]
 # Records the steps of the two tiny-model workloads and of the reduced DeepSeek-V3
-# (scenarios/calibration/), replays them on the CPU engine (every layer, timed repeats, median),
-# then
+# (scenarios/calibration/), replays them on the CPU engine (every layer, timed repeats; a repeat
+# disturbed by other processes is replaced, and the op flagged noisy when that fails: see
+# docs/engine.md, "Timing on a shared machine"), then
 #   1. cross-validation: fits on workload A (chat), validates on workload B (burst, held out),
 #      and the reverse;
 #   2. the shipped profile: fits on all three, writes profiles/cpu-<machine>.toml and validates
 #      it on each workload (in-sample) into profiles/cpu-<machine>.validation/.
 # Environment: STEPS (steps recorded per tiny workload, default 60), REPEATS (default 7),
 # SLICE_STEPS (steps of the DeepSeek-V3 slice, default 8; 0 leaves it out), SLICE_REPEATS
-# (default 2, no warmup run: each of its ops converts DeepSeek-V3-sized BF16 weights to FP32,
-# 0.1-3 s per op on one thread, so its replay costs ~10 s of CPU per step and GPU), MACHINE (profile suffix,
+# (default 2, no warmup run and no retries of disturbed repeats: each of its ops converts
+# DeepSeek-V3-sized BF16 weights to FP32, 0.4-0.8 s per op on one thread, so its replay costs
+# ~13 s of CPU per step and GPU; its disturbed ops are flagged, not re-run), MACHINE (profile suffix,
 # default the CPU model, lower-case, dashes), PROFILE_DIR (where the profile and its reports go,
 # default profiles).
 set -euo pipefail
@@ -56,7 +58,7 @@ for w in chat burst; do
 done
 if (( SLICE_STEPS > 0 )); then
   "$ENGINE" replay "$OUT/slice.steps.jsonl" --out "$OUT/slice.meas.jsonl" --backend cpu \
-      --layers all --warmup 0 --repeats "$SLICE_REPEATS" > "$OUT/slice.replay.txt" &
+      --layers all --warmup 0 --repeats "$SLICE_REPEATS" --retries 0 > "$OUT/slice.replay.txt" &
   pids+=($!)
 fi
 for p in "${pids[@]}"; do wait "$p"; done

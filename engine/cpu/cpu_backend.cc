@@ -3,12 +3,16 @@
 // single-threaded, steady_clock otherwise (see make_cpu_timer in cpu_backend.h).
 #include "engine/cpu/cpu_backend.h"
 
+#include <malloc.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -17,6 +21,10 @@
 #include "engine/cpu/host_matrix.h"
 #include "engine/cpu/reference.h"
 #include "engine/synthetic.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace moesim::engine::cpu {
 
@@ -210,6 +218,21 @@ class CpuBackend : public Backend {
 
   void synchronize() override {}
   std::unique_ptr<Timer> make_timer() override { return make_cpu_timer(); }
+  // Eigen's OpenMP team as this thread runs it (libgomp keeps one pool per calling thread).
+  std::vector<int> worker_thread_ids() override {
+    std::vector<int> tids;
+#ifdef _OPENMP
+    const int n = Eigen::nbThreads();
+    if (n <= 1) return tids;
+    std::vector<int> team(n, 0);
+#pragma omp parallel num_threads(n)
+    team[omp_get_thread_num()] = static_cast<int>(::syscall(SYS_gettid));
+    for (int i = 1; i < n; ++i) {
+      if (team[i] != 0) tids.push_back(team[i]);
+    }
+#endif
+    return tids;
+  }
 
  private:
   int64_t limit_bytes_;
@@ -220,7 +243,20 @@ class CpuBackend : public Backend {
 
 }  // namespace
 
+void keep_freed_heap_memory() {
+  static const bool done = [] {
+    // No allocation is served by a mapping of its own — except on a thread other than the main
+    // one (--nranks), where glibc still maps one larger than a thread arena (64 MiB) — and the
+    // main heap's top is never returned to the kernel.
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+    return true;
+  }();
+  (void)done;
+}
+
 std::unique_ptr<Backend> make_cpu_backend(const CpuBackendOptions& options) {
+  keep_freed_heap_memory();
   return std::make_unique<CpuBackend>(options);
 }
 

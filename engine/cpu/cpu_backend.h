@@ -35,6 +35,18 @@ CpuClock cpu_timer_clock();
 // A timer using cpu_timer_clock().
 std::unique_ptr<Timer> make_cpu_timer();
 
+// Makes freed heap memory stay in the process (make_cpu_backend calls it): allocations come
+// from the heap, not from fresh mmaps (on the main thread all of them; on other threads, e.g.
+// in-process ranks, those up to a thread arena's 64 MiB), and the heap's top is never returned
+// to the kernel, so an op's scratch reuses pages that are already mapped. The CPU operations
+// allocate their scratch (FP32 copies of BF16 weights, intermediates) per call; with glibc's
+// defaults whether a call's scratch was mapped afresh depended on the process's allocation history,
+// and a call that got fresh pages paid their faults in its CPU time: the tiny model's dense FFN at
+// 17 tokens took 6.4 ms on one simulated GPU and 0.47 ms on the other, at 256 tokens 14 ms
+// against 5.4 ms; the DeepSeek-V3 slice's dense FFN took 5.5 s against 0.78 s (docs/engine.md,
+// "Timing on a shared machine").
+void keep_freed_heap_memory();
+
 // Bytes the kernel reports as MemAvailable in /proc/meminfo; 0 when unreadable.
 int64_t host_available_memory_bytes();
 

@@ -54,6 +54,8 @@ nlohmann::json calibrate_json(const CalibrateResult& result) {
   j["used"] = rep.num_used;
   j["unmeasured"] = rep.num_unmeasured;
   j["noisy"] = rep.num_noisy;
+  j["flagged_noisy_left_out"] = rep.num_flagged_noisy;
+  j["flagged_noisy_kept"] = rep.num_noisy_kept;
   j["skipped"] = rep.skipped;
   for (const OpFit& f : rep.profile.ops) {
     j["fits"].push_back({{"kind", f.kind},
@@ -97,6 +99,11 @@ void write_calibrate_text(std::ostream& os, const CalibrateResult& result) {
                     static_cast<long long>(rep.num_used),
                     static_cast<long long>(rep.num_unmeasured),
                     static_cast<long long>(rep.num_noisy));
+  if (rep.num_flagged_noisy > 0 || rep.num_noisy_kept > 0) {
+    os << format_text("  engine-flagged noisy records: %lld left out, %lld kept (too few clean)\n",
+                      static_cast<long long>(rep.num_flagged_noisy),
+                      static_cast<long long>(rep.num_noisy_kept));
+  }
   os << format_text("  %-18s %-5s %7s %4s %7s %8s %8s\n", "kind", "dtype", "n", "reg", "R^2",
                     "MAPE", "p99|rel|");
   for (const OpFit& f : rep.profile.ops) {

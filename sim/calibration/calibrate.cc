@@ -68,6 +68,32 @@ struct GatheredSamples {
   std::map<std::string, std::vector<FitSample>> collectives;  // engine op -> samples
 };
 
+// Records the engine flagged noisy, by the fit they would join.
+struct NoisySamples {
+  std::map<std::pair<std::string, std::string>, std::vector<FitSample>> groups;
+  std::map<std::string, std::vector<FitSample>> collectives;
+};
+
+// Leaves the flagged records of a fit out when its clean ones are enough to fit
+// (options.min_samples); otherwise keeps them all, noted in report.skipped.
+template <typename Key>
+void settle_noisy(std::map<Key, std::vector<FitSample>>& fits,
+                  std::map<Key, std::vector<FitSample>>& noisy, const std::string& name,
+                  const Key& key, const CalibrateOptions& options, CalibrateReport& report) {
+  std::vector<FitSample>& clean = fits[key];
+  const std::vector<FitSample>& flagged = noisy[key];
+  if (static_cast<int32_t>(clean.size()) >= options.min_samples) {
+    report.num_flagged_noisy += static_cast<int64_t>(flagged.size());
+    return;
+  }
+  report.skipped.push_back(name + ": " + std::to_string(flagged.size()) +
+                           " records flagged noisy kept (only " + std::to_string(clean.size()) +
+                           " clean)");
+  report.num_noisy_kept += static_cast<int64_t>(flagged.size());
+  report.num_used += static_cast<int64_t>(flagged.size());
+  clean.insert(clean.end(), flagged.begin(), flagged.end());
+}
+
 // Every usable op record of `sets` as a fit sample (the record counters, the skipped notes, and
 // the profile's measurement files, backend and device in report).
 GatheredSamples gather_samples(const std::vector<MeasurementSet>& sets,
@@ -77,6 +103,7 @@ GatheredSamples gather_samples(const std::vector<MeasurementSet>& sets,
   auto& groups = g.groups;
   auto& engine_ops = g.engine_ops;
   auto& collectives = g.collectives;
+  NoisySamples noisy;
   for (const MeasurementSet& m : sets) {
     // File names only: a profile is shipped and must not name the machine's scratch paths.
     p.measurement_files.push_back(std::filesystem::path(m.file).filename().string());
@@ -97,6 +124,10 @@ GatheredSamples gather_samples(const std::vector<MeasurementSet>& sets,
       }
       FitSample f{s.flops, fit_bytes_of(s), static_cast<double>(s.tokens), 1e-9 * s.measured_ns};
       if (s.op == "dispatch_a2a" || s.op == "combine_a2a") {
+        if (s.noisy) {
+          noisy.collectives[s.op].push_back(f);
+          continue;
+        }
         collectives[s.op].push_back(f);
         ++report.num_used;
         continue;
@@ -107,11 +138,21 @@ GatheredSamples gather_samples(const std::vector<MeasurementSet>& sets,
         continue;
       }
       auto key = std::make_pair(kind, s.dtype);
-      groups[key].push_back(f);
       auto& names = engine_ops[key];
       if (std::find(names.begin(), names.end(), s.op) == names.end()) names.push_back(s.op);
+      if (s.noisy) {
+        noisy.groups[key].push_back(f);
+        continue;
+      }
+      groups[key].push_back(f);
       ++report.num_used;
     }
+  }
+  for (auto& [key, flagged] : noisy.groups) {
+    settle_noisy(groups, noisy.groups, key.first + "/" + key.second, key, options, report);
+  }
+  for (auto& [op, flagged] : noisy.collectives) {
+    settle_noisy(collectives, noisy.collectives, op, op, options, report);
   }
   return g;
 }

@@ -47,10 +47,14 @@ struct CalibrateOptions {
 
 struct CalibrateReport {
   CalibrationProfile profile;
-  int64_t num_records = 0;             // op records read
-  int64_t num_used = 0;                // records that entered a fit
-  int64_t num_unmeasured = 0;          // measured == false (single-rank all-to-alls)
-  int64_t num_noisy = 0;               // dropped by max_repeat_spread
+  int64_t num_records = 0;     // op records read
+  int64_t num_used = 0;        // records that entered a fit
+  int64_t num_unmeasured = 0;  // measured == false (single-rank all-to-alls)
+  int64_t num_noisy = 0;       // dropped by max_repeat_spread
+  // Records the engine flagged noisy (docs/calibration.md, "Measuring on a shared CPU"): left
+  // out of their fit, or kept where the fit's clean records are fewer than min_samples.
+  int64_t num_flagged_noisy = 0;
+  int64_t num_noisy_kept = 0;
   std::vector<std::string> skipped;    // "kind/dtype: reason"
   int64_t num_collective_samples = 0;  // all-to-all samples for the network fit
   NetworkFitReport network;            // rows empty when there was no network fit

@@ -108,6 +108,32 @@ void read_header(const RecordReader& r, MeasurementSet& m) {
   }
 }
 
+// The optional timing fields of a measured op record (docs/schemas/measurement.md).
+void read_timing_detail(const RecordReader& r, OpSample& s) {
+  s.estimator = r.get_string_or("estimator", "");
+  if (!s.estimator.empty() && s.estimator != "min" && s.estimator != "median" &&
+      s.estimator != "trimmed_mean") {
+    r.fail("estimator",
+           "unknown estimator '" + s.estimator + "' (valid: min, median, trimmed_mean)");
+  }
+  s.wait_ns = r.get_int_or("wait_ns", -1);
+  if (r.raw().contains("wait_ns") && !r.raw()["wait_ns"].is_null() && s.wait_ns < 0) {
+    r.fail("wait_ns", "must be >= 0 or null");
+  }
+  if (r.raw().contains("noisy")) s.noisy = r.get_bool("noisy");
+  s.retries = r.get_int_or("retries", 0);
+  if (s.retries < 0) r.fail("retries", "must be >= 0");
+  for (const char* field : {"samples_ns", "samples_wait_ns"}) {
+    if (!r.raw().contains(field)) continue;
+    const json& a = r.at(field);
+    if (!a.is_array()) r.fail(field, "must be an array");
+    for (const json& v : a) {
+      const std::optional<int64_t> x = json_integer<int64_t>(v);
+      if (!x || *x < 0) r.fail(field, "must hold integers >= 0 (nanoseconds)");
+    }
+  }
+}
+
 OpSample read_op(const RecordReader& r) {
   OpSample s;
   s.step = r.get_int("step");
@@ -133,6 +159,7 @@ OpSample read_op(const RecordReader& r) {
     s.min_ns = r.get_int_or("min_ns", s.measured_ns);
     s.max_ns = r.get_int_or("max_ns", s.measured_ns);
     if (s.measured_ns < 0) r.fail("measured_ns", "must be >= 0");
+    read_timing_detail(r, s);
   }
   if (r.raw().contains("tokens_per_expert")) {
     const json& t = r.at("tokens_per_expert");

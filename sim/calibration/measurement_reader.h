@@ -33,9 +33,14 @@ struct OpSample {
   double kv_bytes = 0;
   double bytes = 0;
   bool measured = false;
-  int64_t measured_ns = 0;  // median of the repeats; 0 when !measured
+  int64_t measured_ns = 0;  // the record's estimator over its samples; 0 when !measured
   int64_t min_ns = 0;
   int64_t max_ns = 0;
+  // Timing detail of newer engines (all optional; older files: "", unknown, false, 0).
+  std::string estimator;  // "min", "median", "trimmed_mean"; "" = median (older files)
+  int64_t wait_ns = -1;   // run-queue wait of the reported sample(s); -1 = unknown
+  bool noisy = false;     // the engine could not collect its clean samples
+  int64_t retries = 0;    // timed runs beyond the repeats
 };
 
 // One `step` record: the totals of one simulated GPU for one step.

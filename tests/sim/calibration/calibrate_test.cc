@@ -109,5 +109,42 @@ TEST(Calibrate, MeasuredAllToAllsNeedATopologyForTheNetworkFit) {
   EXPECT_NE(rep.skipped.back().find("no topology"), std::string::npos);
 }
 
+TEST(Calibrate, RecordsTheEngineFlaggedNoisyAreLeftOutWhileEnoughCleanOnesRemain) {
+  // rmsnorm: 12 clean records at 1 ns per byte and 3 flagged ones at 3x; router: 4 clean and 3
+  // flagged, too few clean (min_samples 6) to fit without them.
+  MeasurementSet m;
+  m.file = "meas.jsonl";
+  for (int64_t i = 1; i <= 15; ++i) {
+    const double bytes = 1000.0 * i;
+    OpSample s = record("rmsnorm", i, 0, 0, bytes, static_cast<int64_t>(bytes));
+    if (i % 5 == 0) {
+      s.noisy = true;
+      s.measured_ns *= 3;
+    }
+    m.ops.push_back(s);
+  }
+  for (int64_t i = 1; i <= 7; ++i) {
+    OpSample s = record("router", i, 1e6 * i, 1000, 100.0 * i, 1000 * i);
+    s.noisy = i > 4;
+    m.ops.push_back(s);
+  }
+  const CalibrateReport rep = calibrate({m}, CalibrateOptions{});
+  EXPECT_EQ(rep.num_flagged_noisy, 3);
+  EXPECT_EQ(rep.num_noisy_kept, 3);
+  EXPECT_EQ(rep.num_used, 12 + 7);
+  const OpFit* norm = rep.profile.find("rmsnorm", "bf16");
+  ASSERT_NE(norm, nullptr);
+  EXPECT_EQ(norm->quality.num_samples, 12);
+  EXPECT_NEAR(norm->predict_s(0, 7000, 7), 7e-6, 1e-9);  // the flagged 3x records moved nothing
+  const OpFit* router = rep.profile.find("router", "bf16");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->quality.num_samples, 7);
+  bool noted = false;
+  for (const std::string& s : rep.skipped) {
+    noted = noted || s == "router/bf16: 3 records flagged noisy kept (only 4 clean)";
+  }
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace
 }  // namespace moesim::sim

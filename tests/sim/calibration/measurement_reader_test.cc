@@ -148,5 +148,53 @@ TEST(MeasurementReader, ReadsKernelRecordsAndRejectsBadOnes) {
             "2 pairs");  // fewer pairs than queries
 }
 
+TEST(MeasurementReader, ReadsTheTimingDetailOfNewerEnginesAndOlderRecordsWithout) {
+  const std::string header =
+      R"({"record": "header", "schema": "moesim.measurements.v1", "mode": "replay",)"
+      R"( "repeats": 3, "timing": {"estimator": "min", "max_wait_fraction": 0.1,)"
+      R"( "max_extra_runs": 3, "pinned": true}})"
+      "\n";
+  const std::string op =
+      R"({"record": "op", "step": 0, "replica": 0, "sim_gpu": 0, "layer": 0, "op": "rmsnorm",)"
+      R"( "tokens": 4, "flops": 0, "bytes": 100, "measured": true, "measured_ns": 900,)"
+      R"( "min_ns": 900, "max_ns": 1000)";
+  std::istringstream in(header + op +
+                        R"(, "estimator": "min", "wait_ns": 20, "noisy": true,)"
+                        R"( "retries": 2, "samples_ns": [1000, 500, 900, 950, 990],)"
+                        R"( "samples_wait_ns": [0, 400, 20, 0, 300]})"
+                        "\n" +
+                        op + "}\n" + op + R"(, "estimator": "median", "wait_ns": null})" + "\n");
+  const MeasurementSet m = read_measurements(in, "t.jsonl");
+  ASSERT_EQ(m.ops.size(), 3u);
+  EXPECT_EQ(m.ops[0].estimator, "min");
+  EXPECT_EQ(m.ops[0].wait_ns, 20);
+  EXPECT_TRUE(m.ops[0].noisy);
+  EXPECT_EQ(m.ops[0].retries, 2);
+  EXPECT_EQ(m.ops[0].measured_ns, 900);
+  // An older record: no timing detail.
+  EXPECT_EQ(m.ops[1].estimator, "");
+  EXPECT_EQ(m.ops[1].wait_ns, -1);
+  EXPECT_FALSE(m.ops[1].noisy);
+  EXPECT_EQ(m.ops[1].retries, 0);
+  EXPECT_EQ(m.ops[2].estimator, "median");
+  EXPECT_EQ(m.ops[2].wait_ns, -1);  // null: unknown
+
+  auto error_of = [&](const std::string& fields) {
+    std::istringstream bad(header + op + fields + "}\n");
+    try {
+      read_measurements(bad, "t.jsonl");
+    } catch (const ConfigError& e) {
+      return std::to_string(e.line()) + " " + e.key_path();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(R"(, "estimator": "mode")"), "2 estimator");
+  EXPECT_EQ(error_of(R"(, "noisy": 1)"), "2 noisy");
+  EXPECT_EQ(error_of(R"(, "retries": -1)"), "2 retries");
+  EXPECT_EQ(error_of(R"(, "wait_ns": -5)"), "2 wait_ns");
+  EXPECT_EQ(error_of(R"(, "samples_ns": [1, "x"])"), "2 samples_ns");
+  EXPECT_EQ(error_of(R"(, "samples_wait_ns": 3)"), "2 samples_wait_ns");
+}
+
 }  // namespace
 }  // namespace moesim::sim
