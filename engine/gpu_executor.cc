@@ -203,6 +203,10 @@ class Executor {
                                 options_.seed);
     lm_head_ = build_lm_head(backend_, trace_, gpu_, extents.max_tokens, dtypes_.activations,
                              options_.seed);
+    if (options_.timed && options_.interleave) {
+      timer_ = backend_.make_timer();
+      waits_ = thread_wait_source(backend_.worker_thread_ids());
+    }
   }
 
   int64_t num_op_records() const { return num_op_records_; }
@@ -225,13 +229,77 @@ class Executor {
     all_.context_tokens.insert(all_.context_tokens.end(), decode_.context_tokens.begin(),
                                decode_.context_tokens.end());
     tokens_ = all_.total_new_tokens();
-    for (size_t i = 0; i < layers_.size(); ++i) run_layer(layers_[i], weights_[i]);
-    run_lm_head();
+    if (options_.timed && options_.interleave) {
+      play_interleaved();
+    } else {
+      play();
+    }
     if (writer_ != nullptr) writer_->write_step(step_record_);
     ++num_step_records_;
   }
 
  private:
+  // Whether ops run once each (untimed, or timed one by one), as warm-up rounds, or as timed
+  // rounds of an interleaved schedule.
+  enum class Pass { kOnce, kWarmup, kTimed };
+
+  void play() {
+    for (size_t i = 0; i < layers_.size(); ++i) run_layer(layers_[i], weights_[i]);
+    run_lm_head();
+  }
+
+  // The interleaved schedule: `warmup` untimed rounds of the whole step, then timed rounds, each
+  // op one run per round, so that an op runs between the ops it runs between in a step, with
+  // the caches they leave, rather than right after its own previous run. A single rank adds
+  // rounds until every op has its clean runs or the extra runs are spent; several ranks run
+  // exactly `repeats` rounds (every rank must enter each collective equally often).
+  void play_interleaved() {
+    pass_ = Pass::kWarmup;
+    for (int w = 0; w < options_.warmup; ++w) play();
+    backend_.synchronize();
+    pass_ = Pass::kTimed;
+    round_records_.clear();
+    round_sets_.clear();
+    round_written_.clear();
+    round_sampled_.clear();
+    const bool fixed = backend_.world_size() > 1;
+    const int extra =
+        options_.timing.max_extra_runs < 0 ? options_.repeats : options_.timing.max_extra_runs;
+    const int max_rounds = options_.repeats + (fixed ? 0 : extra);
+    int rounds = 0;
+    auto all_done = [&] {
+      for (const SampleSet& set : round_sets_) {
+        if (!set.done()) return false;
+      }
+      return true;
+    };
+    do {
+      pos_ = 0;
+      play();
+      ++rounds;
+    } while (rounds < options_.repeats || (rounds < max_rounds && !all_done()));
+    pass_ = Pass::kOnce;
+    for (size_t i = 0; i < round_records_.size(); ++i) {
+      OpRecord& r = round_records_[i];
+      if (round_sampled_[i]) record_timing(round_sets_[i].stats(), r);
+      if (!round_written_[i]) continue;
+      write(r);
+      if (r.op == OpKind::kExpertFfn && writer_ != nullptr) writer_->write_op(r);
+    }
+  }
+
+  // The record and samples of the op at the current position of a timed round (created in the
+  // first round).
+  size_t round_slot(const OpRecord& fresh, const TimingPolicy& policy, bool written) {
+    if (pos_ == round_records_.size()) {
+      round_records_.push_back(fresh);
+      round_sets_.emplace_back(options_.repeats, policy);
+      round_written_.push_back(written);
+      round_sampled_.push_back(false);
+    }
+    return pos_++;
+  }
+
   const TraceReplica& step_replica(const TraceStep& step) const {
     const TraceReplica* replica = nullptr;
     for (const TraceReplica& r : trace_.replicas) {
@@ -424,7 +492,7 @@ class Executor {
           [&] { backend_.expert_ffn(in, tokens_per_expert, experts, out); });
       r.experts = local;
       r.tokens_per_expert = tokens_per_expert;
-      if (writer_ != nullptr) writer_->write_op(r);
+      if (pass_ == Pass::kOnce && writer_ != nullptr) writer_->write_op(r);
     }
 
     const Tensor shared_out = rows_view(buffers_.shared_out, 0, tokens_, hidden);
@@ -485,6 +553,21 @@ class Executor {
     const Tensor recv_buf = kind == OpKind::kDispatchA2a
                                 ? rows_view(buffers_.a2a_recv, 0, recv_total, hidden)
                                 : rows_view(buffers_.a2a_send, 0, recv_total, hidden);
+    auto exchange = [&] { backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows); };
+    if (pass_ == Pass::kWarmup) {
+      if (multi_rank) exchange();
+      return;
+    }
+    if (pass_ == Pass::kTimed) {
+      const size_t i =
+          round_slot(base_record(kind, remote_send, all_, cost, dtypes_.dispatch, trace_dtype),
+                     collective_policy(options_.timing), own_traffic);
+      if (multi_rank) {
+        time_one_sample(*timer_, waits_.get(), exchange, round_sets_[i]);
+        round_sampled_[i] = true;
+      }
+      return;
+    }
     const bool available =
         multi_rank && backend_.all_to_all(send_buf, send_rows, recv_buf, recv_rows);
     OpRecord r = base_record(kind, remote_send, all_, cost, dtypes_.dispatch, trace_dtype);
@@ -532,10 +615,22 @@ class Executor {
     if (r.op != OpKind::kExpertFfn && writer_ != nullptr) writer_->write_op(r);
   }
 
-  // Times `op` and records it. expert_ffn records are completed and written by the caller.
+  // Times `op` and records it (in a timed round: takes one sample of it). expert_ffn records are
+  // completed by the caller, and written by it outside interleaved rounds.
   template <typename Fn>
   OpRecord& time(OpKind kind, int64_t tokens, const AttentionBatch& batch, const OpCost& cost,
                  DType dtype, const std::string& trace_dtype, Fn&& op) {
+    if (pass_ == Pass::kWarmup) {
+      op();
+      return last_;
+    }
+    if (pass_ == Pass::kTimed) {
+      const size_t i = round_slot(base_record(kind, tokens, batch, cost, dtype, trace_dtype),
+                                  options_.timing, true);
+      time_one_sample(*timer_, waits_.get(), op, round_sets_[i]);
+      round_sampled_[i] = true;
+      return round_records_[i];
+    }
     last_ = base_record(kind, tokens, batch, cost, dtype, trace_dtype);
     if (options_.timed) {
       set_timing(last_, time_op(backend_, options_.warmup, options_.repeats, op, options_.timing));
@@ -565,6 +660,14 @@ class Executor {
   int64_t tokens_ = 0;
   StepRecord step_record_;
   OpRecord last_;
+  Pass pass_ = Pass::kOnce;
+  size_t pos_ = 0;  // the op's position in the step, in a timed round
+  std::vector<OpRecord> round_records_;
+  std::vector<SampleSet> round_sets_;
+  std::vector<bool> round_written_;  // false: an all-to-all this GPU only takes part in
+  std::vector<bool> round_sampled_;
+  std::unique_ptr<Timer> timer_;
+  std::unique_ptr<WaitSource> waits_;
 };
 
 int64_t lm_head_vocab(const StepTrace& trace, int32_t gpu) {

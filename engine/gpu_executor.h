@@ -5,10 +5,13 @@
 // that GPU layer by layer, op by op, with routing forced from the step's per-layer counts
 // (docs/schemas/step_trace.md, "What a rank replays").
 //
-// Two modes. Timed (the replay): every op runs `warmup` times untimed, then `repeats` times timed,
-// and its measurement record goes to the writer. Untimed (the serving loop): every op runs once
-// and nothing is timed per op: the caller times whole steps. In both modes a multi-rank backend
-// exchanges the step's tokens in real all-to-alls.
+// Two modes. Timed (the replay): every op is timed `repeats` times (more to replace runs other
+// processes disturbed), after `warmup` untimed runs, and its measurement record goes to the
+// writer. By default the runs are interleaved: `warmup` untimed rounds of the whole step, then
+// timed rounds in which each op runs once, between the ops it runs between in a step; without
+// interleaving each op's runs follow one another, warming its caches with its own data. Untimed
+// (the serving loop): every op runs once and nothing is timed per op: the caller times whole steps.
+// In both modes a multi-rank backend exchanges the step's tokens in real all-to-alls.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,9 @@ struct ExecutorOptions {
   int repeats = 3;      // timed only: timed runs of each op (>= 1)
   uint64_t seed = 1;    // root seed of the synthetic weights and activations
   TimingPolicy timing;  // timed only: estimator, noisy-run retries (engine/timing.h)
+  // Timed only: time the step's ops in rounds, one run of each op per round, instead of every
+  // run of an op back to back (GpuExecutor::run_step).
+  bool interleave = true;
 };
 
 class Executor;

@@ -82,6 +82,8 @@ replay timing (docs/engine.md, "Timing on a shared machine"):
                             an op still short of clean samples is flagged "noisy"
   --pin auto|on|off         pin the threads that run ops (ranks, backend workers) to CPUs of
                             their own; auto: when there are two or more and enough CPUs
+  --interleave on|off       on (default): time a step's ops in rounds, one run of each per
+                            round, as they run in a step; off: each op's runs back to back
   --out PATH                with one process per rank, PATH must contain {rank}
 
 serve options (serves a request trace in wall-clock time; docs/engine.md "Serving"):
@@ -194,6 +196,7 @@ int run_replay(const Args& a) {
       positive_flag(a, "--max-wait-fraction", kMaxWaitFraction).value_or(0.1);
   o.timing.max_extra_runs = static_cast<int>(int_flag(a, "--retries", -1, 0, kMaxEngineRuns));
   o.timing.pin = *parse_pin_mode(a.get("--pin", "auto"));
+  o.interleave = a.get("--interleave", "on") == "on";
   o.engine_version = MOESIM_VERSION;
   const StepTrace trace = read_step_trace(a.trace_path);
   const std::vector<std::string> unsupported = shape_limit_violations(

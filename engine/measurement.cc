@@ -40,7 +40,8 @@ void MeasurementWriter::write_header(const MeasurementHeader& h) {
              {{"estimator", h.estimator},
               {"max_wait_fraction", h.max_wait_fraction},
               {"max_extra_runs", h.max_extra_runs},
-              {"pinned", h.pinned}}}};
+              {"pinned", h.pinned},
+              {"interleaved", h.interleaved}}}};
   out_ << j.dump() << '\n';
   ++num_records_;
   backend_ = h.backend;

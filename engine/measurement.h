@@ -43,6 +43,7 @@ struct MeasurementHeader {
   double max_wait_fraction = 0.1;
   int max_extra_runs = 0;
   bool pinned = false;
+  bool interleaved = false;  // ops timed in rounds of the whole step
 };
 
 struct OpRecord {

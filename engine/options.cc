@@ -17,7 +17,7 @@ const std::vector<std::string> kReplayFlags = {
     "--rank", "--nranks", "--nccl-id-file", "--local-device", "--replica"};
 // How replays time their ops (engine/timing.h).
 const std::vector<std::string> kReplayTimingFlags = {"--estimator", "--max-wait-fraction",
-                                                     "--retries", "--pin"};
+                                                     "--retries", "--pin", "--interleave"};
 const std::vector<std::string> kBenchFlags = {"--shapes", "--tokens", "--contexts"};
 // serve takes these and no others.
 const std::vector<std::string> kServeFlags = {"--backend",   "--memory-limit-gib", "--out",
@@ -68,6 +68,10 @@ void check_numbers(const EngineArgs& a) {
   if (a.has("--estimator") && !parse_estimator(a.get("--estimator", ""))) {
     throw UsageError("--estimator " + cut(a.get("--estimator", "")) +
                      ": expected min, median or trimmed_mean");
+  }
+  if (a.has("--interleave") && a.get("--interleave", "") != "on" &&
+      a.get("--interleave", "") != "off") {
+    throw UsageError("--interleave " + cut(a.get("--interleave", "")) + ": expected on or off");
   }
   if (a.has("--pin") && !parse_pin_mode(a.get("--pin", ""))) {
     throw UsageError("--pin " + cut(a.get("--pin", "")) + ": expected auto, on or off");

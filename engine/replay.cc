@@ -79,6 +79,7 @@ MeasurementHeader make_replay_header(const Backend& backend, const StepTrace& tr
   header.max_extra_runs =
       options.timing.max_extra_runs < 0 ? options.repeats : options.timing.max_extra_runs;
   header.pinned = options.timing.pinned;
+  header.interleaved = options.interleave;
   return header;
 }
 
@@ -119,8 +120,8 @@ ReplaySummary replay_trace(Backend& backend, const StepTrace& trace, const Repla
                                  std::to_string(plan.activation_bytes) + " B)",
                              needed_bytes, mem.available_bytes);
     }
-    const ExecutorOptions executor_options{true, options.warmup, options.repeats, options.seed,
-                                           options.timing};
+    const ExecutorOptions executor_options{true,         options.warmup, options.repeats,
+                                           options.seed, options.timing, options.interleave};
     GpuExecutor executor(backend, trace, summary.layers, dtypes, gpu, gpu_extents(trace, gpu),
                          executor_options, &writer);
     const int64_t replica = multi_rank_replica != nullptr ? multi_rank_replica->replica_idx : -1;

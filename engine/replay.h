@@ -31,6 +31,7 @@ struct ReplayOptions {
   int64_t replica_idx = -1;    // multi-rank only: the replica whose GPUs the ranks play; -1 =
                                // the trace's first replica
   TimingPolicy timing;         // estimator, noisy-sample retries, pinning (engine/timing.h)
+  bool interleave = true;      // time the ops in rounds of the whole step (engine/gpu_executor.h)
 };
 
 struct ReplaySummary {
