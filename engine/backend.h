@@ -335,6 +335,9 @@ class Backend {
   // Waits for all queued work.
   virtual void synchronize() = 0;
   virtual std::unique_ptr<Timer> make_timer() = 0;
+  // The timer of a collective: waiting for the peers is part of an exchange, so a backend whose
+  // make_timer() counts only the calling thread's CPU time times collectives by wall clock.
+  virtual std::unique_ptr<Timer> make_collective_timer() { return make_timer(); }
   // Host threads besides the caller that run this backend's operations (the CPU backend's
   // OpenMP workers), as kernel thread ids: timing records their run-queue wait and may pin them
   // (engine/timing.h). Empty by default.

@@ -242,6 +242,18 @@ TimingStats time_op(Backend& backend, int warmup_runs, int repeats, const std::f
   return samples.stats();
 }
 
+TimingStats time_collective(Backend& backend, int warmup_runs, int repeats,
+                            const std::function<void()>& op, const TimingPolicy& policy) {
+  MOESIM_CHECK(repeats >= 1 && warmup_runs >= 0, "time_collective: repeats >= 1, warmup >= 0");
+  for (int i = 0; i < warmup_runs; ++i) op();
+  backend.synchronize();
+  std::unique_ptr<Timer> timer = backend.make_collective_timer();
+  std::unique_ptr<WaitSource> waits = thread_wait_source(backend.worker_thread_ids());
+  SampleSet samples(repeats, collective_policy(policy));
+  while (!samples.done()) time_one_sample(*timer, waits.get(), op, samples);
+  return samples.stats();
+}
+
 TimingPolicy collective_policy(const TimingPolicy& policy) {
   TimingPolicy p = policy;
   p.max_extra_runs = 0;

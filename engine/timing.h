@@ -125,6 +125,11 @@ void time_one_sample(Timer& timer, WaitSource* waits, const std::function<void()
 TimingStats time_op(Backend& backend, int warmup_runs, int repeats, const std::function<void()>& op,
                     const TimingPolicy& policy = {});
 
+// time_op for a collective: the backend's collective timer (wall clock on the CPU) and
+// collective_policy(policy).
+TimingStats time_collective(Backend& backend, int warmup_runs, int repeats,
+                            const std::function<void()>& op, const TimingPolicy& policy);
+
 // The policy for an op every rank must run equally often (a collective: each rank judges its
 // own samples, so retries would pair different exchanges): `policy` without extra runs. Noisy
 // samples are still left out of the estimate and flagged.

@@ -7,8 +7,10 @@
 # docs/engine.md, "Timing on a shared machine"), then
 #   1. cross-validation: fits on workload A (chat), validates on workload B (burst, held out),
 #      and the reverse;
-#   2. the shipped profile: fits on all three, writes profiles/cpu-<machine>.toml and validates
-#      it on each workload (in-sample) into profiles/cpu-<machine>.validation/.
+#   2. the shipped profile: fits on all three, plus the all-to-alls of a two-rank replay of chat
+#      with uniform routing as its [network] section (the rank threads' exchange), writes
+#      profiles/cpu-<machine>.toml and validates it on each workload (in-sample) into
+#      profiles/cpu-<machine>.validation/.
 # Environment: STEPS (steps recorded per tiny workload, default 60), REPEATS (default 7),
 # SLICE_STEPS (steps of the DeepSeek-V3 slice, default 8; 0 leaves it out), SLICE_REPEATS
 # (default 2, no warmup run and no retries of disturbed repeats: each of its ops converts
@@ -63,6 +65,19 @@ if (( SLICE_STEPS > 0 )); then
 fi
 for p in "${pids[@]}"; do wait "$p"; done
 
+# The all-to-alls of two in-process ranks (the "fabric" of tiny-cpu and the serving scenarios:
+# two rank threads exchanging rows in shared memory, their barriers included), for the profile's
+# [network] fit: chat's traffic with uniform routing (the network fit reads each exchange as a
+# uniform one), replayed by two ranks after the others, since it needs both cores.
+"$MOESIM" run scenarios/calibration/tiny-cpu-chat.toml --set routing.preset=uniform \
+    --record "$OUT/a2a.steps.jsonl" --record-steps "$STEPS" > "$OUT/a2a.run.txt"
+"$ENGINE" replay "$OUT/a2a.steps.jsonl" --out "$OUT/a2a.meas.jsonl" --backend cpu --nranks 2 \
+    --layers all --warmup 2 --repeats "$REPEATS" > "$OUT/a2a.replay.txt"
+# Only the exchanges: the ops of that replay ran beside the other rank's, not alone like the
+# fitted workloads' (the writer starts every line with its "record" key).
+grep -E '^\{"record":"header"|^\{"record":"op",.*"op":"(dispatch|combine)_a2a"' \
+    "$OUT/a2a.meas.jsonl" > "$OUT/a2a-only.meas.jsonl"
+
 # 1. Cross-validation (out of sample).
 "$MOESIM" calibrate "$OUT/chat.meas.jsonl" --out "$OUT/fit-chat.toml" --name fit-chat
 "$MOESIM" validate scenarios/calibration/tiny-cpu-burst.toml --profile "$OUT/fit-chat.toml" \
@@ -74,9 +89,10 @@ for p in "${pids[@]}"; do wait "$p"; done
 # 2. The shipped profile, fitted on every workload.
 PROFILE=$PROFILE_DIR/cpu-$MACHINE.toml
 REPORT=$PROFILE_DIR/cpu-$MACHINE.validation
-fitted=("$OUT/chat.meas.jsonl" "$OUT/burst.meas.jsonl")
+fitted=("$OUT/chat.meas.jsonl" "$OUT/burst.meas.jsonl" "$OUT/a2a-only.meas.jsonl")
 if (( SLICE_STEPS > 0 )); then fitted+=("$OUT/slice.meas.jsonl"); fi
-"$MOESIM" calibrate "${fitted[@]}" --out "$PROFILE" --name "cpu-$MACHINE" > "$OUT/calibrate.txt"
+"$MOESIM" calibrate "${fitted[@]}" --out "$PROFILE" --name "cpu-$MACHINE" \
+    --topology topologies/cpu-2.toml > "$OUT/calibrate.txt"
 cat "$OUT/calibrate.txt"
 mkdir -p "$REPORT"
 for w in chat burst; do

@@ -218,6 +218,9 @@ class CpuBackend : public Backend {
 
   void synchronize() override {}
   std::unique_ptr<Timer> make_timer() override { return make_cpu_timer(); }
+  std::unique_ptr<Timer> make_collective_timer() override {
+    return std::make_unique<SteadyClockTimer>();
+  }
   // Eigen's OpenMP team as this thread runs it (libgomp keeps one pool per calling thread).
   std::vector<int> worker_thread_ids() override {
     std::vector<int> tids;
