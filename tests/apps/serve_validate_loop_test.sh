@@ -2,10 +2,10 @@
 # The serving loop end to end with the real engine (docs/serving_validation.md): a short trace of
 # scenarios/serving/tiny-cpu-ep2.toml (about 1 s of arrivals at 20 requests/s) is exported,
 # served by `moesim-engine serve` on two CPU rank threads, and validated with
-# `moesim validate --serving`. Checks that no machine load can break: every request completes on
-# both sides with the same token counts, throughput follows the arrivals (within 10%), and the
-# engine is not faster than half the simulation at TTFT p50 (load only slows the engine down;
-# the measured gap is about 20% the other way, docs/serving_validation.md).
+# `moesim validate --serving`. Checks that no machine load can break, since load only slows the
+# engine down: every request completes on both sides, the simulated output tokens/s is not more
+# than 10% below the engine's, and the engine's TTFT p50 is not below half the simulated one
+# (the measured gaps are the other way, docs/serving_validation.md).
 # usage: serve_validate_loop_test.sh MOESIM MOESIM_ENGINE SOURCE_DIR WORK_DIR
 set -u
 moesim=$1
@@ -36,7 +36,7 @@ def fail(msg):
 if m["completed"]["engine_mean"] != m["completed"]["simulated"] or p["arrived"] != m["completed"]["simulated"]:
     fail("completed: engine %s, simulated %s, arrived %s" % (
         m["completed"]["engine_mean"], m["completed"]["simulated"], p["arrived"]))
-if abs(m["output_tokens_per_s"]["error_rel"]) > 0.10:
+if m["output_tokens_per_s"]["error_rel"] < -0.10:
     fail("output tokens/s error %.3f" % m["output_tokens_per_s"]["error_rel"])
 ttft = m["ttft_p50_ms"]
 if ttft["engine_mean"] < 0.5 * ttft["simulated"]:
