@@ -78,7 +78,8 @@ class LineParser {
 
   template <size_t N>
   void only_keys(const json& row, const std::array<const char*, N>& keys) const {
-    for (const auto& [key, value] : row.items()) {
+    for (const auto& item : row.items()) {
+      const std::string& key = item.key();
       if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return key == k; })) {
         fail(key, "unknown key (valid: " + key_list(keys) + ")");
       }
