@@ -45,6 +45,8 @@ copy step_trace_fuzz tests/data/calibration/trace_*.jsonl tests/data/engine/*.js
   tests/data/bad/calibration/trace_*.jsonl
 copy engine_step_trace_fuzz tests/data/calibration/trace_*.jsonl tests/data/engine/*.jsonl \
   tests/data/bad/calibration/trace_*.jsonl tests/data/bad/engine/*.jsonl
+copy engine_request_trace_fuzz tests/data/engine/tiny_requests.jsonl tests/data/engine/tiny_serve_*.jsonl
+copy request_trace_fuzz tests/data/engine/tiny_requests.jsonl tests/data/engine/tiny_serve_*.jsonl
 copy routing_trace_fuzz tests/data/bad/routing/*.jsonl
 copy measurement_fuzz tests/data/calibration/meas_*.jsonl tests/data/bad/calibration/meas_*.jsonl
 # Hand-written seeds for inputs the repository only writes at run time (routing traces).
