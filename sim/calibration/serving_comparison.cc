@@ -12,7 +12,6 @@
 namespace moesim::sim {
 namespace {
 
-
 struct MetricInfo {
   const char* name;
   const char* unit;

@@ -191,8 +191,7 @@ TEST(EngineMain, ServeWritesRequestsStepsAndSummaryLast) {
             std::string::npos)
       << r.output;
   const std::string csv = read_all(dir + "/requests.csv");
-  EXPECT_EQ(csv.rfind("request_id,session_id,turn_idx,attempt_idx,replica,domain,outcome,", 0),
-            0u);
+  EXPECT_EQ(csv.rfind("request_id,session_id,turn_idx,attempt_idx,replica,domain,outcome,", 0), 0u);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 11);
   EXPECT_NE(read_all(dir + "/steps.jsonl").find("\"record\":\"step\""), std::string::npos);
   EXPECT_NE(read_all(dir + "/summary.json").find("\"completed\": 10"), std::string::npos);
