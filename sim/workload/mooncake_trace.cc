@@ -7,6 +7,7 @@
 #include "base/json_number.h"
 #include "sim/config/config_error.h"
 #include "sim/config/input_files.h"
+#include "sim/workload/jsonl_text.h"
 
 namespace moesim::sim {
 namespace {
@@ -15,23 +16,6 @@ using nlohmann::json;
 
 // Largest timestamp (ms) whose nanosecond value fits in SimTime with room to spare.
 constexpr double kMaxTimestampMs = 1e12;
-
-std::string type_name(const json& v) {
-  if (v.is_number_integer()) return "integer";
-  if (v.is_number_float()) return "number";
-  return v.type_name();
-}
-
-// The parser's message without its "[json.exception...] parse error at line 1, column N: " lead.
-std::string json_reason(const json::parse_error& e) {
-  std::string what = e.what();
-  const size_t column = what.find("column ");
-  if (column != std::string::npos) {
-    const size_t colon = what.find(": ", column);
-    if (colon != std::string::npos) return what.substr(colon + 2);
-  }
-  return what;
-}
 
 class LineParser {
  public:
@@ -49,7 +33,7 @@ class LineParser {
 
   int64_t positive_int(const json& row, const char* key) const {
     const json& v = field(row, key);
-    if (!v.is_number_integer()) fail(key, "expected an integer, got " + type_name(v));
+    if (!v.is_number_integer()) fail(key, "expected an integer, got " + json_type_name(v));
     const std::optional<int64_t> x = json_integer<int64_t>(v);
     if (!x) fail(key, "value " + v.dump() + " is too large");
     if (*x < 1) fail(key, "must be >= 1 (got " + v.dump() + ")");
@@ -58,7 +42,7 @@ class LineParser {
 
   SimTime timestamp_ns(const json& row) const {
     const json& v = field(row, "timestamp");
-    if (!v.is_number()) fail("timestamp", "expected a number, got " + type_name(v));
+    if (!v.is_number()) fail("timestamp", "expected a number, got " + json_type_name(v));
     const double ms = v.get<double>();
     if (ms < 0.0) fail("timestamp", "must be >= 0 ms (got " + v.dump() + ")");
     if (!(ms <= kMaxTimestampMs)) fail("timestamp", "value " + v.dump() + " ms is too large");
@@ -68,14 +52,14 @@ class LineParser {
 
   std::vector<uint64_t> hash_ids(const json& row, int64_t input_tokens) const {
     const json& v = field(row, "hash_ids");
-    if (!v.is_array()) fail("hash_ids", "expected an array, got " + type_name(v));
+    if (!v.is_array()) fail("hash_ids", "expected an array, got " + json_type_name(v));
     std::vector<uint64_t> out;
     out.reserve(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
       const json& h = v[i];
       if (!h.is_number_integer() || (!h.is_number_unsigned() && h.get<int64_t>() < 0)) {
         fail("hash_ids[" + std::to_string(i) + "]",
-             "expected an integer >= 0, got " + (h.is_number() ? h.dump() : type_name(h)));
+             "expected an integer >= 0, got " + (h.is_number() ? h.dump() : json_type_name(h)));
       }
       out.push_back(h.get<uint64_t>());
     }
@@ -112,11 +96,11 @@ std::vector<TraceRecord> read_mooncake_trace(std::istream& in, const std::string
     } catch (const JsonDepthError& e) {
       p.fail("", std::string("invalid JSON: ") + e.what());
     } catch (const json::parse_error& e) {
-      p.fail("", "invalid JSON: " + json_reason(e), static_cast<int>(e.byte));
+      p.fail("", "invalid JSON: " + json_parse_reason(e), static_cast<int>(e.byte));
     } catch (const json::out_of_range& e) {
       p.fail("", "invalid JSON: " + json_exception_reason(e));
     }
-    if (!row.is_object()) p.fail("", "expected a JSON object, got " + type_name(row));
+    if (!row.is_object()) p.fail("", "expected a JSON object, got " + json_type_name(row));
     TraceRecord r;
     r.line = line;
     r.timestamp_ns = p.timestamp_ns(row);

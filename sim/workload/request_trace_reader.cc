@@ -11,6 +11,7 @@
 #include "sim/config/config_error.h"
 #include "sim/config/input_files.h"
 #include "sim/core/horizon.h"
+#include "sim/workload/jsonl_text.h"
 
 namespace moesim::sim {
 namespace {
@@ -28,22 +29,6 @@ constexpr std::array<const char*, 19> kHeaderKeys = {
 constexpr std::array<const char*, 9> kRequestKeys = {
     "record",     "request_id", "arrival_ns", "prompt_tokens", "output_tokens",
     "session_id", "turn_idx",   "domain",     "prefix_blocks"};
-
-std::string type_name(const json& v) {
-  if (v.is_number_integer()) return "integer";
-  if (v.is_number_float()) return "number";
-  return v.type_name();
-}
-
-std::string json_reason(const json::parse_error& e) {
-  std::string what = e.what();
-  const size_t column = what.find("column ");
-  if (column != std::string::npos) {
-    const size_t colon = what.find(": ", column);
-    if (colon != std::string::npos) return what.substr(colon + 2);
-  }
-  return what;
-}
 
 template <size_t N>
 std::string key_list(const std::array<const char*, N>& keys) {
@@ -68,11 +53,11 @@ class LineParser {
     } catch (const JsonDepthError& e) {
       fail("", std::string("invalid JSON: ") + e.what());
     } catch (const json::parse_error& e) {
-      fail("", "invalid JSON: " + json_reason(e), static_cast<int>(e.byte));
+      fail("", "invalid JSON: " + json_parse_reason(e), static_cast<int>(e.byte));
     } catch (const json::out_of_range& e) {
       fail("", "invalid JSON: " + json_exception_reason(e));
     }
-    if (!row.is_object()) fail("", "expected a JSON object, got " + type_name(row));
+    if (!row.is_object()) fail("", "expected a JSON object, got " + json_type_name(row));
     return row;
   }
 
@@ -95,7 +80,7 @@ class LineParser {
       fail(key, "missing key");
     }
     const std::optional<int64_t> x = json_integer<int64_t>(*it);
-    if (!it->is_number_integer()) fail(key, "expected an integer, got " + type_name(*it));
+    if (!it->is_number_integer()) fail(key, "expected an integer, got " + json_type_name(*it));
     if (!x || *x < lo || *x > hi) {
       fail(key, "value " + it->dump() + " is outside [" + std::to_string(lo) + ", " +
                     std::to_string(hi) + "]");
@@ -106,7 +91,7 @@ class LineParser {
   Domain domain(const json& row) const {
     auto it = row.find("domain");
     if (it == row.end()) return Domain::kChat;
-    if (!it->is_string()) fail("domain", "expected a string, got " + type_name(*it));
+    if (!it->is_string()) fail("domain", "expected a string, got " + json_type_name(*it));
     const std::string name = it->get<std::string>();
     for (int d = 0; d < kNumDomains; ++d) {
       if (name == domain_name(static_cast<Domain>(d))) return static_cast<Domain>(d);
@@ -115,14 +100,15 @@ class LineParser {
   }
 
   std::vector<uint64_t> prefix_blocks(const json& v, int64_t prompt_tokens) const {
-    if (!v.is_array()) fail("prefix_blocks", "expected an array, got " + type_name(v));
+    if (!v.is_array()) fail("prefix_blocks", "expected an array, got " + json_type_name(v));
     std::vector<uint64_t> out;
     out.reserve(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
       const std::optional<uint64_t> h = json_integer<uint64_t>(v[i]);
       if (!h) {
         fail("prefix_blocks[" + std::to_string(i) + "]",
-             "expected an integer >= 0, got " + (v[i].is_number() ? v[i].dump() : type_name(v[i])));
+             "expected an integer >= 0, got " +
+                 (v[i].is_number() ? v[i].dump() : json_type_name(v[i])));
       }
       out.push_back(*h);
     }
